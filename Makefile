@@ -1,0 +1,152 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# odsm: the module (kbuild), libodsm, odsmctl, tests, benchmarks, examples.
+#
+#   make            build everything against the newest installed kernel
+#   make setup      install every Debian package the project needs
+#   make check      setup, then host unit tests and VM suites on every
+#                   supported kernel; ends with "N passed, M failed"
+#   make demo       setup, then a guest running the example application
+#   make bench      setup, then the benchmarks in a guest (not a test)
+#
+# Variables: KVER (kernel release), KDIR (its build tree), BUILD (output).
+
+BUILD	?= build
+KVER	?= $(shell tools/rig/kernels.sh --newest 2>/dev/null)
+KDIR	?= /lib/modules/$(KVER)/build
+ifneq ($(origin KDIR),file)
+KVER	:= $(shell cat $(KDIR)/include/config/kernel.release 2>/dev/null)
+endif
+
+CC	?= gcc
+CFLAGS	?= -O2 -g
+WFLAGS	:= -Wall -Wextra -Werror -Wno-unused-parameter
+UCFLAGS	:= $(CFLAGS) $(WFLAGS) -D_GNU_SOURCE -Iuapi -Iuserlib
+KSFT	:= $(BUILD)/ksft
+
+LIB_A	:= $(BUILD)/lib/libodsm.a
+LIB_SO	:= $(BUILD)/lib/libodsm.so.1
+LIB_SRC	:= userlib/odsm.c
+LIB_HDR	:= userlib/odsm.h uapi/linux/odsm.h
+
+# pure logic shared with the module, linked into host programs
+CORE_SRC := kmod/odsm_palloc.c kmod/odsm_sizeclass.c
+CORE_HDR := kmod/odsm_addr.h kmod/odsm_palloc.h kmod/odsm_sizeclass.h \
+	    kmod/odsm_portable.h tools/include/odsm_kshim.h uapi/linux/odsm.h
+
+HOST_TESTS := $(patsubst selftests/host/%.c,$(BUILD)/tests/host/%,\
+		$(wildcard selftests/host/*_test.c))
+VM_TESTS   := $(patsubst selftests/vm/%.c,$(BUILD)/tests/vm/%,\
+		$(wildcard selftests/vm/*.c))
+TOOLS	   := $(BUILD)/bin/odsmctl $(BUILD)/bin/odsm-bench $(BUILD)/bin/odsm-demo
+
+MODULE	:= $(BUILD)/kmod/$(KVER)/kmod/odsm.ko
+
+.PHONY: all module lib tools tests setup check demo bench checkpatch clean \
+	FORCE
+
+all: module lib tools tests
+
+setup:
+	@tools/setup.sh
+
+# ---- the module -------------------------------------------------------------
+# Each kernel gets its own copy of the sources, so builds for several
+# kernels never share objects.
+module: $(MODULE)
+
+$(BUILD)/kmod/%/kmod/odsm.ko: FORCE
+	@test -n "$*" -a -d "/lib/modules/$*/build" || \
+		{ echo "no kernel build tree for '$*': run 'make setup' or set KDIR" >&2; exit 1; }
+	@mkdir -p $(BUILD)/kmod/$*/kmod $(BUILD)/kmod/$*/uapi/linux
+	@cp -u Kbuild $(BUILD)/kmod/$*/
+	@cp -u kmod/*.c kmod/*.h kmod/Kbuild $(BUILD)/kmod/$*/kmod/
+	@cp -u uapi/linux/odsm.h $(BUILD)/kmod/$*/uapi/linux/
+	$(MAKE) -s -C $(if $(filter $*,$(KVER)),$(KDIR),/lib/modules/$*/build) \
+		M=$(abspath $(BUILD)/kmod/$*) W=1 modules 2>&1 | \
+		{ grep -v 'Skipping BTF generation' || true; }
+	@test -f $@
+
+# ---- libodsm ----------------------------------------------------------------
+lib: $(LIB_A) $(LIB_SO) $(BUILD)/lib/odsm.pc
+
+$(BUILD)/lib/odsm.o: $(LIB_SRC) $(LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(UCFLAGS) -c $< -o $@
+
+$(BUILD)/lib/odsm.pic.o: $(LIB_SRC) $(LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(UCFLAGS) -fPIC -c $< -o $@
+
+$(LIB_A): $(BUILD)/lib/odsm.o
+	$(AR) rcs $@ $^
+
+$(LIB_SO): $(BUILD)/lib/odsm.pic.o
+	$(CC) -shared -Wl,-soname,libodsm.so.1 -o $@ $^
+	ln -sf libodsm.so.1 $(BUILD)/lib/libodsm.so
+
+$(BUILD)/lib/odsm.pc: userlib/odsm.pc.in
+	@mkdir -p $(@D)
+	sed -e 's|@PREFIX@|$(or $(PREFIX),/usr/local)|' $< > $@
+
+# ---- tools, benchmarks, examples (static: they also run in test guests) ------
+tools: $(TOOLS)
+
+$(BUILD)/bin/odsmctl: tools/odsmctl/odsmctl.c $(LIB_A) $(LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(UCFLAGS) -static -o $@ $< $(LIB_A)
+
+$(BUILD)/bin/odsm-bench: tools/bench/odsm-bench.c $(LIB_A) $(LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(UCFLAGS) -static -o $@ $< $(LIB_A)
+
+$(BUILD)/bin/odsm-demo: tools/examples/odsm-demo.c $(LIB_A) $(LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(UCFLAGS) -static -o $@ $< $(LIB_A)
+
+# ---- tests ------------------------------------------------------------------
+tests: $(HOST_TESTS) $(VM_TESTS)
+
+$(KSFT)/kselftest_harness.h:
+	@test -f /usr/src/linux-source-6.1.tar.xz || \
+		{ echo "no linux-source-6.1: run 'make setup'" >&2; exit 1; }
+	@mkdir -p $(KSFT)
+	tar -C $(KSFT) -xJf /usr/src/linux-source-6.1.tar.xz --strip-components=4 \
+		--wildcards 'linux-source-6.1/tools/testing/selftests/kselftest*.h'
+	@touch $@
+
+$(BUILD)/tests/host/%: selftests/host/%.c $(CORE_SRC) $(CORE_HDR) \
+		$(KSFT)/kselftest_harness.h
+	@mkdir -p $(@D)
+	$(CC) $(UCFLAGS) -I$(KSFT) -Ikmod -fsanitize=address,undefined \
+		-fno-sanitize-recover=all -o $@ $< $(CORE_SRC)
+
+$(BUILD)/tests/vm/%: selftests/vm/%.c $(LIB_A) $(LIB_HDR) \
+		$(KSFT)/kselftest_harness.h
+	@mkdir -p $(@D)
+	$(CC) $(UCFLAGS) -I$(KSFT) -static -pthread -o $@ $< $(LIB_A)
+
+check: setup
+	@tools/check.sh
+
+demo: setup
+	@tools/demo.sh
+
+bench: setup
+	@tools/bench.sh
+
+# checkpatch.pl from the linux-source package, on the kernel-side files
+checkpatch: $(BUILD)/lsrc/scripts/checkpatch.pl
+	perl $< --no-tree --strict --terse -f kmod/*.c kmod/*.h uapi/linux/odsm.h
+
+$(BUILD)/lsrc/scripts/checkpatch.pl:
+	@mkdir -p $(BUILD)/lsrc
+	tar -C $(BUILD)/lsrc -xJf /usr/src/linux-source-6.1.tar.xz --strip-components=1 \
+		--wildcards 'linux-source-6.1/scripts/checkpatch.pl' \
+		'linux-source-6.1/scripts/spelling.txt' \
+		'linux-source-6.1/scripts/const_structs.checkpatch'
+
+clean:
+	rm -rf $(BUILD)
+
+FORCE:

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * odsm module internals: the node's heap state shared by the device, the
+ * fault handler, the allocator glue and sysfs.
+ */
+#ifndef _ODSM_H
+#define _ODSM_H
+
+#include <linux/mutex.h>
+#include <linux/xarray.h>
+#include <linux/atomic.h>
+#include <linux/fs.h>
+#include "odsm_addr.h"
+#include "odsm_palloc.h"
+#include "odsm_stats.h"
+
+/*
+ * One per node (the module is a singleton: one heap per machine).
+ *
+ * Locking: @lock (a mutex: every holder may sleep to allocate) serializes
+ * the configuration, the allocator and insertions into / removals from
+ * @pages.  Lookups in @pages are lockless (xarray RCU); the fault path
+ * re-checks a page under its page lock to close the race with a free that
+ * releases it (see odsm_store.c).  @geom changes only when no process has
+ * the heap mapped (@maps == 0) and no object is allocated, so code running
+ * on behalf of a mapping reads it without the lock.
+ */
+struct odsm_heap {
+	struct mutex lock;		/* see above */
+	struct odsm_geom geom;
+	struct odsm_palloc pa;
+	struct xarray pages;		/* partition page index -> page */
+	atomic_long_t nr_pages;
+	atomic_t maps;			/* live VMAs of the heap */
+	struct inode *inode;		/* every open file's f_mapping */
+};
+
+extern struct odsm_heap odsm_heap;
+
+/* odsm_main.c */
+u64 odsm_user_top(void);
+
+/* odsm_fs.c: the pseudo inode whose mapping all heap VMAs hang off */
+struct inode *odsm_fs_inode_new(void);
+void odsm_fs_inode_put(struct inode *inode);
+
+/* odsm_heap.c: configuration and objects, all under heap->lock */
+int odsm_heap_init(struct odsm_heap *h, const struct odsm_geom *g);
+void odsm_heap_destroy(struct odsm_heap *h);
+int odsm_heap_set_config(struct odsm_heap *h, const struct odsm_geom *g);
+int odsm_heap_alloc(struct odsm_heap *h, u64 size, u32 align, u32 flags,
+		    u64 *cgaddr, u64 *usable);
+int odsm_heap_free(struct odsm_heap *h, u64 cgaddr);
+int odsm_heap_move(struct odsm_heap *h, u64 cgaddr, u64 *new_cgaddr);
+int odsm_heap_obj_info(struct odsm_heap *h, u64 cgaddr,
+		       struct odsm_objinfo *oi);
+
+/* odsm_store.c: the node-local page store behind the partition */
+extern const struct vm_operations_struct odsm_vm_ops;
+int odsm_store_zero(struct odsm_heap *h, u64 addr, u64 len);
+int odsm_store_copy(struct odsm_heap *h, u64 dst, u64 src, u64 len);
+void odsm_store_release(struct odsm_heap *h, u64 addr, u64 len);
+
+/* odsm_dev.c */
+int odsm_dev_register(void);
+void odsm_dev_unregister(void);
+
+/* odsm_sysfs.c */
+int odsm_sysfs_init(void);
+void odsm_sysfs_exit(void);
+
+#endif /* _ODSM_H */

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /dev/odsm: open, mmap of the heap at its fixed base, and the ioctls.
+ */
+#include <linux/miscdevice.h>
+#include <linux/uaccess.h>
+#include <linux/capability.h>
+#include <linux/mman.h>
+#include <linux/mm.h>
+#include "odsm.h"
+#include "odsm_compat.h"
+
+static int odsm_open(struct inode *inode, struct file *filp)
+{
+	/* one mapping for all files: see odsm_fs.c */
+	filp->f_mapping = odsm_heap.inode->i_mapping;
+	return 0;
+}
+
+/*
+ * The heap has one address.  A caller that leaves the address to the kernel
+ * gets the heap base, unless something already sits there: then -EEXIST,
+ * as MAP_FIXED_NOREPLACE would say, rather than silently replacing it.
+ */
+static unsigned long odsm_get_unmapped_area(struct file *filp,
+					    unsigned long addr,
+					    unsigned long len,
+					    unsigned long pgoff,
+					    unsigned long flags)
+{
+	const struct odsm_geom *g = &odsm_heap.geom;
+	u64 size = (u64)g->nr_nodes * g->part_size;
+
+	if (pgoff || len != size || (addr && addr != g->base))
+		return -EINVAL;
+	if (!(flags & MAP_FIXED) &&
+	    find_vma_intersection(current->mm, g->base, g->base + size))
+		return -EEXIST;
+	return g->base;
+}
+
+static int odsm_mmap(struct file *filp, struct vm_area_struct *vma)
+{
+	struct odsm_heap *h = &odsm_heap;
+	u64 size;
+	int ret = 0;
+
+	mutex_lock(&h->lock);
+	size = (u64)h->geom.nr_nodes * h->geom.part_size;
+	if (vma->vm_start != h->geom.base || vma->vm_end - vma->vm_start != size ||
+	    vma->vm_pgoff || !(vma->vm_flags & VM_SHARED)) {
+		ret = -EINVAL;
+		odsm_stat_inc(ODSM_STAT_mmap_refused);
+		goto out;
+	}
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	vma->vm_ops = &odsm_vm_ops;
+	atomic_inc(&h->maps);
+	odsm_stat_inc(ODSM_STAT_mmaps);
+out:
+	mutex_unlock(&h->lock);
+	return ret;
+}
+
+static bool reserved_zero(const u64 *r, size_t n)
+{
+	while (n--)
+		if (r[n])
+			return false;
+	return true;
+}
+
+static long ioc_info(void __user *arg)
+{
+	const struct odsm_geom *g = &odsm_heap.geom;
+	struct odsm_info info = {
+		.abi_version = ODSM_ABI_VERSION,
+		.page_size = PAGE_SIZE,
+	};
+
+	mutex_lock(&odsm_heap.lock);
+	info.node_id = g->node_id;
+	info.nr_nodes = g->nr_nodes;
+	info.heap_base = g->base;
+	info.part_size = g->part_size;
+	info.heap_size = (u64)g->nr_nodes * g->part_size;
+	info.max_alloc = odsm_palloc_max_alloc(&odsm_heap.pa);
+	mutex_unlock(&odsm_heap.lock);
+	return copy_to_user(arg, &info, sizeof(info)) ? -EFAULT : 0;
+}
+
+static long ioc_set_config(void __user *arg)
+{
+	struct odsm_config c;
+	struct odsm_geom g;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (copy_from_user(&c, arg, sizeof(c)))
+		return -EFAULT;
+	if (!reserved_zero(c.reserved, ARRAY_SIZE(c.reserved)))
+		return -EINVAL;
+	g.node_id = c.node_id;
+	g.nr_nodes = c.nr_nodes;
+	g.base = c.heap_base;
+	g.part_size = c.part_size;
+	return odsm_heap_set_config(&odsm_heap, &g);
+}
+
+static long ioc_alloc(void __user *arg)
+{
+	struct odsm_alloc a;
+	int ret;
+
+	if (copy_from_user(&a, arg, sizeof(a)))
+		return -EFAULT;
+	if (!reserved_zero(a.reserved, ARRAY_SIZE(a.reserved)) ||
+	    (a.flags & ~ODSM_ALLOC_FLAGS)) {
+		odsm_stat_inc(ODSM_STAT_alloc_einval);
+		return -EINVAL;
+	}
+	ret = odsm_heap_alloc(&odsm_heap, a.size, a.align, a.flags,
+			      &a.gaddr, &a.usable);
+	if (ret)
+		return ret;
+	if (copy_to_user(arg, &a, sizeof(a))) {
+		/* the caller cannot learn the address: take it back */
+		odsm_heap_free(&odsm_heap, a.gaddr);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static long ioc_free(void __user *arg)
+{
+	struct odsm_free f;
+
+	if (copy_from_user(&f, arg, sizeof(f)))
+		return -EFAULT;
+	if (!reserved_zero(f.reserved, ARRAY_SIZE(f.reserved))) {
+		odsm_stat_inc(ODSM_STAT_bad_frees);
+		return -EINVAL;
+	}
+	return odsm_heap_free(&odsm_heap, f.gaddr);
+}
+
+static long ioc_move(void __user *arg)
+{
+	struct odsm_move m;
+	int ret;
+
+	if (copy_from_user(&m, arg, sizeof(m)))
+		return -EFAULT;
+	if (!reserved_zero(m.reserved, ARRAY_SIZE(m.reserved)))
+		return -EINVAL;
+	ret = odsm_heap_move(&odsm_heap, m.gaddr, &m.new_gaddr);
+	if (ret)
+		return ret;
+	/* the object already moved: a caller that faults here lost it, as it
+	 * would with any pointer it failed to store
+	 */
+	return copy_to_user(arg, &m, sizeof(m)) ? -EFAULT : 0;
+}
+
+static long ioc_obj_info(void __user *arg)
+{
+	struct odsm_obj_info o;
+	struct odsm_objinfo oi;
+	int ret;
+
+	if (copy_from_user(&o, arg, sizeof(o)))
+		return -EFAULT;
+	if (!reserved_zero(o.reserved, ARRAY_SIZE(o.reserved)) || o.reserved0)
+		return -EINVAL;
+	ret = odsm_heap_obj_info(&odsm_heap, o.gaddr, &oi);
+	if (ret)
+		return ret;
+	o.gaddr = odsm_with_color(oi.addr, oi.color);
+	o.size = oi.size;
+	o.usable = oi.usable;
+	o.alloc_color = oi.color;
+	return copy_to_user(arg, &o, sizeof(o)) ? -EFAULT : 0;
+}
+
+static long odsm_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	void __user *uarg = (void __user *)arg;
+	long ret;
+
+	switch (cmd) {
+	case ODSM_IOC_INFO:
+		return ioc_info(uarg);
+	case ODSM_IOC_SET_CONFIG:
+		ret = ioc_set_config(uarg);
+		break;
+	case ODSM_IOC_ALLOC:
+		return ioc_alloc(uarg);
+	case ODSM_IOC_FREE:
+		return ioc_free(uarg);
+	case ODSM_IOC_MOVE:
+		ret = ioc_move(uarg);
+		break;
+	case ODSM_IOC_OBJ_INFO:
+		ret = ioc_obj_info(uarg);
+		break;
+	default:
+		ret = -ENOTTY;
+	}
+	if (ret && ret != -EBUSY && ret != -ENOMEM)
+		odsm_stat_inc(ODSM_STAT_bad_ioctls);
+	return ret;
+}
+
+static const struct file_operations odsm_fops = {
+	.owner = THIS_MODULE,
+	.open = odsm_open,
+	.mmap = odsm_mmap,
+	.get_unmapped_area = odsm_get_unmapped_area,
+	.unlocked_ioctl = odsm_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.llseek = noop_llseek,
+};
+
+static struct miscdevice odsm_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "odsm",
+	.fops = &odsm_fops,
+	.mode = 0600,		/* root only unless udev says otherwise */
+};
+
+int odsm_dev_register(void)
+{
+	return misc_register(&odsm_misc);
+}
+
+void odsm_dev_unregister(void)
+{
+	misc_deregister(&odsm_misc);
+}

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The node's heap: configuration and the objects of its partition.  Glue
+ * between the pure allocator bookkeeping (odsm_palloc.c) and the page store
+ * (odsm_store.c), with the counters.
+ */
+#include <linux/mm.h>
+#include "odsm.h"
+
+static void release_blocks(struct odsm_heap *h, const struct odsm_release *rel)
+{
+	if (rel->nr_blocks)
+		odsm_store_release(h, h->pa.base +
+				   ((u64)rel->first_block << ODSM_BLOCK_SHIFT),
+				   (u64)rel->nr_blocks << ODSM_BLOCK_SHIFT);
+}
+
+int odsm_heap_init(struct odsm_heap *h, const struct odsm_geom *g)
+{
+	int ret = odsm_geom_check(g, odsm_user_top());
+
+	if (ret)
+		return ret;
+	mutex_init(&h->lock);
+	xa_init(&h->pages);
+	atomic_long_set(&h->nr_pages, 0);
+	atomic_set(&h->maps, 0);
+	h->geom = *g;
+	return odsm_palloc_init(&h->pa, odsm_part_start(g, g->node_id),
+				g->part_size);
+}
+
+/* Drop every page of the store: nothing maps the heap any more. */
+static void store_drop_all(struct odsm_heap *h)
+{
+	struct page *page;
+	unsigned long idx;
+
+	xa_for_each(&h->pages, idx, page) {
+		xa_erase(&h->pages, idx);
+		put_page(page);
+		atomic_long_dec(&h->nr_pages);
+		odsm_stat_inc(ODSM_STAT_page_frees);
+	}
+}
+
+void odsm_heap_destroy(struct odsm_heap *h)
+{
+	store_drop_all(h);
+	xa_destroy(&h->pages);
+	odsm_palloc_destroy(&h->pa);
+}
+
+int odsm_heap_set_config(struct odsm_heap *h, const struct odsm_geom *g)
+{
+	struct odsm_palloc pa;
+	int ret = odsm_geom_check(g, odsm_user_top());
+
+	if (ret)
+		return ret;
+	mutex_lock(&h->lock);
+	if (atomic_read(&h->maps) || h->pa.objects) {
+		ret = -EBUSY;
+		goto out;
+	}
+	ret = odsm_palloc_init(&pa, odsm_part_start(g, g->node_id),
+			       g->part_size);
+	if (ret)
+		goto out;
+	store_drop_all(h);
+	odsm_palloc_destroy(&h->pa);
+	h->pa = pa;
+	h->geom = *g;
+out:
+	mutex_unlock(&h->lock);
+	return ret;
+}
+
+int odsm_heap_alloc(struct odsm_heap *h, u64 size, u32 align, u32 flags,
+		    u64 *cgaddr, u64 *usable)
+{
+	int ret;
+
+	mutex_lock(&h->lock);
+	ret = odsm_palloc_alloc(&h->pa, size, align, cgaddr, usable);
+	if (!ret && (flags & ODSM_ALLOC_ZERO))
+		ret = odsm_store_zero(h, odsm_clear_color(*cgaddr), *usable);
+	mutex_unlock(&h->lock);
+
+	switch (ret) {
+	case 0:
+		odsm_stat_inc(ODSM_STAT_allocs);
+		odsm_stat_add(ODSM_STAT_alloc_bytes, *usable);
+		break;
+	case -ENOMEM:
+		odsm_stat_inc(ODSM_STAT_alloc_enomem);
+		break;
+	default:
+		odsm_stat_inc(ODSM_STAT_alloc_einval);
+	}
+	return ret;
+}
+
+int odsm_heap_free(struct odsm_heap *h, u64 cgaddr)
+{
+	struct odsm_release rel;
+	struct odsm_objinfo oi;
+	int ret;
+
+	mutex_lock(&h->lock);
+	ret = odsm_palloc_lookup(&h->pa, cgaddr, &oi);
+	if (!ret)
+		ret = odsm_palloc_free(&h->pa, cgaddr, &rel);
+	mutex_unlock(&h->lock);
+
+	if (ret) {
+		odsm_stat_inc(ODSM_STAT_bad_frees);
+		pr_notice_ratelimited("odsm: %s[%d]: free of 0x%llx refused: not a live object of node %u\n",
+				      current->comm, task_pid_nr(current),
+				      cgaddr, h->geom.node_id);
+		return ret;
+	}
+	odsm_stat_inc(ODSM_STAT_frees);
+	odsm_stat_add(ODSM_STAT_free_bytes, oi.usable);
+	release_blocks(h, &rel);
+	return 0;
+}
+
+int odsm_heap_move(struct odsm_heap *h, u64 cgaddr, u64 *new_cgaddr)
+{
+	struct odsm_release rel = { 0 };
+	struct odsm_objinfo oi;
+	u64 usable;
+	int ret;
+
+	mutex_lock(&h->lock);
+	ret = odsm_palloc_lookup(&h->pa, cgaddr, &oi);
+	if (ret || odsm_color(cgaddr) < oi.color) {
+		ret = -EINVAL;
+		goto unlock;
+	}
+	ret = odsm_palloc_alloc(&h->pa, oi.size, 0, new_cgaddr, &usable);
+	if (ret)
+		goto unlock;
+	ret = odsm_store_copy(h, odsm_clear_color(*new_cgaddr), oi.addr,
+			      oi.size);
+	if (ret) {
+		/* nothing lost: the old object stays, the new one goes */
+		odsm_palloc_free(&h->pa, *new_cgaddr, &rel);
+		goto unlock;
+	}
+	ret = odsm_palloc_free(&h->pa, cgaddr, &rel);
+	WARN_ON_ONCE(ret);	/* looked up above, under the same lock */
+unlock:
+	mutex_unlock(&h->lock);
+	if (!ret)
+		odsm_stat_inc(ODSM_STAT_moves);
+	release_blocks(h, &rel);
+	return ret;
+}
+
+int odsm_heap_obj_info(struct odsm_heap *h, u64 cgaddr,
+		       struct odsm_objinfo *oi)
+{
+	int ret;
+
+	mutex_lock(&h->lock);
+	ret = odsm_palloc_lookup(&h->pa, cgaddr, oi);
+	mutex_unlock(&h->lock);
+	return ret;
+}

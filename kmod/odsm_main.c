@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * odsm - ownership-guided distributed shared memory.
+ *
+ * Module entry: parameters, the node's heap, the device and sysfs.
+ */
+#include <linux/module.h>
+#include <linux/init.h>
+#include <linux/mm.h>
+#include <linux/sched.h>
+#include "odsm.h"
+
+static uint node_id;
+module_param(node_id, uint, 0444);
+MODULE_PARM_DESC(node_id, "This node's id, 0 .. nr_nodes-1 (default 0)");
+
+static uint nr_nodes = 1;
+module_param(nr_nodes, uint, 0444);
+MODULE_PARM_DESC(nr_nodes, "Nodes (partitions) in the heap (default 1)");
+
+static ulong heap_base = 0x100000000000UL;
+module_param(heap_base, ulong, 0444);
+MODULE_PARM_DESC(heap_base, "Virtual address of the heap in every process, 2 MiB aligned (default 0x100000000000)");
+
+static ulong part_size = 1UL << 30;
+module_param(part_size, ulong, 0444);
+MODULE_PARM_DESC(part_size, "Bytes per node partition, a multiple of 2 MiB, at most 64 GiB (default 1 GiB)");
+
+struct odsm_heap odsm_heap;
+
+/*
+ * Highest user address the heap may reach: the default mmap window (below
+ * 2^47 on x86-64, so it also leaves the top 16 bits of a fat pointer for the
+ * color).
+ */
+u64 odsm_user_top(void)
+{
+	return min_t(u64, DEFAULT_MAP_WINDOW, ODSM_ADDR_MASK + 1);
+}
+
+static int __init odsm_init(void)
+{
+	struct odsm_geom g = {
+		.base = heap_base,
+		.part_size = part_size,
+		.nr_nodes = nr_nodes,
+		.node_id = node_id,
+	};
+	int ret;
+
+	ret = odsm_heap_init(&odsm_heap, &g);
+	if (ret) {
+		pr_err("odsm: bad configuration node_id=%u nr_nodes=%u heap_base=0x%lx part_size=%lu: %d\n",
+		       node_id, nr_nodes, heap_base, part_size, ret);
+		return ret;
+	}
+	odsm_heap.inode = odsm_fs_inode_new();
+	if (IS_ERR(odsm_heap.inode)) {
+		ret = PTR_ERR(odsm_heap.inode);
+		goto err_heap;
+	}
+	ret = odsm_sysfs_init();
+	if (ret)
+		goto err_inode;
+	ret = odsm_dev_register();
+	if (ret)
+		goto err_sysfs;
+	pr_info("odsm: node %u of %u, heap 0x%llx + %u x %llu MiB\n",
+		g.node_id, g.nr_nodes, g.base, g.nr_nodes, g.part_size >> 20);
+	return 0;
+
+err_sysfs:
+	odsm_sysfs_exit();
+err_inode:
+	odsm_fs_inode_put(odsm_heap.inode);
+err_heap:
+	odsm_heap_destroy(&odsm_heap);
+	return ret;
+}
+
+/*
+ * Reached only when no file of the device is open (the fops hold a module
+ * reference, and every mapping holds its file), so nothing maps the heap.
+ */
+static void __exit odsm_exit(void)
+{
+	odsm_dev_unregister();
+	odsm_sysfs_exit();
+	odsm_fs_inode_put(odsm_heap.inode);
+	odsm_heap_destroy(&odsm_heap);
+	pr_info("odsm: unloaded\n");
+}
+
+module_init(odsm_init);
+module_exit(odsm_exit);
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("odsm: ownership-guided distributed shared memory");
+MODULE_AUTHOR("The odsm authors");

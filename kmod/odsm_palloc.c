@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Partition allocator bookkeeping; see odsm_palloc.h for the model.
+ */
+#include "odsm_palloc.h"
+#include "odsm_addr.h"
+
+#define NO_BLOCK	(-1)
+
+static inline bool bit_test(const unsigned long *map, u32 i)
+{
+	return map[i / BITS_PER_LONG] & (1UL << (i % BITS_PER_LONG));
+}
+
+static inline void bit_set(unsigned long *map, u32 i)
+{
+	map[i / BITS_PER_LONG] |= 1UL << (i % BITS_PER_LONG);
+}
+
+static inline void bit_clear(unsigned long *map, u32 i)
+{
+	map[i / BITS_PER_LONG] &= ~(1UL << (i % BITS_PER_LONG));
+}
+
+static inline u32 longs_for(u32 bits)
+{
+	return (bits + BITS_PER_LONG - 1) / BITS_PER_LONG;
+}
+
+int odsm_palloc_init(struct odsm_palloc *pa, u64 base, u64 size)
+{
+	u32 i;
+
+	if (size == 0 || size % ODSM_BLOCK_SIZE || base % ODSM_BLOCK_SIZE)
+		return -EINVAL;
+	memset(pa, 0, sizeof(*pa));
+	pa->base = base;
+	pa->size = size;
+	pa->nr_blocks = (u32)(size >> ODSM_BLOCK_SHIFT);
+	pa->free_blocks = pa->nr_blocks;
+	pa->blocks = odsm_zalloc_array(pa->nr_blocks, sizeof(*pa->blocks));
+	if (!pa->blocks)
+		return -ENOMEM;
+	for (i = 0; i < ODSM_NR_CLASSES; i++)
+		pa->partial[i] = NO_BLOCK;
+	return 0;
+}
+
+void odsm_palloc_destroy(struct odsm_palloc *pa)
+{
+	u32 i;
+
+	if (!pa->blocks)
+		return;
+	for (i = 0; i < pa->nr_blocks; i++)
+		if (pa->blocks[i].kind == ODSM_BLK_SLAB)
+			odsm_free_array(pa->blocks[i].slab);
+	odsm_free_array(pa->blocks);
+	pa->blocks = NULL;
+}
+
+u64 odsm_palloc_max_alloc(const struct odsm_palloc *pa)
+{
+	return pa->size;
+}
+
+static inline u64 block_addr(const struct odsm_palloc *pa, u32 b)
+{
+	return pa->base + ((u64)b << ODSM_BLOCK_SHIFT);
+}
+
+/* ---- partial lists -------------------------------------------------- */
+
+static void partial_push(struct odsm_palloc *pa, u32 b)
+{
+	struct odsm_block *blk = &pa->blocks[b];
+	s32 head = pa->partial[blk->cls];
+
+	blk->prev = NO_BLOCK;
+	blk->next = head;
+	if (head != NO_BLOCK)
+		pa->blocks[head].prev = (s32)b;
+	pa->partial[blk->cls] = (s32)b;
+}
+
+static void partial_remove(struct odsm_palloc *pa, u32 b)
+{
+	struct odsm_block *blk = &pa->blocks[b];
+
+	if (blk->prev != NO_BLOCK)
+		pa->blocks[blk->prev].next = blk->next;
+	else
+		pa->partial[blk->cls] = blk->next;
+	if (blk->next != NO_BLOCK)
+		pa->blocks[blk->next].prev = blk->prev;
+	blk->prev = NO_BLOCK;
+	blk->next = NO_BLOCK;
+}
+
+/* ---- block runs ------------------------------------------------------ */
+
+/* Next-fit search for nr contiguous free blocks; returns the first or -1. */
+static s64 find_run(struct odsm_palloc *pa, u32 nr)
+{
+	u32 start = pa->rover, scanned = 0, run = 0, first = 0, i;
+
+	if (nr > pa->free_blocks)
+		return -1;
+	for (i = start; scanned < pa->nr_blocks + nr; scanned++) {
+		if (i == pa->nr_blocks) {	/* wrap: a run never spans the end */
+			i = 0;
+			run = 0;
+		}
+		if (pa->blocks[i].kind == ODSM_BLK_FREE) {
+			if (run++ == 0)
+				first = i;
+			if (run == nr) {
+				pa->rover = (first + nr) % pa->nr_blocks;
+				return first;
+			}
+		} else {
+			run = 0;
+		}
+		i++;
+	}
+	return -1;
+}
+
+/* ---- slabs ----------------------------------------------------------- */
+
+static struct odsm_slab *slab_new(u32 nr_slots, u32 floor)
+{
+	u32 words = longs_for(nr_slots);
+	size_t gen_bytes = ((size_t)nr_slots * sizeof(u16) + sizeof(long) - 1) &
+			   ~(sizeof(long) - 1);
+	size_t bytes = sizeof(struct odsm_slab) + gen_bytes +
+		       2 * words * sizeof(long);
+	struct odsm_slab *s = odsm_zalloc_array(1, bytes);
+	u32 i;
+
+	if (!s)
+		return NULL;
+	s->nr_slots = nr_slots;
+	s->live = (unsigned long *)((char *)s->gen + gen_bytes);
+	s->retired = s->live + words;
+	for (i = 0; i < nr_slots; i++)
+		s->gen[i] = (u16)floor;
+	return s;
+}
+
+static int slab_alloc(struct odsm_palloc *pa, int cls, u64 *cgaddr)
+{
+	struct odsm_block *blk;
+	struct odsm_slab *s;
+	s32 b = pa->partial[cls];
+	u32 slot, i;
+
+	if (b == NO_BLOCK) {
+		s64 nb = find_run(pa, 1);
+
+		if (nb < 0)
+			return -ENOMEM;
+		b = (s32)nb;
+		blk = &pa->blocks[b];
+		s = slab_new(odsm_class_slots(cls), blk->floor);
+		if (!s)
+			return -ENOMEM;
+		blk->kind = ODSM_BLK_SLAB;
+		blk->cls = (u8)cls;
+		blk->slab = s;
+		pa->free_blocks--;
+		partial_push(pa, (u32)b);
+	}
+	blk = &pa->blocks[b];
+	s = blk->slab;
+	for (i = 0; i < s->nr_slots; i++) {
+		slot = (s->hint + i) % s->nr_slots;
+		if (!bit_test(s->live, slot))
+			break;
+	}
+	/* a slab on the partial list has a free slot */
+	if (i == s->nr_slots)
+		return -ENOMEM;
+	bit_set(s->live, slot);
+	s->used++;
+	s->hint = (slot + 1) % s->nr_slots;
+	if (s->used == s->nr_slots)
+		partial_remove(pa, (u32)b);
+	*cgaddr = odsm_with_color(block_addr(pa, (u32)b) +
+				  (u64)slot * odsm_class_size[cls], s->gen[slot]);
+	return 0;
+}
+
+/* ---- the interface -------------------------------------------------- */
+
+int odsm_palloc_alloc(struct odsm_palloc *pa, u64 size, u32 align,
+		      u64 *cgaddr, u64 *usable)
+{
+	struct odsm_block *blk;
+	u32 nr, i, color = 0;
+	s64 first;
+	int cls, ret;
+
+	if (size == 0 || size > pa->size)
+		return -EINVAL;
+	if (align && (!is_power_of_2(align) || align > ODSM_MAX_ALIGN))
+		return -EINVAL;
+
+	cls = odsm_size_to_class(size, align);
+	if (cls >= 0) {
+		ret = slab_alloc(pa, cls, cgaddr);
+		if (ret)
+			return ret;
+		*usable = odsm_class_size[cls];
+		pa->objects++;
+		pa->bytes += *usable;
+		return 0;
+	}
+
+	nr = (u32)((size + ODSM_BLOCK_SIZE - 1) >> ODSM_BLOCK_SHIFT);
+	first = find_run(pa, nr);
+	if (first < 0)
+		return -ENOMEM;
+	/* the object starts above every color any of its blocks had */
+	for (i = 0; i < nr; i++)
+		color = odsm_max_u32(color, pa->blocks[first + i].floor);
+	blk = &pa->blocks[first];
+	blk->kind = ODSM_BLK_HEAD;
+	blk->nr = nr;
+	blk->size = size;
+	blk->color = (u16)color;
+	for (i = 1; i < nr; i++)
+		pa->blocks[first + i].kind = ODSM_BLK_TAIL;
+	pa->free_blocks -= nr;
+	*usable = (u64)nr << ODSM_BLOCK_SHIFT;
+	*cgaddr = odsm_with_color(block_addr(pa, (u32)first), (u16)color);
+	pa->objects++;
+	pa->bytes += *usable;
+	return 0;
+}
+
+/* Block index of an uncolored in-partition address, or -1. */
+static s64 block_of(const struct odsm_palloc *pa, u64 addr)
+{
+	if (addr < pa->base || addr - pa->base >= pa->size)
+		return -1;
+	return (s64)((addr - pa->base) >> ODSM_BLOCK_SHIFT);
+}
+
+static int slab_free(struct odsm_palloc *pa, u32 b, u64 off, u16 color,
+		     struct odsm_release *rel)
+{
+	struct odsm_block *blk = &pa->blocks[b];
+	struct odsm_slab *s = blk->slab;
+	u32 cs = odsm_class_size[blk->cls], slot, floor = 0, i;
+
+	if (off % cs)
+		return -EINVAL;
+	slot = (u32)(off / cs);
+	if (slot >= s->nr_slots || !bit_test(s->live, slot) ||
+	    bit_test(s->retired, slot) || color < s->gen[slot])
+		return -EINVAL;
+
+	pa->objects--;
+	pa->bytes -= cs;
+	if (color == ODSM_COLOR_MAX) {
+		/* every color used at this address: never reuse it (the slot
+		 * stays counted in used, so the slab is never freed either)
+		 */
+		bit_set(s->retired, slot);
+		pa->slots_retired++;
+		return 0;
+	}
+	if (s->used == s->nr_slots)
+		partial_push(pa, b);
+	s->gen[slot] = color + 1;
+	bit_clear(s->live, slot);
+	s->used--;
+	if (s->used)
+		return 0;
+
+	/* empty slab: the block's floor covers every slot's history */
+	for (i = 0; i < s->nr_slots; i++)
+		floor = odsm_max_u32(floor, s->gen[i]);
+	partial_remove(pa, b);
+	odsm_free_array(s);
+	blk->slab = NULL;
+	blk->kind = ODSM_BLK_FREE;
+	blk->floor = odsm_max_u32(blk->floor, floor);
+	pa->free_blocks++;
+	rel->first_block = b;
+	rel->nr_blocks = 1;
+	return 0;
+}
+
+int odsm_palloc_free(struct odsm_palloc *pa, u64 cgaddr,
+		     struct odsm_release *rel)
+{
+	u64 addr = odsm_clear_color(cgaddr);
+	u16 color = odsm_color(cgaddr);
+	struct odsm_block *blk;
+	s64 b = block_of(pa, addr);
+	u32 i, nr;
+
+	rel->nr_blocks = 0;
+	if (b < 0)
+		return -EINVAL;
+	blk = &pa->blocks[b];
+	if (blk->kind == ODSM_BLK_SLAB)
+		return slab_free(pa, (u32)b, addr - block_addr(pa, (u32)b),
+				 color, rel);
+	if (blk->kind != ODSM_BLK_HEAD || addr != block_addr(pa, (u32)b) ||
+	    color < blk->color)
+		return -EINVAL;
+
+	nr = blk->nr;
+	pa->objects--;
+	pa->bytes -= (u64)nr << ODSM_BLOCK_SHIFT;
+	for (i = 0; i < nr; i++) {
+		struct odsm_block *t = &pa->blocks[b + i];
+
+		t->nr = 0;
+		t->size = 0;
+		t->color = 0;
+		if (color == ODSM_COLOR_MAX) {
+			t->kind = ODSM_BLK_RETIRED;
+			t->floor = ODSM_COLOR_RETIRED;
+			pa->blocks_retired++;
+		} else {
+			t->kind = ODSM_BLK_FREE;
+			t->floor = odsm_max_u32(t->floor, (u32)color + 1);
+			pa->free_blocks++;
+		}
+	}
+	rel->first_block = (u32)b;
+	rel->nr_blocks = nr;
+	return 0;
+}
+
+int odsm_palloc_lookup(const struct odsm_palloc *pa, u64 cgaddr,
+		       struct odsm_objinfo *oi)
+{
+	u64 addr = odsm_clear_color(cgaddr);
+	const struct odsm_block *blk;
+	s64 b = block_of(pa, addr);
+
+	if (b < 0)
+		return -EINVAL;
+	blk = &pa->blocks[b];
+	if (blk->kind == ODSM_BLK_SLAB) {
+		const struct odsm_slab *s = blk->slab;
+		u32 cs = odsm_class_size[blk->cls];
+		u64 off = addr - block_addr(pa, (u32)b);
+		u32 slot = (u32)(off / cs);
+
+		if (off % cs || slot >= s->nr_slots ||
+		    !bit_test(s->live, slot) || bit_test(s->retired, slot))
+			return -EINVAL;
+		oi->addr = addr;
+		oi->size = cs;
+		oi->usable = cs;
+		oi->color = s->gen[slot];
+		return 0;
+	}
+	if (blk->kind != ODSM_BLK_HEAD || addr != block_addr(pa, (u32)b))
+		return -EINVAL;
+	oi->addr = addr;
+	oi->size = blk->size;
+	oi->usable = (u64)blk->nr << ODSM_BLOCK_SHIFT;
+	oi->color = blk->color;
+	return 0;
+}
+
+bool odsm_palloc_backed(const struct odsm_palloc *pa, u64 addr)
+{
+	s64 b = block_of(pa, addr);
+	u8 kind;
+
+	if (b < 0)
+		return false;
+	kind = pa->blocks[b].kind;
+	return kind == ODSM_BLK_SLAB || kind == ODSM_BLK_HEAD ||
+	       kind == ODSM_BLK_TAIL;
+}

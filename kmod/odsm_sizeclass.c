@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Size classes: powers of two and the midpoints between them, from 16 bytes
+ * to 32 KiB, so internal fragmentation stays under 33%.
+ */
+#include "odsm_sizeclass.h"
+
+const u32 odsm_class_size[ODSM_NR_CLASSES] = {
+	16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768,
+	1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768,
+};
+
+int odsm_size_to_class(u64 size, u32 align)
+{
+	int cls;
+
+	if (size == 0 || size > ODSM_SLAB_MAX)
+		return -1;
+	/* a slot offset is a multiple of the class size; only powers of two
+	 * guarantee alignments above the 16 every class has.
+	 */
+	for (cls = 0; cls < ODSM_NR_CLASSES; cls++) {
+		u32 cs = odsm_class_size[cls];
+
+		if (cs < size)
+			continue;
+		if (align > 16 && (!is_power_of_2(cs) || cs < align))
+			continue;
+		return cls;
+	}
+	return -1;
+}

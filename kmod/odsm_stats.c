@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Per-CPU event counters; see odsm_stats.h. */
+#include <linux/cpumask.h>
+#include "odsm_stats.h"
+
+DEFINE_PER_CPU(struct odsm_pcpu_stats, odsm_stats);
+
+const char * const odsm_stat_names[ODSM_STAT_NR] = {
+	[ODSM_STAT_allocs] = "allocs",
+	[ODSM_STAT_alloc_bytes] = "alloc_bytes",
+	[ODSM_STAT_alloc_einval] = "alloc_einval",
+	[ODSM_STAT_alloc_enomem] = "alloc_enomem",
+	[ODSM_STAT_frees] = "frees",
+	[ODSM_STAT_free_bytes] = "free_bytes",
+	[ODSM_STAT_bad_frees] = "bad_frees",
+	[ODSM_STAT_moves] = "moves",
+	[ODSM_STAT_mmaps] = "mmaps",
+	[ODSM_STAT_mmap_refused] = "mmap_refused",
+	[ODSM_STAT_faults] = "faults",
+	[ODSM_STAT_page_allocs] = "page_allocs",
+	[ODSM_STAT_page_frees] = "page_frees",
+	[ODSM_STAT_sigbus_remote] = "sigbus_remote",
+	[ODSM_STAT_sigbus_unbacked] = "sigbus_unbacked",
+	[ODSM_STAT_fault_enomem] = "fault_enomem",
+	[ODSM_STAT_bad_ioctls] = "bad_ioctls",
+};
+
+u64 odsm_stat_read(enum odsm_stat s)
+{
+	u64 sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += per_cpu(odsm_stats, cpu).count[s];
+	return sum;
+}

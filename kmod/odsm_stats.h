@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Event counters.  Each is a per-CPU u64 bumped without locks on the paths
+ * that count it and summed over CPUs when /sys/kernel/odsm/stats/<name> is
+ * read.  odsm_stat_names[] in odsm_stats.c holds the file names, and
+ * Documentation/ABI/testing/sysfs-kernel-odsm describes every one; keep the
+ * three in step.
+ */
+#ifndef _ODSM_STATS_H
+#define _ODSM_STATS_H
+
+#include <linux/percpu.h>
+
+enum odsm_stat {
+	ODSM_STAT_allocs,		/* objects allocated */
+	ODSM_STAT_alloc_bytes,		/* usable bytes allocated */
+	ODSM_STAT_alloc_einval,		/* allocations refused: bad arguments */
+	ODSM_STAT_alloc_enomem,		/* allocations refused: partition full */
+	ODSM_STAT_frees,		/* objects freed */
+	ODSM_STAT_free_bytes,		/* usable bytes freed */
+	ODSM_STAT_bad_frees,		/* frees refused: not a live object */
+	ODSM_STAT_moves,		/* objects moved to a fresh address */
+	ODSM_STAT_mmaps,		/* heap mappings created */
+	ODSM_STAT_mmap_refused,		/* mmap calls refused */
+	ODSM_STAT_faults,		/* page faults in the heap */
+	ODSM_STAT_page_allocs,		/* zeroed pages added to the store */
+	ODSM_STAT_page_frees,		/* pages released with their blocks */
+	ODSM_STAT_sigbus_remote,	/* touches of another node's partition */
+	ODSM_STAT_sigbus_unbacked,	/* touches of local blocks with no object */
+	ODSM_STAT_fault_enomem,		/* faults that found no memory */
+	ODSM_STAT_bad_ioctls,		/* ioctls refused: bad command or args */
+	ODSM_STAT_NR
+};
+
+extern const char * const odsm_stat_names[ODSM_STAT_NR];
+
+struct odsm_pcpu_stats {
+	u64 count[ODSM_STAT_NR];
+};
+
+DECLARE_PER_CPU(struct odsm_pcpu_stats, odsm_stats);
+
+static inline void odsm_stat_add(enum odsm_stat s, u64 n)
+{
+	this_cpu_add(odsm_stats.count[s], n);
+}
+
+static inline void odsm_stat_inc(enum odsm_stat s)
+{
+	this_cpu_inc(odsm_stats.count[s]);
+}
+
+u64 odsm_stat_read(enum odsm_stat s);
+
+#endif /* _ODSM_STATS_H */

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * odsm - ownership-guided distributed shared memory: user-space ABI.
+ *
+ * One global heap, mapped at the same virtual address in every process of an
+ * application on every node.  The heap is cut into equal partitions, one per
+ * node: node = (va - heap_base) / part_size.  A global address is a virtual
+ * address inside the heap; a *colored* global address carries a 16-bit color
+ * (version) in bits 63..48, which is never part of the address.
+ *
+ * Every structure is fixed-size, naturally aligned and carries reserved
+ * fields that must be zero on input (non-zero gets -EINVAL), so fields can be
+ * added without a new ioctl number.
+ */
+#ifndef _UAPI_LINUX_ODSM_H
+#define _UAPI_LINUX_ODSM_H
+
+#include <linux/types.h>
+#include <linux/ioctl.h>
+#include <linux/const.h>
+
+#define ODSM_ABI_VERSION	1
+#define ODSM_DEVICE_PATH	"/dev/odsm"
+
+/* Colored global addresses: color in the top 16 bits. */
+#define ODSM_COLOR_SHIFT	48
+#define ODSM_COLOR_MAX		0xffffULL
+#define ODSM_ADDR_MASK		((1ULL << ODSM_COLOR_SHIFT) - 1)
+
+/* Limits of the configuration (see Documentation/odsm/admin-guide.rst). */
+#define ODSM_MAX_NODES		256
+#define ODSM_PART_ALIGN		(2ULL << 20)	/* base and partition size */
+#define ODSM_MAX_PART_SIZE	(64ULL << 30)
+#define ODSM_MIN_ALIGN		16		/* every object is 16-aligned */
+
+/* ODSM_IOC_INFO: what this node's module is configured as. */
+struct odsm_info {
+	__u32 abi_version;	/* ODSM_ABI_VERSION */
+	__u32 node_id;		/* this node */
+	__u32 nr_nodes;		/* partitions in the heap */
+	__u32 page_size;
+	__u64 heap_base;	/* mmap address of the heap */
+	__u64 heap_size;	/* nr_nodes * part_size: the mmap length */
+	__u64 part_size;	/* bytes per node partition */
+	__u64 max_alloc;	/* largest object one allocation can make */
+	__u64 reserved[4];
+};
+
+/*
+ * ODSM_IOC_SET_CONFIG (CAP_SYS_ADMIN): change the node id, node count, heap
+ * base and partition size.  Refused with -EBUSY while any process has the heap
+ * mapped or any object is allocated; -EINVAL for an inconsistent set.
+ */
+struct odsm_config {
+	__u32 node_id;
+	__u32 nr_nodes;
+	__u64 heap_base;
+	__u64 part_size;
+	__u64 reserved[2];
+};
+
+/* Flags of struct odsm_alloc. */
+#define ODSM_ALLOC_ZERO		_BITUL(0)	/* zero the object's bytes */
+#define ODSM_ALLOC_FLAGS	(ODSM_ALLOC_ZERO)
+
+/*
+ * ODSM_IOC_ALLOC: allocate an object in this node's partition.
+ * in:  size (1..max_alloc), align (0 or a power of two <= 4096; objects are
+ *      always ODSM_MIN_ALIGN-aligned), flags.
+ * out: gaddr, the colored global address of the new object, and usable, the
+ *      bytes the object really spans (its size class).
+ * A reused address never carries a color an earlier object there had.
+ * Errors: -EINVAL (bad size, align, flags or reserved), -ENOMEM (full).
+ */
+struct odsm_alloc {
+	__u64 size;
+	__u32 align;
+	__u32 flags;
+	__u64 gaddr;
+	__u64 usable;
+	__u64 reserved[2];
+};
+
+/*
+ * ODSM_IOC_FREE: free the object at the colored global address gaddr.
+ * The color must be the object's current color or any color it carried
+ * (>= the color it was allocated with): the free records it so the next
+ * object at this address starts above it.  -EINVAL for an address of
+ * another partition, one that is not the start of a live object, or a color
+ * older than the object (a stale pointer to an earlier object there).
+ */
+struct odsm_free {
+	__u64 gaddr;
+	__u64 reserved[3];
+};
+
+/*
+ * ODSM_IOC_MOVE: move the local object at gaddr to a fresh address of this
+ * partition (same size): allocate, copy, free the old one.  Used when a
+ * color would overflow.  out: new_gaddr (colored).  Errors as ALLOC + FREE.
+ */
+struct odsm_move {
+	__u64 gaddr;
+	__u64 new_gaddr;
+	__u64 reserved[2];
+};
+
+/*
+ * ODSM_IOC_OBJ_INFO: what the allocator knows of the live object at gaddr.
+ * out: size requested, usable bytes, the color it was allocated with.
+ */
+struct odsm_obj_info {
+	__u64 gaddr;
+	__u64 size;
+	__u64 usable;
+	__u32 alloc_color;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
+#define ODSM_IOC_MAGIC		0xd5
+#define ODSM_IOC_INFO		_IOR(ODSM_IOC_MAGIC, 0x00, struct odsm_info)
+#define ODSM_IOC_SET_CONFIG	_IOW(ODSM_IOC_MAGIC, 0x01, struct odsm_config)
+#define ODSM_IOC_ALLOC		_IOWR(ODSM_IOC_MAGIC, 0x10, struct odsm_alloc)
+#define ODSM_IOC_FREE		_IOW(ODSM_IOC_MAGIC, 0x11, struct odsm_free)
+#define ODSM_IOC_MOVE		_IOWR(ODSM_IOC_MAGIC, 0x12, struct odsm_move)
+#define ODSM_IOC_OBJ_INFO	_IOWR(ODSM_IOC_MAGIC, 0x13, struct odsm_obj_info)
+
+#endif /* _UAPI_LINUX_ODSM_H */

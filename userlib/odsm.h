@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libodsm - the user-space side of odsm.
+ *
+ * One process-wide heap handle (odsm_init() opens /dev/odsm and maps the
+ * global heap at its fixed base), allocation, and the DRust fat pointers:
+ *
+ *   odsm_box  the owner of an object      { colored global address, ext }
+ *   odsm_ref  a shared (read) borrow      { colored global address, ext }
+ *   odsm_mut  a mutable (write) borrow    { colored global address, ext }
+ *
+ * The color (bits 63..48 of the address) is the object's version: a write
+ * bumps it, so a copy cached under an older colored address never matches
+ * again.  ext is the extension word: for a box or ref, the address of a
+ * node-local cached copy of a remote object (0 if none); for a mut, the
+ * address of the owner box to write the new colored address back to.  Its
+ * bit 0 is the U bit: "this entity already bumped the color in this epoch",
+ * so a run of writes through the same owner or mut bumps it only once; a
+ * shared borrow taken from it clears the bit.
+ *
+ * Borrowing an object of this node's partition never enters the kernel:
+ * the functions below are inline and take a few instructions.  When a
+ * color would pass 0xffff the object moves to a fresh address (one ioctl)
+ * and starts again at the color the allocator gives that address.
+ *
+ * Every function that can fail returns 0 or a negative errno value;
+ * odsm_strerror() turns it into a message.  A borrow that fails sets its
+ * pointer out-parameter to NULL.
+ */
+#ifndef ODSM_USER_H
+#define ODSM_USER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/odsm.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct odsm_box { uint64_t g, ext; } odsm_box;
+typedef struct odsm_ref { uint64_t g, ext; } odsm_ref;
+typedef struct odsm_mut { uint64_t g, ext; } odsm_mut;
+
+#define ODSM_EXT_U	1ULL	/* color already bumped in this epoch */
+
+/* Process-wide state, set by odsm_init(); read-only for callers. */
+struct odsm_runtime {
+	int fd;
+	struct odsm_info info;
+	uint64_t local_lo, local_hi;	/* this node's partition */
+};
+extern struct odsm_runtime odsm_rt;
+
+/* Open ODSM_DEVICE_PATH (or $ODSM_DEVICE) and map the heap. */
+int odsm_init(void);
+/* Unmap and close; objects stay allocated (they belong to the node). */
+void odsm_fini(void);
+
+/* The message for a value returned by any odsm function (0 included). */
+const char *odsm_strerror(int err);
+
+/* Raw allocation in this node's partition: colored global address out. */
+int odsm_alloc(size_t size, size_t align, unsigned int flags, uint64_t *cg);
+int odsm_free(uint64_t cg);
+int odsm_obj_info(uint64_t cg, struct odsm_obj_info *oi);
+/* Move a local object to a fresh address; *cg is updated. */
+int odsm_move(uint64_t *cg);
+/* CAP_SYS_ADMIN: reconfigure the node while nothing is mapped. */
+int odsm_set_config(const struct odsm_config *c);
+
+/* ---- colors and addresses (DRust Algorithm 3) ------------------------ */
+
+static inline uint16_t odsm_color_of(uint64_t cg)
+{
+	return (uint16_t)(cg >> ODSM_COLOR_SHIFT);
+}
+
+static inline uint64_t odsm_addr_of(uint64_t cg)
+{
+	return cg & ODSM_ADDR_MASK;
+}
+
+static inline void *odsm_ptr(uint64_t cg)
+{
+	return (void *)(uintptr_t)odsm_addr_of(cg);
+}
+
+static inline bool odsm_is_local(uint64_t cg)
+{
+	uint64_t a = odsm_addr_of(cg);
+
+	return a >= odsm_rt.local_lo && a < odsm_rt.local_hi;
+}
+
+/* Out-of-line slow paths of the inline functions below. */
+int odsm__bump_overflow(uint64_t *g);
+int odsm__remote(uint64_t cg);
+
+/* Bump the color of *g, moving the object when the color is spent. */
+static inline int odsm__bump(uint64_t *g)
+{
+	if (__builtin_expect(odsm_color_of(*g) == ODSM_COLOR_MAX, 0))
+		return odsm__bump_overflow(g);
+	*g += 1ULL << ODSM_COLOR_SHIFT;
+	return 0;
+}
+
+/* ---- owners ----------------------------------------------------------- */
+
+/* A new object of size bytes owned by *b (flags: ODSM_ALLOC_ZERO). */
+int odsm_box_new(odsm_box *b, size_t size, unsigned int flags);
+/* Free the object; *b becomes empty. */
+int odsm_box_drop(odsm_box *b);
+
+/* Ownership transfer: *dst takes the object, *src becomes empty. */
+static inline void odsm_box_transfer(odsm_box *dst, odsm_box *src)
+{
+	dst->g = src->g;
+	dst->ext = 0;	/* a cached copy stays with the sender's node */
+	src->g = 0;
+	src->ext = 0;
+}
+
+/* Read through the owner without a borrow (DRust Algorithm 7). */
+static inline int odsm_box_read(odsm_box *b, const void **p)
+{
+	if (__builtin_expect(!odsm_is_local(b->g), 0)) {
+		*p = NULL;
+		return odsm__remote(b->g);
+	}
+	*p = odsm_ptr(b->g);
+	return 0;
+}
+
+/* Write through the owner without a borrow (DRust Algorithm 8). */
+static inline int odsm_box_write(odsm_box *b, void **p)
+{
+	int ret;
+
+	if (__builtin_expect(!odsm_is_local(b->g), 0)) {
+		*p = NULL;
+		return odsm__remote(b->g);
+	}
+	if (!(b->ext & ODSM_EXT_U)) {
+		ret = odsm__bump(&b->g);
+		if (ret) {
+			*p = NULL;
+			return ret;
+		}
+		b->ext |= ODSM_EXT_U;
+	}
+	*p = odsm_ptr(b->g);
+	return 0;
+}
+
+/* ---- shared borrows (DRust Algorithm 2) -------------------------------- */
+
+static inline int odsm_ref_get(odsm_ref *r, const void **p)
+{
+	if (__builtin_expect(!odsm_is_local(r->g), 0)) {
+		*p = NULL;
+		return odsm__remote(r->g);
+	}
+	*p = odsm_ptr(r->g);
+	return 0;
+}
+
+/* Borrow the owner's object for reading; *p points at its bytes. */
+static inline int odsm_borrow(odsm_box *b, odsm_ref *r, const void **p)
+{
+	b->ext &= ~ODSM_EXT_U;	/* the next write must bump again */
+	r->g = b->g;
+	r->ext = 0;
+	return odsm_ref_get(r, p);
+}
+
+/* A shared borrow of what a mutable borrow holds (a reborrow). */
+static inline int odsm_borrow_from_mut(odsm_mut *m, odsm_ref *r,
+				       const void **p)
+{
+	m->ext &= ~ODSM_EXT_U;
+	r->g = m->g;
+	r->ext = 0;
+	return odsm_ref_get(r, p);
+}
+
+/* Another shared borrow from a shared borrow. */
+static inline int odsm_ref_clone(const odsm_ref *src, odsm_ref *r,
+				 const void **p)
+{
+	r->g = src->g;
+	r->ext = 0;
+	return odsm_ref_get(r, p);
+}
+
+static inline void odsm_return(odsm_ref *r)
+{
+	r->g = 0;
+	r->ext = 0;
+}
+
+/* ---- mutable borrows (DRust Algorithm 1 / 6) ---------------------------- */
+
+static inline int odsm_mut_get(odsm_mut *m, void **p)
+{
+	int ret;
+
+	if (__builtin_expect(!odsm_is_local(m->g), 0)) {
+		*p = NULL;
+		return odsm__remote(m->g);
+	}
+	if (!(m->ext & ODSM_EXT_U)) {
+		ret = odsm__bump(&m->g);
+		if (ret) {
+			*p = NULL;
+			return ret;
+		}
+		m->ext |= ODSM_EXT_U;
+	}
+	*p = odsm_ptr(m->g);
+	return 0;
+}
+
+/* Borrow the owner's object for writing; *p points at its bytes. */
+static inline int odsm_borrow_mut(odsm_box *b, odsm_mut *m, void **p)
+{
+	m->g = b->g;
+	m->ext = (uint64_t)(uintptr_t)b;	/* owner: for the write-back */
+	return odsm_mut_get(m, p);
+}
+
+/* End the mutable borrow: the owner learns the new colored address. */
+static inline void odsm_return_mut(odsm_mut *m)
+{
+	odsm_box *owner = (odsm_box *)(uintptr_t)(m->ext & ~ODSM_EXT_U);
+
+	owner->g = m->g;
+	m->g = 0;
+	m->ext = 0;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ODSM_USER_H */
