@@ -1,0 +1,144 @@
+#!/bin/bash
+# make check: every test of the project, on every supported kernel.
+#
+#   build     the module builds with W=1 and no warning on each kernel;
+#             checkpatch --strict is clean on kmod/ and uapi/
+#   host      unit tests of the pure logic (ASan + UBSan)
+#   vm-KVER   kselftest programs in a QEMU/TCG guest of each kernel, and the
+#             demo application; a kernel WARNING/BUG/Oops/lockdep/hung-task
+#             line in a guest log fails the suite
+#
+# Each suite ends with "<suite>: N passed, M failed"; the run ends with the
+# total "N passed, M failed" and exits non-zero on any failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+SERIES="6.1 6.12"
+LOGS=build/logs
+mkdir -p "$LOGS" build/vm
+total_pass=0 total_fail=0
+t_start=$(date +%s)
+
+suite_end() {	# name pass fail
+	echo "$1: $2 passed, $3 failed"
+	total_pass=$((total_pass + $2))
+	total_fail=$((total_fail + $3))
+}
+
+# kselftest totals from a TAP stream: "# Totals: pass:N fail:M ... error:E"
+tap_totals() {	# file -> "pass fail" summed over every program in it
+	tr -d '\r' <"$1" | awk '/# Totals: pass:/ {
+		for (i = 1; i <= NF; i++) {
+			split($i, kv, ":")
+			if (kv[1] == "pass") p += kv[2]
+			if (kv[1] == "fail" || kv[1] == "error") f += kv[2]
+		}
+	} END { print p + 0, f + 0 }'
+}
+
+step() { echo "== $*"; }
+
+KVERS=()
+for s in $SERIES; do
+	k=$(tools/rig/kernels.sh | grep -E "^${s//./\\.}\.[0-9]" | tail -n 1 || true)
+	if [ -z "$k" ]; then
+		echo "check: no installed kernel of the $s series (run 'make setup')"
+		suite_end "kernels" 0 1
+		continue
+	fi
+	KVERS+=("$k")
+done
+
+# ---- build ----------------------------------------------------------------
+step "building libodsm, tools and tests"
+if ! make -s lib tools tests >"$LOGS/build-user.txt" 2>&1; then
+	cat "$LOGS/build-user.txt"
+	echo "check: user-space build failed"
+	suite_end build 0 1
+	echo "$total_pass passed, $((total_fail)) failed"
+	exit 1
+fi
+bp=0 bf=0
+for k in "${KVERS[@]}"; do
+	step "module for $k (W=1)"
+	if make -s module KVER="$k" >"$LOGS/build-$k.txt" 2>&1 &&
+	   ! grep -qiE 'warning:|error:' "$LOGS/build-$k.txt"; then
+		echo "ok: odsm.ko for $k, no warnings"
+		bp=$((bp + 1))
+	else
+		cat "$LOGS/build-$k.txt"
+		echo "not ok: odsm.ko for $k"
+		bf=$((bf + 1))
+	fi
+done
+step "checkpatch --strict on kmod/ uapi/"
+if make -s checkpatch >"$LOGS/checkpatch.txt" 2>&1 &&
+   ! grep -qE '(ERROR|WARNING|CHECK):' "$LOGS/checkpatch.txt"; then
+	echo "ok: checkpatch clean"
+	bp=$((bp + 1))
+else
+	cat "$LOGS/checkpatch.txt"
+	echo "not ok: checkpatch"
+	bf=$((bf + 1))
+fi
+suite_end build $bp $bf
+
+# ---- host unit tests ------------------------------------------------------------
+hp=0 hf=0
+for t in build/tests/host/*; do
+	[ -x "$t" ] || continue
+	step "host: $(basename "$t")"
+	out=$LOGS/host-$(basename "$t").txt
+	"$t" >"$out" 2>&1
+	rc=$?
+	read -r p f < <(tap_totals "$out")
+	grep -E '^(not ok|# FAIL|#.*ERROR|.*runtime error)' "$out" || true
+	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+		tail -n 20 "$out"
+		f=1	# crashed or failed outside a test
+	fi
+	echo "$(basename "$t"): $p passed, $f failed"
+	hp=$((hp + p))
+	hf=$((hf + f))
+done
+suite_end host $hp $hf
+
+# ---- VM suites -------------------------------------------------------------------
+for k in "${KVERS[@]}"; do
+	vp=0 vf=0
+	img=build/vm/check-$k.cpio.gz
+	step "vm $k: guest image"
+	if ! tools/vm-image.sh "$k" "$img" >"$LOGS/image-$k.txt" 2>&1; then
+		cat "$LOGS/image-$k.txt"
+		suite_end "vm-$k" 0 1
+		continue
+	fi
+	for scen in selftests demo; do
+		step "vm $k: $scen"
+		tools/rig/run.sh -k "$k" -n 1 -s "$scen" -i "$img" -l "$LOGS" -t 600 \
+			>"$LOGS/run-$scen-$k.txt" 2>&1
+		rc=$?
+		log=$LOGS/$scen-$k-node0.log
+		if [ "$scen" = selftests ]; then
+			read -r p f < <(tap_totals "$log")
+			tr -d '\r' <"$log" | grep -E '^(not ok|# (FAIL|RUN|OK)|#  )' |
+				grep -vE '^# (RUN|OK)' || true
+			vp=$((vp + p))
+			vf=$((vf + f))
+			echo "kselftests: $p passed, $f failed"
+		fi
+		# the guest as a whole: result marker and a clean kernel log
+		if [ "$rc" = 0 ]; then
+			vp=$((vp + 1))
+			echo "ok: $scen guest passed, kernel log clean"
+		else
+			vf=$((vf + 1))
+			tail -n 40 "$LOGS/run-$scen-$k.txt"
+			echo "not ok: $scen guest (see $log)"
+		fi
+	done
+	suite_end "vm-$k" $vp $vf
+done
+
+echo "check: $(( $(date +%s) - t_start )) s"
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" = 0 ]
