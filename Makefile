@@ -11,11 +11,14 @@
 #
 # Variables: KVER (kernel release), KDIR (its build tree), BUILD (output).
 
+SHELL	:= /bin/bash
 BUILD	?= build
 KVER	?= $(shell tools/rig/kernels.sh --newest 2>/dev/null)
 KDIR	?= /lib/modules/$(KVER)/build
 ifneq ($(origin KDIR),file)
-KVER	:= $(shell cat $(KDIR)/include/config/kernel.release 2>/dev/null)
+# the release the tree was built as (Debian's kernel.release differs)
+KVER	:= $(shell sed -n 's/.*UTS_RELEASE "\(.*\)"/\1/p' \
+		$(KDIR)/include/generated/utsrelease.h 2>/dev/null)
 endif
 
 CC	?= gcc
@@ -56,16 +59,17 @@ setup:
 module: $(MODULE)
 
 $(BUILD)/kmod/%/kmod/odsm.ko: FORCE
-	@test -n "$*" -a -d "/lib/modules/$*/build" || \
+	@test -n "$*" -a -d "$(if $(filter $*,$(KVER)),$(KDIR),/lib/modules/$*/build)" || \
 		{ echo "no kernel build tree for '$*': run 'make setup' or set KDIR" >&2; exit 1; }
 	@mkdir -p $(BUILD)/kmod/$*/kmod $(BUILD)/kmod/$*/uapi/linux
 	@cp -u Kbuild $(BUILD)/kmod/$*/
 	@cp -u kmod/*.c kmod/*.h kmod/Kbuild $(BUILD)/kmod/$*/kmod/
 	@cp -u uapi/linux/odsm.h $(BUILD)/kmod/$*/uapi/linux/
+	@echo "  KMOD    $@"
+	@set -o pipefail; \
 	$(MAKE) -s -C $(if $(filter $*,$(KVER)),$(KDIR),/lib/modules/$*/build) \
 		M=$(abspath $(BUILD)/kmod/$*) W=1 modules 2>&1 | \
 		{ grep -v 'Skipping BTF generation' || true; }
-	@test -f $@
 
 # ---- libodsm ----------------------------------------------------------------
 lib: $(LIB_A) $(LIB_SO) $(BUILD)/lib/odsm.pc
