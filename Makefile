@@ -8,6 +8,8 @@
 #                   supported kernel; ends with "N passed, M failed"
 #   make demo       setup, then a guest running the example application
 #   make bench      setup, then the benchmarks in a guest (not a test)
+#   make install    library, headers, odsm.pc, odsmctl and the module
+#                   (PREFIX=/usr/local, DESTDIR=)
 #
 # Variables: KVER (kernel release), KDIR (its build tree), BUILD (output).
 
@@ -45,7 +47,7 @@ TOOLS	   := $(BUILD)/bin/odsmctl $(BUILD)/bin/odsm-bench $(BUILD)/bin/odsm-demo
 
 MODULE	:= $(BUILD)/kmod/$(KVER)/kmod/odsm.ko
 
-.PHONY: all module lib tools tests setup check demo bench checkpatch clean \
+.PHONY: all module lib tools tests setup check demo bench checkpatch install clean \
 	FORCE
 
 all: module lib tools tests
@@ -149,6 +151,21 @@ $(BUILD)/lsrc/scripts/checkpatch.pl:
 		--wildcards 'linux-source-6.1/scripts/checkpatch.pl' \
 		'linux-source-6.1/scripts/spelling.txt' \
 		'linux-source-6.1/scripts/const_structs.checkpatch'
+
+# Install the library, headers, odsmctl and the module for KVER.
+PREFIX	?= /usr/local
+install: lib tools module
+	install -D -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/libodsm.a
+	install -D -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/libodsm.so.1
+	ln -sf libodsm.so.1 $(DESTDIR)$(PREFIX)/lib/libodsm.so
+	install -D -m 644 userlib/odsm.h $(DESTDIR)$(PREFIX)/include/odsm.h
+	install -D -m 644 uapi/linux/odsm.h $(DESTDIR)$(PREFIX)/include/linux/odsm.h
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	sed -e 's|@PREFIX@|$(PREFIX)|' userlib/odsm.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/odsm.pc
+	install -D -m 755 $(BUILD)/bin/odsmctl $(DESTDIR)$(PREFIX)/bin/odsmctl
+	install -D -m 644 $(MODULE) $(DESTDIR)/lib/modules/$(KVER)/extra/odsm.ko
+	$(if $(DESTDIR),,depmod -a $(KVER))
 
 clean:
 	rm -rf $(BUILD)

@@ -31,11 +31,15 @@ static unsigned long odsm_get_unmapped_area(struct file *filp,
 	const struct odsm_geom *g = &odsm_heap.geom;
 	u64 size = (u64)g->nr_nodes * g->part_size;
 
-	if (pgoff || len != size || (addr && addr != g->base))
+	if (pgoff || len != size || (addr && addr != g->base)) {
+		odsm_stat_inc(ODSM_STAT_mmap_refused);
 		return -EINVAL;
+	}
 	if (!(flags & MAP_FIXED) &&
-	    find_vma_intersection(current->mm, g->base, g->base + size))
+	    find_vma_intersection(current->mm, g->base, g->base + size)) {
+		odsm_stat_inc(ODSM_STAT_mmap_refused);
 		return -EEXIST;
+	}
 	return g->base;
 }
 

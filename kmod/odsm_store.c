@@ -212,42 +212,55 @@ int odsm_store_copy(struct odsm_heap *h, u64 dst, u64 src, u64 len)
 }
 
 /*
- * Give back the pages behind [addr, addr + len), whole pages of blocks that
- * no longer hold objects, and unmap them from every process.  Called
- * without heap->lock (it takes it); see the comment at the top for the
- * ordering against faults.
+ * Give back the pages behind [addr, addr + len), blocks that a free just
+ * emptied, and unmap them from every process.  Called without heap->lock;
+ * it takes it for each batch.
+ *
+ * The free already dropped heap->lock, so a block of the range may have
+ * been handed out again meanwhile: a page is erased only if its block
+ * still holds no object, under the same lock as that check.  A reused
+ * block keeps its pages (a new object there reads what the last one left,
+ * as in a reused slab slot; ODSM_ALLOC_ZERO clears it), and no write to a
+ * new object is ever lost.  Batches on the stack: nothing to allocate, so
+ * nothing can fail.  See the comment at the top for the ordering of page
+ * lock, unmap and put against a racing fault.
  */
 void odsm_store_release(struct odsm_heap *h, u64 addr, u64 len)
 {
-	pgoff_t first = store_index(h, addr), last = first + (len >> PAGE_SHIFT);
-	u64 file_off = addr - h->geom.base;
-	struct page *page, **victims;
-	unsigned long n = 0, i, idx;
+	u64 part = odsm_part_start(&h->geom, h->geom.node_id);
+	pgoff_t idx = store_index(h, addr), end = idx + (len >> PAGE_SHIFT);
+	struct page *page, *batch[32];
+	unsigned long i, at[32];
+	unsigned int n, k;
 
-	victims = kvmalloc_array(len >> PAGE_SHIFT, sizeof(*victims), GFP_KERNEL);
-
-	mutex_lock(&h->lock);
-	xa_for_each_range(&h->pages, idx, page, first, last - 1) {
-		if (!victims) {
-			/* no room to batch: keep the page; it is reused, and
-			 * zeroed by ODSM_ALLOC_ZERO, when the block is
-			 */
-			continue;
+	while (idx < end) {
+		n = 0;
+		mutex_lock(&h->lock);
+		xa_for_each_range(&h->pages, i, page, idx, end - 1) {
+			if (odsm_palloc_backed(&h->pa, part + ((u64)i << PAGE_SHIFT)))
+				continue;
+			xa_erase(&h->pages, i);
+			at[n] = i;
+			batch[n++] = page;
+			if (n == ARRAY_SIZE(batch))
+				break;
 		}
-		xa_erase(&h->pages, idx);
-		victims[n++] = page;
-	}
-	mutex_unlock(&h->lock);
+		mutex_unlock(&h->lock);
+		idx = n == ARRAY_SIZE(batch) ? at[n - 1] + 1 : end;
+		if (!n)
+			continue;
 
-	for (i = 0; i < n; i++) {
-		lock_page(victims[i]);
-		unlock_page(victims[i]);
+		for (k = 0; k < n; k++) {
+			lock_page(batch[k]);
+			unlock_page(batch[k]);
+		}
+		unmap_mapping_range(h->inode->i_mapping,
+				    part - h->geom.base + ((u64)at[0] << PAGE_SHIFT),
+				    (u64)(at[n - 1] - at[0] + 1) << PAGE_SHIFT, 1);
+		for (k = 0; k < n; k++)
+			put_page(batch[k]);
+		atomic_long_sub(n, &h->nr_pages);
+		odsm_stat_add(ODSM_STAT_page_frees, n);
+		cond_resched();
 	}
-	if (n)
-		unmap_mapping_range(h->inode->i_mapping, file_off, len, 1);
-	for (i = 0; i < n; i++)
-		put_page(victims[i]);
-	atomic_long_sub(n, &h->nr_pages);
-	odsm_stat_add(ODSM_STAT_page_frees, n);
-	kvfree(victims);
 }

@@ -89,8 +89,9 @@ const char *odsm_strerror(int err)
 	case ENOENT:
 		return "no /dev/odsm: is the odsm module loaded?";
 	case EACCES:
-	case EPERM:
 		return "permission denied on /dev/odsm";
+	case EPERM:
+		return "operation not permitted: reconfiguring needs CAP_SYS_ADMIN";
 	case EREMOTE:
 		return "the object lives on another node; this build reaches only the local partition";
 	default:

@@ -237,6 +237,11 @@ static inline void odsm_return_mut(odsm_mut *m)
 	odsm_box *owner = (odsm_box *)(uintptr_t)(m->ext & ~ODSM_EXT_U);
 
 	owner->g = m->g;
+	/* the owner continues the mut's epoch: if a reader saw the mut's
+	 * color (the U bit was cleared by a reborrow), the owner's next
+	 * write must bump it again
+	 */
+	owner->ext = (owner->ext & ~ODSM_EXT_U) | (m->ext & ODSM_EXT_U);
 	m->g = 0;
 	m->ext = 0;
 }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "odsm.h"
 
 #define SYSFS	"/sys/kernel/odsm"
@@ -120,7 +121,7 @@ static int cmd_stats(int raw)
 		return 1;
 	}
 	if (!raw)
-		printf("odsm counters, node-wide since the module was loaded:\n");
+		printf("odsm counters (node-wide, since the module was loaded) and gauges (now):\n");
 	for (i = 0; i < n; i++) {
 		const char *name = ents[i]->d_name;
 		unsigned long long v;
@@ -138,7 +139,8 @@ static int cmd_stats(int raw)
 			       human_bytes(v, buf, sizeof(buf)));
 		else if (!strcmp(name, "pages_in_use"))
 			printf("  %-18s %14llu  (%s)\n", name, v,
-			       human_bytes(v * 4096, buf, sizeof(buf)));
+			       human_bytes(v * (unsigned long long)sysconf(_SC_PAGESIZE),
+					   buf, sizeof(buf)));
 		else
 			printf("  %-18s %14llu\n", name, v);
 next:

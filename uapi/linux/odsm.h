@@ -83,11 +83,13 @@ struct odsm_alloc {
 
 /*
  * ODSM_IOC_FREE: free the object at the colored global address gaddr.
- * The color must be the object's current color or any color it carried
- * (>= the color it was allocated with): the free records it so the next
- * object at this address starts above it.  -EINVAL for an address of
- * another partition, one that is not the start of a live object, or a color
- * older than the object (a stale pointer to an earlier object there).
+ * The color must be the object's current color: the free records it so
+ * the next object at this address starts above it.  (Any color >= the
+ * allocation color is accepted, as the kernel cannot know the latest one;
+ * passing an older color than the latest weakens the no-reuse guarantee.)
+ * -EINVAL for an address of another partition, one that is not the start of
+ * a live object, or a color older than the object (a stale pointer to an
+ * earlier object there).
  */
 struct odsm_free {
 	__u64 gaddr;
@@ -107,7 +109,8 @@ struct odsm_move {
 
 /*
  * ODSM_IOC_OBJ_INFO: what the allocator knows of the live object at gaddr.
- * out: size requested, usable bytes, the color it was allocated with.
+ * out: size (bytes requested for a multi-block object, the slot size for
+ * one of 32 KiB or less), usable bytes, the color it was allocated with.
  */
 struct odsm_obj_info {
 	__u64 gaddr;
