@@ -18,17 +18,15 @@ int odsm_size_to_class(u64 size, u32 align)
 
 	if (size == 0 || size > ODSM_SLAB_MAX)
 		return -1;
-	/* a slot offset is a multiple of the class size; only powers of two
-	 * guarantee alignments above the 16 every class has.
+	/* slab blocks are 64 KiB-aligned and a slot offset is a multiple of
+	 * the class size, so a class that is a multiple of align is aligned
+	 * (every class is a multiple of 16)
 	 */
 	for (cls = 0; cls < ODSM_NR_CLASSES; cls++) {
 		u32 cs = odsm_class_size[cls];
 
-		if (cs < size)
-			continue;
-		if (align > 16 && (!is_power_of_2(cs) || cs < align))
-			continue;
-		return cls;
+		if (cs >= size && (align <= 16 || cs % align == 0))
+			return cls;
 	}
 	return -1;
 }

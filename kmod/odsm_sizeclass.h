@@ -17,10 +17,10 @@
 extern const u32 odsm_class_size[ODSM_NR_CLASSES];
 
 /*
- * The class for an object of size bytes aligned to align (0 or a power of
- * two): its slots are at multiples of the class size inside a block-aligned
- * slab, so a power-of-two class >= align is aligned.  Returns -1 when the
- * object needs whole blocks.
+ * The smallest class for an object of size bytes aligned to align (0 or a
+ * power of two): its slots are at multiples of the class size inside a
+ * block-aligned slab, so a class that is a multiple of align is aligned.
+ * Returns -1 when the object needs whole blocks.
  */
 int odsm_size_to_class(u64 size, u32 align);
 
