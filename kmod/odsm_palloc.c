@@ -41,8 +41,10 @@ int odsm_palloc_init(struct odsm_palloc *pa, u64 base, u64 size)
 	pa->blocks = odsm_zalloc_array(pa->nr_blocks, sizeof(*pa->blocks));
 	if (!pa->blocks)
 		return -ENOMEM;
-	for (i = 0; i < ODSM_NR_CLASSES; i++)
+	for (i = 0; i < ODSM_NR_CLASSES; i++) {
 		pa->partial[i] = NO_BLOCK;
+		pa->emptied[i] = NO_BLOCK;
+	}
 	return 0;
 }
 
@@ -53,7 +55,8 @@ void odsm_palloc_destroy(struct odsm_palloc *pa)
 	if (!pa->blocks)
 		return;
 	for (i = 0; i < pa->nr_blocks; i++)
-		if (pa->blocks[i].kind == ODSM_BLK_SLAB)
+		if (pa->blocks[i].kind == ODSM_BLK_SLAB ||
+		    pa->blocks[i].kind == ODSM_BLK_FREE)
 			odsm_free_array(pa->blocks[i].slab);
 	odsm_free_array(pa->blocks);
 	pa->blocks = NULL;
@@ -148,6 +151,24 @@ static struct odsm_slab *slab_new(u32 nr_slots, u32 floor)
 	return s;
 }
 
+/*
+ * A free block may keep the slab it last was (its history): the next color
+ * of every slot.  Fold it into the block's floor and drop it, when the block
+ * becomes something else than a slab of that class.
+ */
+static void history_consume(struct odsm_block *blk)
+{
+	struct odsm_slab *h = blk->slab;
+	u32 i;
+
+	if (!h)
+		return;
+	for (i = 0; i < h->nr_slots; i++)
+		blk->floor = odsm_max_u32(blk->floor, h->gen[i]);
+	odsm_free_array(h);
+	blk->slab = NULL;
+}
+
 static int slab_alloc(struct odsm_palloc *pa, int cls, u64 *cgaddr)
 {
 	struct odsm_block *blk;
@@ -156,15 +177,25 @@ static int slab_alloc(struct odsm_palloc *pa, int cls, u64 *cgaddr)
 	u32 slot, i;
 
 	if (b == NO_BLOCK) {
-		s64 nb = find_run(pa, 1);
+		s64 nb = pa->emptied[cls];
 
+		/* the block this class last left keeps its per-slot colors */
+		if (nb == NO_BLOCK || pa->blocks[nb].kind != ODSM_BLK_FREE ||
+		    !pa->blocks[nb].slab || pa->blocks[nb].cls != cls)
+			nb = find_run(pa, 1);
 		if (nb < 0)
 			return -ENOMEM;
 		b = (s32)nb;
 		blk = &pa->blocks[b];
-		s = slab_new(odsm_class_slots(cls), blk->floor);
-		if (!s)
-			return -ENOMEM;
+		if (blk->slab && blk->cls == cls) {
+			/* same class again: every slot keeps its own colors */
+			s = blk->slab;
+		} else {
+			history_consume(blk);
+			s = slab_new(odsm_class_slots(cls), blk->floor);
+			if (!s)
+				return -ENOMEM;
+		}
 		blk->kind = ODSM_BLK_SLAB;
 		blk->cls = (u8)cls;
 		blk->slab = s;
@@ -222,8 +253,10 @@ int odsm_palloc_alloc(struct odsm_palloc *pa, u64 size, u32 align,
 	if (first < 0)
 		return -ENOMEM;
 	/* the object starts above every color any of its blocks had */
-	for (i = 0; i < nr; i++)
+	for (i = 0; i < nr; i++) {
+		history_consume(&pa->blocks[first + i]);
 		color = odsm_max_u32(color, pa->blocks[first + i].floor);
+	}
 	blk = &pa->blocks[first];
 	blk->kind = ODSM_BLK_HEAD;
 	blk->nr = nr;
@@ -252,7 +285,7 @@ static int slab_free(struct odsm_palloc *pa, u32 b, u64 off, u16 color,
 {
 	struct odsm_block *blk = &pa->blocks[b];
 	struct odsm_slab *s = blk->slab;
-	u32 cs = odsm_class_size[blk->cls], slot, floor = 0, i;
+	u32 cs = odsm_class_size[blk->cls], slot;
 
 	if (off % cs)
 		return -EINVAL;
@@ -279,14 +312,13 @@ static int slab_free(struct odsm_palloc *pa, u32 b, u64 off, u16 color,
 	if (s->used)
 		return 0;
 
-	/* empty slab: the block's floor covers every slot's history */
-	for (i = 0; i < s->nr_slots; i++)
-		floor = odsm_max_u32(floor, s->gen[i]);
+	/* empty slab: the block is free, and keeps the slab as its history
+	 * so that a slab of the same class there goes on per slot
+	 */
 	partial_remove(pa, b);
-	odsm_free_array(s);
-	blk->slab = NULL;
+	s->hint = 0;
 	blk->kind = ODSM_BLK_FREE;
-	blk->floor = odsm_max_u32(blk->floor, floor);
+	pa->emptied[blk->cls] = (s32)b;
 	pa->free_blocks++;
 	rel->first_block = b;
 	rel->nr_blocks = 1;

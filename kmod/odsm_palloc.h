@@ -2,6 +2,8 @@
 /*
  * Partition allocator: the bookkeeping of which objects live in this node's
  * partition and which color the next object at each address must start at.
+ * (An emptied slab stays attached to its free block, so colors are spent
+ * per address, not per block, while the block is reused for that class.)
  *
  * The partition is cut into 64 KiB blocks.  A block is free, a slab of one
  * size class, the head or a tail of a multi-block object, or retired.  Every
@@ -43,13 +45,17 @@ struct odsm_slab {
 
 struct odsm_block {
 	u8 kind;
-	u8 cls;			/* SLAB: size class */
+	u8 cls;			/* SLAB, FREE with history: size class */
 	u16 color;		/* HEAD: allocation color */
 	u32 floor;		/* first color a new object here may carry */
 	u32 nr;			/* HEAD: blocks in the object */
 	s32 prev, next;		/* SLAB: partial list of its class */
 	union {
 		u64 size;	/* HEAD: bytes requested */
+		/* SLAB: its slots.  FREE: the slab it last was, or NULL:
+		 * its per-slot colors carry on if a slab of the same class
+		 * forms there again; anything else folds them into floor.
+		 */
 		struct odsm_slab *slab;
 	};
 };
@@ -61,6 +67,9 @@ struct odsm_palloc {
 	u32 free_blocks;
 	u32 rover;		/* next-fit start for block runs */
 	s32 partial[ODSM_NR_CLASSES];	/* slabs with a free slot */
+	s32 emptied[ODSM_NR_CLASSES];	/* last free block with a slab of
+					 * the class as history: tried first
+					 */
 	struct odsm_block *blocks;
 	/* gauges, read under the caller's lock */
 	u64 objects;
