@@ -121,13 +121,13 @@ $(KSFT)/kselftest_harness.h:
 		--wildcards 'linux-source-6.1/tools/testing/selftests/kselftest*.h'
 	@touch $@
 
-$(BUILD)/tests/host/%: selftests/host/%.c $(CORE_SRC) $(CORE_HDR) \
+$(BUILD)/tests/host/%: selftests/host/%.c $(wildcard selftests/host/*.h) $(CORE_SRC) $(CORE_HDR) \
 		$(KSFT)/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -I$(KSFT) -Ikmod -fsanitize=address,undefined \
 		-fno-sanitize-recover=all -o $@ $< $(CORE_SRC)
 
-$(BUILD)/tests/vm/%: selftests/vm/%.c $(LIB_A) $(LIB_HDR) \
+$(BUILD)/tests/vm/%: selftests/vm/%.c $(wildcard selftests/vm/*.h) $(LIB_A) $(LIB_HDR) \
 		$(KSFT)/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -I$(KSFT) -static -pthread -o $@ $< $(LIB_A)

@@ -25,10 +25,12 @@
  * the heap mapped (@maps == 0) and no object is allocated, so code running
  * on behalf of a mapping reads it without the lock.
  *
- * Lock order: mmap_lock -> heap->lock; page locks are taken only with
- * heap->lock released.  The fault handler and ->mmap run under mmap_lock and take
- * heap->lock, so nothing may touch user memory (copy_{to,from}_user) while
- * holding heap->lock: a fault on the heap would take it again.
+ * Lock order: mmap_lock -> heap->lock -> page lock -> i_mmap_rwsem (the
+ * release of pages nests the last three; the fault handler takes a page
+ * lock only with heap->lock released).  The fault handler and ->mmap run
+ * under mmap_lock and take heap->lock, so nothing may touch user memory
+ * (copy_{to,from}_user) while holding heap->lock: a fault on the heap
+ * would take it again.
  */
 struct odsm_heap {
 	struct mutex lock;		/* see above */

@@ -19,9 +19,14 @@ static int odsm_fs_init_fs_context(struct fs_context *fc)
 	return init_pseudo(fc, ODSM_FS_MAGIC) ? 0 : -ENOMEM;
 }
 
+/*
+ * No .owner: the module's own kern_mount() would then hold a reference on
+ * the module for as long as it is loaded, and rmmod could never succeed.
+ * The type is never registered, so nothing else can mount it, and
+ * odsm_fs_inode_put() unmounts it synchronously in module exit.
+ */
 static struct file_system_type odsm_fs_type = {
 	.name = "odsm",
-	.owner = THIS_MODULE,
 	.init_fs_context = odsm_fs_init_fs_context,
 	.kill_sb = kill_anon_super,
 };

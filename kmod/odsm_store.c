@@ -14,8 +14,12 @@
  * heap->lock), then locks the page and re-checks that the store still holds
  * it before handing it to the core mm, which installs the PTE before the
  * page is unlocked.  odsm_store_release() erases pages under heap->lock,
- * then locks and unlocks each one (waiting out any fault past its re-check)
- * and only then zaps the PTEs, so no PTE to a released page survives.
+ * locks and unlocks each one (waiting out any fault past its re-check) and
+ * zaps the PTEs, all before it drops heap->lock, so no PTE to a released
+ * page survives and none is left when the block can be handed out again
+ * (a write through a stale PTE would land in a page about to be dropped).
+ * Lock order: heap->lock -> page lock -> i_mmap_rwsem -> page table lock;
+ * the fault handler takes the page lock only after dropping heap->lock.
  */
 #include <linux/mm.h>
 #include <linux/highmem.h>
@@ -223,7 +227,7 @@ int odsm_store_copy(struct odsm_heap *h, u64 dst, u64 src, u64 len)
  * as in a reused slab slot; ODSM_ALLOC_ZERO clears it), and no write to a
  * new object is ever lost.  Batches on the stack: nothing to allocate, so
  * nothing can fail.  See the comment at the top for the ordering of page
- * lock, unmap and put against a racing fault.
+ * lock, unmap and put against a racing fault and a reallocation.
  */
 void odsm_store_release(struct odsm_heap *h, u64 addr, u64 len)
 {
@@ -245,11 +249,13 @@ void odsm_store_release(struct odsm_heap *h, u64 addr, u64 len)
 			if (n == ARRAY_SIZE(batch))
 				break;
 		}
-		mutex_unlock(&h->lock);
 		idx = n == ARRAY_SIZE(batch) ? at[n - 1] + 1 : end;
-		if (!n)
+		if (!n) {
+			mutex_unlock(&h->lock);
 			continue;
+		}
 
+		/* unmap before the block can be handed out again */
 		for (k = 0; k < n; k++) {
 			lock_page(batch[k]);
 			unlock_page(batch[k]);
@@ -257,6 +263,7 @@ void odsm_store_release(struct odsm_heap *h, u64 addr, u64 len)
 		unmap_mapping_range(h->inode->i_mapping,
 				    part - h->geom.base + ((u64)at[0] << PAGE_SHIFT),
 				    (u64)(at[n - 1] - at[0] + 1) << PAGE_SHIFT, 1);
+		mutex_unlock(&h->lock);
 		for (k = 0; k < n; k++)
 			put_page(batch[k]);
 		atomic_long_sub(n, &h->nr_pages);

@@ -1,0 +1,101 @@
+# shellcheck shell=dash disable=SC2154
+# Helpers for scenario scripts: `. /rig/lib.sh` (busybox ash).
+# Uses the variables /init exports from the kernel command line:
+#   rig_ip=10.0.0.(K+1)/24  rig_peers=<other nodes' IPs, comma separated>
+#   rig_node=K  rig_nodes=N  rig_scenario=NAME
+# Functions return non-zero on failure; they do not exit.
+
+# Debian's busybox-static ash runs its own applets before $PATH; busybox ip
+# lacks what we need, so always use iproute2's.
+ip() { /usr/bin/ip "$@"; }
+
+rig_addr=${rig_ip:-}
+rig_addr=${rig_addr%/*}   # this node's IPv4 address without /24
+
+# node_ip K: IPv4 address of node K (0-based)
+node_ip() { echo "10.0.0.$(($1 + 1))"; }
+
+# mark NAME [VALUE...]: print a marker line that run.sh echoes on the host
+mark() {
+	local name="$1"
+	shift
+	echo "RIG_MARK $name $*"
+}
+
+# net_up [DEV]: bring up the virtio NIC (default eth0) with $rig_ip
+net_up() {
+	local dev="${1:-eth0}" i
+	modprobe virtio_pci 2>/dev/null   # built in on 6.12
+	modprobe virtio_net || return 1
+	for i in $(seq 50); do
+		[ -e "/sys/class/net/$dev" ] && break
+		sleep 0.1
+	done
+	[ -e "/sys/class/net/$dev" ] || { echo "net_up: no $dev"; return 1; }
+	ip addr add "${rig_ip:?rig.ip missing}" dev "$dev" && ip link set "$dev" up
+}
+
+# rxe_up [NAME] [DEV]: Soft-RoCE device NAME (default rxe0) on DEV (default
+# eth0); waits until its port is ACTIVE
+rxe_up() {
+	local name="${1:-rxe0}" dev="${2:-eth0}" i
+	modprobe rdma_rxe && modprobe rdma_ucm || return 1
+	rdma link add "$name" type rxe netdev "$dev" || return 1
+	for i in $(seq 50); do
+		rdma link show "$name/1" | grep -q 'state ACTIVE' && return 0
+		sleep 0.1
+	done
+	echo "rxe_up: $name/1 not ACTIVE:"
+	rdma link show "$name/1"
+	return 1
+}
+
+# wait_peers [SECONDS]: wait until every address in $rig_peers answers ping
+# (default 60 s per peer)
+wait_peers() {
+	local max="${1:-60}" p i
+	for p in $(echo "${rig_peers:-}" | tr ',' ' '); do
+		i=0
+		until ping -c 1 -W 1 "$p" >/dev/null 2>&1; do
+			i=$((i + 1))
+			[ "$i" -lt "$max" ] || { echo "wait_peers: $p unreachable"; return 1; }
+		done
+	done
+}
+
+# barrier [SECONDS]: wait until every node has called barrier (default: give
+# up after 120 s).  Use it before a node's scenario ends while others may
+# still need it, and between phases.  TCP over eth0 (net_up first): node 0
+# collects the id of every other node on port 6999 (answering "ack"), then
+# releases each of them on its port 6998 (answered "ok").
+barrier() {
+	local max="${1:-120}" end id got left k
+	[ "${rig_nodes:-1}" -gt 1 ] || return 0
+	end=$(($(date +%s) + max))
+	if [ "$rig_node" = 0 ]; then
+		got=" " left=$((rig_nodes - 1))
+		while [ "$left" -gt 0 ]; do
+			[ "$(date +%s)" -lt "$end" ] || { echo "barrier: $left node(s) missing, got:$got"; return 1; }
+			id=$(echo ack | timeout $((end - $(date +%s) + 1)) nc -l -p 6999 2>/dev/null)
+			case "$got" in *" $id "*) continue ;; esac
+			[ -n "$id" ] && got="$got$id " && left=$((left - 1))
+		done
+		for k in $(seq 1 $((rig_nodes - 1))); do
+			until [ "$(echo go | nc "$(node_ip "$k")" 6998 2>/dev/null)" = ok ]; do
+				[ "$(date +%s)" -lt "$end" ] || { echo "barrier: cannot release node $k"; return 1; }
+				sleep 0.2
+			done
+		done
+	else
+		echo ok | timeout "$max" nc -l -p 6998 >/tmp/.rig-barrier 2>/dev/null &
+		k=$!
+		until [ "$(echo "$rig_node" | nc "$(node_ip 0)" 6999 2>/dev/null)" = ack ]; do
+			[ "$(date +%s)" -lt "$end" ] || { echo "barrier: node 0 not answering"; kill "$k"; return 1; }
+			sleep 0.2
+		done
+		if ! wait "$k" || [ "$(cat /tmp/.rig-barrier)" != go ]; then
+			echo "barrier: not released"
+			return 1
+		fi
+	fi
+}

@@ -1,0 +1,197 @@
+#!/bin/bash
+# Boot NODES QEMU/TCG guests of a Debian kernel, run one scenario in each and
+# judge the serial logs.  Node K (0-based) has IP 10.0.0.(K+1)/24 on a
+# virtual Ethernet that uses no host IP networking:
+#   1 node:   a QEMU hub with no other port (eth0 exists, frames go nowhere)
+#   2 nodes:  -netdev stream over a UNIX socket (node 0 listens)
+#   3+ nodes: one vde_switch on a UNIX socket directory
+#
+# Usage: run.sh [-k KVER] [-n NODES] -s SCENARIO [-i INITRD] [-t TIMEOUT_S]
+#               [-m MEM] [-c SMP] [-l LOGDIR] [-a "kernel args"] [-B]
+#   -k KVER      kernel to boot (default: kernels.sh --newest)
+#   -n NODES     number of guests, 1..8 (default 1)
+#   -s SCENARIO  runs /rig/scenarios/SCENARIO.sh in every guest
+#   -i INITRD    initramfs from mkinitramfs.sh (default: build one with the
+#                default scenarios and no project module, ~2 s)
+#   -t SECONDS   per-guest time limit (default 300)
+#   -m MEM       guest memory (default 512M);  -c SMP  guest CPUs (default 1)
+#   -l LOGDIR    serial logs go to LOGDIR/SCENARIO-KVER-nodeK.log (default logs/
+#                next to this script)
+#   -a ARGS      extra kernel command line, e.g. "rig.size=4096 loglevel=7"
+#                (rig.NAME=VALUE becomes $rig_NAME in the scenario)
+#   -B           boot /boot/vmlinuz-KVER itself instead of the ELF kernel
+#                extracted from it (PVH entry, 1-4 s faster per guest)
+# A guest passes only if its log has "RIG_RESULT: PASS scenario=S node=K" and
+# no kernel problem (WARNING, BUG, Oops, lockdep, hung task, stall, ...).
+# Exit status 0 iff every guest passes.
+set -euo pipefail
+
+RIG=$(cd "$(dirname "$0")" && pwd)
+KVER="" NODES=1 SCEN="" INITRD="" TIMEOUT=300 MEM=512M SMP=1 LOGDIR=$RIG/logs EXTRA="" BZIMAGE=0
+# kernel problems: any of these in a log fails the guest
+PROBLEMS='WARNING:|BUG:|Oops|general protection fault|Kernel panic|KASAN|UBSAN|possible circular locking|possible recursive locking|inconsistent lock state|INFO: task .* blocked for more than|hung_task|soft lockup|rcu_sched self-detected stall|rcu: INFO|Call Trace:'
+# lines echoed to the terminal: markers and TAP
+SHOW='^TAP version|^(\[ *[0-9]+\.[0-9]+\] )?(ODSM_|RIG_)|^[[:space:]]*(not )?ok [0-9]+|^[[:space:]]*# |^[[:space:]]*1\.\.[0-9]+$'
+
+usage() { sed -n '2,27s/^# \{0,1\}//p' "$0"; exit "${1:-2}"; }
+die() { echo "run.sh: $*" >&2; exit 2; }
+
+while getopts "k:n:s:i:t:m:c:l:a:Bh" opt; do
+	case $opt in
+	k) KVER=$OPTARG ;;
+	n) NODES=$OPTARG ;;
+	s) SCEN=$OPTARG ;;
+	i) INITRD=$(realpath -e "$OPTARG") ;;
+	t) TIMEOUT=$OPTARG ;;
+	m) MEM=$OPTARG ;;
+	c) SMP=$OPTARG ;;
+	l) LOGDIR=$OPTARG ;;
+	a) EXTRA=$OPTARG ;;
+	B) BZIMAGE=1 ;;
+	h) usage 0 ;;
+	*) usage ;;
+	esac
+done
+[ $OPTIND -gt $# ] || usage
+[ -n "$SCEN" ] || die "-s SCENARIO is required"
+[[ $NODES =~ ^[1-8]$ ]] || die "-n must be 1..8"
+[[ $TIMEOUT =~ ^[0-9]+$ ]] || die "-t must be a number of seconds"
+[[ $SCEN =~ ^[A-Za-z0-9_.-]+$ ]] || die "bad scenario name '$SCEN'"
+[ -n "$KVER" ] || KVER=$("$RIG/kernels.sh" --newest)
+[ -e "/boot/vmlinuz-$KVER" ] || die "no /boot/vmlinuz-$KVER"
+[ -n "$INITRD" ] || [ -f "$RIG/scenarios/$SCEN.sh" ] || die "no scenario $RIG/scenarios/$SCEN.sh"
+[ "$NODES" -lt 3 ] || command -v vde_switch >/dev/null || die "vde_switch missing (package vde2)"
+mkdir -p "$LOGDIR"
+
+RUN=$(mktemp -d "${TMPDIR:-/tmp}/rig-run.XXXXXX")
+PIDS=()
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	[ -f "$RUN/vde.pid" ] && kill "$(cat "$RUN/vde.pid")" 2>/dev/null
+	rm -rf "$RUN"
+}
+trap cleanup EXIT
+trap 'echo "run.sh: interrupted" >&2; exit 130' INT
+trap 'exit 143' TERM
+
+# The ELF kernel inside a bzImage, cached in out/: QEMU starts it at its PVH
+# entry point, which skips the bzImage's decompressor (slow under TCG).
+vmlinux_of() {
+	local img=/boot/vmlinuz-$1 out=$RIG/out/vmlinux-$1 tmp fmt pat off
+	[ "$out" -nt "$img" ] && { echo "$out"; return 0; }
+	mkdir -p "$RIG/out"
+	tmp=$out.tmp.$$
+	for fmt in xz zstd gzip; do
+		case $fmt in
+		xz) pat='\xfd7zXZ\x00' ;;
+		zstd) pat='\x28\xb5\x2f\xfd' ;;
+		gzip) pat='\x1f\x8b\x08' ;;
+		esac
+		for off in $(LC_ALL=C grep -obUaP "$pat" "$img" | head -n 3 | cut -d: -f1); do
+			tail -c +$((off + 1)) "$img" | "$fmt" -dc >"$tmp" 2>/dev/null || true
+			# an ELF with the XEN_ELFNOTE_PHYS32_ENTRY (0x12) note is PVH-bootable
+			if readelf -n "$tmp" 2>/dev/null | grep -q 'Xen.*(0x00000012)'; then
+				mv "$tmp" "$out" && echo "$out" && return 0
+			fi
+		done
+	done
+	rm -f "$tmp"
+	return 1
+}
+KERNEL=/boot/vmlinuz-$KVER
+if [ "$BZIMAGE" = 0 ]; then
+	KERNEL=$(vmlinux_of "$KVER") || {
+		echo "run.sh: warning: no PVH kernel in /boot/vmlinuz-$KVER, booting the bzImage" >&2
+		KERNEL=/boot/vmlinuz-$KVER
+	}
+fi
+
+if [ -z "$INITRD" ]; then
+	INITRD=$RUN/initrd.cpio
+	"$RIG/mkinitramfs.sh" -k "$KVER" -o "$INITRD" >/dev/null
+fi
+
+log_of() { echo "$LOGDIR/$SCEN-$KVER-node$1.log"; }
+ip_of() { echo "10.0.0.$(($1 + 1))"; }
+
+# netdev option string of node K
+netdev_of() {
+	case $NODES in
+	1) echo "hubport,id=n0,hubid=0" ;;
+	2) echo "stream,id=n0,server=$([ "$1" = 0 ] && echo on || echo off),addr.type=unix,addr.path=$RUN/link.sock" ;;
+	*) echo "vde,id=n0,sock=$RUN/sw" ;;
+	esac
+}
+
+boot() { # K: start guest K in the background
+	local k=$1 peers="" j
+	for ((j = 0; j < NODES; j++)); do
+		[ "$j" = "$k" ] || peers=${peers:+$peers,}$(ip_of "$j")
+	done
+	rm -f "$(log_of "$k")"
+	timeout -k 5 "$TIMEOUT" qemu-system-x86_64 -accel tcg -M pc -cpu max -smp "$SMP" -m "$MEM" \
+		-nographic -no-reboot \
+		-netdev "$(netdev_of "$k")" \
+		-device "virtio-net-pci,netdev=n0,romfile=,mac=52:54:00:00:00:$(printf %02x $((k + 1)))" \
+		-kernel "$KERNEL" -initrd "$INITRD" \
+		-append "console=ttyS0 panic=-1 oops=panic loglevel=4 rig.scenario=$SCEN rig.node=$k rig.nodes=$NODES rig.ip=$(ip_of "$k")/24 rig.peers=$peers $EXTRA" \
+		</dev/null >"$(log_of "$k")" 2>&1 &
+	PIDS+=($!)
+}
+
+wait_for_socket() { # PATH: QEMU/vde_switch listening on it
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ -S "$1" ] && return 0
+		sleep 0.1
+	done
+	[ -f "$(log_of 0)" ] && tail -n 5 "$(log_of 0)" >&2
+	die "$1 did not appear"
+}
+
+start=$EPOCHREALTIME
+if [ "$NODES" -ge 3 ]; then
+	vde_switch -s "$RUN/sw" -d -p "$RUN/vde.pid" -n $((NODES + 2)) >/dev/null
+	wait_for_socket "$RUN/sw/ctl"
+fi
+boot 0
+[ "$NODES" != 2 ] || wait_for_socket "$RUN/link.sock"
+for ((k = 1; k < NODES; k++)); do boot "$k"; done
+
+RCS=()
+for p in "${PIDS[@]}"; do
+	rc=0
+	wait "$p" || rc=$?
+	RCS+=("$rc")
+done
+PIDS=()
+wall=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+
+# Judge guest K; prints its markers and, on failure, why
+judge() {
+	local k=$1 rc=$2 log text sre bad=""
+	log=$(log_of "$k")
+	text=$(tr -d '\r' <"$log" | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g')
+	grep -E "$SHOW" <<<"$text" | sed "s/^/[node$k] /" || true
+	sre=${SCEN//./\\.}
+	if grep -qE "$PROBLEMS" <<<"$text"; then
+		bad="kernel problem: $(grep -m 1 -E "$PROBLEMS" <<<"$text")"
+	elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+		bad="timed out after ${TIMEOUT}s"
+	elif ! grep -qE "^RIG_RESULT: PASS scenario=$sre node=$k( |$)" <<<"$text"; then
+		bad="no PASS marker: $(grep -m 1 '^RIG_RESULT:' <<<"$text" || echo "no RIG_RESULT (qemu rc=$rc)")"
+	fi
+	[ -z "$bad" ] && return 0
+	echo "[node$k] FAIL: $bad"
+	echo "[node$k] last 30 lines of $log:"
+	tail -n 30 <<<"$text" | sed "s/^/[node$k] | /"
+	return 1
+}
+result=PASS
+for ((k = 0; k < NODES; k++)); do
+	judge "$k" "${RCS[$k]}" || result=FAIL
+done
+echo "rig: $SCEN N=$NODES kver=$KVER $result wall=${wall}s"
+[ "$result" = PASS ]

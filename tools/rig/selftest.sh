@@ -1,0 +1,52 @@
+#!/bin/bash
+# Self-test of the rig itself.  For every kernel of kernels.sh (or each -k):
+# build the rig_warn module (selftest/) and an initramfs with it, then check
+# that smoke and rxe-ping on 1, 2 and 3 nodes pass, and that fail-warn (a real
+# WARN) and fail-panic (a kernel crash) are judged FAIL.
+#
+# Usage: selftest.sh [-k KVER]...     Exit status 0 iff every check held.
+set -euo pipefail
+
+RIG=$(cd "$(dirname "$0")" && pwd)
+KVERS=()
+while getopts "k:h" opt; do
+	case $opt in
+	k) KVERS+=("$OPTARG") ;;
+	*) sed -n '2,7s/^# \{0,1\}//p' "$0"; exit 2 ;;
+	esac
+done
+[ ${#KVERS[@]} -gt 0 ] || mapfile -t KVERS < <("$RIG/kernels.sh")
+T=$(mktemp -d "${TMPDIR:-/tmp}/rig-selftest.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+
+bad=0
+expect() { # pass|problem RUN.SH-ARGS...: run.sh must pass, or fail on a kernel problem
+	local want=$1 got=pass
+	shift
+	"$RIG/run.sh" "$@" >"$T/out" 2>&1 || got=fail
+	[ "$got" = fail ] && grep -q '^\[node[0-9]\] FAIL: kernel problem' "$T/out" && got=problem
+	if [ "$got" = "$want" ]; then
+		echo "ok   (want $want) $(grep '^rig: ' "$T/out" | tail -n 1)"
+	else
+		echo "BAD  (want $want) run.sh $*"
+		cat "$T/out"
+		bad=1
+	fi
+}
+
+for k in "${KVERS[@]}"; do
+	mkdir "$T/$k"
+	cp "$RIG/selftest/rig_warn.c" "$RIG/selftest/Kbuild" "$T/$k/"
+	make -C "/lib/modules/$k/build" M="$T/$k" modules >"$T/make.log" 2>&1 || {
+		cat "$T/make.log"
+		exit 1
+	}
+	"$RIG/mkinitramfs.sh" -k "$k" -x "$T/$k/rig_warn.ko" -o "$T/$k.cpio" >/dev/null
+	run=(-k "$k" -i "$T/$k.cpio" -t 120)
+	expect pass "${run[@]}" -s smoke
+	for n in 1 2 3; do expect pass "${run[@]}" -n "$n" -s rxe-ping; done
+	expect problem "${run[@]}" -s fail-warn
+	expect problem "${run[@]}" -s fail-panic
+done
+echo "selftest: $([ "$bad" = 0 ] && echo PASS || echo FAIL)"
+exit "$bad"
