@@ -4,6 +4,8 @@
 #   build     the module builds with W=1 and no warning on each kernel;
 #             checkpatch --strict is clean on kmod/ and uapi/
 #   host      unit tests of the pure logic (ASan + UBSan)
+#   rig       the VM rig's own checks: guests boot, Soft-RoCE links 1-3
+#             guests, a kernel WARN or panic is judged a failure
 #   vm-KVER   kselftest programs in a QEMU/TCG guest of each kernel, and the
 #             demo application; a kernel WARNING/BUG/Oops/lockdep/hung-task
 #             line in a guest log fails the suite
@@ -101,6 +103,21 @@ for t in build/tests/host/*; do
 	hf=$((hf + f))
 done
 suite_end host $hp $hf
+
+# ---- the rig judges what it should -----------------------------------------------
+# smoke and Soft-RoCE rping on 1, 2 and 3 guests must pass; a module that
+# fires a real WARN() and a kernel panic must be judged FAIL
+step "rig self-test (judge, 1-3 guests with Soft-RoCE)"
+tools/rig/selftest.sh "${KVERS[@]/#/-k}" >"$LOGS/rig-selftest.txt" 2>&1
+rc=$?
+rp=$(grep -c '^ok ' "$LOGS/rig-selftest.txt")
+rf=$(grep -c '^BAD ' "$LOGS/rig-selftest.txt")
+grep -E '^(ok|BAD) ' "$LOGS/rig-selftest.txt" | sed 's/^/  /'
+if [ "$rc" != 0 ] && [ "$rf" = 0 ]; then
+	tail -n 20 "$LOGS/rig-selftest.txt"
+	rf=1
+fi
+suite_end rig "$rp" "$rf"
 
 # ---- VM suites -------------------------------------------------------------------
 for k in "${KVERS[@]}"; do

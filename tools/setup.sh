@@ -8,7 +8,7 @@
 # them: the newest of each series is resolved from the package index.
 set -euo pipefail
 
-# Kernel series the project supports; tools/kernels.sh lists the installed ones.
+# Kernel series the project supports; tools/rig/kernels.sh lists the installed ones.
 SERIES="6.1 6.12"
 
 PKGS=(
