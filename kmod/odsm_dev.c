@@ -9,6 +9,7 @@
 #include <linux/mm.h>
 #include "odsm.h"
 #include "odsm_compat.h"
+#include "odsm_cluster.h"
 
 static int odsm_open(struct inode *inode, struct file *filp)
 {
@@ -111,25 +112,61 @@ static long ioc_set_config(void __user *arg)
 	return odsm_heap_set_config(&odsm_heap, &g);
 }
 
+/* Where an allocation goes: this node, or a peer's node id. */
+static int alloc_target(const struct odsm_alloc *a)
+{
+	const struct odsm_geom *g = &odsm_heap.geom;
+
+	if ((a->flags & ODSM_ALLOC_ON_NODE) && (a->flags & ODSM_ALLOC_ANYWHERE))
+		return -EINVAL;
+	if (!(a->flags & ODSM_ALLOC_ON_NODE))
+		return g->node_id;
+	if (a->node >= g->nr_nodes)
+		return -EINVAL;
+	if (a->node != g->node_id && !READ_ONCE(odsm_cluster.joined))
+		return -EINVAL;		/* no way to another node */
+	return a->node;
+}
+
 static long ioc_alloc(void __user *arg)
 {
 	struct odsm_alloc a;
-	int ret;
+	int node, ret;
 
 	if (copy_from_user(&a, arg, sizeof(a)))
 		return -EFAULT;
-	if (!reserved_zero(a.reserved, ARRAY_SIZE(a.reserved)) ||
-	    (a.flags & ~ODSM_ALLOC_FLAGS)) {
+	node = alloc_target(&a);
+	if (a.reserved0 || a.reserved || (a.flags & ~ODSM_ALLOC_FLAGS) ||
+	    node < 0) {
 		odsm_stat_inc(ODSM_STAT_alloc_einval);
 		return -EINVAL;
 	}
-	ret = odsm_heap_alloc(&odsm_heap, a.size, a.align, a.flags,
-			      &a.gaddr, &a.usable);
+	if (node == odsm_heap.geom.node_id) {
+		ret = odsm_heap_alloc(&odsm_heap, a.size, a.align, a.flags,
+				      &a.gaddr, &a.usable);
+		/* full here: the up peer with the most room */
+		if (ret == -ENOMEM && (a.flags & ODSM_ALLOC_ANYWHERE)) {
+			node = odsm_peer_most_free();
+			if (node >= 0)
+				ret = odsm_remote_alloc(node, a.size, a.align,
+							a.flags, &a.gaddr,
+							&a.usable);
+		}
+	} else {
+		ret = odsm_remote_alloc(node, a.size, a.align, a.flags,
+					&a.gaddr, &a.usable);
+	}
 	if (ret)
 		return ret;
 	if (copy_to_user(arg, &a, sizeof(a))) {
 		/* the caller cannot learn the address: take it back */
-		odsm_heap_free(&odsm_heap, a.gaddr);
+		if (odsm_range_is_local(&odsm_heap.geom,
+					odsm_clear_color(a.gaddr), 1))
+			odsm_heap_free(&odsm_heap, a.gaddr);
+		else
+			odsm_remote_free(odsm_node_of(&odsm_heap.geom,
+						      odsm_clear_color(a.gaddr)),
+					 a.gaddr);
 		return -EFAULT;
 	}
 	return 0;
@@ -137,7 +174,9 @@ static long ioc_alloc(void __user *arg)
 
 static long ioc_free(void __user *arg)
 {
+	const struct odsm_geom *g = &odsm_heap.geom;
 	struct odsm_free f;
+	u64 addr;
 
 	if (copy_from_user(&f, arg, sizeof(f)))
 		return -EFAULT;
@@ -145,7 +184,62 @@ static long ioc_free(void __user *arg)
 		odsm_stat_inc(ODSM_STAT_bad_frees);
 		return -EINVAL;
 	}
+	/* another node's object is freed by its home node */
+	addr = odsm_clear_color(f.gaddr);
+	if (odsm_in_heap(g, addr) && odsm_node_of(g, addr) != g->node_id &&
+	    READ_ONCE(odsm_cluster.joined))
+		return odsm_remote_free(odsm_node_of(g, addr), f.gaddr);
 	return odsm_heap_free(&odsm_heap, f.gaddr);
+}
+
+static long ioc_join(void __user *arg)
+{
+	struct odsm_node_addr *nodes;
+	struct odsm_join j;
+	long ret;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (copy_from_user(&j, arg, sizeof(j)))
+		return -EFAULT;
+	if (j.reserved[0] || j.reserved[1] || j.nr_nodes < 2 ||
+	    j.nr_nodes > ODSM_MAX_NODES)
+		return -EINVAL;
+	nodes = memdup_user(u64_to_user_ptr(j.nodes),
+			    sizeof(*nodes) * j.nr_nodes);
+	if (IS_ERR(nodes))
+		return PTR_ERR(nodes);
+	ret = odsm_cluster_join(&j, nodes);
+	kfree(nodes);
+	return ret;
+}
+
+static long ioc_status(void __user *arg)
+{
+	struct odsm_peer_info *info = NULL;
+	struct odsm_status st;
+	u32 room;
+	int ret;
+
+	if (copy_from_user(&st, arg, sizeof(st)))
+		return -EFAULT;
+	if (st.reserved[0] || st.reserved[1])
+		return -EINVAL;
+	room = min_t(u32, st.nr, ODSM_MAX_NODES);
+	if (room) {
+		info = kcalloc(room, sizeof(*info), GFP_KERNEL);
+		if (!info)
+			return -ENOMEM;
+	}
+	ret = odsm_cluster_status(&st, info, room);
+	if (!ret && room &&
+	    copy_to_user(u64_to_user_ptr(st.peers), info,
+			 sizeof(*info) * min(room, st.nr)))
+		ret = -EFAULT;
+	kfree(info);
+	if (!ret && copy_to_user(arg, &st, sizeof(st)))
+		ret = -EFAULT;
+	return ret;
 }
 
 static long ioc_move(void __user *arg)
@@ -207,10 +301,32 @@ static long odsm_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	case ODSM_IOC_OBJ_INFO:
 		ret = ioc_obj_info(uarg);
 		break;
+	case ODSM_IOC_READ:
+		ret = odsm_ioc_rw(uarg, false);
+		break;
+	case ODSM_IOC_WRITE:
+		ret = odsm_ioc_rw(uarg, true);
+		break;
+	case ODSM_IOC_ATOMIC:
+		ret = odsm_ioc_atomic(uarg);
+		break;
+	case ODSM_IOC_JOIN:
+		ret = ioc_join(uarg);
+		break;
+	case ODSM_IOC_LEAVE:
+		if (!capable(CAP_SYS_ADMIN))
+			return -EPERM;
+		odsm_cluster_leave();
+		return 0;
+	case ODSM_IOC_STATUS:
+		ret = ioc_status(uarg);
+		break;
 	default:
 		ret = -ENOTTY;
 	}
-	if (ret && ret != -EBUSY && ret != -ENOMEM)
+	/* errors of the caller's making; not a busy, full or down node */
+	if (ret && ret != -EBUSY && ret != -ENOMEM && ret != -EHOSTDOWN &&
+	    ret != -ETIMEDOUT && ret != -EINTR)
 		odsm_stat_inc(ODSM_STAT_bad_ioctls);
 	return ret;
 }

@@ -9,6 +9,7 @@
 #include <linux/mm.h>
 #include <linux/sched.h>
 #include "odsm.h"
+#include "odsm_cluster.h"
 
 static uint node_id;
 module_param(node_id, uint, 0444);
@@ -80,10 +81,13 @@ err_heap:
 
 /*
  * Reached only when no file of the device is open (the fops hold a module
- * reference, and every mapping holds its file), so nothing maps the heap.
+ * reference, and every mapping holds its file), so nothing maps the heap
+ * and no ioctl waits on a peer.  Leaving the cluster stops the threads and
+ * waits out the requests being served; peers that are down cost nothing.
  */
 static void __exit odsm_exit(void)
 {
+	odsm_cluster_leave();
 	odsm_dev_unregister();
 	odsm_sysfs_exit();
 	odsm_fs_inode_put(odsm_heap.inode);

@@ -23,6 +23,18 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_sigbus_unbacked] = "sigbus_unbacked",
 	[ODSM_STAT_fault_enomem] = "fault_enomem",
 	[ODSM_STAT_bad_ioctls] = "bad_ioctls",
+	[ODSM_STAT_msgs_tx] = "msgs_tx",
+	[ODSM_STAT_msgs_rx] = "msgs_rx",
+	[ODSM_STAT_bad_msgs] = "bad_msgs",
+	[ODSM_STAT_served] = "served",
+	[ODSM_STAT_remote_reads] = "remote_reads",
+	[ODSM_STAT_remote_writes] = "remote_writes",
+	[ODSM_STAT_remote_atomics] = "remote_atomics",
+	[ODSM_STAT_remote_allocs] = "remote_allocs",
+	[ODSM_STAT_remote_frees] = "remote_frees",
+	[ODSM_STAT_rpc_timeouts] = "rpc_timeouts",
+	[ODSM_STAT_rpc_hostdown] = "rpc_hostdown",
+	[ODSM_STAT_peers_down] = "peers_down",
 };
 
 u64 odsm_stat_read(enum odsm_stat s)

@@ -29,6 +29,18 @@ enum odsm_stat {
 	ODSM_STAT_sigbus_unbacked,	/* touches of local blocks with no object */
 	ODSM_STAT_fault_enomem,		/* faults that found no memory */
 	ODSM_STAT_bad_ioctls,		/* ioctls refused: bad command or args */
+	ODSM_STAT_msgs_tx,		/* messages sent to peers */
+	ODSM_STAT_msgs_rx,		/* well-formed messages received */
+	ODSM_STAT_bad_msgs,		/* messages dropped as malformed */
+	ODSM_STAT_served,		/* peers' requests answered */
+	ODSM_STAT_remote_reads,		/* read requests sent */
+	ODSM_STAT_remote_writes,	/* write requests sent */
+	ODSM_STAT_remote_atomics,	/* atomic requests sent */
+	ODSM_STAT_remote_allocs,	/* alloc requests sent */
+	ODSM_STAT_remote_frees,		/* free requests sent */
+	ODSM_STAT_rpc_timeouts,		/* requests unanswered in time */
+	ODSM_STAT_rpc_hostdown,		/* requests failed: peer down */
+	ODSM_STAT_peers_down,		/* peers that went from up to down */
 	ODSM_STAT_NR
 };
 

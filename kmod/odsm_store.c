@@ -271,3 +271,103 @@ void odsm_store_release(struct odsm_heap *h, u64 addr, u64 len)
 		cond_resched();
 	}
 }
+
+/*
+ * Is [addr, addr + len) inside this partition and inside blocks that hold
+ * objects?  What a remote node, or a process through the read/write
+ * ioctls, may touch.  Caller holds heap->lock.
+ */
+static bool range_backed(struct odsm_heap *h, u64 addr, u64 len)
+{
+	u64 a;
+
+	if (!len || !odsm_range_is_local(&h->geom, addr, len))
+		return false;
+	for (a = addr; a < addr + len; a = (a | (ODSM_BLOCK_SIZE - 1)) + 1)
+		if (!odsm_palloc_backed(&h->pa, a))
+			return false;
+	return true;
+}
+
+struct rw_state {
+	u8 *buf;
+	bool write;
+};
+
+static int rw_one(struct odsm_heap *h, pgoff_t idx, unsigned int off,
+		  unsigned int n, void *arg)
+{
+	struct rw_state *st = arg;
+	struct page *page;
+
+	if (st->write) {
+		page = store_get_locked(h, idx);
+		if (IS_ERR(page))
+			return PTR_ERR(page);
+		memcpy_to_page(page, off, st->buf, n);
+		put_page(page);
+	} else {
+		page = xa_load(&h->pages, idx);
+		if (page)
+			memcpy_from_page(st->buf, page, off, n);
+		else
+			memset(st->buf, 0, n);	/* never touched: zero */
+	}
+	st->buf += n;
+	return 0;
+}
+
+/*
+ * Copy between buf and [addr, addr + len) of the local partition, which
+ * must lie in blocks that hold objects (-EINVAL otherwise).
+ */
+int odsm_store_rw(struct odsm_heap *h, u64 addr, void *buf, u64 len,
+		  bool write)
+{
+	struct rw_state st = { .buf = buf, .write = write };
+	int ret = -EINVAL;
+
+	mutex_lock(&h->lock);
+	if (range_backed(h, addr, len))
+		ret = store_walk(h, addr, len, rw_one, &st);
+	mutex_unlock(&h->lock);
+	return ret;
+}
+
+/*
+ * An atomic operation on the 8-byte word at addr of the local partition.
+ * Processes of this node that map the page use CPU atomics on the same
+ * physical word, so the two stay atomic with each other.
+ */
+int odsm_store_atomic(struct odsm_heap *h, u64 addr, u32 op, u64 operand,
+		      u64 compare, u64 *old)
+{
+	struct page *page;
+	atomic64_t *word;
+	void *kaddr;
+	int ret = 0;
+
+	if (addr % 8 || (op != ODSM_ATOMIC_FETCH_ADD && op != ODSM_ATOMIC_CMP_SWAP))
+		return -EINVAL;
+	mutex_lock(&h->lock);
+	if (!range_backed(h, addr, 8)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	page = store_get_locked(h, store_index(h, addr));
+	if (IS_ERR(page)) {
+		ret = PTR_ERR(page);
+		goto out;
+	}
+	kaddr = kmap_local_page(page);
+	word = kaddr + offset_in_page(addr);
+	if (op == ODSM_ATOMIC_FETCH_ADD)
+		*old = atomic64_fetch_add(operand, word);
+	else
+		*old = atomic64_cmpxchg(word, compare, operand);
+	kunmap_local(kaddr);
+	put_page(page);
+out:
+	mutex_unlock(&h->lock);
+	return ret;
+}

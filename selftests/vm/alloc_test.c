@@ -146,7 +146,9 @@ TEST_F(heap, alloc_einval)
 		{ 64, 24, 0, "align 24" },
 		{ 64, 8192, 0, "align 8192" },
 		{ 64, 1U << 31, 0, "align 2^31" },
-		{ 64, 0, 1U << 1, "flag bit 1" },
+		{ 64, 0, 1U << 3, "flag bit 3" },
+		{ 64, 0, ODSM_ALLOC_ON_NODE | ODSM_ALLOC_ANYWHERE,
+		  "ON_NODE | ANYWHERE" },
 		{ 64, 0, 1U << 31, "flag bit 31" },
 		{ 64, 0, ODSM_ALLOC_ZERO | (1U << 5), "ZERO | bit 5" },
 	};

@@ -118,7 +118,10 @@ TEST(reserved_nonzero_einval)
 	for (i = 0; i < 2; i++) {
 		memset(&a, 0, sizeof(a));
 		a.size = 64;
-		a.reserved[i] = 1;
+		if (i)
+			a.reserved = 1;
+		else
+			a.reserved0 = 1;
 		SNAP(s0);
 		EXPECT_EQ(-EINVAL, t_ioctl(fd, ODSM_IOC_ALLOC, &a));
 		SNAP(s1);

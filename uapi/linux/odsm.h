@@ -61,16 +61,24 @@ struct odsm_config {
 
 /* Flags of struct odsm_alloc. */
 #define ODSM_ALLOC_ZERO		_BITUL(0)	/* zero the object's bytes */
-#define ODSM_ALLOC_FLAGS	(ODSM_ALLOC_ZERO)
+#define ODSM_ALLOC_ON_NODE	_BITUL(1)	/* in node's partition */
+#define ODSM_ALLOC_ANYWHERE	_BITUL(2)	/* local, else the node with
+						 * the most room
+						 */
+#define ODSM_ALLOC_FLAGS	(ODSM_ALLOC_ZERO | ODSM_ALLOC_ON_NODE | \
+				 ODSM_ALLOC_ANYWHERE)
 
 /*
- * ODSM_IOC_ALLOC: allocate an object in this node's partition.
+ * ODSM_IOC_ALLOC: allocate an object: in this node's partition; with
+ * ODSM_ALLOC_ON_NODE in node's; with ODSM_ALLOC_ANYWHERE here if there is
+ * room, else on the up peer that reported the most free memory.
  * in:  size (1..max_alloc), align (0 or a power of two <= 4096; objects are
- *      always ODSM_MIN_ALIGN-aligned), flags.
+ *      always ODSM_MIN_ALIGN-aligned), flags, node.
  * out: gaddr, the colored global address of the new object, and usable, the
  *      bytes the object really spans (its size class).
  * A reused address never carries a color an earlier object there had.
- * Errors: -EINVAL (bad size, align, flags or reserved), -ENOMEM (full).
+ * Errors: -EINVAL (bad size, align, flags, node or reserved), -ENOMEM
+ * (full), -EHOSTDOWN / -ETIMEDOUT (the node is down or did not answer).
  */
 struct odsm_alloc {
 	__u64 size;
@@ -78,7 +86,9 @@ struct odsm_alloc {
 	__u32 flags;
 	__u64 gaddr;
 	__u64 usable;
-	__u64 reserved[2];
+	__u32 node;		/* with ODSM_ALLOC_ON_NODE */
+	__u32 reserved0;
+	__u64 reserved;
 };
 
 /*
@@ -121,6 +131,105 @@ struct odsm_obj_info {
 	__u64 reserved[2];
 };
 
+/* ---- cluster ---------------------------------------------------------- */
+
+#define ODSM_TRANSPORT_TCP	1
+#define ODSM_TRANSPORT_RDMA	2
+
+/* One node of the cluster: where its module listens. */
+struct odsm_node_addr {
+	__u32 ipv4;		/* network byte order */
+	__u16 port;		/* host byte order */
+	__u16 reserved0;
+	__u32 reserved[2];
+};
+
+/*
+ * ODSM_IOC_JOIN (CAP_SYS_ADMIN): bring this node into a cluster.  nodes
+ * points at nr_nodes addresses indexed by node id, this node's own among
+ * them (it listens there); nr_nodes must equal the configured node count.
+ * Connections form a full mesh (each node dials the nodes with lower ids and
+ * accepts the others), re-dialled while a peer is down, so a node that
+ * starts late or restarts joins.  A peer silent for timeout_ms is down:
+ * every operation that needs it fails with -EHOSTDOWN, one in flight with
+ * -ETIMEDOUT.  heartbeat_ms / timeout_ms 0 take the defaults (200 / 2000).
+ * -EBUSY if already joined, -EINVAL for a bad table, -EPROTONOSUPPORT for a
+ * transport this build does not have.
+ */
+struct odsm_join {
+	__u32 transport;
+	__u32 nr_nodes;
+	__u64 nodes;		/* user pointer: struct odsm_node_addr[] */
+	__u32 heartbeat_ms;
+	__u32 timeout_ms;
+	__u64 reserved[2];
+};
+
+enum odsm_peer_state {
+	ODSM_PEER_SELF = 0,
+	ODSM_PEER_DOWN,		/* no connection, or timed out */
+	ODSM_PEER_CONNECTING,	/* connection up, HELLO not yet seen */
+	ODSM_PEER_UP,
+};
+
+struct odsm_peer_info {
+	__u32 node_id;
+	__u32 state;		/* enum odsm_peer_state */
+	__u32 transport;
+	__u32 ipv4;
+	__u64 rtt_ns;		/* last heartbeat round trip */
+	__u64 msgs_tx, msgs_rx;
+	__u64 bytes_tx, bytes_rx;
+	__u64 free_bytes;	/* room the peer last reported */
+	__u64 reserved[2];
+};
+
+/*
+ * ODSM_IOC_STATUS: the cluster as this node sees it.  in: nr entries at
+ * peers (user pointer); out: nr = the node count, transport, and one entry
+ * per node (up to the room given).  nr 0 only asks for the count.
+ */
+struct odsm_status {
+	__u32 nr;
+	__u32 transport;	/* 0: not joined */
+	__u64 peers;
+	__u64 reserved[2];
+};
+
+/*
+ * ODSM_IOC_READ / ODSM_IOC_WRITE: copy len bytes between the user buffer
+ * buf and any global address of the heap (DRust's dread/dwrite), local or
+ * remote, in pieces of at most 256 KiB.  The range must lie in one node's
+ * partition, in blocks that hold objects.  -EINVAL otherwise; -EHOSTDOWN /
+ * -ETIMEDOUT when its node is down or does not answer.
+ */
+struct odsm_rw {
+	__u64 gaddr;		/* colored or not: the color is ignored */
+	__u64 buf;
+	__u64 len;
+	__u64 reserved[2];
+};
+
+#define ODSM_ATOMIC_FETCH_ADD	1
+#define ODSM_ATOMIC_CMP_SWAP	2
+
+/*
+ * ODSM_IOC_ATOMIC: an atomic operation on the 8-byte aligned word at gaddr,
+ * anywhere in the heap: FETCH_ADD adds operand; CMP_SWAP stores operand if
+ * the word equals compare.  out: old, the word's value before.  Atomic
+ * against every other ODSM_IOC_ATOMIC and against CPU atomics on the word's
+ * home node.
+ */
+struct odsm_atomic {
+	__u64 gaddr;
+	__u32 op;
+	__u32 reserved0;
+	__u64 operand;
+	__u64 compare;
+	__u64 old;
+	__u64 reserved[2];
+};
+
 #define ODSM_IOC_MAGIC		0xd5
 #define ODSM_IOC_INFO		_IOR(ODSM_IOC_MAGIC, 0x00, struct odsm_info)
 #define ODSM_IOC_SET_CONFIG	_IOW(ODSM_IOC_MAGIC, 0x01, struct odsm_config)
@@ -128,5 +237,11 @@ struct odsm_obj_info {
 #define ODSM_IOC_FREE		_IOW(ODSM_IOC_MAGIC, 0x11, struct odsm_free)
 #define ODSM_IOC_MOVE		_IOWR(ODSM_IOC_MAGIC, 0x12, struct odsm_move)
 #define ODSM_IOC_OBJ_INFO	_IOWR(ODSM_IOC_MAGIC, 0x13, struct odsm_obj_info)
+#define ODSM_IOC_READ		_IOW(ODSM_IOC_MAGIC, 0x14, struct odsm_rw)
+#define ODSM_IOC_WRITE		_IOW(ODSM_IOC_MAGIC, 0x15, struct odsm_rw)
+#define ODSM_IOC_ATOMIC		_IOWR(ODSM_IOC_MAGIC, 0x16, struct odsm_atomic)
+#define ODSM_IOC_JOIN		_IOW(ODSM_IOC_MAGIC, 0x20, struct odsm_join)
+#define ODSM_IOC_LEAVE		_IO(ODSM_IOC_MAGIC, 0x21)
+#define ODSM_IOC_STATUS		_IOWR(ODSM_IOC_MAGIC, 0x22, struct odsm_status)
 
 #endif /* _UAPI_LINUX_ODSM_H */

@@ -1,0 +1,717 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Cluster membership, heartbeat and request/reply calls; see
+ * odsm_cluster.h for the model.
+ */
+#include <linux/kthread.h>
+#include <linux/net.h>
+#include <linux/random.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/ktime.h>
+#include "odsm.h"
+#include "odsm_cluster.h"
+
+struct odsm_cluster odsm_cluster = {
+	.join_lock = __MUTEX_INITIALIZER(odsm_cluster.join_lock),
+	.lock = __SPIN_LOCK_UNLOCKED(odsm_cluster.lock),
+	.conns = LIST_HEAD_INIT(odsm_cluster.conns),
+	.calls = XARRAY_INIT(odsm_cluster.calls, 0),
+};
+
+/* A call waiting for its reply. */
+struct odsm_call {
+	u32 peer;
+	int status;
+	void *reply;
+	u32 cap, len;
+	struct completion done;
+};
+
+/* A request to serve, with the connection to answer on. */
+struct odsm_req {
+	struct work_struct work;
+	struct odsm_conn *conn;
+	struct odsm_wire_hdr h;
+	u8 payload[];
+};
+
+/* ---- peers ------------------------------------------------------------ */
+
+/* Fail every call waiting on node: its peer is gone. */
+static void fail_calls(struct odsm_cluster *c, u32 node, int err)
+{
+	struct odsm_call *call;
+	unsigned long seq;
+
+	xa_for_each(&c->calls, seq, call) {
+		if (call->peer != node)
+			continue;
+		if (xa_erase(&c->calls, seq) != call)
+			continue;	/* its reply won the race */
+		call->status = err;
+		complete(&call->done);
+	}
+}
+
+/*
+ * The connection failed or ended: if it was a peer's, the peer is down
+ * until a new connection says HELLO.
+ */
+void odsm_cluster_conn_failed(struct odsm_conn *conn)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	struct odsm_conn *drop = NULL;
+	u32 id = conn->peer;
+
+	WRITE_ONCE(conn->dead, true);
+	spin_lock(&c->lock);
+	if (id < c->nr_nodes && c->peers[id].conn == conn) {
+		drop = conn;
+		c->peers[id].conn = NULL;
+		if (c->peers[id].state == ODSM_PEER_UP)
+			odsm_stat_inc(ODSM_STAT_peers_down);
+		c->peers[id].state = ODSM_PEER_DOWN;
+	}
+	spin_unlock(&c->lock);
+	if (drop) {
+		fail_calls(c, id, -EHOSTDOWN);
+		odsm_conn_put(drop);
+	}
+}
+
+static void peer_timed_out(struct odsm_cluster *c, u32 id)
+{
+	struct odsm_conn *conn;
+
+	spin_lock(&c->lock);
+	conn = c->peers[id].conn;
+	if (conn)
+		kref_get(&conn->ref);
+	spin_unlock(&c->lock);
+	if (!conn)
+		return;
+	pr_notice("odsm: node %u silent for %u ms: marked down\n", id,
+		  c->timeout_ms);
+	odsm_conn_kill(conn);
+	odsm_cluster_conn_failed(conn);
+	odsm_conn_put(conn);
+}
+
+bool odsm_peer_up(u32 node)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	bool up;
+
+	spin_lock(&c->lock);
+	up = c->joined && node < c->nr_nodes &&
+	     c->peers[node].state == ODSM_PEER_UP;
+	spin_unlock(&c->lock);
+	return up;
+}
+
+int odsm_peer_most_free(void)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	int best = -ENOSPC;
+	u64 most = 0;
+	u32 i;
+
+	spin_lock(&c->lock);
+	for (i = 0; c->joined && i < c->nr_nodes; i++) {
+		if (c->peers[i].state == ODSM_PEER_UP &&
+		    c->peers[i].free_bytes > most) {
+			most = c->peers[i].free_bytes;
+			best = i;
+		}
+	}
+	spin_unlock(&c->lock);
+	return best;
+}
+
+/* The connection to send on, with a reference, or NULL. */
+static struct odsm_conn *peer_conn(struct odsm_cluster *c, u32 node,
+				   bool up_only)
+{
+	struct odsm_conn *conn = NULL;
+
+	spin_lock(&c->lock);
+	if (c->joined && node < c->nr_nodes && c->peers[node].conn &&
+	    (!up_only || c->peers[node].state == ODSM_PEER_UP)) {
+		conn = c->peers[node].conn;
+		kref_get(&conn->ref);
+	}
+	spin_unlock(&c->lock);
+	return conn;
+}
+
+static bool is_reply(u8 type)
+{
+	switch (type) {
+	case ODSM_MSG_PONG:
+	case ODSM_MSG_READ_REPLY:
+	case ODSM_MSG_WRITE_REPLY:
+	case ODSM_MSG_ALLOC_REPLY:
+	case ODSM_MSG_FREE_REPLY:
+	case ODSM_MSG_ATOMIC_REPLY:
+		return true;
+	}
+	return false;
+}
+
+static void fill_hdr(struct odsm_cluster *c, struct odsm_wire_hdr *h, u32 dst,
+		     u8 type, u64 seq, u32 len, s32 status)
+{
+	h->magic = ODSM_WIRE_MAGIC;
+	h->version = ODSM_WIRE_VERSION;
+	h->type = type;
+	h->flags = is_reply(type) ? ODSM_WIRE_F_REPLY : 0;
+	h->src_node = c->self;
+	h->dst_node = dst;
+	h->seq = seq;
+	h->len = len;
+	h->status = status;
+}
+
+static int send_msg(struct odsm_cluster *c, struct odsm_conn *conn, u32 dst,
+		    u8 type, u64 seq, s32 status, const void *payload,
+		    u32 plen, const void *data, u32 dlen)
+{
+	struct odsm_wire_hdr h;
+	int ret;
+
+	fill_hdr(c, &h, dst, type, seq, plen + dlen, status);
+	ret = odsm_tcp_send(conn, &h, payload, plen, data, dlen);
+	if (!ret && dst < c->nr_nodes) {
+		atomic64_inc(&c->peers[dst].msgs_tx);
+		atomic64_add(ODSM_WIRE_HDR_SIZE + plen + dlen,
+			     &c->peers[dst].bytes_tx);
+	}
+	return ret;
+}
+
+static void send_hello(struct odsm_cluster *c, struct odsm_conn *conn, u32 dst)
+{
+	struct odsm_wire_hello hello = {
+		.node_id = c->self,
+		.nr_nodes = c->nr_nodes,
+		.heap_base = odsm_heap.geom.base,
+		.part_size = odsm_heap.geom.part_size,
+		.incarnation = c->incarnation,
+	};
+	u8 buf[64];
+	u32 n = odsm_wire_put_hello(buf, &hello);
+
+	send_msg(c, conn, dst, ODSM_MSG_HELLO, 0, 0, buf, n, NULL, 0);
+}
+
+/* ---- receiving ---------------------------------------------------------- */
+
+static void on_hello(struct odsm_cluster *c, struct odsm_conn *conn,
+		     const struct odsm_wire_hdr *h, const u8 *payload)
+{
+	struct odsm_wire_hello hello;
+	struct odsm_conn *old = NULL;
+	struct sockaddr_in from;
+	u32 id = h->src_node;
+	bool reply = false;
+
+	if (odsm_wire_get_hello(payload, h->len, &hello) ||
+	    hello.node_id != id || hello.nr_nodes != c->nr_nodes ||
+	    hello.heap_base != odsm_heap.geom.base ||
+	    hello.part_size != odsm_heap.geom.part_size)
+		goto bad;
+	/* the connection must come from the address the table gives id */
+	if (kernel_getpeername(conn->sock, (struct sockaddr *)&from) < 0 ||
+	    from.sin_addr.s_addr != c->peers[id].addr.sin_addr.s_addr)
+		goto bad;
+	/* who dials whom: higher ids dial lower ones */
+	if (conn->dialled ? conn->peer != id : id < c->self)
+		goto bad;
+
+	spin_lock(&c->lock);
+	if (!conn->dialled) {
+		/* an accepted connection replaces whatever the peer had:
+		 * it restarted, or its old connection died
+		 */
+		old = c->peers[id].conn;
+		conn->peer = id;
+		kref_get(&conn->ref);
+		c->peers[id].conn = conn;
+		reply = true;
+	} else if (c->peers[id].conn != conn) {
+		spin_unlock(&c->lock);
+		goto bad;
+	}
+	c->peers[id].state = ODSM_PEER_UP;
+	c->peers[id].incarnation = hello.incarnation;
+	c->peers[id].last_rx_ns = ktime_get_ns();
+	spin_unlock(&c->lock);
+
+	if (old) {
+		odsm_conn_kill(old);
+		fail_calls(c, id, -EHOSTDOWN);
+		odsm_conn_put(old);
+	}
+	if (reply)
+		send_hello(c, conn, id);
+	pr_info("odsm: node %u is up (%pI4)\n", id, &c->peers[id].addr.sin_addr);
+	return;
+bad:
+	odsm_stat_inc(ODSM_STAT_bad_msgs);
+	pr_notice_ratelimited("odsm: refused a HELLO claiming node %u: wrong address, geometry or direction\n",
+			      id);
+	odsm_conn_kill(conn);
+}
+
+static void on_reply(struct odsm_cluster *c, const struct odsm_wire_hdr *h,
+		     const u8 *payload)
+{
+	struct odsm_call *call = xa_load(&c->calls, h->seq);
+
+	/* only the peer it was sent to may answer it */
+	if (!call || call->peer != h->src_node ||
+	    xa_cmpxchg(&c->calls, h->seq, call, NULL, 0) != call) {
+		odsm_stat_inc(ODSM_STAT_bad_msgs);
+		return;
+	}
+	if (h->len > call->cap) {
+		call->status = -EPROTO;
+	} else {
+		memcpy(call->reply, payload, h->len);
+		call->len = h->len;
+		call->status = h->status;
+	}
+	complete(&call->done);
+}
+
+static void serve_work(struct work_struct *w)
+{
+	struct odsm_req *req = container_of(w, struct odsm_req, work);
+	struct odsm_cluster *c = &odsm_cluster;
+	u8 reply[64];
+	const void *data = NULL;
+	u32 rlen = 0, dlen = 0;
+	int status;
+
+	status = odsm_serve(&req->h, req->payload, reply, &rlen, &data, &dlen);
+	if (status == -EPROTO) {
+		/* malformed payload: dropped and counted, no answer */
+		odsm_stat_inc(ODSM_STAT_bad_msgs);
+	} else {
+		if (status) {
+			rlen = 0;
+			dlen = 0;
+		}
+		send_msg(c, req->conn, req->h.src_node, req->h.type + 1,
+			 req->h.seq, status, reply, rlen, data, dlen);
+		odsm_stat_inc(ODSM_STAT_served);
+	}
+	kvfree(data);
+	odsm_conn_put(req->conn);
+	kvfree(req);
+}
+
+/* Called by a receiver for every well-formed header and its payload. */
+void odsm_cluster_rx(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
+		     u8 *payload)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	struct odsm_peer *p = &c->peers[h->src_node];
+	struct odsm_wire_ping ping;
+	struct odsm_wire_pong pong;
+	struct odsm_req *req;
+	u8 buf[32];
+	u32 n;
+
+	odsm_stat_inc(ODSM_STAT_msgs_rx);
+	if (h->type == ODSM_MSG_HELLO) {
+		on_hello(c, conn, h, payload);
+		return;
+	}
+	atomic64_inc(&p->msgs_rx);
+	atomic64_add(ODSM_WIRE_HDR_SIZE + h->len, &p->bytes_rx);
+	spin_lock(&c->lock);
+	p->last_rx_ns = ktime_get_ns();
+	spin_unlock(&c->lock);
+
+	switch (h->type) {
+	case ODSM_MSG_PING:
+		if (odsm_wire_get_ping(payload, h->len, &ping))
+			goto bad;
+		pong.echo_ns = ping.send_ns;
+		mutex_lock(&odsm_heap.lock);
+		pong.free_bytes = (u64)odsm_heap.pa.free_blocks << ODSM_BLOCK_SHIFT;
+		mutex_unlock(&odsm_heap.lock);
+		n = odsm_wire_put_pong(buf, &pong);
+		send_msg(c, conn, h->src_node, ODSM_MSG_PONG, h->seq, 0, buf, n,
+			 NULL, 0);
+		return;
+	case ODSM_MSG_PONG:
+		if (odsm_wire_get_pong(payload, h->len, &pong))
+			goto bad;
+		spin_lock(&c->lock);
+		p->rtt_ns = ktime_get_ns() - pong.echo_ns;
+		p->free_bytes = pong.free_bytes;
+		spin_unlock(&c->lock);
+		return;
+	}
+	if (h->flags & ODSM_WIRE_F_REPLY) {
+		on_reply(c, h, payload);
+		return;
+	}
+	/* a request: served on the workqueue, which may sleep and send */
+	req = kvmalloc(struct_size(req, payload, h->len), GFP_KERNEL);
+	if (!req)
+		return;		/* the caller times out */
+	INIT_WORK(&req->work, serve_work);
+	kref_get(&conn->ref);
+	req->conn = conn;
+	req->h = *h;
+	memcpy(req->payload, payload, h->len);
+	queue_work(c->wq, &req->work);
+	return;
+bad:
+	odsm_stat_inc(ODSM_STAT_bad_msgs);
+}
+
+/* ---- calls ------------------------------------------------------------ */
+
+int odsm_rpc(u32 node, u8 type, const void *payload, u32 plen,
+	     const void *data, u32 dlen, void *reply, u32 cap, u32 *rlen)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	struct odsm_call call = { .peer = node, .reply = reply, .cap = cap };
+	struct odsm_conn *conn = peer_conn(c, node, true);
+	u64 seq;
+	long left;
+	int ret;
+
+	if (!conn) {
+		odsm_stat_inc(ODSM_STAT_rpc_hostdown);
+		return -EHOSTDOWN;
+	}
+	init_completion(&call.done);
+	seq = atomic64_inc_return(&c->next_seq);
+	ret = xa_insert(&c->calls, seq, &call, GFP_KERNEL);
+	if (ret)
+		goto out;
+	ret = send_msg(c, conn, node, type, seq, 0, payload, plen, data, dlen);
+	if (ret) {
+		if (xa_erase(&c->calls, seq) != &call)
+			wait_for_completion(&call.done);
+		goto out;
+	}
+	left = wait_for_completion_killable_timeout(&call.done,
+						    msecs_to_jiffies(c->timeout_ms));
+	if (left <= 0 && xa_erase(&c->calls, seq) == &call) {
+		ret = left ? -EINTR : -ETIMEDOUT;
+		if (!left)
+			odsm_stat_inc(ODSM_STAT_rpc_timeouts);
+		goto out;
+	}
+	/* completed, or completing right now: its reply won */
+	wait_for_completion(&call.done);
+	ret = call.status;
+	if (ret == -EHOSTDOWN)
+		odsm_stat_inc(ODSM_STAT_rpc_hostdown);
+	if (rlen)
+		*rlen = call.len;
+out:
+	odsm_conn_put(conn);
+	return ret;
+}
+
+/* ---- the tick: heartbeat, timeouts, re-dial, reaping ------------------ */
+
+/*
+ * Stop and free dead connections (all of them when leaving), and kill
+ * accepted ones that did not say HELLO within the timeout.
+ */
+static void reap_dead_conns(struct odsm_cluster *c, bool all)
+{
+	u64 limit = (u64)c->timeout_ms * NSEC_PER_MSEC, now = ktime_get_ns();
+	struct odsm_conn *conn, *tmp;
+	LIST_HEAD(dead);
+
+	spin_lock(&c->lock);
+	list_for_each_entry_safe(conn, tmp, &c->conns, node) {
+		if (!all && !conn->dead && conn->peer == U32_MAX &&
+		    now - conn->born_ns > limit) {
+			odsm_stat_inc(ODSM_STAT_bad_msgs);
+			WRITE_ONCE(conn->dead, true);
+		}
+		if (all || READ_ONCE(conn->dead))
+			list_move(&conn->node, &dead);
+	}
+	spin_unlock(&c->lock);
+	list_for_each_entry_safe(conn, tmp, &dead, node) {
+		odsm_conn_kill(conn);
+		kthread_stop(conn->rx);
+		put_task_struct(conn->rx);
+		list_del(&conn->node);
+		odsm_conn_put(conn);
+	}
+}
+
+/* Dial a down peer and say HELLO; runs on the workqueue, off the tick. */
+static void dial_work(struct work_struct *w)
+{
+	struct odsm_peer *p = container_of(w, struct odsm_peer, dial);
+	struct odsm_cluster *c = &odsm_cluster;
+	struct odsm_conn *conn = odsm_tcp_dial(c, p->id);
+	bool mine = false;
+
+	spin_lock(&c->lock);
+	if (!IS_ERR(conn) && c->joined && !p->conn) {
+		kref_get(&conn->ref);
+		p->conn = conn;
+		p->state = ODSM_PEER_CONNECTING;
+		/* the peer has one timeout to answer */
+		p->last_rx_ns = ktime_get_ns();
+		mine = true;
+	}
+	p->dialling = false;
+	spin_unlock(&c->lock);
+	if (IS_ERR(conn))
+		return;
+	if (mine)
+		send_hello(c, conn, p->id);
+	else
+		odsm_conn_kill(conn);
+	odsm_conn_put(conn);
+}
+
+static void tick(struct odsm_cluster *c)
+{
+	u64 limit = (u64)c->timeout_ms * NSEC_PER_MSEC;
+	struct odsm_wire_ping ping;
+	u8 buf[16];
+	u32 i, n, state;
+	u64 last, now;
+
+	for (i = 0; i < c->nr_nodes; i++) {
+		struct odsm_conn *conn;
+		bool dial = false;
+
+		if (i == c->self)
+			continue;
+		now = ktime_get_ns();
+		spin_lock(&c->lock);
+		state = c->peers[i].state;
+		last = c->peers[i].last_rx_ns;
+		/* higher ids dial lower ones */
+		if (state == ODSM_PEER_DOWN && i < c->self &&
+		    !c->peers[i].dialling) {
+			c->peers[i].dialling = true;
+			dial = true;
+		}
+		spin_unlock(&c->lock);
+
+		if (dial)
+			queue_work(c->wq, &c->peers[i].dial);
+		if (state == ODSM_PEER_DOWN)
+			continue;
+		if (now - last > limit) {
+			peer_timed_out(c, i);
+			continue;
+		}
+		if (state != ODSM_PEER_UP)
+			continue;
+		conn = peer_conn(c, i, true);
+		if (!conn)
+			continue;
+		ping.send_ns = now;
+		n = odsm_wire_put_ping(buf, &ping);
+		send_msg(c, conn, i, ODSM_MSG_PING, 0, 0, buf, n, NULL, 0);
+		odsm_conn_put(conn);
+	}
+	reap_dead_conns(c, false);
+}
+
+static int ticker_thread(void *arg)
+{
+	struct odsm_cluster *c = arg;
+
+	while (!kthread_should_stop()) {
+		tick(c);
+		schedule_timeout_interruptible(msecs_to_jiffies(c->heartbeat_ms));
+	}
+	return 0;
+}
+
+/* ---- join / leave / status ---------------------------------------------- */
+
+int odsm_cluster_join(const struct odsm_join *j,
+		      const struct odsm_node_addr *nodes)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	struct odsm_peer *peers;
+	u32 i, k;
+	int ret;
+
+	if (j->transport == ODSM_TRANSPORT_RDMA)
+		return -EPROTONOSUPPORT;
+	if (j->transport != ODSM_TRANSPORT_TCP)
+		return -EINVAL;
+	if (j->nr_nodes != odsm_heap.geom.nr_nodes || j->nr_nodes < 2)
+		return -EINVAL;
+	for (i = 0; i < j->nr_nodes; i++) {
+		if (!nodes[i].ipv4 || !nodes[i].port || nodes[i].reserved0 ||
+		    nodes[i].reserved[0] || nodes[i].reserved[1])
+			return -EINVAL;
+		for (k = 0; k < i; k++)
+			if (nodes[k].ipv4 == nodes[i].ipv4 &&
+			    nodes[k].port == nodes[i].port)
+				return -EINVAL;
+	}
+
+	peers = kcalloc(j->nr_nodes, sizeof(*peers), GFP_KERNEL);
+	if (!peers)
+		return -ENOMEM;
+	for (i = 0; i < j->nr_nodes; i++) {
+		peers[i].id = i;
+		peers[i].addr.sin_family = AF_INET;
+		peers[i].addr.sin_addr.s_addr = nodes[i].ipv4;
+		peers[i].addr.sin_port = htons(nodes[i].port);
+		peers[i].state = ODSM_PEER_DOWN;
+		INIT_WORK(&peers[i].dial, dial_work);
+	}
+
+	mutex_lock(&c->join_lock);
+	if (c->joined) {
+		ret = -EBUSY;
+		goto err_unlock;
+	}
+	c->self = odsm_heap.geom.node_id;
+	peers[c->self].state = ODSM_PEER_SELF;
+	c->nr_nodes = j->nr_nodes;
+	c->transport = j->transport;
+	c->heartbeat_ms = j->heartbeat_ms ? j->heartbeat_ms : 200;
+	c->timeout_ms = j->timeout_ms ? j->timeout_ms : 2000;
+	c->incarnation = get_random_u64();
+	c->peers = peers;
+
+	c->wq = alloc_workqueue("odsm", WQ_UNBOUND, 0);
+	if (!c->wq) {
+		ret = -ENOMEM;
+		goto err_peers;
+	}
+	ret = odsm_tcp_listen(c);
+	if (ret)
+		goto err_wq;
+	spin_lock(&c->lock);
+	c->joined = true;
+	spin_unlock(&c->lock);
+	c->ticker = kthread_run(ticker_thread, c, "odsm-tick");
+	if (IS_ERR(c->ticker)) {
+		ret = PTR_ERR(c->ticker);
+		goto err_listen;
+	}
+	get_task_struct(c->ticker);
+	mutex_unlock(&c->join_lock);
+	pr_info("odsm: node %u joined a cluster of %u over tcp (heartbeat %u ms, timeout %u ms)\n",
+		c->self, c->nr_nodes, c->heartbeat_ms, c->timeout_ms);
+	return 0;
+
+err_listen:
+	spin_lock(&c->lock);
+	c->joined = false;
+	spin_unlock(&c->lock);
+	kernel_sock_shutdown(c->listen, SHUT_RDWR);
+	kthread_stop(c->acceptor);
+	put_task_struct(c->acceptor);
+	sock_release(c->listen);
+	c->listen = NULL;
+	reap_dead_conns(c, true);
+err_wq:
+	destroy_workqueue(c->wq);
+err_peers:
+	c->peers = NULL;
+err_unlock:
+	mutex_unlock(&c->join_lock);
+	kfree(peers);
+	return ret;
+}
+
+void odsm_cluster_leave(void)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	u32 i;
+
+	mutex_lock(&c->join_lock);
+	if (!c->joined) {
+		mutex_unlock(&c->join_lock);
+		return;
+	}
+	/* no new calls; then stop every thread and connection */
+	spin_lock(&c->lock);
+	c->joined = false;
+	spin_unlock(&c->lock);
+	kthread_stop(c->ticker);
+	put_task_struct(c->ticker);
+	for (i = 0; i < c->nr_nodes; i++)
+		cancel_work_sync(&c->peers[i].dial);
+	kernel_sock_shutdown(c->listen, SHUT_RDWR);
+	kthread_stop(c->acceptor);
+	put_task_struct(c->acceptor);
+	sock_release(c->listen);
+	c->listen = NULL;
+	for (i = 0; i < c->nr_nodes; i++) {
+		struct odsm_conn *conn;
+
+		spin_lock(&c->lock);
+		conn = c->peers[i].conn;
+		c->peers[i].conn = NULL;
+		c->peers[i].state = i == c->self ? ODSM_PEER_SELF :
+						   ODSM_PEER_DOWN;
+		spin_unlock(&c->lock);
+		if (conn) {
+			odsm_conn_kill(conn);
+			odsm_conn_put(conn);
+		}
+		fail_calls(c, i, -EHOSTDOWN);
+	}
+	reap_dead_conns(c, true);
+	/* requests being served drop their connections when done */
+	destroy_workqueue(c->wq);
+	c->wq = NULL;
+	kfree(c->peers);
+	c->peers = NULL;
+	c->nr_nodes = 0;
+	c->transport = 0;
+	mutex_unlock(&c->join_lock);
+	pr_info("odsm: left the cluster\n");
+}
+
+int odsm_cluster_status(struct odsm_status *st, struct odsm_peer_info *out,
+			u32 room)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	u32 i;
+
+	mutex_lock(&c->join_lock);
+	st->transport = c->joined ? c->transport : 0;
+	st->nr = c->joined ? c->nr_nodes : 0;
+	for (i = 0; c->joined && i < c->nr_nodes && i < room; i++) {
+		struct odsm_peer *p = &c->peers[i];
+		struct odsm_peer_info *o = &out[i];
+
+		memset(o, 0, sizeof(*o));
+		o->node_id = i;
+		o->transport = c->transport;
+		o->ipv4 = p->addr.sin_addr.s_addr;
+		spin_lock(&c->lock);
+		o->state = p->state;
+		o->rtt_ns = p->rtt_ns;
+		o->free_bytes = p->free_bytes;
+		spin_unlock(&c->lock);
+		o->msgs_tx = atomic64_read(&p->msgs_tx);
+		o->msgs_rx = atomic64_read(&p->msgs_rx);
+		o->bytes_tx = atomic64_read(&p->bytes_tx);
+		o->bytes_rx = atomic64_read(&p->bytes_rx);
+	}
+	mutex_unlock(&c->join_lock);
+	return 0;
+}

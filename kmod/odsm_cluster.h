@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Cluster membership, connections and request/reply calls between nodes.
+ *
+ * Each node knows every node's address (ODSM_IOC_JOIN).  Node i dials the
+ * nodes with lower ids and accepts connections from those with higher ids;
+ * the first message each way is a HELLO that names the sender, checked
+ * against the address table.  One connection per peer pair carries every
+ * message both ways.  A cluster thread ticks every heartbeat: it pings up
+ * peers, marks silent ones down, re-dials down ones and reaps dead
+ * connections.
+ *
+ * Threads: one acceptor, one receiver per connection, a workqueue that
+ * serves requests and sends their replies and dials peers, and the cluster
+ * tick.  A receiver sends only the small HELLO and PONG answers, so two
+ * nodes cannot block each other's receivers with large sends (and every
+ * send carries the timeout).  Lifetimes: a
+ * connection is referenced by its peer slot, its receiver, and each work
+ * item in flight; only the tick (or leave) stops a receiver and drops the
+ * list's reference.
+ */
+#ifndef _ODSM_CLUSTER_H
+#define _ODSM_CLUSTER_H
+
+#include <linux/in.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+#include "odsm_wire.h"
+
+struct socket;
+struct task_struct;
+
+struct odsm_conn {
+	struct kref ref;
+	struct socket *sock;
+	struct task_struct *rx;		/* receiver thread */
+	struct mutex tx_lock;		/* one message at a time on the stream */
+	u32 peer;			/* node id, U32_MAX until known */
+	bool dialled;			/* we dialled it (else accepted) */
+	u64 born_ns;			/* accepted ones must say HELLO soon */
+	bool dead;			/* failed or shut down: reap */
+	struct list_head node;		/* on cluster.conns */
+};
+
+struct odsm_peer {
+	u32 id;
+	struct sockaddr_in addr;
+	/* under cluster.lock (a spinlock) */
+	u32 state;			/* enum odsm_peer_state */
+	struct odsm_conn *conn;		/* the UP or CONNECTING connection */
+	u64 last_rx_ns;
+	u64 rtt_ns;
+	u64 free_bytes;
+	u64 incarnation;
+	struct work_struct dial;	/* connect, off the tick */
+	bool dialling;
+	/* traffic, bumped without the lock */
+	atomic64_t msgs_tx, msgs_rx, bytes_tx, bytes_rx;
+};
+
+struct odsm_cluster {
+	struct mutex join_lock;		/* join / leave / status */
+	spinlock_t lock;		/* peers' state, conns list */
+	bool joined;
+	u32 transport;
+	u32 self, nr_nodes;
+	u32 heartbeat_ms, timeout_ms;
+	u64 incarnation;		/* this module instance */
+	struct odsm_peer *peers;	/* nr_nodes, self's slot included */
+	struct list_head conns;
+	struct socket *listen;
+	struct task_struct *acceptor;
+	struct task_struct *ticker;
+	struct workqueue_struct *wq;	/* serves requests */
+	struct xarray calls;		/* seq -> struct odsm_call */
+	atomic64_t next_seq;
+};
+
+extern struct odsm_cluster odsm_cluster;
+
+int odsm_cluster_join(const struct odsm_join *j,
+		      const struct odsm_node_addr *nodes);
+void odsm_cluster_leave(void);
+int odsm_cluster_status(struct odsm_status *st, struct odsm_peer_info *out,
+			u32 room);
+
+/*
+ * One request to node and its reply.  payload (plen bytes) and data (dlen
+ * bytes) are sent after the header; the reply's payload is copied to reply
+ * (at most cap bytes, length in *rlen).  Returns the reply's status, or
+ * -EHOSTDOWN (peer down), -ETIMEDOUT (no reply within timeout_ms), -EPROTO
+ * (a reply longer than cap).
+ */
+int odsm_rpc(u32 node, u8 type, const void *payload, u32 plen,
+	     const void *data, u32 dlen, void *reply, u32 cap, u32 *rlen);
+
+/* Is node up (a peer we can send to now)? */
+bool odsm_peer_up(u32 node);
+/* The up peer that last reported the most free memory, or -ENOSPC. */
+int odsm_peer_most_free(void);
+
+/* odsm_tcp.c: the kernel-TCP transport */
+int odsm_tcp_listen(struct odsm_cluster *c);
+struct odsm_conn *odsm_tcp_dial(struct odsm_cluster *c, u32 peer);
+int odsm_tcp_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
+		  const void *payload, u32 plen, const void *data, u32 dlen);
+void odsm_conn_kill(struct odsm_conn *conn);
+void odsm_conn_put(struct odsm_conn *conn);
+struct odsm_conn *odsm_conn_new(struct odsm_cluster *c, struct socket *sock,
+				u32 peer, bool dialled);
+
+/* odsm_cluster.c: what a receiver hands over */
+void odsm_cluster_rx(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
+		     u8 *payload);
+void odsm_cluster_conn_failed(struct odsm_conn *conn);
+
+/* odsm_remote.c: serving requests, and the ioctls that may go remote */
+int odsm_serve(const struct odsm_wire_hdr *h, const u8 *payload, u8 *reply,
+	       u32 *rlen, const void **data, u32 *dlen);
+long odsm_ioc_rw(void __user *arg, bool write);
+long odsm_ioc_atomic(void __user *arg);
+int odsm_remote_alloc(u32 node, u64 size, u32 align, u32 flags, u64 *cg,
+		      u64 *usable);
+int odsm_remote_free(u32 node, u64 cg);
+
+#endif /* _ODSM_CLUSTER_H */

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Remote primitives (DRust's dalloc/dread/dwrite, and atomics): the ioctls
+ * that reach any node's partition, and the home node's side that serves
+ * them.  An address decides its node; this node's own partition is served
+ * in place, any other through a request to its node.
+ *
+ * Everything a request names is checked on the home node before use: the
+ * range must lie in the home node's partition, in blocks that hold
+ * objects; frees and allocations go through the same checks as local ones.
+ */
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include "odsm.h"
+#include "odsm_cluster.h"
+
+#define CHUNK	ODSM_WIRE_MAX_DATA
+
+/* ---- the home node's side ----------------------------------------------- */
+
+/*
+ * Serve one request.  The reply's fixed part goes to reply (64 bytes of
+ * room), bulk data (a READ's bytes) to *data, which the caller frees.
+ * Returns the status to send, or -EPROTO for a malformed payload (dropped,
+ * not answered).
+ */
+int odsm_serve(const struct odsm_wire_hdr *h, const u8 *payload, u8 *reply,
+	       u32 *rlen, const void **data, u32 *dlen)
+{
+	struct odsm_heap *heap = &odsm_heap;
+	struct odsm_wire_alloc_reply ar;
+	struct odsm_wire_atomic_reply xr;
+	struct odsm_wire_atomic at;
+	struct odsm_wire_alloc al;
+	struct odsm_wire_free fr;
+	struct odsm_wire_rw rw;
+	void *buf;
+	int ret;
+
+	*rlen = 0;
+	*dlen = 0;
+	*data = NULL;
+	switch (h->type) {
+	case ODSM_MSG_READ:
+		if (odsm_wire_get_rw(payload, h->len, false, &rw))
+			return -EPROTO;
+		buf = kvmalloc(rw.len, GFP_KERNEL);
+		if (!buf)
+			return -ENOMEM;
+		ret = odsm_store_rw(heap, rw.gaddr, buf, rw.len, false);
+		if (ret) {
+			kvfree(buf);
+			return ret;
+		}
+		*data = buf;
+		*dlen = rw.len;
+		return 0;
+	case ODSM_MSG_WRITE:
+		if (odsm_wire_get_rw(payload, h->len, true, &rw))
+			return -EPROTO;
+		return odsm_store_rw(heap, rw.gaddr,
+				     (void *)(payload + h->len - rw.len),
+				     rw.len, true);
+	case ODSM_MSG_ALLOC:
+		if (odsm_wire_get_alloc(payload, h->len, &al))
+			return -EPROTO;
+		ret = odsm_heap_alloc(heap, al.size, al.align,
+				      al.flags & ODSM_ALLOC_ZERO, &ar.gaddr,
+				      &ar.usable);
+		if (!ret)
+			*rlen = odsm_wire_put_alloc_reply(reply, &ar);
+		return ret;
+	case ODSM_MSG_FREE:
+		if (odsm_wire_get_free(payload, h->len, &fr))
+			return -EPROTO;
+		return odsm_heap_free(heap, fr.gaddr);
+	case ODSM_MSG_ATOMIC:
+		if (odsm_wire_get_atomic(payload, h->len, &at))
+			return -EPROTO;
+		ret = odsm_store_atomic(heap, at.gaddr,
+					at.op == ODSM_WIRE_FETCH_ADD ?
+					ODSM_ATOMIC_FETCH_ADD :
+					ODSM_ATOMIC_CMP_SWAP,
+					at.operand, at.compare, &xr.old);
+		if (!ret)
+			*rlen = odsm_wire_put_atomic_reply(reply, &xr);
+		return ret;
+	}
+	return -EPROTO;
+}
+
+/* ---- the caller's side ---------------------------------------------------- */
+
+/*
+ * The node whose partition holds [addr, addr + len), or -EINVAL when the
+ * range is outside the heap or spans partitions.  A remote node must be
+ * reachable: with no cluster joined there is no way to it (-EINVAL).
+ */
+static int home_of(u64 addr, u64 len, bool *local)
+{
+	const struct odsm_geom *g = &odsm_heap.geom;
+	u32 node;
+
+	if (!len || !odsm_in_heap(g, addr) || len > odsm_heap_end(g) - addr)
+		return -EINVAL;
+	node = odsm_node_of(g, addr);
+	if (odsm_node_of(g, addr + len - 1) != node)
+		return -EINVAL;
+	*local = node == g->node_id;
+	if (!*local && !READ_ONCE(odsm_cluster.joined))
+		return -EINVAL;
+	return node;
+}
+
+static int rw_remote(u32 node, u64 addr, void *buf, u32 len, bool write)
+{
+	struct odsm_wire_rw rw = { .gaddr = addr, .len = len };
+	u8 p[32];
+	u32 n = odsm_wire_put_rw(p, &rw), got = 0;
+	int ret;
+
+	if (write) {
+		odsm_stat_inc(ODSM_STAT_remote_writes);
+		return odsm_rpc(node, ODSM_MSG_WRITE, p, n, buf, len, NULL, 0,
+				NULL);
+	}
+	odsm_stat_inc(ODSM_STAT_remote_reads);
+	ret = odsm_rpc(node, ODSM_MSG_READ, p, n, NULL, 0, buf, len, &got);
+	if (!ret && got != len)
+		ret = -EPROTO;
+	return ret;
+}
+
+long odsm_ioc_rw(void __user *arg, bool write)
+{
+	struct odsm_rw r;
+	u8 __user *ubuf;
+	bool local;
+	u64 addr, done;
+	void *kbuf;
+	int node, ret = 0;
+
+	if (copy_from_user(&r, arg, sizeof(r)))
+		return -EFAULT;
+	if (r.reserved[0] || r.reserved[1])
+		return -EINVAL;
+	if (!r.len)
+		return 0;
+	addr = odsm_clear_color(r.gaddr);
+	node = home_of(addr, r.len, &local);
+	if (node < 0)
+		return node;
+	kbuf = kvmalloc(min_t(u64, r.len, CHUNK), GFP_KERNEL);
+	if (!kbuf)
+		return -ENOMEM;
+	ubuf = u64_to_user_ptr(r.buf);
+	for (done = 0; done < r.len && !ret; done += CHUNK) {
+		u32 n = min_t(u64, r.len - done, CHUNK);
+
+		if (write && copy_from_user(kbuf, ubuf + done, n)) {
+			ret = -EFAULT;
+			break;
+		}
+		if (local)
+			ret = odsm_store_rw(&odsm_heap, addr + done, kbuf, n,
+					    write);
+		else
+			ret = rw_remote(node, addr + done, kbuf, n, write);
+		if (!ret && !write && copy_to_user(ubuf + done, kbuf, n))
+			ret = -EFAULT;
+	}
+	kvfree(kbuf);
+	return ret;
+}
+
+long odsm_ioc_atomic(void __user *arg)
+{
+	struct odsm_wire_atomic_reply xr;
+	struct odsm_wire_atomic at;
+	struct odsm_atomic a;
+	bool local;
+	u8 p[48];
+	int node, ret;
+	u32 n, got = 0;
+
+	if (copy_from_user(&a, arg, sizeof(a)))
+		return -EFAULT;
+	if (a.reserved0 || a.reserved[0] || a.reserved[1] ||
+	    (a.op != ODSM_ATOMIC_FETCH_ADD && a.op != ODSM_ATOMIC_CMP_SWAP))
+		return -EINVAL;
+	a.gaddr = odsm_clear_color(a.gaddr);
+	if (a.gaddr % 8)
+		return -EINVAL;
+	node = home_of(a.gaddr, 8, &local);
+	if (node < 0)
+		return node;
+	if (local) {
+		ret = odsm_store_atomic(&odsm_heap, a.gaddr, a.op, a.operand,
+					a.compare, &a.old);
+	} else {
+		at.gaddr = a.gaddr;
+		at.op = a.op == ODSM_ATOMIC_FETCH_ADD ? ODSM_WIRE_FETCH_ADD :
+							ODSM_WIRE_CMP_SWAP;
+		at.reserved = 0;
+		at.operand = a.operand;
+		at.compare = a.compare;
+		n = odsm_wire_put_atomic(p, &at);
+		odsm_stat_inc(ODSM_STAT_remote_atomics);
+		ret = odsm_rpc(node, ODSM_MSG_ATOMIC, p, n, NULL, 0, p,
+			       sizeof(p), &got);
+		if (!ret)
+			ret = odsm_wire_get_atomic_reply(p, got, &xr);
+		a.old = xr.old;
+	}
+	if (ret)
+		return ret;
+	return copy_to_user(arg, &a, sizeof(a)) ? -EFAULT : 0;
+}
+
+int odsm_remote_alloc(u32 node, u64 size, u32 align, u32 flags, u64 *cg,
+		      u64 *usable)
+{
+	struct odsm_wire_alloc al = { .size = size, .align = align,
+				      .flags = flags & ODSM_ALLOC_ZERO };
+	struct odsm_wire_alloc_reply ar;
+	u8 p[32];
+	u32 n = odsm_wire_put_alloc(p, &al), got = 0;
+	int ret;
+
+	odsm_stat_inc(ODSM_STAT_remote_allocs);
+	ret = odsm_rpc(node, ODSM_MSG_ALLOC, p, n, NULL, 0, p, sizeof(p), &got);
+	if (!ret)
+		ret = odsm_wire_get_alloc_reply(p, got, &ar);
+	if (ret)
+		return ret;
+	/* the home node answers for its own partition only */
+	if (odsm_node_of(&odsm_heap.geom, odsm_clear_color(ar.gaddr)) != node ||
+	    !odsm_in_heap(&odsm_heap.geom, odsm_clear_color(ar.gaddr)))
+		return -EPROTO;
+	*cg = ar.gaddr;
+	*usable = ar.usable;
+	return 0;
+}
+
+int odsm_remote_free(u32 node, u64 cg)
+{
+	struct odsm_wire_free fr = { .gaddr = cg };
+	u8 p[16];
+	u32 n = odsm_wire_put_free(p, &fr);
+
+	odsm_stat_inc(ODSM_STAT_remote_frees);
+	return odsm_rpc(node, ODSM_MSG_FREE, p, n, NULL, 0, NULL, 0, NULL);
+}

@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The wire codec: headers and payloads to and from their little-endian wire
+ * form, and the validation of everything received.  The wire form is
+ * written and read one byte at a time, so it depends neither on the host's
+ * byte order nor on struct layout, and no load is unaligned.
+ * Documentation/odsm/wire-protocol.rst describes the format.
+ */
+#include "odsm_wire.h"
+
+/* gaddr of READ and WRITE: uncolored, so below 2^48 (ODSM_COLOR_SHIFT) */
+#define WIRE_ADDR_LIMIT		0x0001000000000000ULL
+/* largest alignment an ALLOC may ask for (ODSM_MAX_ALIGN) */
+#define WIRE_MAX_ALIGN		4096U
+
+/* ---- little-endian bytes ------------------------------------------------ */
+
+static inline void wire_put_le16(u8 *p, u16 v)
+{
+	p[0] = (u8)v;
+	p[1] = (u8)(v >> 8);
+}
+
+static inline void wire_put_le32(u8 *p, u32 v)
+{
+	p[0] = (u8)v;
+	p[1] = (u8)(v >> 8);
+	p[2] = (u8)(v >> 16);
+	p[3] = (u8)(v >> 24);
+}
+
+static inline void wire_put_le64(u8 *p, u64 v)
+{
+	wire_put_le32(p, (u32)v);
+	wire_put_le32(p + 4, (u32)(v >> 32));
+}
+
+static inline u16 wire_get_le16(const u8 *p)
+{
+	return (u16)(p[0] | (u16)p[1] << 8);
+}
+
+static inline u32 wire_get_le32(const u8 *p)
+{
+	return (u32)p[0] | (u32)p[1] << 8 | (u32)p[2] << 16 | (u32)p[3] << 24;
+}
+
+static inline u64 wire_get_le64(const u8 *p)
+{
+	return (u64)wire_get_le32(p) | (u64)wire_get_le32(p + 4) << 32;
+}
+
+/* ---- header ------------------------------------------------------------- */
+
+/*
+ * What each type may carry when its status is 0: payload bytes
+ * min_len..max_len.  A reply with a negative status carries none.
+ */
+struct wire_type {
+	u32 min_len;
+	u32 max_len;
+	bool reply;		/* must have ODSM_WIRE_F_REPLY */
+};
+
+static const struct wire_type wire_types[ODSM_MSG_TYPE_MAX] = {
+	[ODSM_MSG_HELLO]	= { ODSM_WIRE_HELLO_SIZE, ODSM_WIRE_HELLO_SIZE,
+				    false },
+	[ODSM_MSG_PING]		= { ODSM_WIRE_PING_SIZE, ODSM_WIRE_PING_SIZE,
+				    false },
+	[ODSM_MSG_PONG]		= { ODSM_WIRE_PONG_SIZE, ODSM_WIRE_PONG_SIZE,
+				    true },
+	[ODSM_MSG_READ]		= { ODSM_WIRE_RW_SIZE, ODSM_WIRE_RW_SIZE,
+				    false },
+	[ODSM_MSG_READ_REPLY]	= { 0, ODSM_WIRE_MAX_DATA, true },
+	[ODSM_MSG_WRITE]	= { ODSM_WIRE_RW_SIZE,
+				    ODSM_WIRE_RW_SIZE + ODSM_WIRE_MAX_DATA,
+				    false },
+	[ODSM_MSG_WRITE_REPLY]	= { 0, 0, true },
+	[ODSM_MSG_ALLOC]	= { ODSM_WIRE_ALLOC_SIZE, ODSM_WIRE_ALLOC_SIZE,
+				    false },
+	[ODSM_MSG_ALLOC_REPLY]	= { ODSM_WIRE_ALLOC_REPLY_SIZE,
+				    ODSM_WIRE_ALLOC_REPLY_SIZE, true },
+	[ODSM_MSG_FREE]		= { ODSM_WIRE_FREE_SIZE, ODSM_WIRE_FREE_SIZE,
+				    false },
+	[ODSM_MSG_FREE_REPLY]	= { 0, 0, true },
+	[ODSM_MSG_ATOMIC]	= { ODSM_WIRE_ATOMIC_SIZE, ODSM_WIRE_ATOMIC_SIZE,
+				    false },
+	[ODSM_MSG_ATOMIC_REPLY]	= { ODSM_WIRE_ATOMIC_REPLY_SIZE,
+				    ODSM_WIRE_ATOMIC_REPLY_SIZE, true },
+};
+
+void odsm_wire_put_hdr(u8 *buf, const struct odsm_wire_hdr *h)
+{
+	wire_put_le32(buf, h->magic);
+	buf[4] = h->version;
+	buf[5] = h->type;
+	wire_put_le16(buf + 6, h->flags);
+	wire_put_le32(buf + 8, h->src_node);
+	wire_put_le32(buf + 12, h->dst_node);
+	wire_put_le64(buf + 16, h->seq);
+	wire_put_le32(buf + 24, h->len);
+	wire_put_le32(buf + 28, (u32)h->status);
+}
+
+int odsm_wire_get_hdr(const u8 *buf, struct odsm_wire_hdr *h, u32 self_node,
+		      u32 nr_nodes)
+{
+	const struct wire_type *t;
+	bool reply;
+
+	h->magic = wire_get_le32(buf);
+	h->version = buf[4];
+	h->type = buf[5];
+	h->flags = wire_get_le16(buf + 6);
+	h->src_node = wire_get_le32(buf + 8);
+	h->dst_node = wire_get_le32(buf + 12);
+	h->seq = wire_get_le64(buf + 16);
+	h->len = wire_get_le32(buf + 24);
+	h->status = (s32)wire_get_le32(buf + 28);
+
+	if (h->magic != ODSM_WIRE_MAGIC || h->version != ODSM_WIRE_VERSION)
+		return -EPROTO;
+	if (h->type == 0 || h->type >= ODSM_MSG_TYPE_MAX)
+		return -EPROTO;
+	t = &wire_types[h->type];
+	if (h->flags & ~ODSM_WIRE_F_ALL)
+		return -EPROTO;
+	reply = h->flags & ODSM_WIRE_F_REPLY;
+	if (reply != t->reply)
+		return -EPROTO;
+	if (h->src_node >= nr_nodes || h->src_node == self_node ||
+	    h->dst_node != self_node)
+		return -EPROTO;
+	if (h->status > 0 || h->status < ODSM_WIRE_STATUS_MIN ||
+	    (!reply && h->status))
+		return -EPROTO;
+	if (h->status < 0)
+		return h->len ? -EMSGSIZE : 0;
+	if (h->len < t->min_len || h->len > t->max_len)
+		return -EMSGSIZE;
+	return 0;
+}
+
+/* ---- payloads ----------------------------------------------------------- */
+
+u32 odsm_wire_put_hello(u8 *buf, const struct odsm_wire_hello *p)
+{
+	wire_put_le32(buf, p->node_id);
+	wire_put_le32(buf + 4, p->nr_nodes);
+	wire_put_le64(buf + 8, p->heap_base);
+	wire_put_le64(buf + 16, p->part_size);
+	wire_put_le64(buf + 24, p->incarnation);
+	return ODSM_WIRE_HELLO_SIZE;
+}
+
+int odsm_wire_get_hello(const u8 *buf, u32 len, struct odsm_wire_hello *p)
+{
+	if (len != ODSM_WIRE_HELLO_SIZE)
+		return -EMSGSIZE;
+	p->node_id = wire_get_le32(buf);
+	p->nr_nodes = wire_get_le32(buf + 4);
+	p->heap_base = wire_get_le64(buf + 8);
+	p->part_size = wire_get_le64(buf + 16);
+	p->incarnation = wire_get_le64(buf + 24);
+	if (p->node_id >= p->nr_nodes)
+		return -EPROTO;
+	return 0;
+}
+
+u32 odsm_wire_put_ping(u8 *buf, const struct odsm_wire_ping *p)
+{
+	wire_put_le64(buf, p->send_ns);
+	return ODSM_WIRE_PING_SIZE;
+}
+
+int odsm_wire_get_ping(const u8 *buf, u32 len, struct odsm_wire_ping *p)
+{
+	if (len != ODSM_WIRE_PING_SIZE)
+		return -EMSGSIZE;
+	p->send_ns = wire_get_le64(buf);
+	return 0;
+}
+
+u32 odsm_wire_put_pong(u8 *buf, const struct odsm_wire_pong *p)
+{
+	wire_put_le64(buf, p->free_bytes);
+	wire_put_le64(buf + 8, p->echo_ns);
+	return ODSM_WIRE_PONG_SIZE;
+}
+
+int odsm_wire_get_pong(const u8 *buf, u32 len, struct odsm_wire_pong *p)
+{
+	if (len != ODSM_WIRE_PONG_SIZE)
+		return -EMSGSIZE;
+	p->free_bytes = wire_get_le64(buf);
+	p->echo_ns = wire_get_le64(buf + 8);
+	return 0;
+}
+
+u32 odsm_wire_put_rw(u8 *buf, const struct odsm_wire_rw *p)
+{
+	wire_put_le64(buf, p->gaddr);
+	wire_put_le32(buf + 8, p->len);
+	wire_put_le32(buf + 12, p->reserved);
+	return ODSM_WIRE_RW_SIZE;
+}
+
+int odsm_wire_get_rw(const u8 *buf, u32 len, bool with_data,
+		     struct odsm_wire_rw *p)
+{
+	if (len < ODSM_WIRE_RW_SIZE)
+		return -EMSGSIZE;
+	p->gaddr = wire_get_le64(buf);
+	p->len = wire_get_le32(buf + 8);
+	p->reserved = wire_get_le32(buf + 12);
+	if (p->len == 0 || p->len > ODSM_WIRE_MAX_DATA)
+		return -EMSGSIZE;
+	/* cannot overflow: p->len <= ODSM_WIRE_MAX_DATA */
+	if (len != ODSM_WIRE_RW_SIZE + (with_data ? p->len : 0))
+		return -EMSGSIZE;
+	if (p->reserved)
+		return -EPROTO;
+	if (p->gaddr >= WIRE_ADDR_LIMIT || p->len > WIRE_ADDR_LIMIT - p->gaddr)
+		return -EPROTO;
+	return 0;
+}
+
+u32 odsm_wire_put_alloc(u8 *buf, const struct odsm_wire_alloc *p)
+{
+	wire_put_le64(buf, p->size);
+	wire_put_le32(buf + 8, p->align);
+	wire_put_le32(buf + 12, p->flags);
+	return ODSM_WIRE_ALLOC_SIZE;
+}
+
+int odsm_wire_get_alloc(const u8 *buf, u32 len, struct odsm_wire_alloc *p)
+{
+	if (len != ODSM_WIRE_ALLOC_SIZE)
+		return -EMSGSIZE;
+	p->size = wire_get_le64(buf);
+	p->align = wire_get_le32(buf + 8);
+	p->flags = wire_get_le32(buf + 12);
+	if (p->size == 0)
+		return -EPROTO;
+	if (p->align && (!is_power_of_2(p->align) ||
+			 p->align > WIRE_MAX_ALIGN))
+		return -EPROTO;
+	if (p->flags & ~ODSM_WIRE_ALLOC_FLAGS)
+		return -EPROTO;
+	return 0;
+}
+
+u32 odsm_wire_put_alloc_reply(u8 *buf, const struct odsm_wire_alloc_reply *p)
+{
+	wire_put_le64(buf, p->gaddr);
+	wire_put_le64(buf + 8, p->usable);
+	return ODSM_WIRE_ALLOC_REPLY_SIZE;
+}
+
+int odsm_wire_get_alloc_reply(const u8 *buf, u32 len,
+			      struct odsm_wire_alloc_reply *p)
+{
+	if (len != ODSM_WIRE_ALLOC_REPLY_SIZE)
+		return -EMSGSIZE;
+	p->gaddr = wire_get_le64(buf);
+	p->usable = wire_get_le64(buf + 8);
+	return 0;
+}
+
+u32 odsm_wire_put_free(u8 *buf, const struct odsm_wire_free *p)
+{
+	wire_put_le64(buf, p->gaddr);
+	return ODSM_WIRE_FREE_SIZE;
+}
+
+int odsm_wire_get_free(const u8 *buf, u32 len, struct odsm_wire_free *p)
+{
+	if (len != ODSM_WIRE_FREE_SIZE)
+		return -EMSGSIZE;
+	p->gaddr = wire_get_le64(buf);
+	return 0;
+}
+
+u32 odsm_wire_put_atomic(u8 *buf, const struct odsm_wire_atomic *p)
+{
+	wire_put_le64(buf, p->gaddr);
+	wire_put_le32(buf + 8, p->op);
+	wire_put_le32(buf + 12, p->reserved);
+	wire_put_le64(buf + 16, p->operand);
+	wire_put_le64(buf + 24, p->compare);
+	return ODSM_WIRE_ATOMIC_SIZE;
+}
+
+int odsm_wire_get_atomic(const u8 *buf, u32 len, struct odsm_wire_atomic *p)
+{
+	if (len != ODSM_WIRE_ATOMIC_SIZE)
+		return -EMSGSIZE;
+	p->gaddr = wire_get_le64(buf);
+	p->op = wire_get_le32(buf + 8);
+	p->reserved = wire_get_le32(buf + 12);
+	p->operand = wire_get_le64(buf + 16);
+	p->compare = wire_get_le64(buf + 24);
+	if (p->op != ODSM_WIRE_FETCH_ADD && p->op != ODSM_WIRE_CMP_SWAP)
+		return -EPROTO;
+	if (p->reserved || (p->gaddr & 7))
+		return -EPROTO;
+	return 0;
+}
+
+u32 odsm_wire_put_atomic_reply(u8 *buf, const struct odsm_wire_atomic_reply *p)
+{
+	wire_put_le64(buf, p->old);
+	return ODSM_WIRE_ATOMIC_REPLY_SIZE;
+}
+
+int odsm_wire_get_atomic_reply(const u8 *buf, u32 len,
+			       struct odsm_wire_atomic_reply *p)
+{
+	if (len != ODSM_WIRE_ATOMIC_REPLY_SIZE)
+		return -EMSGSIZE;
+	p->old = wire_get_le64(buf);
+	return 0;
+}

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * odsm wire protocol: the messages nodes exchange, identical over every
+ * transport (TCP streams, RDMA SEND/RECV).  Documentation/odsm/wire-protocol.rst
+ * describes every field.
+ *
+ * Every message is a 32-byte header followed by len payload bytes.  All
+ * fields are fixed-width little-endian.  A request carries a seq that its
+ * reply echoes.  Everything received is untrusted: odsm_wire_get_hdr()
+ * and the odsm_wire_get_*() payload decoders validate a message completely
+ * before any field is used, and a message that fails is dropped and
+ * counted.
+ *
+ * Pure logic: builds into the module and into host test programs.
+ */
+#ifndef _ODSM_WIRE_H
+#define _ODSM_WIRE_H
+
+#include "odsm_portable.h"
+
+#define ODSM_WIRE_MAGIC		0x4d53444fU	/* "ODSM" in LE byte order */
+#define ODSM_WIRE_VERSION	1
+#define ODSM_WIRE_HDR_SIZE	32
+/* largest payload: one chunk of a read or write, plus its fixed part */
+#define ODSM_WIRE_MAX_DATA	(256U << 10)
+#define ODSM_WIRE_MAX_PAYLOAD	(ODSM_WIRE_MAX_DATA + 64)
+
+/* Wire sizes of the fixed payloads (what put_* returns). */
+#define ODSM_WIRE_HELLO_SIZE		32
+#define ODSM_WIRE_PING_SIZE		8
+#define ODSM_WIRE_PONG_SIZE		16
+#define ODSM_WIRE_RW_SIZE		16	/* READ; WRITE adds its data */
+#define ODSM_WIRE_ALLOC_SIZE		16
+#define ODSM_WIRE_ALLOC_REPLY_SIZE	16
+#define ODSM_WIRE_FREE_SIZE		8
+#define ODSM_WIRE_ATOMIC_SIZE		32
+#define ODSM_WIRE_ATOMIC_REPLY_SIZE	8
+
+/* A reply whose status is negative carries no payload. */
+#define ODSM_WIRE_STATUS_MIN	(-4095)
+
+enum odsm_msg_type {
+	ODSM_MSG_HELLO = 1,	/* first message on a connection, both ways */
+	ODSM_MSG_PING,		/* heartbeat request */
+	ODSM_MSG_PONG,		/* heartbeat reply */
+	ODSM_MSG_READ,		/* read bytes of the receiver's partition */
+	ODSM_MSG_READ_REPLY,
+	ODSM_MSG_WRITE,		/* write bytes of the receiver's partition */
+	ODSM_MSG_WRITE_REPLY,
+	ODSM_MSG_ALLOC,		/* allocate in the receiver's partition */
+	ODSM_MSG_ALLOC_REPLY,
+	ODSM_MSG_FREE,		/* free an object of the receiver's partition */
+	ODSM_MSG_FREE_REPLY,
+	ODSM_MSG_ATOMIC,	/* 8-byte atomic on the receiver's partition */
+	ODSM_MSG_ATOMIC_REPLY,
+	ODSM_MSG_TYPE_MAX,
+};
+
+#define ODSM_WIRE_F_REPLY	0x0001	/* set on every *_REPLY and PONG */
+#define ODSM_WIRE_F_ALL		ODSM_WIRE_F_REPLY	/* every known flag */
+
+/* Host-order view of a header; the wire form is packed little-endian. */
+struct odsm_wire_hdr {
+	u32 magic;
+	u8 version;
+	u8 type;
+	u16 flags;
+	u32 src_node;		/* sender's node id */
+	u32 dst_node;		/* receiver's node id */
+	u64 seq;		/* request id, echoed by the reply */
+	u32 len;		/* payload bytes after the header */
+	s32 status;		/* replies: 0 or a negative errno */
+};
+
+/* Payloads: host-order views; the wire sizes are ODSM_WIRE_*_SIZE. */
+struct odsm_wire_hello {
+	u32 node_id;
+	u32 nr_nodes;
+	u64 heap_base;
+	u64 part_size;
+	u64 incarnation;	/* changes when the sender's module restarts */
+};
+
+struct odsm_wire_ping {
+	u64 send_ns;		/* the sender's clock, echoed by the PONG */
+};
+
+struct odsm_wire_pong {
+	u64 free_bytes;		/* room left in the sender's partition */
+	u64 echo_ns;		/* the PING's send time, for the RTT */
+};
+
+struct odsm_wire_rw {		/* READ, WRITE (then len bytes of data) */
+	u64 gaddr;		/* uncolored global address */
+	u32 len;		/* bytes to read or written after this */
+	u32 reserved;
+};
+
+/* Flags of an ALLOC: the sender resolves ON_NODE and ANYWHERE itself. */
+#define ODSM_WIRE_ALLOC_ZERO	0x0001	/* zero the object's bytes */
+#define ODSM_WIRE_ALLOC_FLAGS	ODSM_WIRE_ALLOC_ZERO
+
+struct odsm_wire_alloc {
+	u64 size;		/* not 0 */
+	u32 align;		/* 0 or a power of two <= 4096 */
+	u32 flags;		/* ODSM_WIRE_ALLOC_* */
+};
+
+struct odsm_wire_alloc_reply {
+	u64 gaddr;		/* colored */
+	u64 usable;
+};
+
+struct odsm_wire_free {
+	u64 gaddr;		/* colored */
+};
+
+enum odsm_wire_atomic_op {
+	ODSM_WIRE_FETCH_ADD = 1,
+	ODSM_WIRE_CMP_SWAP = 2,
+};
+
+struct odsm_wire_atomic {
+	u64 gaddr;		/* 8-byte aligned */
+	u32 op;
+	u32 reserved;
+	u64 operand;		/* FETCH_ADD: addend; CMP_SWAP: new value */
+	u64 compare;		/* CMP_SWAP: expected value */
+};
+
+struct odsm_wire_atomic_reply {
+	u64 old;		/* the word's value before the operation */
+};
+
+/* Encode a header into 32 wire bytes. */
+void odsm_wire_put_hdr(u8 *buf, const struct odsm_wire_hdr *h);
+
+/*
+ * Decode and validate 32 wire bytes against the receiving node: magic,
+ * version, known type, REPLY flag consistent with the type, no unknown
+ * flags, len within the type's bounds, src_node < nr_nodes and not
+ * self_node, dst_node == self_node, status 0 on requests and 0 or
+ * -4095..-1 on replies, and no payload on a reply with a negative status.
+ * Returns 0 or a negative errno (-EPROTO for a malformed header, -EMSGSIZE
+ * for a bad length).  *h is filled in even on failure, so that a caller
+ * can say what it got (h->magic == ODSM_WIRE_MAGIC with another version is
+ * a peer speaking another version of the protocol).
+ */
+int odsm_wire_get_hdr(const u8 *buf, struct odsm_wire_hdr *h, u32 self_node,
+		      u32 nr_nodes);
+
+/*
+ * Payload codecs.  put_* write the fixed wire form and return its size;
+ * get_* decode and validate it against the header's len (exact size, or
+ * fixed part plus the data it announces) and reserved fields, returning 0,
+ * -EMSGSIZE for a bad length or -EPROTO for a bad field.  They read no
+ * byte of buf past len (buf may be NULL when len is 0).
+ */
+u32 odsm_wire_put_hello(u8 *buf, const struct odsm_wire_hello *p);
+int odsm_wire_get_hello(const u8 *buf, u32 len, struct odsm_wire_hello *p);
+u32 odsm_wire_put_ping(u8 *buf, const struct odsm_wire_ping *p);
+int odsm_wire_get_ping(const u8 *buf, u32 len, struct odsm_wire_ping *p);
+u32 odsm_wire_put_pong(u8 *buf, const struct odsm_wire_pong *p);
+int odsm_wire_get_pong(const u8 *buf, u32 len, struct odsm_wire_pong *p);
+u32 odsm_wire_put_rw(u8 *buf, const struct odsm_wire_rw *p);
+/*
+ * READ: len == fixed size; WRITE: len == fixed size + p->len.  p->len is
+ * 1..ODSM_WIRE_MAX_DATA, gaddr is uncolored and gaddr + p->len does not
+ * pass the 48-bit address space.
+ */
+int odsm_wire_get_rw(const u8 *buf, u32 len, bool with_data,
+		     struct odsm_wire_rw *p);
+u32 odsm_wire_put_alloc(u8 *buf, const struct odsm_wire_alloc *p);
+/* size not 0, align 0 or a power of two <= 4096, no unknown flags */
+int odsm_wire_get_alloc(const u8 *buf, u32 len, struct odsm_wire_alloc *p);
+u32 odsm_wire_put_alloc_reply(u8 *buf, const struct odsm_wire_alloc_reply *p);
+int odsm_wire_get_alloc_reply(const u8 *buf, u32 len,
+			      struct odsm_wire_alloc_reply *p);
+u32 odsm_wire_put_free(u8 *buf, const struct odsm_wire_free *p);
+int odsm_wire_get_free(const u8 *buf, u32 len, struct odsm_wire_free *p);
+u32 odsm_wire_put_atomic(u8 *buf, const struct odsm_wire_atomic *p);
+/* a known op, reserved 0, gaddr 8-byte aligned */
+int odsm_wire_get_atomic(const u8 *buf, u32 len, struct odsm_wire_atomic *p);
+u32 odsm_wire_put_atomic_reply(u8 *buf, const struct odsm_wire_atomic_reply *p);
+int odsm_wire_get_atomic_reply(const u8 *buf, u32 len,
+			       struct odsm_wire_atomic_reply *p);
+
+#endif /* _ODSM_WIRE_H */

@@ -1,0 +1,1293 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host unit test of kmod/odsm_wire.c: the wire form of every header and
+ * payload (golden bytes pin the little-endian layout), every validation
+ * rule, truncated payloads, and a fuzz run checked against an independent
+ * reference of the rules.  Every decoder reads from a heap buffer of exactly
+ * the length it is given, so AddressSanitizer catches any read past it.
+ */
+#include "odsm_wire.h"
+
+#include <limits.h>
+#include <stdio.h>
+
+#include "ksft_host.h"
+
+/* the receiving node of most tests: node 2 of 4, hearing from node 1 */
+#define SELF		2U
+#define NR		4U
+#define PEER		1U
+
+#define STATUS_MIN	(-4095)
+
+/* ---- an independent reference of the format and its rules -------------- */
+
+static u64 ref_le(const u8 *p, unsigned int n)
+{
+	u64 v = 0;
+
+	while (n--)
+		v = v << 8 | p[n];
+	return v;
+}
+
+static void ref_put_le(u8 *p, u64 v, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++, v >>= 8)
+		p[i] = v & 0xff;
+}
+
+static bool ref_is_reply(unsigned int type)
+{
+	switch (type) {
+	case ODSM_MSG_PONG:
+	case ODSM_MSG_READ_REPLY:
+	case ODSM_MSG_WRITE_REPLY:
+	case ODSM_MSG_ALLOC_REPLY:
+	case ODSM_MSG_FREE_REPLY:
+	case ODSM_MSG_ATOMIC_REPLY:
+		return true;
+	}
+	return false;
+}
+
+/* payload bounds of a type when its status is 0 */
+static void ref_bounds(unsigned int type, u32 *min, u32 *max)
+{
+	switch (type) {
+	case ODSM_MSG_HELLO:
+		*min = *max = 32;
+		break;
+	case ODSM_MSG_PING:
+		*min = *max = 8;
+		break;
+	case ODSM_MSG_PONG:
+	case ODSM_MSG_READ:
+	case ODSM_MSG_ALLOC:
+	case ODSM_MSG_ALLOC_REPLY:
+		*min = *max = 16;
+		break;
+	case ODSM_MSG_READ_REPLY:
+		*min = 0;
+		*max = 256 * 1024;
+		break;
+	case ODSM_MSG_WRITE:
+		*min = 16;
+		*max = 16 + 256 * 1024;
+		break;
+	case ODSM_MSG_FREE:
+	case ODSM_MSG_ATOMIC_REPLY:
+		*min = *max = 8;
+		break;
+	case ODSM_MSG_ATOMIC:
+		*min = *max = 32;
+		break;
+	default:	/* WRITE_REPLY, FREE_REPLY */
+		*min = *max = 0;
+		break;
+	}
+}
+
+/* 0, -EPROTO or -EMSGSIZE for 32 raw header bytes */
+static int ref_check_hdr(const u8 *b, u32 self, u32 nr)
+{
+	u32 magic = ref_le(b, 4), src = ref_le(b + 8, 4);
+	u32 dst = ref_le(b + 12, 4), len = ref_le(b + 24, 4);
+	u16 flags = ref_le(b + 6, 2);
+	s64 status = (s32)(u32)ref_le(b + 28, 4);
+	unsigned int type = b[5];
+	bool reply = flags & 1;
+	u32 min, max;
+
+	if (b[0] != 'O' || b[1] != 'D' || b[2] != 'S' || b[3] != 'M' ||
+	    magic != 0x4d53444f || b[4] != 1)
+		return -EPROTO;
+	if (type < 1 || type > 13 || (flags & ~1) ||
+	    reply != ref_is_reply(type))
+		return -EPROTO;
+	if (src >= nr || src == self || dst != self)
+		return -EPROTO;
+	if (status > 0 || status < -4095 || (!reply && status != 0))
+		return -EPROTO;
+	if (status < 0)
+		return len == 0 ? 0 : -EMSGSIZE;
+	ref_bounds(type, &min, &max);
+	return len >= min && len <= max ? 0 : -EMSGSIZE;
+}
+
+/* a valid header of type from PEER to SELF */
+static struct odsm_wire_hdr mk_hdr(unsigned int type, u32 len)
+{
+	struct odsm_wire_hdr h = {
+		.magic = ODSM_WIRE_MAGIC,
+		.version = ODSM_WIRE_VERSION,
+		.type = type,
+		.flags = ref_is_reply(type) ? ODSM_WIRE_F_REPLY : 0,
+		.src_node = PEER,
+		.dst_node = SELF,
+		.seq = 0x0102030405060708ULL,
+		.len = len,
+		.status = 0,
+	};
+	return h;
+}
+
+/* put h, then get it back as node self of nr */
+static int put_get(const struct odsm_wire_hdr *h, u32 self, u32 nr)
+{
+	u8 *raw = malloc(ODSM_WIRE_HDR_SIZE);
+	struct odsm_wire_hdr out;
+	int ret;
+
+	odsm_wire_put_hdr(raw, h);
+	ret = odsm_wire_get_hdr(raw, &out, self, nr);
+	free(raw);
+	return ret;
+}
+
+static int hdr_ret(const struct odsm_wire_hdr *h)
+{
+	return put_get(h, SELF, NR);
+}
+
+/* a copy of buf in a heap buffer of exactly len bytes (NULL for 0) */
+static u8 *exact(const u8 *buf, u32 len)
+{
+	u8 *p;
+
+	if (!len)
+		return NULL;
+	p = malloc(len);
+	memcpy(p, buf, len);
+	return p;
+}
+
+/* ---- the constants are part of the wire format ------------------------- */
+
+TEST(constants)
+{
+	u8 raw[4];
+
+	ASSERT_EQ(32, ODSM_WIRE_HDR_SIZE);
+	ASSERT_EQ(1, ODSM_WIRE_VERSION);
+	ref_put_le(raw, ODSM_WIRE_MAGIC, 4);
+	ASSERT_EQ(0, memcmp(raw, "ODSM", 4));
+	ASSERT_EQ(262144U, ODSM_WIRE_MAX_DATA);
+	ASSERT_GE(ODSM_WIRE_MAX_PAYLOAD, ODSM_WIRE_RW_SIZE + ODSM_WIRE_MAX_DATA);
+	ASSERT_EQ(1, ODSM_WIRE_F_REPLY);
+
+	ASSERT_EQ(1, ODSM_MSG_HELLO);
+	ASSERT_EQ(2, ODSM_MSG_PING);
+	ASSERT_EQ(3, ODSM_MSG_PONG);
+	ASSERT_EQ(4, ODSM_MSG_READ);
+	ASSERT_EQ(5, ODSM_MSG_READ_REPLY);
+	ASSERT_EQ(6, ODSM_MSG_WRITE);
+	ASSERT_EQ(7, ODSM_MSG_WRITE_REPLY);
+	ASSERT_EQ(8, ODSM_MSG_ALLOC);
+	ASSERT_EQ(9, ODSM_MSG_ALLOC_REPLY);
+	ASSERT_EQ(10, ODSM_MSG_FREE);
+	ASSERT_EQ(11, ODSM_MSG_FREE_REPLY);
+	ASSERT_EQ(12, ODSM_MSG_ATOMIC);
+	ASSERT_EQ(13, ODSM_MSG_ATOMIC_REPLY);
+	ASSERT_EQ(14, ODSM_MSG_TYPE_MAX);
+
+	ASSERT_EQ(32, ODSM_WIRE_HELLO_SIZE);
+	ASSERT_EQ(8, ODSM_WIRE_PING_SIZE);
+	ASSERT_EQ(16, ODSM_WIRE_PONG_SIZE);
+	ASSERT_EQ(16, ODSM_WIRE_RW_SIZE);
+	ASSERT_EQ(16, ODSM_WIRE_ALLOC_SIZE);
+	ASSERT_EQ(16, ODSM_WIRE_ALLOC_REPLY_SIZE);
+	ASSERT_EQ(8, ODSM_WIRE_FREE_SIZE);
+	ASSERT_EQ(32, ODSM_WIRE_ATOMIC_SIZE);
+	ASSERT_EQ(8, ODSM_WIRE_ATOMIC_REPLY_SIZE);
+
+	ASSERT_EQ(1, ODSM_WIRE_FETCH_ADD);
+	ASSERT_EQ(2, ODSM_WIRE_CMP_SWAP);
+	ASSERT_EQ(1, ODSM_WIRE_ALLOC_ZERO);
+	ASSERT_EQ(1, ODSM_WIRE_ALLOC_FLAGS);
+}
+
+/* ---- golden bytes -------------------------------------------------------- */
+
+TEST(hdr_golden)
+{
+	static const u8 golden[ODSM_WIRE_HDR_SIZE] = {
+		'O', 'D', 'S', 'M',		/* magic */
+		0x01,				/* version */
+		0x05,				/* type: READ_REPLY */
+		0x01, 0x00,			/* flags: REPLY */
+		0x44, 0x33, 0x22, 0x11,		/* src_node */
+		0x88, 0x77, 0x66, 0x55,		/* dst_node */
+		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, /* seq */
+		0x00, 0x00, 0x00, 0x00,		/* len */
+		0xfe, 0xff, 0xff, 0xff,		/* status: -2 */
+	};
+	struct odsm_wire_hdr h = {
+		.magic = ODSM_WIRE_MAGIC,
+		.version = 1,
+		.type = ODSM_MSG_READ_REPLY,
+		.flags = ODSM_WIRE_F_REPLY,
+		.src_node = 0x11223344,
+		.dst_node = 0x55667788,
+		.seq = 0x0102030405060708ULL,
+		.len = 0,
+		.status = -2,
+	}, out;
+	u8 raw[ODSM_WIRE_HDR_SIZE + 8];
+	unsigned int i;
+
+	memset(raw, 0xa5, sizeof(raw));
+	odsm_wire_put_hdr(raw, &h);
+	for (i = 0; i < ODSM_WIRE_HDR_SIZE; i++) {
+		EXPECT_EQ(golden[i], raw[i]) TH_LOG("byte %u", i);
+	}
+	for (; i < sizeof(raw); i++) {
+		EXPECT_EQ(0xa5, raw[i]) TH_LOG("put_hdr wrote byte %u", i);
+	}
+
+	memset(&out, 0, sizeof(out));
+	ASSERT_EQ(0, odsm_wire_get_hdr(golden, &out, 0x55667788, 0xffffffff));
+	ASSERT_EQ(ODSM_WIRE_MAGIC, out.magic);
+	ASSERT_EQ(1, out.version);
+	ASSERT_EQ(ODSM_MSG_READ_REPLY, out.type);
+	ASSERT_EQ(ODSM_WIRE_F_REPLY, out.flags);
+	ASSERT_EQ(0x11223344U, out.src_node);
+	ASSERT_EQ(0x55667788U, out.dst_node);
+	ASSERT_EQ(0x0102030405060708ULL, out.seq);
+	ASSERT_EQ(0U, out.len);
+	ASSERT_EQ(-2, out.status);
+}
+
+/* a failing header is still decoded, so its sender can be reported */
+TEST(hdr_filled_on_failure)
+{
+	u8 raw[ODSM_WIRE_HDR_SIZE];
+	struct odsm_wire_hdr h = mk_hdr(ODSM_MSG_HELLO, 32), out;
+
+	h.version = 7;
+	odsm_wire_put_hdr(raw, &h);
+	memset(&out, 0, sizeof(out));
+	ASSERT_EQ(-EPROTO, odsm_wire_get_hdr(raw, &out, SELF, NR));
+	ASSERT_EQ(ODSM_WIRE_MAGIC, out.magic);
+	ASSERT_EQ(7, out.version);
+	ASSERT_EQ(ODSM_MSG_HELLO, out.type);
+	ASSERT_EQ(PEER, out.src_node);
+	ASSERT_EQ(SELF, out.dst_node);
+	ASSERT_EQ(32U, out.len);
+}
+
+TEST(payload_golden)
+{
+	static const u8 golden[ODSM_WIRE_ATOMIC_SIZE] = {
+		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,	/* gaddr */
+		0x02, 0x00, 0x00, 0x00,				/* op */
+		0x00, 0x00, 0x00, 0x00,				/* reserved */
+		0x18, 0x17, 0x16, 0x15, 0x14, 0x13, 0x12, 0x11,	/* operand */
+		0x28, 0x27, 0x26, 0x25, 0x24, 0x23, 0x22, 0x21,	/* compare */
+	};
+	static const u8 hello_golden[ODSM_WIRE_HELLO_SIZE] = {
+		0x04, 0x03, 0x02, 0x01,				/* node_id */
+		0x08, 0x07, 0x06, 0x05,				/* nr_nodes */
+		0x18, 0x17, 0x16, 0x15, 0x14, 0x13, 0x12, 0x11,	/* heap_base */
+		0x28, 0x27, 0x26, 0x25, 0x24, 0x23, 0x22, 0x21,	/* part_size */
+		0x38, 0x37, 0x36, 0x35, 0x34, 0x33, 0x32, 0x31,	/* incarnation */
+	};
+	struct odsm_wire_atomic a = {
+		.gaddr = 0x0102030405060708ULL,
+		.op = ODSM_WIRE_CMP_SWAP,
+		.operand = 0x1112131415161718ULL,
+		.compare = 0x2122232425262728ULL,
+	}, a2;
+	struct odsm_wire_hello he = {
+		.node_id = 0x01020304,
+		.nr_nodes = 0x05060708,
+		.heap_base = 0x1112131415161718ULL,
+		.part_size = 0x2122232425262728ULL,
+		.incarnation = 0x3132333435363738ULL,
+	};
+	u8 raw[64];
+	u8 *p;
+
+	memset(raw, 0xa5, sizeof(raw));
+	ASSERT_EQ(32U, odsm_wire_put_atomic(raw, &a));
+	ASSERT_EQ(0, memcmp(raw, golden, sizeof(golden)));
+	ASSERT_EQ(0xa5, raw[32]);
+	p = exact(golden, sizeof(golden));
+	ASSERT_EQ(0, odsm_wire_get_atomic(p, sizeof(golden), &a2));
+	free(p);
+	ASSERT_EQ(a.gaddr, a2.gaddr);
+	ASSERT_EQ(a.op, a2.op);
+	ASSERT_EQ(0U, a2.reserved);
+	ASSERT_EQ(a.operand, a2.operand);
+	ASSERT_EQ(a.compare, a2.compare);
+
+	memset(raw, 0xa5, sizeof(raw));
+	ASSERT_EQ(32U, odsm_wire_put_hello(raw, &he));
+	ASSERT_EQ(0, memcmp(raw, hello_golden, sizeof(hello_golden)));
+	ASSERT_EQ(0xa5, raw[32]);
+}
+
+/* ---- round trips --------------------------------------------------------- */
+
+TEST(hdr_round_trip_every_type)
+{
+	static const s32 statuses[] = { 0, -1, -2, -22, -4095 };
+	unsigned int type, s, k;
+
+	for (type = 1; type < ODSM_MSG_TYPE_MAX; type++) {
+		u32 min, max;
+
+		ref_bounds(type, &min, &max);
+		for (s = 0; s < ARRAY_SIZE(statuses); s++) {
+			u32 lens[2] = { min, max };
+
+			if (statuses[s] && !ref_is_reply(type))
+				continue;
+			if (statuses[s])
+				lens[0] = lens[1] = 0;
+			for (k = 0; k < 2; k++) {
+				struct odsm_wire_hdr h = {
+					.magic = ODSM_WIRE_MAGIC,
+					.version = ODSM_WIRE_VERSION,
+					.type = type,
+					.flags = ref_is_reply(type) ?
+						 ODSM_WIRE_F_REPLY : 0,
+					.src_node = 0x01020304,
+					.dst_node = 0x05060708,
+					.seq = 0x0102030405060708ULL ^
+					       ((u64)type << 56) ^ k,
+					.len = lens[k],
+					.status = statuses[s],
+				}, out;
+				u8 raw[ODSM_WIRE_HDR_SIZE], again[ODSM_WIRE_HDR_SIZE];
+
+				odsm_wire_put_hdr(raw, &h);
+				memset(&out, 0xcc, sizeof(out));
+				ASSERT_EQ(0, odsm_wire_get_hdr(raw, &out, 0x05060708,
+							       0x7fffffff))
+					TH_LOG("type %u len %u status %d", type,
+					       lens[k], statuses[s]);
+				ASSERT_EQ(h.magic, out.magic);
+				ASSERT_EQ(h.version, out.version);
+				ASSERT_EQ(h.type, out.type);
+				ASSERT_EQ(h.flags, out.flags);
+				ASSERT_EQ(h.src_node, out.src_node);
+				ASSERT_EQ(h.dst_node, out.dst_node);
+				ASSERT_EQ(h.seq, out.seq);
+				ASSERT_EQ(h.len, out.len);
+				ASSERT_EQ(h.status, out.status);
+				/* the reference reads the same fields */
+				ASSERT_EQ(h.seq, ref_le(raw + 16, 8));
+				ASSERT_EQ(h.len, ref_le(raw + 24, 4));
+				ASSERT_EQ((u32)h.status, ref_le(raw + 28, 4));
+				odsm_wire_put_hdr(again, &out);
+				ASSERT_EQ(0, memcmp(raw, again, sizeof(raw)));
+			}
+		}
+	}
+}
+
+/*
+ * Put p with put(), check it wrote exactly size bytes, and hand back an
+ * exact-size heap copy of the wire form.
+ */
+#define PUT_EXACT(put, p, size) ({					\
+	u8 __raw[64];							\
+	unsigned int __i;						\
+									\
+	memset(__raw, 0xa5, sizeof(__raw));				\
+	ASSERT_EQ((u32)(size), put(__raw, p));				\
+	for (__i = (size); __i < sizeof(__raw); __i++) {		\
+		ASSERT_EQ(0xa5, __raw[__i]) TH_LOG("wrote byte %u", __i); \
+	}								\
+	exact(__raw, size);						\
+})
+
+TEST(payload_round_trips)
+{
+	struct odsm_wire_hello he = {
+		.node_id = 0x01020304, .nr_nodes = 0x05060708,
+		.heap_base = 0x1112131415161718ULL,
+		.part_size = 0x2122232425262728ULL,
+		.incarnation = 0x3132333435363738ULL,
+	}, he2;
+	struct odsm_wire_ping pi = { .send_ns = 0x0102030405060708ULL }, pi2;
+	struct odsm_wire_pong po = {
+		.free_bytes = 0x0102030405060708ULL,
+		.echo_ns = 0x1112131415161718ULL,
+	}, po2;
+	struct odsm_wire_alloc al = {
+		.size = 0x0102030405060708ULL, .align = 4096,
+		.flags = ODSM_WIRE_ALLOC_ZERO,
+	}, al2;
+	struct odsm_wire_alloc_reply ar = {
+		.gaddr = 0x0102030405060708ULL,
+		.usable = 0x1112131415161718ULL,
+	}, ar2;
+	struct odsm_wire_free fr = { .gaddr = 0x0102030405060708ULL }, fr2;
+	struct odsm_wire_atomic at = {
+		.gaddr = 0xf1f2f3f4f5f6f7f8ULL, .op = ODSM_WIRE_FETCH_ADD,
+		.operand = 0x0102030405060708ULL,
+		.compare = 0x1112131415161718ULL,
+	}, at2;
+	struct odsm_wire_atomic_reply ax = { .old = 0x0102030405060708ULL },
+		ax2;
+	u8 *p;
+
+	p = PUT_EXACT(odsm_wire_put_hello, &he, 32);
+	ASSERT_EQ(0, odsm_wire_get_hello(p, 32, &he2));
+	free(p);
+	ASSERT_EQ(he.node_id, he2.node_id);
+	ASSERT_EQ(he.nr_nodes, he2.nr_nodes);
+	ASSERT_EQ(he.heap_base, he2.heap_base);
+	ASSERT_EQ(he.part_size, he2.part_size);
+	ASSERT_EQ(he.incarnation, he2.incarnation);
+
+	p = PUT_EXACT(odsm_wire_put_ping, &pi, 8);
+	ASSERT_EQ(0x08, p[0]);
+	ASSERT_EQ(0x01, p[7]);
+	ASSERT_EQ(0, odsm_wire_get_ping(p, 8, &pi2));
+	free(p);
+	ASSERT_EQ(pi.send_ns, pi2.send_ns);
+
+	p = PUT_EXACT(odsm_wire_put_pong, &po, 16);
+	ASSERT_EQ(po.free_bytes, ref_le(p, 8));
+	ASSERT_EQ(po.echo_ns, ref_le(p + 8, 8));
+	ASSERT_EQ(0, odsm_wire_get_pong(p, 16, &po2));
+	free(p);
+	ASSERT_EQ(po.free_bytes, po2.free_bytes);
+	ASSERT_EQ(po.echo_ns, po2.echo_ns);
+
+	p = PUT_EXACT(odsm_wire_put_alloc, &al, 16);
+	ASSERT_EQ(al.size, ref_le(p, 8));
+	ASSERT_EQ(al.align, ref_le(p + 8, 4));
+	ASSERT_EQ(al.flags, ref_le(p + 12, 4));
+	ASSERT_EQ(0, odsm_wire_get_alloc(p, 16, &al2));
+	free(p);
+	ASSERT_EQ(al.size, al2.size);
+	ASSERT_EQ(al.align, al2.align);
+	ASSERT_EQ(al.flags, al2.flags);
+
+	p = PUT_EXACT(odsm_wire_put_alloc_reply, &ar, 16);
+	ASSERT_EQ(ar.gaddr, ref_le(p, 8));
+	ASSERT_EQ(ar.usable, ref_le(p + 8, 8));
+	ASSERT_EQ(0, odsm_wire_get_alloc_reply(p, 16, &ar2));
+	free(p);
+	ASSERT_EQ(ar.gaddr, ar2.gaddr);
+	ASSERT_EQ(ar.usable, ar2.usable);
+
+	p = PUT_EXACT(odsm_wire_put_free, &fr, 8);
+	ASSERT_EQ(fr.gaddr, ref_le(p, 8));
+	ASSERT_EQ(0, odsm_wire_get_free(p, 8, &fr2));
+	free(p);
+	ASSERT_EQ(fr.gaddr, fr2.gaddr);
+
+	p = PUT_EXACT(odsm_wire_put_atomic, &at, 32);
+	ASSERT_EQ(0, odsm_wire_get_atomic(p, 32, &at2));
+	free(p);
+	ASSERT_EQ(at.gaddr, at2.gaddr);
+	ASSERT_EQ(at.op, at2.op);
+	ASSERT_EQ(at.reserved, at2.reserved);
+	ASSERT_EQ(at.operand, at2.operand);
+	ASSERT_EQ(at.compare, at2.compare);
+
+	p = PUT_EXACT(odsm_wire_put_atomic_reply, &ax, 8);
+	ASSERT_EQ(ax.old, ref_le(p, 8));
+	ASSERT_EQ(0, odsm_wire_get_atomic_reply(p, 8, &ax2));
+	free(p);
+	ASSERT_EQ(ax.old, ax2.old);
+}
+
+TEST(rw_round_trip)
+{
+	struct odsm_wire_rw rd = {
+		.gaddr = 0x0000a1a2a3a4a5a8ULL, .len = 0x0003f1f2,
+	}, wr = {
+		.gaddr = 0x0000010203040506ULL, .len = 0x123,
+	}, out;
+	u8 *raw = malloc(ODSM_WIRE_RW_SIZE + 0x123), *p;
+	u32 i;
+
+	p = PUT_EXACT(odsm_wire_put_rw, &rd, 16);
+	ASSERT_EQ(rd.gaddr, ref_le(p, 8));
+	ASSERT_EQ(rd.len, ref_le(p + 8, 4));
+	ASSERT_EQ(0U, ref_le(p + 12, 4));
+	memset(&out, 0xcc, sizeof(out));
+	ASSERT_EQ(0, odsm_wire_get_rw(p, 16, false, &out));
+	free(p);
+	ASSERT_EQ(rd.gaddr, out.gaddr);
+	ASSERT_EQ(rd.len, out.len);
+	ASSERT_EQ(0U, out.reserved);
+
+	/* WRITE: the fixed part, then exactly len bytes of data */
+	ASSERT_EQ(16U, odsm_wire_put_rw(raw, &wr));
+	for (i = 0; i < wr.len; i++)
+		raw[16 + i] = (u8)i;
+	memset(&out, 0xcc, sizeof(out));
+	ASSERT_EQ(0, odsm_wire_get_rw(raw, 16 + wr.len, true, &out));
+	ASSERT_EQ(wr.gaddr, out.gaddr);
+	ASSERT_EQ(wr.len, out.len);
+	free(raw);
+
+	/* the largest of each */
+	rd.gaddr = 0;
+	rd.len = ODSM_WIRE_MAX_DATA;
+	raw = malloc(ODSM_WIRE_RW_SIZE + ODSM_WIRE_MAX_DATA);
+	odsm_wire_put_rw(raw, &rd);
+	ASSERT_EQ(0, odsm_wire_get_rw(raw, 16, false, &out));
+	ASSERT_EQ(0, odsm_wire_get_rw(raw, 16 + ODSM_WIRE_MAX_DATA, true,
+				      &out));
+	ASSERT_EQ(ODSM_WIRE_MAX_DATA, out.len);
+	free(raw);
+}
+
+/* ---- header validation --------------------------------------------------- */
+
+TEST(hdr_valid_baseline)
+{
+	unsigned int type;
+
+	for (type = 1; type < ODSM_MSG_TYPE_MAX; type++) {
+		struct odsm_wire_hdr h;
+		u32 min, max;
+
+		ref_bounds(type, &min, &max);
+		h = mk_hdr(type, min);
+		ASSERT_EQ(0, hdr_ret(&h)) TH_LOG("type %u", type);
+		h.len = max;
+		ASSERT_EQ(0, hdr_ret(&h)) TH_LOG("type %u", type);
+	}
+}
+
+TEST(hdr_bad_magic)
+{
+	struct odsm_wire_hdr h = mk_hdr(ODSM_MSG_PING, 8);
+	u8 raw[ODSM_WIRE_HDR_SIZE];
+	struct odsm_wire_hdr out;
+	unsigned int i, bit;
+
+	/* every bit of the magic matters */
+	for (i = 0; i < 4; i++) {
+		for (bit = 0; bit < 8; bit++) {
+			odsm_wire_put_hdr(raw, &h);
+			raw[i] ^= 1U << bit;
+			ASSERT_EQ(-EPROTO, odsm_wire_get_hdr(raw, &out, SELF,
+							     NR));
+		}
+	}
+	/* the byte-swapped magic: a big-endian writer */
+	h.magic = 0x4f44534d;
+	ASSERT_EQ(-EPROTO, hdr_ret(&h));
+	h.magic = 0;
+	ASSERT_EQ(-EPROTO, hdr_ret(&h));
+}
+
+TEST(hdr_bad_version)
+{
+	struct odsm_wire_hdr h = mk_hdr(ODSM_MSG_HELLO, 32);
+	unsigned int v;
+
+	for (v = 0; v < 256; v++) {
+		h.version = v;
+		ASSERT_EQ(v == ODSM_WIRE_VERSION ? 0 : -EPROTO, hdr_ret(&h))
+			TH_LOG("version %u", v);
+	}
+}
+
+TEST(hdr_unknown_type)
+{
+	struct odsm_wire_hdr h = mk_hdr(ODSM_MSG_WRITE_REPLY, 0);
+	unsigned int type;
+
+	h.type = 0;
+	ASSERT_EQ(-EPROTO, hdr_ret(&h));
+	h.flags = 0;
+	ASSERT_EQ(-EPROTO, hdr_ret(&h));
+	for (type = ODSM_MSG_TYPE_MAX; type < 256; type++) {
+		h.type = type;
+		h.flags = 0;
+		ASSERT_EQ(-EPROTO, hdr_ret(&h)) TH_LOG("type %u", type);
+		h.flags = ODSM_WIRE_F_REPLY;
+		ASSERT_EQ(-EPROTO, hdr_ret(&h)) TH_LOG("type %u", type);
+	}
+}
+
+TEST(hdr_reply_flag_mismatch)
+{
+	unsigned int type;
+
+	for (type = 1; type < ODSM_MSG_TYPE_MAX; type++) {
+		struct odsm_wire_hdr h;
+		u32 min, max;
+
+		ref_bounds(type, &min, &max);
+		h = mk_hdr(type, min);
+		h.flags ^= ODSM_WIRE_F_REPLY;
+		ASSERT_EQ(-EPROTO, hdr_ret(&h)) TH_LOG("type %u", type);
+	}
+}
+
+TEST(hdr_unknown_flags)
+{
+	unsigned int type, bit;
+
+	for (type = 1; type < ODSM_MSG_TYPE_MAX; type++) {
+		u32 min, max;
+
+		ref_bounds(type, &min, &max);
+		for (bit = 1; bit < 16; bit++) {
+			struct odsm_wire_hdr h = mk_hdr(type, min);
+
+			h.flags |= 1U << bit;
+			ASSERT_EQ(-EPROTO, hdr_ret(&h))
+				TH_LOG("type %u flag bit %u", type, bit);
+		}
+	}
+}
+
+TEST(hdr_len_bounds)
+{
+	unsigned int type;
+
+	for (type = 1; type < ODSM_MSG_TYPE_MAX; type++) {
+		struct odsm_wire_hdr h = mk_hdr(type, 0);
+		u32 min, max, l;
+
+		ref_bounds(type, &min, &max);
+		/* every length up to 64 bytes past the largest fixed one */
+		for (l = 0; l < 64; l++) {
+			h.len = l;
+			ASSERT_EQ(l >= min && l <= max ? 0 : -EMSGSIZE,
+				  hdr_ret(&h)) TH_LOG("type %u len %u", type, l);
+		}
+		if (min) {
+			h.len = min - 1;
+			ASSERT_EQ(-EMSGSIZE, hdr_ret(&h)) TH_LOG("type %u", type);
+		}
+		h.len = max + 1;
+		ASSERT_EQ(-EMSGSIZE, hdr_ret(&h)) TH_LOG("type %u", type);
+		h.len = ODSM_WIRE_MAX_PAYLOAD + 1;
+		ASSERT_EQ(-EMSGSIZE, hdr_ret(&h)) TH_LOG("type %u", type);
+		h.len = 0x80000000U;
+		ASSERT_EQ(-EMSGSIZE, hdr_ret(&h)) TH_LOG("type %u", type);
+		h.len = UINT_MAX;
+		ASSERT_EQ(-EMSGSIZE, hdr_ret(&h)) TH_LOG("type %u", type);
+	}
+}
+
+TEST(hdr_error_reply_has_no_payload)
+{
+	unsigned int type;
+
+	for (type = 1; type < ODSM_MSG_TYPE_MAX; type++) {
+		struct odsm_wire_hdr h = mk_hdr(type, 0);
+		u32 min, max;
+
+		if (!ref_is_reply(type))
+			continue;
+		ref_bounds(type, &min, &max);
+		h.status = -5;
+		ASSERT_EQ(0, hdr_ret(&h)) TH_LOG("type %u", type);
+		h.len = 1;
+		ASSERT_EQ(-EMSGSIZE, hdr_ret(&h)) TH_LOG("type %u", type);
+		h.len = max ? max : 8;
+		ASSERT_EQ(-EMSGSIZE, hdr_ret(&h)) TH_LOG("type %u", type);
+	}
+}
+
+TEST(hdr_bad_nodes)
+{
+	struct odsm_wire_hdr h = mk_hdr(ODSM_MSG_READ, 16);
+	u32 src, dst;
+
+	/* every src and dst of a 4-node cluster, as node 2 */
+	for (src = 0; src < NR + 2; src++) {
+		for (dst = 0; dst < NR + 2; dst++) {
+			h.src_node = src;
+			h.dst_node = dst;
+			ASSERT_EQ(src < NR && src != SELF && dst == SELF ?
+				  0 : -EPROTO, hdr_ret(&h))
+				TH_LOG("src %u dst %u", src, dst);
+		}
+	}
+	h.dst_node = SELF;
+	h.src_node = UINT_MAX;
+	ASSERT_EQ(-EPROTO, hdr_ret(&h));
+	h.src_node = PEER;
+	h.dst_node = UINT_MAX;
+	ASSERT_EQ(-EPROTO, hdr_ret(&h));
+
+	/* the last node of the cluster, and a cluster of none */
+	h = mk_hdr(ODSM_MSG_READ, 16);
+	h.src_node = NR - 1;
+	ASSERT_EQ(0, hdr_ret(&h));
+	h.src_node = 0;
+	h.dst_node = 0;
+	ASSERT_EQ(-EPROTO, put_get(&h, 0, 0));
+	ASSERT_EQ(-EPROTO, put_get(&h, 0, 1));
+	h.src_node = 1;
+	ASSERT_EQ(0, put_get(&h, 0, 2));
+	ASSERT_EQ(-EPROTO, put_get(&h, 0, 1));
+}
+
+TEST(hdr_bad_status)
+{
+	static const s32 bad_reply[] = {
+		1, 2, 4095, INT_MAX, -4096, -4097, -65536, INT_MIN,
+	};
+	static const s32 bad_req[] = { 1, -1, -22, -4095, INT_MIN, INT_MAX };
+	unsigned int type, i;
+
+	for (type = 1; type < ODSM_MSG_TYPE_MAX; type++) {
+		struct odsm_wire_hdr h = mk_hdr(type, 0);
+		u32 min, max;
+
+		ref_bounds(type, &min, &max);
+		if (ref_is_reply(type)) {
+			for (i = 0; i < ARRAY_SIZE(bad_reply); i++) {
+				h.status = bad_reply[i];
+				ASSERT_EQ(-EPROTO, hdr_ret(&h))
+					TH_LOG("type %u status %d", type,
+					       bad_reply[i]);
+			}
+			h.status = -1;
+			ASSERT_EQ(0, hdr_ret(&h));
+			h.status = STATUS_MIN;
+			ASSERT_EQ(0, hdr_ret(&h));
+		} else {
+			h.len = min;
+			for (i = 0; i < ARRAY_SIZE(bad_req); i++) {
+				h.status = bad_req[i];
+				ASSERT_EQ(-EPROTO, hdr_ret(&h))
+					TH_LOG("type %u status %d", type,
+					       bad_req[i]);
+			}
+		}
+	}
+}
+
+/* ---- payload validation -------------------------------------------------- */
+
+typedef int (*get_fn)(const u8 *buf, u32 len, void *out);
+
+#define GET_WRAP(name)							\
+static int get_##name(const u8 *b, u32 l, void *o)			\
+{									\
+	return odsm_wire_get_##name(b, l, o);				\
+}
+GET_WRAP(hello)
+GET_WRAP(ping)
+GET_WRAP(pong)
+GET_WRAP(alloc)
+GET_WRAP(alloc_reply)
+GET_WRAP(free)
+GET_WRAP(atomic)
+GET_WRAP(atomic_reply)
+
+static int get_read(const u8 *b, u32 l, void *o)
+{
+	return odsm_wire_get_rw(b, l, false, o);
+}
+
+static int get_write(const u8 *b, u32 l, void *o)
+{
+	return odsm_wire_get_rw(b, l, true, o);
+}
+
+static const struct {
+	const char *name;
+	get_fn get;
+	u32 size;	/* the fixed wire size */
+} decoders[] = {
+	{ "hello", get_hello, 32 },
+	{ "ping", get_ping, 8 },
+	{ "pong", get_pong, 16 },
+	{ "read", get_read, 16 },
+	{ "write", get_write, 16 },
+	{ "alloc", get_alloc, 16 },
+	{ "alloc_reply", get_alloc_reply, 16 },
+	{ "free", get_free, 8 },
+	{ "atomic", get_atomic, 32 },
+	{ "atomic_reply", get_atomic_reply, 8 },
+};
+
+/* a valid wire form of decoders[i] (size bytes; WRITE announces 0 data) */
+static void valid_payload(unsigned int i, u8 *raw)
+{
+	memset(raw, 0, 64);
+	switch (i) {
+	case 0:					/* hello: node 1 of 4 */
+		raw[0] = 1;
+		raw[4] = 4;
+		break;
+	case 3:					/* read: 8 bytes */
+		raw[8] = 8;
+		break;
+	case 5:					/* alloc: 64 bytes */
+		raw[0] = 64;
+		break;
+	case 8:					/* atomic: fetch-add */
+		raw[8] = ODSM_WIRE_FETCH_ADD;
+		break;
+	}
+}
+
+TEST(payload_truncated_and_long)
+{
+	union {
+		struct odsm_wire_hello he;
+		struct odsm_wire_atomic at;
+		struct odsm_wire_rw rw;
+		u64 pad[8];
+	} out;
+	unsigned int i;
+	u8 raw[64];
+	u32 l;
+
+	for (i = 0; i < ARRAY_SIZE(decoders); i++) {
+		u32 size = decoders[i].size;
+		u8 *p;
+
+		valid_payload(i, raw);
+		if (i == 4) {		/* write: announce 8 data bytes */
+			raw[8] = 8;
+			size += 8;
+		}
+		p = exact(raw, size);
+		ASSERT_EQ(0, decoders[i].get(p, size, &out))
+			TH_LOG("%s", decoders[i].name);
+		free(p);
+		/* every shorter length; NULL for none, as receivers pass */
+		for (l = 0; l < size; l++) {
+			p = exact(raw, l);
+			ASSERT_EQ(-EMSGSIZE, decoders[i].get(p, l, &out))
+				TH_LOG("%s len %u", decoders[i].name, l);
+			free(p);
+		}
+		/* longer by a little and by a lot */
+		for (l = size + 1; l < 64; l++) {
+			p = exact(raw, l);
+			ASSERT_EQ(-EMSGSIZE, decoders[i].get(p, l, &out))
+				TH_LOG("%s len %u", decoders[i].name, l);
+			free(p);
+		}
+	}
+}
+
+TEST(hello_fields)
+{
+	struct odsm_wire_hello he = { .node_id = 3, .nr_nodes = 4 }, out;
+	u8 raw[32];
+
+	odsm_wire_put_hello(raw, &he);
+	ASSERT_EQ(0, odsm_wire_get_hello(raw, 32, &out));
+	he.node_id = 4;
+	odsm_wire_put_hello(raw, &he);
+	ASSERT_EQ(-EPROTO, odsm_wire_get_hello(raw, 32, &out));
+	he.node_id = 0;
+	he.nr_nodes = 0;
+	odsm_wire_put_hello(raw, &he);
+	ASSERT_EQ(-EPROTO, odsm_wire_get_hello(raw, 32, &out));
+	he.node_id = UINT_MAX;
+	he.nr_nodes = UINT_MAX;
+	odsm_wire_put_hello(raw, &he);
+	ASSERT_EQ(-EPROTO, odsm_wire_get_hello(raw, 32, &out));
+}
+
+static int rw_ret(u64 gaddr, u32 len, u32 reserved, bool write, u32 wlen)
+{
+	struct odsm_wire_rw rw = { gaddr, len, reserved }, out;
+	u8 *raw = malloc(wlen < 16 ? 16 : wlen);
+	int ret;
+
+	memset(raw, 0, wlen < 16 ? 16 : wlen);
+	odsm_wire_put_rw(raw, &rw);
+	ret = odsm_wire_get_rw(raw, wlen, write, &out);
+	free(raw);
+	return ret;
+}
+
+TEST(rw_fields)
+{
+	const u64 top = 1ULL << 48;
+	const u32 max = ODSM_WIRE_MAX_DATA;
+
+	/* READ: fixed size, 1..MAX_DATA bytes */
+	ASSERT_EQ(0, rw_ret(0x1000, 1, 0, false, 16));
+	ASSERT_EQ(0, rw_ret(0x1000, max, 0, false, 16));
+	ASSERT_EQ(-EMSGSIZE, rw_ret(0x1000, 0, 0, false, 16));
+	ASSERT_EQ(-EMSGSIZE, rw_ret(0x1000, max + 1, 0, false, 16));
+	ASSERT_EQ(-EMSGSIZE, rw_ret(0x1000, UINT_MAX, 0, false, 16));
+	ASSERT_EQ(-EMSGSIZE, rw_ret(0x1000, 8, 0, false, 24));
+	ASSERT_EQ(-EPROTO, rw_ret(0x1000, 8, 1, false, 16));
+	ASSERT_EQ(-EPROTO, rw_ret(0x1000, 8, 0x80000000U, false, 16));
+
+	/* WRITE: exactly the data it announces */
+	ASSERT_EQ(0, rw_ret(0x1000, 1, 0, true, 17));
+	ASSERT_EQ(0, rw_ret(0x1000, 100, 0, true, 116));
+	ASSERT_EQ(0, rw_ret(0x1000, max, 0, true, 16 + max));
+	ASSERT_EQ(-EMSGSIZE, rw_ret(0x1000, 100, 0, true, 115));
+	ASSERT_EQ(-EMSGSIZE, rw_ret(0x1000, 100, 0, true, 117));
+	ASSERT_EQ(-EMSGSIZE, rw_ret(0x1000, 100, 0, true, 16));
+	ASSERT_EQ(-EMSGSIZE, rw_ret(0x1000, 0, 0, true, 16));
+	ASSERT_EQ(-EMSGSIZE, rw_ret(0x1000, max + 1, 0, true, 17 + max));
+	ASSERT_EQ(-EPROTO, rw_ret(0x1000, 100, 2, true, 116));
+
+	/* uncolored, and within the 48-bit address space */
+	ASSERT_EQ(0, rw_ret(top - 1, 1, 0, false, 16));
+	ASSERT_EQ(0, rw_ret(top - 8, 8, 0, true, 24));
+	ASSERT_EQ(0, rw_ret(0, max, 0, false, 16));
+	ASSERT_EQ(-EPROTO, rw_ret(top - 8, 9, 0, false, 16));
+	ASSERT_EQ(-EPROTO, rw_ret(top, 1, 0, false, 16));
+	ASSERT_EQ(-EPROTO, rw_ret(0x0001000000001000ULL, 8, 0, false, 16));
+	ASSERT_EQ(-EPROTO, rw_ret(~0ULL, 1, 0, false, 16));
+	ASSERT_EQ(-EPROTO, rw_ret(~0ULL - 7, 8, 0, true, 24));
+}
+
+static int alloc_ret(u64 size, u32 align, u32 flags)
+{
+	struct odsm_wire_alloc al = { size, align, flags }, out;
+	u8 raw[16];
+
+	odsm_wire_put_alloc(raw, &al);
+	return odsm_wire_get_alloc(raw, 16, &out);
+}
+
+TEST(alloc_fields)
+{
+	u32 a;
+
+	ASSERT_EQ(0, alloc_ret(1, 0, 0));
+	ASSERT_EQ(0, alloc_ret(~0ULL, 0, ODSM_WIRE_ALLOC_ZERO));
+	ASSERT_EQ(-EPROTO, alloc_ret(0, 0, 0));
+	for (a = 1; a <= 8192; a++) {
+		ASSERT_EQ(is_power_of_2(a) && a <= 4096 ? 0 : -EPROTO,
+			  alloc_ret(64, a, 0)) TH_LOG("align %u", a);
+	}
+	ASSERT_EQ(-EPROTO, alloc_ret(64, 0x80000000U, 0));
+	ASSERT_EQ(-EPROTO, alloc_ret(64, UINT_MAX, 0));
+	for (a = 1; a < 32; a++) {
+		ASSERT_EQ(-EPROTO, alloc_ret(64, 16, 1U << a))
+			TH_LOG("flag bit %u", a);
+	}
+}
+
+static int atomic_ret(u64 gaddr, u32 op, u32 reserved)
+{
+	struct odsm_wire_atomic at = { gaddr, op, reserved, 5, 6 }, out;
+	u8 raw[32];
+
+	odsm_wire_put_atomic(raw, &at);
+	return odsm_wire_get_atomic(raw, 32, &out);
+}
+
+TEST(atomic_fields)
+{
+	u32 op, i;
+
+	for (op = 0; op < 300; op++) {
+		ASSERT_EQ(op == ODSM_WIRE_FETCH_ADD || op == ODSM_WIRE_CMP_SWAP ?
+			  0 : -EPROTO, atomic_ret(0x1000, op, 0))
+			TH_LOG("op %u", op);
+	}
+	ASSERT_EQ(-EPROTO, atomic_ret(0x1000, UINT_MAX, 0));
+	for (i = 1; i < 8; i++) {
+		ASSERT_EQ(-EPROTO, atomic_ret(0x1000 + i, ODSM_WIRE_CMP_SWAP, 0))
+			TH_LOG("gaddr +%u", i);
+	}
+	ASSERT_EQ(0, atomic_ret(0xfffffffffffffff8ULL, ODSM_WIRE_CMP_SWAP, 0));
+	ASSERT_EQ(-EPROTO, atomic_ret(0x1000, ODSM_WIRE_FETCH_ADD, 1));
+	ASSERT_EQ(-EPROTO, atomic_ret(0x1000, ODSM_WIRE_FETCH_ADD, 1U << 31));
+}
+
+/* ---- fuzz ---------------------------------------------------------------- */
+
+#define FUZZ_ITERS	1000000U
+
+static u64 rng_state;
+
+static u64 rnd(void)
+{
+	/* xorshift64*: fixed seed, the same run everywhere */
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545f4914f6cdd1dULL;
+}
+
+static u32 rnd_below(u32 n)
+{
+	return (u32)(rnd() % n);
+}
+
+/* a value near a boundary of an n-byte field */
+static u64 rnd_edge(unsigned int n)
+{
+	static const u64 edges[] = {
+		0, 1, 2, 3, 4, 7, 8, 13, 14, 15, 16, 17, 31, 32, 33, 255,
+		4095, 4096, 4097, 262144, 262160, 262161,
+		0x7fffffff, 0x80000000, 0xfffff001, 0xffffffff,
+		0xffffffffffffffffULL,
+	};
+	u64 v = edges[rnd_below(ARRAY_SIZE(edges))];
+
+	if (rnd() & 1)
+		v = -v;		/* e.g. status -1, -4095, -4096 */
+	return n == 8 ? v : v & ((1ULL << (8 * n)) - 1);
+}
+
+/* a plausible header: valid, then a few fields or bytes disturbed */
+static void gen_hdr(u8 *raw, u32 *self, u32 *nr)
+{
+	static const struct { unsigned int off, n; } fields[] = {
+		{ 0, 4 }, { 4, 1 }, { 5, 1 }, { 6, 2 }, { 8, 4 }, { 12, 4 },
+		{ 16, 8 }, { 24, 4 }, { 28, 4 },
+	};
+	unsigned int type = 1 + rnd_below(ODSM_MSG_TYPE_MAX - 1);
+	u32 min, max, len;
+	unsigned int k, n;
+	struct odsm_wire_hdr h;
+
+	*nr = 1 + rnd_below(rnd() & 1 ? 4 : 300);
+	*self = rnd_below(*nr);
+	ref_bounds(type, &min, &max);
+	len = min + rnd_below(max - min + 1);
+	h = mk_hdr(type, len);
+	h.src_node = rnd_below(*nr);
+	h.dst_node = *self;
+	h.seq = rnd();
+	if (ref_is_reply(type) && rnd_below(4) == 0) {
+		h.status = -(s32)(1 + rnd_below(4095));
+		h.len = 0;
+	}
+	odsm_wire_put_hdr(raw, &h);
+
+	n = rnd_below(4);
+	for (k = 0; k < n; k++) {
+		unsigned int f = rnd_below(ARRAY_SIZE(fields));
+
+		switch (rnd_below(3)) {
+		case 0:		/* a random byte */
+			raw[rnd_below(ODSM_WIRE_HDR_SIZE)] = (u8)rnd();
+			break;
+		case 1:		/* a field at an edge */
+			ref_put_le(raw + fields[f].off, rnd_edge(fields[f].n),
+				   fields[f].n);
+			break;
+		default:	/* a field off by one */
+			ref_put_le(raw + fields[f].off,
+				   ref_le(raw + fields[f].off, fields[f].n) +
+				   (rnd() & 1 ? 1 : -1), fields[f].n);
+			break;
+		}
+	}
+}
+
+TEST(fuzz_hdr)
+{
+	u32 accepted = 0, rejected = 0, toolong = 0;
+	u8 *raw = malloc(ODSM_WIRE_HDR_SIZE);
+	unsigned int i, k;
+
+	rng_state = 0x9e3779b97f4a7c15ULL;
+	for (i = 0; i < FUZZ_ITERS; i++) {
+		struct odsm_wire_hdr h;
+		u8 again[ODSM_WIRE_HDR_SIZE];
+		u32 self, nr, min, max;
+		int ret;
+
+		if (i % 4 == 0) {	/* pure noise */
+			for (k = 0; k < ODSM_WIRE_HDR_SIZE; k++)
+				raw[k] = (u8)rnd();
+			nr = 1 + rnd_below(256);
+			self = rnd_below(nr);
+		} else {
+			gen_hdr(raw, &self, &nr);
+		}
+		ret = odsm_wire_get_hdr(raw, &h, self, nr);
+		ASSERT_EQ(ref_check_hdr(raw, self, nr), ret) TH_LOG("iter %u", i);
+		/* every byte is a field: decoding loses nothing */
+		odsm_wire_put_hdr(again, &h);
+		ASSERT_EQ(0, memcmp(raw, again, sizeof(again)))
+			TH_LOG("iter %u", i);
+		if (ret == -EMSGSIZE)
+			toolong++;
+		if (ret) {
+			ASSERT_TRUE(ret == -EPROTO || ret == -EMSGSIZE);
+			rejected++;
+			continue;
+		}
+		accepted++;
+		/* what a receiver may rely on */
+		ASSERT_EQ(ODSM_WIRE_MAGIC, h.magic);
+		ASSERT_EQ(ODSM_WIRE_VERSION, h.version);
+		ASSERT_GE(h.type, 1);
+		ASSERT_LT(h.type, ODSM_MSG_TYPE_MAX);
+		ASSERT_EQ(0, h.flags & ~ODSM_WIRE_F_REPLY);
+		ASSERT_EQ(ref_is_reply(h.type), !!(h.flags & ODSM_WIRE_F_REPLY));
+		ASSERT_LT(h.src_node, nr);
+		ASSERT_NE(self, h.src_node);
+		ASSERT_EQ(self, h.dst_node);
+		ASSERT_LE(h.status, 0);
+		ASSERT_GE(h.status, STATUS_MIN);
+		if (!ref_is_reply(h.type)) {
+			ASSERT_EQ(0, h.status);
+		}
+		ASSERT_LE(h.len, ODSM_WIRE_MAX_PAYLOAD);
+		ref_bounds(h.type, &min, &max);
+		if (h.status) {
+			ASSERT_EQ(0U, h.len);
+		} else {
+			ASSERT_TRUE(h.len >= min && h.len <= max);
+		}
+	}
+	free(raw);
+	TH_LOG("%u accepted, %u rejected (%u for length)", accepted,
+	       rejected, toolong);
+	/* the fuzz reached both sides of every rule often */
+	ASSERT_GT(accepted, FUZZ_ITERS / 10);
+	ASSERT_GT(rejected, FUZZ_ITERS / 4);
+	ASSERT_GT(toolong, FUZZ_ITERS / 100);
+}
+
+/* the type's decoder on an accepted header's payload; <0 for none */
+static int decode(const struct odsm_wire_hdr *h, const u8 *p, u32 len,
+		  void *out)
+{
+	switch (h->type) {
+	case ODSM_MSG_HELLO:
+		return odsm_wire_get_hello(p, len, out);
+	case ODSM_MSG_PING:
+		return odsm_wire_get_ping(p, len, out);
+	case ODSM_MSG_PONG:
+		return odsm_wire_get_pong(p, len, out);
+	case ODSM_MSG_READ:
+		return odsm_wire_get_rw(p, len, false, out);
+	case ODSM_MSG_WRITE:
+		return odsm_wire_get_rw(p, len, true, out);
+	case ODSM_MSG_ALLOC:
+		return odsm_wire_get_alloc(p, len, out);
+	case ODSM_MSG_ALLOC_REPLY:
+		return odsm_wire_get_alloc_reply(p, len, out);
+	case ODSM_MSG_FREE:
+		return odsm_wire_get_free(p, len, out);
+	case ODSM_MSG_ATOMIC:
+		return odsm_wire_get_atomic(p, len, out);
+	case ODSM_MSG_ATOMIC_REPLY:
+		return odsm_wire_get_atomic_reply(p, len, out);
+	}
+	return 1;	/* no fixed payload: READ_REPLY data, empty replies */
+}
+
+/* what an accepted payload promises, checked against the raw bytes */
+static bool payload_ok(unsigned int type, const u8 *p, u32 len,
+		       const void *out)
+{
+	const struct odsm_wire_hello *he = out;
+	const struct odsm_wire_rw *rw = out;
+	const struct odsm_wire_alloc *al = out;
+	const struct odsm_wire_atomic *at = out;
+
+	switch (type) {
+	case ODSM_MSG_HELLO:
+		return len == 32 && he->node_id < he->nr_nodes &&
+		       he->node_id == ref_le(p, 4) &&
+		       he->nr_nodes == ref_le(p + 4, 4) &&
+		       he->heap_base == ref_le(p + 8, 8) &&
+		       he->part_size == ref_le(p + 16, 8) &&
+		       he->incarnation == ref_le(p + 24, 8);
+	case ODSM_MSG_PING:
+	case ODSM_MSG_FREE:
+	case ODSM_MSG_ATOMIC_REPLY:
+		return len == 8 && *(const u64 *)out == ref_le(p, 8);
+	case ODSM_MSG_PONG:
+	case ODSM_MSG_ALLOC_REPLY:
+		return len == 16 && ((const u64 *)out)[0] == ref_le(p, 8) &&
+		       ((const u64 *)out)[1] == ref_le(p + 8, 8);
+	case ODSM_MSG_READ:
+	case ODSM_MSG_WRITE:
+		return rw->gaddr == ref_le(p, 8) && rw->len == ref_le(p + 8, 4) &&
+		       rw->reserved == 0 && rw->len >= 1 &&
+		       rw->len <= ODSM_WIRE_MAX_DATA &&
+		       rw->gaddr + rw->len <= (1ULL << 48) &&
+		       len == 16 + (type == ODSM_MSG_WRITE ? rw->len : 0);
+	case ODSM_MSG_ALLOC:
+		return len == 16 && al->size == ref_le(p, 8) && al->size &&
+		       al->align == ref_le(p + 8, 4) &&
+		       al->flags == ref_le(p + 12, 4) &&
+		       (al->align == 0 || (is_power_of_2(al->align) &&
+					   al->align <= 4096)) &&
+		       (al->flags & ~1U) == 0;
+	case ODSM_MSG_ATOMIC:
+		return len == 32 && at->gaddr == ref_le(p, 8) &&
+		       at->gaddr % 8 == 0 && at->reserved == 0 &&
+		       (at->op == 1 || at->op == 2) &&
+		       at->operand == ref_le(p + 16, 8) &&
+		       at->compare == ref_le(p + 24, 8);
+	}
+	return false;
+}
+
+TEST(fuzz_payload)
+{
+	u32 accepted = 0, decoded = 0;
+	unsigned int i, k;
+	u8 raw[ODSM_WIRE_HDR_SIZE];
+	u8 tmpl[64];
+
+	rng_state = 0x243f6a8885a308d3ULL;
+	for (i = 0; i < FUZZ_ITERS; i++) {
+		struct odsm_wire_hdr h;
+		u64 out[8];
+		u32 self, nr, len;
+		u8 *p;
+		int ret;
+
+		gen_hdr(raw, &self, &nr);
+		if (odsm_wire_get_hdr(raw, &h, self, nr))
+			continue;
+		accepted++;
+		/* the header's length, or one near it */
+		len = h.len;
+		if (rnd_below(4) == 0)
+			len = rnd_below(48);
+		/* WRITE data is never read: keep the run fast */
+		if (len > 4096 && h.type == ODSM_MSG_WRITE)
+			len = 16 + rnd_below(4096);
+		if (len > 4096)
+			len = rnd_below(4096);
+		/* noise, or a valid template with a disturbed byte */
+		for (k = 0; k < sizeof(tmpl); k++)
+			tmpl[k] = (u8)rnd();
+		if (rnd() & 1) {
+			memset(tmpl, 0, sizeof(tmpl));
+			tmpl[0] = rnd() & 1;
+			tmpl[4] = 1 + rnd_below(4);
+			tmpl[8] = rnd_below(3);
+			tmpl[9] = rnd_below(2);
+			if (h.type == ODSM_MSG_WRITE && len > 16)
+				ref_put_le(tmpl + 8, len - 16, 4);
+			if (rnd() & 1)
+				tmpl[rnd_below(sizeof(tmpl))] = (u8)rnd();
+		}
+		p = malloc(len ? len : 1);
+		for (k = 0; k < len; k++)
+			p[k] = k < sizeof(tmpl) ? tmpl[k] : (u8)k;
+		memset(out, 0, sizeof(out));
+		ret = decode(&h, p, len, out);
+		ASSERT_TRUE(ret == 0 || ret == 1 || ret == -EPROTO ||
+			    ret == -EMSGSIZE) TH_LOG("type %u ret %d", h.type, ret);
+		if (ret == 0) {
+			decoded++;
+			ASSERT_TRUE(payload_ok(h.type, p, len, out))
+				TH_LOG("iter %u type %u len %u", i, h.type, len);
+		}
+		free(p);
+	}
+	TH_LOG("%u headers accepted, %u payloads decoded", accepted, decoded);
+	ASSERT_GT(decoded, FUZZ_ITERS / 20);
+}
+
+TEST_HARNESS_MAIN
