@@ -15,6 +15,7 @@
 
 struct odsm_cluster odsm_cluster = {
 	.join_lock = __MUTEX_INITIALIZER(odsm_cluster.join_lock),
+	.users = __RWSEM_INITIALIZER(odsm_cluster.users),
 	.lock = __SPIN_LOCK_UNLOCKED(odsm_cluster.lock),
 	.conns = LIST_HEAD_INIT(odsm_cluster.conns),
 	.calls = XARRAY_INIT(odsm_cluster.calls, 0),
@@ -383,12 +384,17 @@ int odsm_rpc(u32 node, u8 type, const void *payload, u32 plen,
 {
 	struct odsm_cluster *c = &odsm_cluster;
 	struct odsm_call call = { .peer = node, .reply = reply, .cap = cap };
-	struct odsm_conn *conn = peer_conn(c, node, true);
+	struct odsm_conn *conn;
 	u64 seq;
 	long left;
 	int ret;
 
+	/* a leave in progress: the cluster is going away */
+	if (!down_read_trylock(&c->users))
+		return -EHOSTDOWN;
+	conn = peer_conn(c, node, true);
 	if (!conn) {
+		up_read(&c->users);
 		odsm_stat_inc(ODSM_STAT_rpc_hostdown);
 		return -EHOSTDOWN;
 	}
@@ -420,6 +426,7 @@ int odsm_rpc(u32 node, u8 type, const void *payload, u32 plen,
 		*rlen = call.len;
 out:
 	odsm_conn_put(conn);
+	up_read(&c->users);
 	return ret;
 }
 
@@ -645,10 +652,15 @@ void odsm_cluster_leave(void)
 		mutex_unlock(&c->join_lock);
 		return;
 	}
-	/* no new calls; then stop every thread and connection */
+	/* no new calls, none in flight; then stop every thread and
+	 * connection
+	 */
 	spin_lock(&c->lock);
 	c->joined = false;
 	spin_unlock(&c->lock);
+	for (i = 0; i < c->nr_nodes; i++)
+		fail_calls(c, i, -EHOSTDOWN);
+	down_write(&c->users);
 	kthread_stop(c->ticker);
 	put_task_struct(c->ticker);
 	for (i = 0; i < c->nr_nodes; i++)
@@ -681,6 +693,7 @@ void odsm_cluster_leave(void)
 	c->peers = NULL;
 	c->nr_nodes = 0;
 	c->transport = 0;
+	up_write(&c->users);
 	mutex_unlock(&c->join_lock);
 	pr_info("odsm: left the cluster\n");
 }

@@ -26,6 +26,7 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/rwsem.h>
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
@@ -64,6 +65,10 @@ struct odsm_peer {
 
 struct odsm_cluster {
 	struct mutex join_lock;		/* join / leave / status */
+	/* held for reading by every call in flight, for writing by leave
+	 * before it frees what calls use (peers, connections)
+	 */
+	struct rw_semaphore users;
 	spinlock_t lock;		/* peers' state, conns list */
 	bool joined;
 	u32 transport;

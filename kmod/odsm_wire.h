@@ -36,7 +36,7 @@
 #define ODSM_WIRE_ATOMIC_SIZE		32
 #define ODSM_WIRE_ATOMIC_REPLY_SIZE	8
 
-/* A reply whose status is negative carries no payload. */
+/* A reply's status: 0 or STATUS_MIN..-1; a negative one has no payload. */
 #define ODSM_WIRE_STATUS_MIN	(-4095)
 
 enum odsm_msg_type {
