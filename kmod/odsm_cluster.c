@@ -4,7 +4,6 @@
  * odsm_cluster.h for the model.
  */
 #include <linux/kthread.h>
-#include <linux/net.h>
 #include <linux/random.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -37,6 +36,73 @@ struct odsm_req {
 	struct odsm_wire_hdr h;
 	u8 payload[];
 };
+
+/* ---- connections ------------------------------------------------------ */
+
+void odsm_conn_init(struct odsm_conn *conn, const struct odsm_transport_ops *ops,
+		    void *xprt, u32 peer, bool dialled)
+{
+	kref_init(&conn->ref);		/* the conns list's reference */
+	conn->ops = ops;
+	conn->xprt = xprt;
+	conn->peer = peer;
+	conn->dialled = dialled;
+	conn->born_ns = ktime_get_ns();
+	INIT_LIST_HEAD(&conn->node);
+}
+
+void odsm_conn_publish(struct odsm_cluster *c, struct odsm_conn *conn)
+{
+	spin_lock(&c->lock);
+	list_add(&conn->node, &c->conns);
+	spin_unlock(&c->lock);
+}
+
+static void conn_release(struct kref *ref)
+{
+	struct odsm_conn *conn = container_of(ref, struct odsm_conn, ref);
+
+	conn->ops->release(conn);
+	kfree(conn);
+}
+
+void odsm_conn_put(struct odsm_conn *conn)
+{
+	kref_put(&conn->ref, conn_release);
+}
+
+/* Stop all traffic: the receiver ends and the tick reaps it. */
+void odsm_conn_kill(struct odsm_conn *conn)
+{
+	WRITE_ONCE(conn->dead, true);
+	conn->ops->kill(conn);
+}
+
+int odsm_cluster_check_hdr(struct odsm_conn *conn, const u8 *raw,
+			   struct odsm_wire_hdr *h)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	int ret = odsm_wire_get_hdr(raw, h, c->self, c->nr_nodes);
+
+	/* a known peer speaks only for itself; before HELLO, nothing else */
+	if (!ret && conn->peer != U32_MAX && h->src_node != conn->peer)
+		ret = -EPROTO;
+	if (!ret && conn->peer == U32_MAX && h->type != ODSM_MSG_HELLO)
+		ret = -EPROTO;
+	if (ret && h->magic == ODSM_WIRE_MAGIC &&
+	    h->version != ODSM_WIRE_VERSION) {
+		odsm_stat_inc(ODSM_STAT_bad_msgs);
+		pr_notice_ratelimited("odsm: a peer speaks wire protocol version %u, this node %u: connection closed\n",
+				      h->version, ODSM_WIRE_VERSION);
+	} else if (ret) {
+		odsm_stat_inc(ODSM_STAT_bad_msgs);
+		pr_notice_ratelimited("odsm: malformed message header (%d) on a connection %s node %d over %s: closed\n",
+				      ret, conn->dialled ? "to" : "from",
+				      conn->peer == U32_MAX ? -1 : (int)conn->peer,
+				      conn->ops->name);
+	}
+	return ret;
+}
 
 /* ---- peers ------------------------------------------------------------ */
 
@@ -183,7 +249,7 @@ static int send_msg(struct odsm_cluster *c, struct odsm_conn *conn, u32 dst,
 	int ret;
 
 	fill_hdr(c, &h, dst, type, seq, plen + dlen, status);
-	ret = odsm_tcp_send(conn, &h, payload, plen, data, dlen);
+	ret = conn->ops->send(conn, &h, payload, plen, data, dlen);
 	if (!ret && dst < c->nr_nodes) {
 		atomic64_inc(&c->peers[dst].msgs_tx);
 		atomic64_add(ODSM_WIRE_HDR_SIZE + plen + dlen,
@@ -214,8 +280,8 @@ static void on_hello(struct odsm_cluster *c, struct odsm_conn *conn,
 {
 	struct odsm_wire_hello hello;
 	struct odsm_conn *old = NULL;
-	struct sockaddr_in from;
 	u32 id = h->src_node;
+	__be32 from;
 	bool reply = false;
 
 	if (odsm_wire_get_hello(payload, h->len, &hello) ||
@@ -224,8 +290,8 @@ static void on_hello(struct odsm_cluster *c, struct odsm_conn *conn,
 	    hello.part_size != odsm_heap.geom.part_size)
 		goto bad;
 	/* the connection must come from the address the table gives id */
-	if (kernel_getpeername(conn->sock, (struct sockaddr *)&from) < 0 ||
-	    from.sin_addr.s_addr != c->peers[id].addr.sin_addr.s_addr)
+	if (conn->ops->peer_ipv4(conn, &from) ||
+	    from != c->peers[id].addr.sin_addr.s_addr)
 		goto bad;
 	/* who dials whom: higher ids dial lower ones */
 	if (conn->dialled ? conn->peer != id : id < c->self)
@@ -455,8 +521,7 @@ static void reap_dead_conns(struct odsm_cluster *c, bool all)
 	spin_unlock(&c->lock);
 	list_for_each_entry_safe(conn, tmp, &dead, node) {
 		odsm_conn_kill(conn);
-		kthread_stop(conn->rx);
-		put_task_struct(conn->rx);
+		conn->ops->stop(conn);
 		list_del(&conn->node);
 		odsm_conn_put(conn);
 	}
@@ -467,7 +532,7 @@ static void dial_work(struct work_struct *w)
 {
 	struct odsm_peer *p = container_of(w, struct odsm_peer, dial);
 	struct odsm_cluster *c = &odsm_cluster;
-	struct odsm_conn *conn = odsm_tcp_dial(c, p->id);
+	struct odsm_conn *conn = c->ops->dial(c, p->id);
 	bool mine = false;
 
 	spin_lock(&c->lock);
@@ -554,14 +619,20 @@ int odsm_cluster_join(const struct odsm_join *j,
 		      const struct odsm_node_addr *nodes)
 {
 	struct odsm_cluster *c = &odsm_cluster;
+	const struct odsm_transport_ops *ops;
 	struct odsm_peer *peers;
 	u32 i, k;
 	int ret;
 
-	if (j->transport == ODSM_TRANSPORT_RDMA)
-		return -EPROTONOSUPPORT;
-	if (j->transport != ODSM_TRANSPORT_TCP)
+	switch (j->transport) {
+	case ODSM_TRANSPORT_TCP:
+		ops = &odsm_tcp_ops;
+		break;
+	case ODSM_TRANSPORT_RDMA:
+		return -EPROTONOSUPPORT;	/* not built yet */
+	default:
 		return -EINVAL;
+	}
 	if (j->nr_nodes != odsm_heap.geom.nr_nodes || j->nr_nodes < 2)
 		return -EINVAL;
 	for (i = 0; i < j->nr_nodes; i++) {
@@ -595,6 +666,7 @@ int odsm_cluster_join(const struct odsm_join *j,
 	peers[c->self].state = ODSM_PEER_SELF;
 	c->nr_nodes = j->nr_nodes;
 	c->transport = j->transport;
+	c->ops = ops;
 	c->heartbeat_ms = j->heartbeat_ms ? j->heartbeat_ms : 200;
 	c->timeout_ms = j->timeout_ms ? j->timeout_ms : 2000;
 	c->incarnation = get_random_u64();
@@ -605,7 +677,7 @@ int odsm_cluster_join(const struct odsm_join *j,
 		ret = -ENOMEM;
 		goto err_peers;
 	}
-	ret = odsm_tcp_listen(c);
+	ret = c->ops->listen(c);
 	if (ret)
 		goto err_wq;
 	spin_lock(&c->lock);
@@ -618,19 +690,16 @@ int odsm_cluster_join(const struct odsm_join *j,
 	}
 	get_task_struct(c->ticker);
 	mutex_unlock(&c->join_lock);
-	pr_info("odsm: node %u joined a cluster of %u over tcp (heartbeat %u ms, timeout %u ms)\n",
-		c->self, c->nr_nodes, c->heartbeat_ms, c->timeout_ms);
+	pr_info("odsm: node %u joined a cluster of %u over %s (heartbeat %u ms, timeout %u ms)\n",
+		c->self, c->nr_nodes, c->ops->name, c->heartbeat_ms,
+		c->timeout_ms);
 	return 0;
 
 err_listen:
 	spin_lock(&c->lock);
 	c->joined = false;
 	spin_unlock(&c->lock);
-	kernel_sock_shutdown(c->listen, SHUT_RDWR);
-	kthread_stop(c->acceptor);
-	put_task_struct(c->acceptor);
-	sock_release(c->listen);
-	c->listen = NULL;
+	c->ops->unlisten(c);
 	reap_dead_conns(c, true);
 err_wq:
 	destroy_workqueue(c->wq);
@@ -665,11 +734,7 @@ void odsm_cluster_leave(void)
 	put_task_struct(c->ticker);
 	for (i = 0; i < c->nr_nodes; i++)
 		cancel_work_sync(&c->peers[i].dial);
-	kernel_sock_shutdown(c->listen, SHUT_RDWR);
-	kthread_stop(c->acceptor);
-	put_task_struct(c->acceptor);
-	sock_release(c->listen);
-	c->listen = NULL;
+	c->ops->unlisten(c);
 	for (i = 0; i < c->nr_nodes; i++) {
 		struct odsm_conn *conn;
 

@@ -32,18 +32,40 @@
 #include <linux/xarray.h>
 #include "odsm_wire.h"
 
-struct socket;
 struct task_struct;
+
+struct odsm_conn;
+struct odsm_cluster;
+
+/*
+ * A transport: how messages travel.  TCP (odsm_tcp.c) today; RDMA to come.
+ * The cluster code owns membership, calls and connection lifetimes; a
+ * transport moves whole messages and reports what it receives through
+ * odsm_cluster_check_hdr() / odsm_cluster_rx() / odsm_cluster_conn_failed().
+ */
+struct odsm_transport_ops {
+	const char *name;
+	int (*listen)(struct odsm_cluster *c);		/* start accepting */
+	void (*unlisten)(struct odsm_cluster *c);	/* stop; may sleep */
+	/* connect to peer: a published connection, with a reference */
+	struct odsm_conn *(*dial)(struct odsm_cluster *c, u32 peer);
+	int (*send)(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
+		    const void *payload, u32 plen, const void *data, u32 dlen);
+	void (*kill)(struct odsm_conn *conn);	/* stop traffic, any context */
+	void (*stop)(struct odsm_conn *conn);	/* wait for its receiver */
+	void (*release)(struct odsm_conn *conn);	/* the last reference */
+	/* the peer's IPv4 address (network order), to check a HELLO */
+	int (*peer_ipv4)(struct odsm_conn *conn, __be32 *ip);
+};
 
 struct odsm_conn {
 	struct kref ref;
-	struct socket *sock;
-	struct task_struct *rx;		/* receiver thread */
-	struct mutex tx_lock;		/* one message at a time on the stream */
+	const struct odsm_transport_ops *ops;
+	void *xprt;			/* the transport's own state */
 	u32 peer;			/* node id, U32_MAX until known */
 	bool dialled;			/* we dialled it (else accepted) */
-	u64 born_ns;			/* accepted ones must say HELLO soon */
 	bool dead;			/* failed or shut down: reap */
+	u64 born_ns;			/* accepted ones must say HELLO soon */
 	struct list_head node;		/* on cluster.conns */
 };
 
@@ -72,13 +94,13 @@ struct odsm_cluster {
 	spinlock_t lock;		/* peers' state, conns list */
 	bool joined;
 	u32 transport;
+	const struct odsm_transport_ops *ops;
 	u32 self, nr_nodes;
 	u32 heartbeat_ms, timeout_ms;
 	u64 incarnation;		/* this module instance */
 	struct odsm_peer *peers;	/* nr_nodes, self's slot included */
 	struct list_head conns;
-	struct socket *listen;
-	struct task_struct *acceptor;
+	void *listener;			/* the transport's accepting side */
 	struct task_struct *ticker;
 	struct workqueue_struct *wq;	/* serves requests */
 	struct xarray calls;		/* seq -> struct odsm_call */
@@ -109,16 +131,20 @@ bool odsm_peer_up(u32 node);
 int odsm_peer_most_free(void);
 
 /* odsm_tcp.c: the kernel-TCP transport */
-int odsm_tcp_listen(struct odsm_cluster *c);
-struct odsm_conn *odsm_tcp_dial(struct odsm_cluster *c, u32 peer);
-int odsm_tcp_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
-		  const void *payload, u32 plen, const void *data, u32 dlen);
+extern const struct odsm_transport_ops odsm_tcp_ops;
+
+/* Connections, for transports: set up, then publish when ready to run. */
+void odsm_conn_init(struct odsm_conn *conn, const struct odsm_transport_ops *ops,
+		    void *xprt, u32 peer, bool dialled);
+void odsm_conn_publish(struct odsm_cluster *c, struct odsm_conn *conn);
 void odsm_conn_kill(struct odsm_conn *conn);
 void odsm_conn_put(struct odsm_conn *conn);
-struct odsm_conn *odsm_conn_new(struct odsm_cluster *c, struct socket *sock,
-				u32 peer, bool dialled);
 
-/* odsm_cluster.c: what a receiver hands over */
+/* For receivers: validate a header in the connection's context (counts a
+ * bad one), hand over a message, report the end of the connection.
+ */
+int odsm_cluster_check_hdr(struct odsm_conn *conn, const u8 *raw,
+			   struct odsm_wire_hdr *h);
 void odsm_cluster_rx(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		     u8 *payload);
 void odsm_cluster_conn_failed(struct odsm_conn *conn);

@@ -119,6 +119,12 @@ static int alloc_target(const struct odsm_alloc *a)
 
 	if ((a->flags & ODSM_ALLOC_ON_NODE) && (a->flags & ODSM_ALLOC_ANYWHERE))
 		return -EINVAL;
+	/* what the home node would refuse, refused here: a malformed
+	 * request gets no answer at all
+	 */
+	if (!a->size || a->size > g->part_size ||
+	    (a->align && (!is_power_of_2(a->align) || a->align > ODSM_MAX_ALIGN)))
+		return -EINVAL;
 	if (!(a->flags & ODSM_ALLOC_ON_NODE))
 		return g->node_id;
 	if (a->node >= g->nr_nodes)

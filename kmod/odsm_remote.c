@@ -211,7 +211,8 @@ long odsm_ioc_atomic(void __user *arg)
 			       sizeof(p), &got);
 		if (!ret)
 			ret = odsm_wire_get_atomic_reply(p, got, &xr);
-		a.old = xr.old;
+		if (!ret)
+			a.old = xr.old;
 	}
 	if (ret)
 		return ret;

@@ -19,31 +19,56 @@
 #include "odsm.h"
 #include "odsm_cluster.h"
 
-static void conn_release(struct kref *ref)
-{
-	struct odsm_conn *conn = container_of(ref, struct odsm_conn, ref);
+/* A TCP connection: its socket, receiver thread and send lock. */
+struct tcp_conn {
+	struct socket *sock;
+	struct task_struct *rx;
+	struct mutex tx_lock;		/* one message at a time on the stream */
+};
 
-	sock_release(conn->sock);
-	kfree(conn);
+/* The accepting side. */
+struct tcp_listener {
+	struct socket *sock;
+	struct task_struct *acceptor;
+};
+
+static inline struct tcp_conn *tc(struct odsm_conn *conn)
+{
+	return conn->xprt;
 }
 
-void odsm_conn_put(struct odsm_conn *conn)
+static void tcp_kill(struct odsm_conn *conn)
 {
-	kref_put(&conn->ref, conn_release);
+	kernel_sock_shutdown(tc(conn)->sock, SHUT_RDWR);
 }
 
-/* Stop all traffic: the receiver wakes up and the tick reaps it. */
-void odsm_conn_kill(struct odsm_conn *conn)
+static void tcp_stop(struct odsm_conn *conn)
 {
-	WRITE_ONCE(conn->dead, true);
-	kernel_sock_shutdown(conn->sock, SHUT_RDWR);
+	kthread_stop(tc(conn)->rx);
+	put_task_struct(tc(conn)->rx);
+	tc(conn)->rx = NULL;
+}
+
+static void tcp_release(struct odsm_conn *conn)
+{
+	sock_release(tc(conn)->sock);
+	kfree(tc(conn));
+}
+
+static int tcp_peer_ipv4(struct odsm_conn *conn, __be32 *ip)
+{
+	struct sockaddr_in from;
+
+	if (kernel_getpeername(tc(conn)->sock, (struct sockaddr *)&from) < 0 ||
+	    from.sin_family != AF_INET)
+		return -ENOTCONN;
+	*ip = from.sin_addr.s_addr;
+	return 0;
 }
 
 static void sock_tune(struct socket *sock, u32 timeout_ms)
 {
-	long t = msecs_to_jiffies(timeout_ms);
-
-	sock->sk->sk_sndtimeo = t;
+	sock->sk->sk_sndtimeo = msecs_to_jiffies(timeout_ms);
 	tcp_sock_set_nodelay(sock->sk);
 }
 
@@ -64,40 +89,26 @@ static int recv_all(struct socket *sock, void *buf, size_t len)
 	return 0;
 }
 
-static int conn_rx_thread(void *arg)
+static int tcp_rx_thread(void *arg)
 {
 	struct odsm_conn *conn = arg;
-	struct odsm_cluster *c = &odsm_cluster;
+	struct socket *sock = tc(conn)->sock;
 	u8 raw[ODSM_WIRE_HDR_SIZE];
 	struct odsm_wire_hdr h;
-	u8 *payload = NULL;
-	int ret;
+	u8 *payload;
 
 	while (!kthread_should_stop() && !READ_ONCE(conn->dead)) {
-		ret = recv_all(conn->sock, raw, sizeof(raw));
-		if (ret)
+		if (recv_all(sock, raw, sizeof(raw)))
 			break;
-		ret = odsm_wire_get_hdr(raw, &h, c->self, c->nr_nodes);
-		/* a known peer speaks only for itself */
-		if (!ret && conn->peer != U32_MAX && h.src_node != conn->peer)
-			ret = -EPROTO;
-		/* before HELLO, nothing else */
-		if (!ret && conn->peer == U32_MAX && h.type != ODSM_MSG_HELLO)
-			ret = -EPROTO;
-		if (ret) {
-			odsm_stat_inc(ODSM_STAT_bad_msgs);
-			pr_notice_ratelimited("odsm: malformed message header (%d) on a connection %s node %d: closed\n",
-					      ret, conn->dialled ? "to" : "from",
-					      conn->peer == U32_MAX ? -1 : (int)conn->peer);
+		/* a stream cannot resynchronise after a bad header */
+		if (odsm_cluster_check_hdr(conn, raw, &h))
 			break;
-		}
 		payload = NULL;
 		if (h.len) {
 			payload = kvmalloc(h.len, GFP_KERNEL);
 			if (!payload)
 				break;
-			ret = recv_all(conn->sock, payload, h.len);
-			if (ret) {
+			if (recv_all(sock, payload, h.len)) {
 				kvfree(payload);
 				break;
 			}
@@ -106,7 +117,7 @@ static int conn_rx_thread(void *arg)
 		kvfree(payload);
 	}
 	odsm_cluster_conn_failed(conn);
-	/* the tick stops us: wait for it */
+	/* the tick (or leave) stops us: wait for it */
 	while (!kthread_should_stop()) {
 		set_current_state(TASK_INTERRUPTIBLE);
 		if (!kthread_should_stop())
@@ -116,39 +127,38 @@ static int conn_rx_thread(void *arg)
 	return 0;
 }
 
-struct odsm_conn *odsm_conn_new(struct odsm_cluster *c, struct socket *sock,
-				u32 peer, bool dialled)
+/* Wrap a connected socket; the connection runs once published. */
+static struct odsm_conn *tcp_conn_new(struct odsm_cluster *c,
+				      struct socket *sock, u32 peer,
+				      bool dialled)
 {
 	struct odsm_conn *conn = kzalloc(sizeof(*conn), GFP_KERNEL);
+	struct tcp_conn *t = kzalloc(sizeof(*t), GFP_KERNEL);
 
-	if (!conn)
-		return ERR_PTR(-ENOMEM);
-	kref_init(&conn->ref);		/* the conns list's reference */
-	mutex_init(&conn->tx_lock);
-	conn->sock = sock;
-	conn->peer = peer;
-	conn->dialled = dialled;
-	conn->born_ns = ktime_get_ns();
+	if (!conn || !t)
+		goto err;
+	t->sock = sock;
+	mutex_init(&t->tx_lock);
+	odsm_conn_init(conn, &odsm_tcp_ops, t, peer, dialled);
 	sock_tune(sock, c->timeout_ms);
-	conn->rx = kthread_create(conn_rx_thread, conn, "odsm-rx/%u",
-				  peer == U32_MAX ? 0 : peer);
-	if (IS_ERR(conn->rx)) {
-		struct task_struct *t = conn->rx;
-
-		kfree(conn);
-		return ERR_CAST(t);
-	}
-	get_task_struct(conn->rx);
-	spin_lock(&c->lock);
-	list_add(&conn->node, &c->conns);
-	spin_unlock(&c->lock);
-	wake_up_process(conn->rx);
+	t->rx = kthread_create(tcp_rx_thread, conn, "odsm-rx/%d",
+			       peer == U32_MAX ? -1 : (int)peer);
+	if (IS_ERR(t->rx))
+		goto err;
+	get_task_struct(t->rx);
+	odsm_conn_publish(c, conn);
+	wake_up_process(t->rx);
 	return conn;
+err:
+	kfree(t);
+	kfree(conn);
+	return ERR_PTR(-ENOMEM);
 }
 
-int odsm_tcp_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
-		  const void *payload, u32 plen, const void *data, u32 dlen)
+static int tcp_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
+		    const void *payload, u32 plen, const void *data, u32 dlen)
 {
+	struct tcp_conn *t = tc(conn);
 	u8 raw[ODSM_WIRE_HDR_SIZE];
 	struct kvec iov[3] = {
 		{ .iov_base = raw, .iov_len = sizeof(raw) },
@@ -160,13 +170,13 @@ int odsm_tcp_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	int n;
 
 	odsm_wire_put_hdr(raw, h);
-	mutex_lock(&conn->tx_lock);
+	mutex_lock(&t->tx_lock);
 	if (READ_ONCE(conn->dead)) {
-		mutex_unlock(&conn->tx_lock);
+		mutex_unlock(&t->tx_lock);
 		return -EHOSTDOWN;
 	}
-	n = kernel_sendmsg(conn->sock, &msg, iov, 3, total);
-	mutex_unlock(&conn->tx_lock);
+	n = kernel_sendmsg(t->sock, &msg, iov, 3, total);
+	mutex_unlock(&t->tx_lock);
 	if (n != total) {
 		/* a partial message leaves the stream unusable */
 		odsm_conn_kill(conn);
@@ -179,62 +189,78 @@ int odsm_tcp_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 static int acceptor_thread(void *arg)
 {
 	struct odsm_cluster *c = arg;
-	struct socket *sock;
+	struct tcp_listener *l = c->listener;
 	struct odsm_conn *conn;
-	int ret;
+	struct socket *sock;
 
 	while (!kthread_should_stop()) {
-		ret = kernel_accept(c->listen, &sock, 0);
-		if (ret) {
+		if (kernel_accept(l->sock, &sock, 0)) {
 			if (kthread_should_stop())
 				break;
-			/* listening socket shut down, or no memory: breathe */
+			/* shut down, or no memory: breathe */
 			schedule_timeout_interruptible(msecs_to_jiffies(50));
 			continue;
 		}
 		/* the HELLO tells who it is: until then it may say nothing else */
-		conn = odsm_conn_new(c, sock, U32_MAX, false);
+		conn = tcp_conn_new(c, sock, U32_MAX, false);
 		if (IS_ERR(conn))
 			sock_release(sock);
 	}
 	return 0;
 }
 
-int odsm_tcp_listen(struct odsm_cluster *c)
+static int tcp_listen(struct odsm_cluster *c)
 {
 	struct sockaddr_in a = c->peers[c->self].addr;
-	struct socket *sock;
+	struct tcp_listener *l;
 	int ret;
 
+	l = kzalloc(sizeof(*l), GFP_KERNEL);
+	if (!l)
+		return -ENOMEM;
 	ret = sock_create_kern(&init_net, AF_INET, SOCK_STREAM, IPPROTO_TCP,
-			       &sock);
+			       &l->sock);
 	if (ret)
-		return ret;
-	sock->sk->sk_reuse = SK_CAN_REUSE;
-	ret = kernel_bind(sock, (struct sockaddr *)&a, sizeof(a));
+		goto err_free;
+	l->sock->sk->sk_reuse = SK_CAN_REUSE;
+	ret = kernel_bind(l->sock, (struct sockaddr *)&a, sizeof(a));
 	if (ret) {
 		pr_err("odsm: cannot listen on %pISpc: %d\n", &a, ret);
-		goto err;
+		goto err_sock;
 	}
-	ret = kernel_listen(sock, ODSM_MAX_NODES);
+	ret = kernel_listen(l->sock, ODSM_MAX_NODES);
 	if (ret)
-		goto err;
-	c->listen = sock;
-	c->acceptor = kthread_run(acceptor_thread, c, "odsm-accept");
-	if (IS_ERR(c->acceptor)) {
-		ret = PTR_ERR(c->acceptor);
-		c->listen = NULL;
-		goto err;
+		goto err_sock;
+	c->listener = l;
+	l->acceptor = kthread_run(acceptor_thread, c, "odsm-accept");
+	if (IS_ERR(l->acceptor)) {
+		ret = PTR_ERR(l->acceptor);
+		c->listener = NULL;
+		goto err_sock;
 	}
-	get_task_struct(c->acceptor);
+	get_task_struct(l->acceptor);
 	return 0;
-err:
-	sock_release(sock);
+err_sock:
+	sock_release(l->sock);
+err_free:
+	kfree(l);
 	return ret;
 }
 
+static void tcp_unlisten(struct odsm_cluster *c)
+{
+	struct tcp_listener *l = c->listener;
+
+	kernel_sock_shutdown(l->sock, SHUT_RDWR);
+	kthread_stop(l->acceptor);
+	put_task_struct(l->acceptor);
+	sock_release(l->sock);
+	kfree(l);
+	c->listener = NULL;
+}
+
 /* Connect to peer; the new connection, with a reference for the caller. */
-struct odsm_conn *odsm_tcp_dial(struct odsm_cluster *c, u32 peer)
+static struct odsm_conn *tcp_dial(struct odsm_cluster *c, u32 peer)
 {
 	struct sockaddr_in a = c->peers[peer].addr;
 	struct odsm_conn *conn;
@@ -252,7 +278,7 @@ struct odsm_conn *odsm_tcp_dial(struct odsm_cluster *c, u32 peer)
 		sock_release(sock);
 		return ERR_PTR(ret);
 	}
-	conn = odsm_conn_new(c, sock, peer, true);
+	conn = tcp_conn_new(c, sock, peer, true);
 	if (IS_ERR(conn)) {
 		sock_release(sock);
 		return conn;
@@ -260,3 +286,15 @@ struct odsm_conn *odsm_tcp_dial(struct odsm_cluster *c, u32 peer)
 	kref_get(&conn->ref);
 	return conn;
 }
+
+const struct odsm_transport_ops odsm_tcp_ops = {
+	.name = "tcp",
+	.listen = tcp_listen,
+	.unlisten = tcp_unlisten,
+	.dial = tcp_dial,
+	.send = tcp_send,
+	.kill = tcp_kill,
+	.stop = tcp_stop,
+	.release = tcp_release,
+	.peer_ipv4 = tcp_peer_ipv4,
+};
