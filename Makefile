@@ -43,7 +43,8 @@ HOST_TESTS := $(patsubst selftests/host/%.c,$(BUILD)/tests/host/%,\
 		$(wildcard selftests/host/*_test.c))
 VM_TESTS   := $(patsubst selftests/vm/%.c,$(BUILD)/tests/vm/%,\
 		$(wildcard selftests/vm/*.c))
-TOOLS	   := $(BUILD)/bin/odsmctl $(BUILD)/bin/odsm-bench $(BUILD)/bin/odsm-demo
+TOOLS	   := $(BUILD)/bin/odsmctl $(BUILD)/bin/odsm-bench $(BUILD)/bin/odsm-rbench \
+	      $(BUILD)/bin/odsm-demo
 
 MODULE	:= $(BUILD)/kmod/$(KVER)/kmod/odsm.ko
 
@@ -105,6 +106,10 @@ $(BUILD)/bin/odsmctl: tools/odsmctl/odsmctl.c $(LIB_A) $(LIB_HDR)
 $(BUILD)/bin/odsm-bench: tools/bench/odsm-bench.c $(LIB_A) $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -static -o $@ $< $(LIB_A)
+
+$(BUILD)/bin/odsm-rbench: tools/bench/odsm-rbench.c $(LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(UCFLAGS) -static -o $@ $<
 
 $(BUILD)/bin/odsm-demo: tools/examples/odsm-demo.c $(LIB_A) $(LIB_HDR)
 	@mkdir -p $(@D)

@@ -477,14 +477,19 @@ int odsm_rpc(u32 node, u8 type, const void *payload, u32 plen,
 	}
 	left = wait_for_completion_killable_timeout(&call.done,
 						    msecs_to_jiffies(c->timeout_ms));
-	if (left <= 0 && xa_erase(&c->calls, seq) == &call) {
-		ret = left ? -EINTR : -ETIMEDOUT;
-		if (!left)
-			odsm_stat_inc(ODSM_STAT_rpc_timeouts);
-		goto out;
+	if (left <= 0) {
+		if (xa_erase(&c->calls, seq) == &call) {
+			ret = left ? -EINTR : -ETIMEDOUT;
+			if (!left)
+				odsm_stat_inc(ODSM_STAT_rpc_timeouts);
+			goto out;
+		}
+		/* a reply (or a failure) took the call first and is
+		 * completing it right now: wait for that.  (A wait that
+		 * succeeded consumed the completion: no second wait then.)
+		 */
+		wait_for_completion(&call.done);
 	}
-	/* completed, or completing right now: its reply won */
-	wait_for_completion(&call.done);
 	ret = call.status;
 	if (ret == -EHOSTDOWN)
 		odsm_stat_inc(ODSM_STAT_rpc_hostdown);
@@ -629,7 +634,12 @@ int odsm_cluster_join(const struct odsm_join *j,
 		ops = &odsm_tcp_ops;
 		break;
 	case ODSM_TRANSPORT_RDMA:
-		return -EPROTONOSUPPORT;	/* not built yet */
+#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
+		ops = &odsm_rdma_ops;
+		break;
+#else
+		return -EPROTONOSUPPORT;	/* a kernel without the RDMA CM */
+#endif
 	default:
 		return -EINVAL;
 	}

@@ -133,6 +133,16 @@ int odsm_peer_most_free(void);
 /* odsm_tcp.c: the kernel-TCP transport */
 extern const struct odsm_transport_ops odsm_tcp_ops;
 
+/* odsm_rdma.c: the RDMA transport (RDMA CM, RC QPs, SEND/RECV) */
+#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
+extern const struct odsm_transport_ops odsm_rdma_ops;
+int odsm_rdma_init(void);	/* at module load: watch RDMA devices */
+void odsm_rdma_exit(void);
+#else
+static inline int odsm_rdma_init(void) { return 0; }
+static inline void odsm_rdma_exit(void) { }
+#endif
+
 /* Connections, for transports: set up, then publish when ready to run. */
 void odsm_conn_init(struct odsm_conn *conn, const struct odsm_transport_ops *ops,
 		    void *xprt, u32 peer, bool dialled);

@@ -63,13 +63,18 @@ static int __init odsm_init(void)
 	ret = odsm_sysfs_init();
 	if (ret)
 		goto err_inode;
-	ret = odsm_dev_register();
+	ret = odsm_rdma_init();
 	if (ret)
 		goto err_sysfs;
+	ret = odsm_dev_register();
+	if (ret)
+		goto err_rdma;
 	pr_info("odsm: node %u of %u, heap 0x%llx + %u x %llu MiB\n",
 		g.node_id, g.nr_nodes, g.base, g.nr_nodes, g.part_size >> 20);
 	return 0;
 
+err_rdma:
+	odsm_rdma_exit();
 err_sysfs:
 	odsm_sysfs_exit();
 err_inode:
@@ -89,6 +94,7 @@ static void __exit odsm_exit(void)
 {
 	odsm_cluster_leave();
 	odsm_dev_unregister();
+	odsm_rdma_exit();
 	odsm_sysfs_exit();
 	odsm_fs_inode_put(odsm_heap.inode);
 	odsm_heap_destroy(&odsm_heap);

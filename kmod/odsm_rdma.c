@@ -1,0 +1,1046 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The RDMA transport: the RDMA connection manager (RDMA_PS_TCP, IPv4
+ * addresses, the same port numbers as the TCP transport's table) and one
+ * reliable-connected QP per peer pair, two-sided only.
+ *
+ * One QP per pair is enough: every message is a request or a reply
+ * matched by its seq, so nothing needs more than the in-order, reliable
+ * delivery an RC QP gives per pair - what one TCP stream gives the TCP
+ * transport.  Requests are served on the cluster's workqueue, so a slow
+ * request does not hold up the messages behind it.
+ *
+ * Messages: each odsm message (32-byte header + payload, at most
+ * RDMA_MSG_MAX bytes) is one SEND_WITH_IMM from a DMA-mapped buffer into
+ * one of RDMA_RECVS pre-posted receive buffers of RDMA_MSG_MAX bytes.
+ *
+ * Flow control by credits: a sender holds one credit per receive buffer
+ * the peer has posted for it (RDMA_RECVS at the start) and spends one per
+ * SEND.  The receiver copies each message out of its buffer and reposts
+ * the buffer at once (in the CQ handler, which never waits), then owes the
+ * sender a credit; owed credits ride in the immediate data of the next
+ * SEND, or, once RDMA_CREDIT_BATCH are owed, in a zero-length credit-only
+ * SEND.  A message needs two credits, a credit-only SEND one, so the last
+ * credit is always there to return credits: two nodes that both ran out
+ * cannot wait for each other.  A send without credits waits at most
+ * timeout_ms, then fails and kills the connection.
+ *
+ * Receiving: the CQ handler (IB_POLL_WORKQUEUE) queues each message for
+ * the connection's receiver thread, which validates and delivers it like
+ * the TCP receiver; the thread may wait in a send (HELLO, PONG) without
+ * holding up the credits that arrive on the CQ.
+ *
+ * Teardown: kill marks the connection broken and disconnects from a work
+ * item (rdma_disconnect sleeps); stop drains the QP, frees the verbs
+ * resources and the CM id, and stops the receiver; release frees what is
+ * left.  A device going away (ib_client remove, which runs before the
+ * RDMA CM's own) tears down the listener and every connection on it at
+ * once; the cluster sees the peers fail.
+ */
+#include <linux/kthread.h>
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/gfp.h>
+#include <linux/sched/task.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
+#include "odsm.h"
+#include "odsm_cluster.h"
+
+#define RDMA_RECVS		16	/* receive buffers = credits, per side */
+#define RDMA_SENDS		(2 * RDMA_RECVS)	/* send queue slots */
+#define RDMA_CREDIT_BATCH	(RDMA_RECVS / 2)
+#define RDMA_MSG_MAX		(ODSM_WIRE_HDR_SIZE + ODSM_WIRE_MAX_PAYLOAD)
+
+struct rdma_conn;
+
+/* A posted receive buffer. */
+struct rdma_rbuf {
+	struct ib_cqe cqe;
+	struct rdma_conn *x;
+	void *buf;
+	u64 dma;
+};
+
+/* A SEND in flight: freed by its completion. */
+struct rdma_tx {
+	struct ib_cqe cqe;
+	struct rdma_conn *x;
+	void *buf;
+	u64 dma;
+	u32 len;
+};
+
+/* A received message, copied out for the receiver thread. */
+struct rdma_msg {
+	struct list_head node;
+	u32 len;
+	u8 data[];
+};
+
+struct rdma_conn {
+	struct odsm_conn *conn;
+	u32 timeout_ms;
+	__be32 peer_ip;
+	/* the CM while connecting: the last event's verdict */
+	struct completion cm_done;
+	int cm_status;
+	/*
+	 * Verbs resources: set up before the connection is published; torn
+	 * down once, under res_sem held for writing.  Senders post under it
+	 * for reading; the CQ handler runs only while the CQ exists and the
+	 * teardown drains the QP before destroying anything.
+	 */
+	struct rw_semaphore res_sem;
+	bool torn;
+	bool live;			/* connected once: drain before destroy */
+	struct rdma_cm_id *id;
+	struct ib_device *dev;
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+	struct rdma_rbuf rbufs[RDMA_RECVS];
+	struct ib_cqe credit_cqe;
+	bool broken;			/* no more traffic */
+	/* under lock */
+	spinlock_t lock;
+	u32 credits;			/* SENDs the peer has room for */
+	u32 owed;			/* credits to return to the peer */
+	u32 sq_free;			/* send queue slots */
+	struct list_head rxq;		/* rdma_msg, for the receiver */
+	wait_queue_head_t tx_wait;
+	wait_queue_head_t rx_wait;
+	struct task_struct *rx;
+	struct work_struct disc_work;
+	struct list_head node;		/* on rdma_conns, under rdma_lock */
+	struct list_head rm_node;	/* a device removal's list */
+};
+
+/* The accepting side: its id is NULL once gone (leave or device removal). */
+struct rdma_listener {
+	struct rdma_cm_id *id;		/* under rdma_lock */
+};
+
+static DEFINE_MUTEX(rdma_lock);		/* rdma_conns, rdma_lis.id */
+static LIST_HEAD(rdma_conns);		/* connections with resources */
+static struct rdma_listener rdma_lis;	/* static: CM ids point at it */
+
+static void disc_work(struct work_struct *w);
+
+static inline struct rdma_conn *rc(struct odsm_conn *conn)
+{
+	return conn->xprt;
+}
+
+/* No more traffic: wake everyone waiting so they see it. */
+static void rdma_fail(struct rdma_conn *x)
+{
+	WRITE_ONCE(x->broken, true);
+	wake_up_all(&x->tx_wait);
+	wake_up_all(&x->rx_wait);
+}
+
+/* ---- sending ------------------------------------------------------------- */
+
+static struct rdma_tx *tx_alloc(u32 len)
+{
+	struct rdma_tx *t = kmalloc(sizeof(*t), GFP_KERNEL);
+
+	if (!t)
+		return NULL;
+	t->len = len;
+	if (len > PAGE_SIZE)
+		t->buf = alloc_pages_exact(len, GFP_KERNEL | __GFP_NOWARN);
+	else
+		t->buf = kmalloc(len, GFP_KERNEL);
+	if (!t->buf) {
+		kfree(t);
+		return NULL;
+	}
+	return t;
+}
+
+static void tx_free(struct rdma_tx *t)
+{
+	if (t->len > PAGE_SIZE)
+		free_pages_exact(t->buf, t->len);
+	else
+		kfree(t->buf);
+	kfree(t);
+}
+
+/*
+ * Take need credits' worth of room (spending one credit) and a send slot;
+ * the credits owed to the peer ride along in *imm.  1 taken, 0 not yet,
+ * -1 the connection is broken.
+ */
+static int take_credit(struct rdma_conn *x, u32 need, u32 *imm)
+{
+	int ret = 0;
+
+	spin_lock(&x->lock);
+	if (READ_ONCE(x->broken)) {
+		ret = -1;
+	} else if (x->credits >= need && x->sq_free) {
+		x->credits--;
+		x->sq_free--;
+		*imm = x->owed;
+		x->owed = 0;
+		ret = 1;
+	}
+	spin_unlock(&x->lock);
+	return ret;
+}
+
+/*
+ * Return owed credits in a zero-length SEND when enough are owed.  From
+ * the CQ handler only (it never waits): the QP exists while it runs.
+ */
+static void send_credits(struct rdma_conn *x)
+{
+	struct ib_send_wr wr = {
+		.wr_cqe = &x->credit_cqe,
+		.opcode = IB_WR_SEND_WITH_IMM,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+	u32 imm;
+
+	spin_lock(&x->lock);
+	if (READ_ONCE(x->broken) || x->owed < RDMA_CREDIT_BATCH ||
+	    !x->credits || !x->sq_free) {
+		spin_unlock(&x->lock);
+		return;
+	}
+	x->credits--;
+	x->sq_free--;
+	imm = x->owed;
+	x->owed = 0;
+	spin_unlock(&x->lock);
+	wr.ex.imm_data = cpu_to_be32(imm);
+	if (ib_post_send(x->qp, &wr, NULL))
+		rdma_fail(x);
+}
+
+/* A SEND completed: its slot is free again. */
+static void sent(struct rdma_conn *x, struct ib_wc *wc)
+{
+	if (wc->status != IB_WC_SUCCESS) {
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			pr_notice_ratelimited("odsm: rdma send failed: %s\n",
+					      ib_wc_status_msg(wc->status));
+		rdma_fail(x);
+	}
+	spin_lock(&x->lock);
+	x->sq_free++;
+	spin_unlock(&x->lock);
+	wake_up_all(&x->tx_wait);
+	send_credits(x);
+}
+
+static void send_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rdma_tx *t = container_of(wc->wr_cqe, struct rdma_tx, cqe);
+	struct rdma_conn *x = t->x;
+
+	ib_dma_unmap_single(x->dev, t->dma, t->len, DMA_TO_DEVICE);
+	tx_free(t);
+	sent(x, wc);
+}
+
+static void credit_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	sent(container_of(wc->wr_cqe, struct rdma_conn, credit_cqe), wc);
+}
+
+static int rdma_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
+		     const void *payload, u32 plen, const void *data, u32 dlen)
+{
+	struct rdma_conn *x = rc(conn);
+	u32 total = ODSM_WIRE_HDR_SIZE + plen + dlen, imm = 0;
+	struct ib_send_wr wr = {
+		.opcode = IB_WR_SEND_WITH_IMM,
+		.send_flags = IB_SEND_SIGNALED,
+		.num_sge = 1,
+	};
+	struct ib_sge sge;
+	struct rdma_tx *t;
+	int got = 0;
+	long left;
+
+	if (total > RDMA_MSG_MAX)
+		return -EMSGSIZE;
+	if (READ_ONCE(conn->dead) || READ_ONCE(x->broken))
+		return -EHOSTDOWN;
+	t = tx_alloc(total);
+	if (!t)
+		return -ENOMEM;
+	odsm_wire_put_hdr(t->buf, h);
+	if (plen)
+		memcpy(t->buf + ODSM_WIRE_HDR_SIZE, payload, plen);
+	if (dlen)
+		memcpy(t->buf + ODSM_WIRE_HDR_SIZE + plen, data, dlen);
+
+	/* a message leaves the last credit for returning credits */
+	left = wait_event_timeout(x->tx_wait,
+				  (got = take_credit(x, 2, &imm)) != 0,
+				  msecs_to_jiffies(x->timeout_ms));
+	if (!left) {
+		tx_free(t);
+		pr_notice_ratelimited("odsm: rdma send to node %d: no credits for %u ms\n",
+				      conn->peer == U32_MAX ? -1 : (int)conn->peer,
+				      x->timeout_ms);
+		odsm_conn_kill(conn);
+		return -ETIMEDOUT;
+	}
+	if (got < 0) {
+		tx_free(t);
+		return -EHOSTDOWN;
+	}
+
+	down_read(&x->res_sem);
+	if (x->torn)
+		goto err_unlock;
+	t->x = x;
+	t->cqe.done = send_done;
+	t->dma = ib_dma_map_single(x->dev, t->buf, total, DMA_TO_DEVICE);
+	if (ib_dma_mapping_error(x->dev, t->dma))
+		goto err_kill;
+	sge.addr = t->dma;
+	sge.length = total;
+	sge.lkey = x->pd->local_dma_lkey;
+	wr.wr_cqe = &t->cqe;
+	wr.sg_list = &sge;
+	wr.ex.imm_data = cpu_to_be32(imm);
+	if (ib_post_send(x->qp, &wr, NULL)) {
+		ib_dma_unmap_single(x->dev, t->dma, total, DMA_TO_DEVICE);
+		goto err_kill;
+	}
+	up_read(&x->res_sem);
+	odsm_stat_inc(ODSM_STAT_msgs_tx);
+	return 0;
+
+err_kill:
+	up_read(&x->res_sem);
+	tx_free(t);
+	/* a lost message or credit: the connection cannot go on */
+	odsm_conn_kill(conn);
+	return -EHOSTDOWN;
+err_unlock:
+	up_read(&x->res_sem);
+	tx_free(t);
+	return -EHOSTDOWN;
+}
+
+/* ---- receiving ----------------------------------------------------------- */
+
+static int post_recv(struct rdma_conn *x, struct rdma_rbuf *r)
+{
+	struct ib_sge sge = {
+		.addr = r->dma,
+		.length = RDMA_MSG_MAX,
+		.lkey = x->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = {
+		.wr_cqe = &r->cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+
+	ib_dma_sync_single_for_device(x->dev, r->dma, RDMA_MSG_MAX,
+				      DMA_FROM_DEVICE);
+	return ib_post_recv(x->qp, &wr, NULL);
+}
+
+/*
+ * A SEND arrived: take its credits, copy the message out for the
+ * receiver thread, repost the buffer and owe the peer a credit for it.
+ */
+static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rdma_rbuf *r = container_of(wc->wr_cqe, struct rdma_rbuf, cqe);
+	struct rdma_conn *x = r->x;
+	u32 len = wc->byte_len, imm;
+	struct rdma_msg *m = NULL;
+	bool bad = false;
+
+	if (wc->status != IB_WC_SUCCESS) {
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			pr_notice_ratelimited("odsm: rdma receive failed: %s\n",
+					      ib_wc_status_msg(wc->status));
+		rdma_fail(x);
+		return;
+	}
+	if (!(wc->wc_flags & IB_WC_WITH_IMM)) {
+		bad = true;
+		goto out_bad;
+	}
+	imm = be32_to_cpu(wc->ex.imm_data);
+	if (len) {
+		ib_dma_sync_single_for_cpu(x->dev, r->dma, len,
+					   DMA_FROM_DEVICE);
+		m = kvmalloc(struct_size(m, data, len), GFP_KERNEL);
+		if (!m) {
+			rdma_fail(x);
+			return;
+		}
+		m->len = len;
+		memcpy(m->data, r->buf, len);
+	}
+	spin_lock(&x->lock);
+	/* a peer returns no more than it was given */
+	if (imm > RDMA_RECVS - x->credits)
+		bad = true;
+	else
+		x->credits += imm;
+	spin_unlock(&x->lock);
+	if (bad)
+		goto out_bad;
+	if (READ_ONCE(x->broken) || post_recv(x, r)) {
+		kvfree(m);
+		rdma_fail(x);
+		return;
+	}
+	spin_lock(&x->lock);
+	x->owed++;
+	if (m)
+		list_add_tail(&m->node, &x->rxq);
+	spin_unlock(&x->lock);
+	if (m)
+		wake_up(&x->rx_wait);
+	if (imm)
+		wake_up_all(&x->tx_wait);
+	send_credits(x);
+	return;
+
+out_bad:
+	kvfree(m);
+	odsm_stat_inc(ODSM_STAT_bad_msgs);
+	pr_notice_ratelimited("odsm: rdma: bad credits from a peer: connection closed\n");
+	rdma_fail(x);
+}
+
+static struct rdma_msg *rx_pop(struct rdma_conn *x)
+{
+	struct rdma_msg *m;
+
+	spin_lock(&x->lock);
+	m = list_first_entry_or_null(&x->rxq, struct rdma_msg, node);
+	if (m)
+		list_del(&m->node);
+	spin_unlock(&x->lock);
+	return m;
+}
+
+static bool rx_ready(struct odsm_conn *conn)
+{
+	struct rdma_conn *x = rc(conn);
+
+	return !list_empty_careful(&x->rxq) || READ_ONCE(x->broken) ||
+	       READ_ONCE(conn->dead) || kthread_should_stop();
+}
+
+/* Deliver one message; false ends the connection. */
+static bool rx_one(struct odsm_conn *conn, struct rdma_msg *m)
+{
+	struct odsm_wire_hdr h;
+
+	if (m->len < ODSM_WIRE_HDR_SIZE) {
+		odsm_stat_inc(ODSM_STAT_bad_msgs);
+		return false;
+	}
+	if (odsm_cluster_check_hdr(conn, m->data, &h))
+		return false;
+	if (m->len != ODSM_WIRE_HDR_SIZE + h.len) {
+		odsm_stat_inc(ODSM_STAT_bad_msgs);
+		pr_notice_ratelimited("odsm: rdma message of %u bytes, its header says %u: connection closed\n",
+				      m->len, ODSM_WIRE_HDR_SIZE + h.len);
+		return false;
+	}
+	odsm_cluster_rx(conn, &h, h.len ? m->data + ODSM_WIRE_HDR_SIZE : NULL);
+	return true;
+}
+
+static int rdma_rx_thread(void *arg)
+{
+	struct odsm_conn *conn = arg;
+	struct rdma_conn *x = rc(conn);
+	struct rdma_msg *m;
+	bool ok;
+
+	for (;;) {
+		wait_event_interruptible(x->rx_wait, rx_ready(conn));
+		if (READ_ONCE(conn->dead) || kthread_should_stop())
+			break;
+		/* what arrived before a failure is still delivered */
+		m = rx_pop(x);
+		if (!m) {
+			if (READ_ONCE(x->broken))
+				break;
+			continue;
+		}
+		ok = rx_one(conn, m);
+		kvfree(m);
+		if (!ok)
+			break;
+	}
+	odsm_cluster_conn_failed(conn);
+	/* the tick (or leave) stops us: wait for it */
+	while (!kthread_should_stop()) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (!kthread_should_stop())
+			schedule();
+		__set_current_state(TASK_RUNNING);
+	}
+	return 0;
+}
+
+/* ---- connection resources ------------------------------------------------ */
+
+static void qp_event(struct ib_event *ev, void *ctx)
+{
+	struct rdma_conn *x = ctx;
+
+	switch (ev->event) {
+	case IB_EVENT_COMM_EST:
+		/* data before the CM's RTU: tell the CM it is established */
+		rdma_notify(x->id, IB_EVENT_COMM_EST);
+		break;
+	case IB_EVENT_QP_FATAL:
+	case IB_EVENT_QP_REQ_ERR:
+	case IB_EVENT_QP_ACCESS_ERR:
+	case IB_EVENT_DEVICE_FATAL:
+		pr_notice_ratelimited("odsm: rdma QP error: %s\n",
+				      ib_event_msg(ev->event));
+		rdma_fail(x);
+		break;
+	default:
+		break;
+	}
+}
+
+static struct rdma_conn *conn_alloc(struct odsm_cluster *c, u32 peer,
+				    bool dialled)
+{
+	struct odsm_conn *conn = kzalloc(sizeof(*conn), GFP_KERNEL);
+	struct rdma_conn *x = kzalloc(sizeof(*x), GFP_KERNEL);
+
+	if (!conn || !x) {
+		kfree(conn);
+		kfree(x);
+		return NULL;
+	}
+	x->timeout_ms = c->timeout_ms;
+	init_completion(&x->cm_done);
+	init_rwsem(&x->res_sem);
+	spin_lock_init(&x->lock);
+	x->credits = RDMA_RECVS;
+	x->sq_free = RDMA_SENDS;
+	x->credit_cqe.done = credit_done;
+	INIT_LIST_HEAD(&x->rxq);
+	init_waitqueue_head(&x->tx_wait);
+	init_waitqueue_head(&x->rx_wait);
+	INIT_WORK(&x->disc_work, disc_work);
+	INIT_LIST_HEAD(&x->node);
+	INIT_LIST_HEAD(&x->rm_node);
+	odsm_conn_init(conn, &odsm_rdma_ops, x, peer, dialled);
+	x->conn = conn;
+	return x;
+}
+
+/* PD, CQ, QP and the posted receive buffers on x->id's device. */
+static int conn_setup(struct rdma_conn *x)
+{
+	struct ib_qp_init_attr qa = {
+		.event_handler = qp_event,
+		.qp_context = x,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.qp_type = IB_QPT_RC,
+		/* +1 each for ib_drain_qp */
+		.cap = {
+			.max_send_wr = RDMA_SENDS + 1,
+			.max_recv_wr = RDMA_RECVS + 1,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+		},
+	};
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	int i, ret;
+
+	x->dev = x->id->device;
+	pd = ib_alloc_pd(x->dev, 0);
+	if (IS_ERR(pd))
+		return PTR_ERR(pd);
+	x->pd = pd;
+	cq = ib_alloc_cq(x->dev, x, RDMA_SENDS + RDMA_RECVS + 2, 0,
+			 IB_POLL_WORKQUEUE);
+	if (IS_ERR(cq))
+		return PTR_ERR(cq);
+	x->cq = cq;
+	qa.send_cq = cq;
+	qa.recv_cq = cq;
+	ret = rdma_create_qp(x->id, pd, &qa);
+	if (ret)
+		return ret;
+	x->qp = x->id->qp;
+	for (i = 0; i < RDMA_RECVS; i++) {
+		struct rdma_rbuf *r = &x->rbufs[i];
+		void *buf;
+
+		buf = alloc_pages_exact(RDMA_MSG_MAX, GFP_KERNEL | __GFP_NOWARN);
+		if (!buf)
+			return -ENOMEM;
+		r->x = x;
+		r->cqe.done = recv_done;
+		r->dma = ib_dma_map_single(x->dev, buf, RDMA_MSG_MAX,
+					   DMA_FROM_DEVICE);
+		if (ib_dma_mapping_error(x->dev, r->dma)) {
+			free_pages_exact(buf, RDMA_MSG_MAX);
+			return -ENOMEM;
+		}
+		r->buf = buf;
+		ret = post_recv(x, r);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/*
+ * Drain and free the verbs resources, then the CM id unless keep_id (a CM
+ * handler refusing a connection: the core destroys that id).  Once; may
+ * sleep; never from a CM or CQ handler of this connection except as said.
+ */
+static void conn_teardown(struct rdma_conn *x, bool keep_id)
+{
+	struct rdma_cm_id *id;
+	int i;
+
+	rdma_fail(x);
+	down_write(&x->res_sem);
+	if (x->torn) {
+		up_write(&x->res_sem);
+		return;
+	}
+	x->torn = true;
+	if (x->qp) {
+		/* every completion handled: no SEND buffer left behind */
+		if (x->live)
+			ib_drain_qp(x->qp);
+		rdma_destroy_qp(x->id);
+		x->qp = NULL;
+	}
+	if (x->cq) {
+		ib_free_cq(x->cq);
+		x->cq = NULL;
+	}
+	for (i = 0; i < RDMA_RECVS; i++) {
+		struct rdma_rbuf *r = &x->rbufs[i];
+
+		if (!r->buf)
+			continue;
+		ib_dma_unmap_single(x->dev, r->dma, RDMA_MSG_MAX,
+				    DMA_FROM_DEVICE);
+		free_pages_exact(r->buf, RDMA_MSG_MAX);
+		r->buf = NULL;
+	}
+	if (x->pd) {
+		ib_dealloc_pd(x->pd);
+		x->pd = NULL;
+	}
+	id = keep_id ? NULL : x->id;
+	x->id = NULL;
+	up_write(&x->res_sem);
+	if (id)
+		rdma_destroy_id(id);
+}
+
+static void conn_free(struct rdma_conn *x)
+{
+	struct rdma_msg *m;
+
+	while ((m = rx_pop(x)))
+		kvfree(m);
+	kfree(x);
+}
+
+/* A connection that was never published. */
+static void conn_abort(struct rdma_conn *x, bool keep_id)
+{
+	conn_teardown(x, keep_id);
+	kfree(x->conn);
+	conn_free(x);
+}
+
+/* Start the receiver and hand the connection to the cluster. */
+static void conn_publish(struct odsm_cluster *c, struct rdma_conn *x)
+{
+	mutex_lock(&rdma_lock);
+	list_add(&x->node, &rdma_conns);
+	mutex_unlock(&rdma_lock);
+	odsm_conn_publish(c, x->conn);
+	wake_up_process(x->rx);
+}
+
+static int rx_create(struct rdma_conn *x, u32 peer)
+{
+	struct task_struct *t;
+
+	t = kthread_create(rdma_rx_thread, x->conn, "odsm-rrx/%d",
+			   peer == U32_MAX ? -1 : (int)peer);
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	get_task_struct(t);
+	x->rx = t;
+	return 0;
+}
+
+static void rx_destroy(struct rdma_conn *x)
+{
+	if (!x->rx)
+		return;
+	kthread_stop(x->rx);
+	put_task_struct(x->rx);
+	x->rx = NULL;
+}
+
+/* ---- the connection manager ---------------------------------------------- */
+
+static void cm_report(struct rdma_conn *x, int status)
+{
+	x->cm_status = status;
+	complete(&x->cm_done);
+}
+
+/* Wait for the CM step just started; bounded by the cluster's timeout. */
+static int cm_wait(struct rdma_conn *x)
+{
+	if (!wait_for_completion_timeout(&x->cm_done,
+					 msecs_to_jiffies(x->timeout_ms) + HZ))
+		return -ETIMEDOUT;
+	return x->cm_status;
+}
+
+/* A connection request on the listener: set up, accept and publish. */
+static int on_connect_req(struct rdma_cm_id *id)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	struct sockaddr_in *from = (struct sockaddr_in *)&id->route.addr.dst_addr;
+	struct rdma_conn_param p = { .rnr_retry_count = 7 };
+	struct rdma_conn *x;
+	int ret;
+
+	if (from->sin_family != AF_INET)
+		return -EAFNOSUPPORT;	/* the core destroys the id */
+	x = conn_alloc(c, U32_MAX, false);
+	if (!x)
+		return -ENOMEM;
+	x->id = id;
+	id->context = x;
+	x->peer_ip = from->sin_addr.s_addr;
+	ret = conn_setup(x);
+	if (ret)
+		goto err;
+	ret = rx_create(x, U32_MAX);
+	if (ret)
+		goto err;
+	ret = rdma_accept(id, &p);
+	if (ret)
+		goto err_rx;
+	x->live = true;
+	/* the HELLO tells who it is: until then it may say nothing else */
+	conn_publish(c, x);
+	return 0;
+err_rx:
+	rx_destroy(x);
+err:
+	id->context = NULL;
+	conn_abort(x, true);
+	return ret;
+}
+
+/* An event on the listener itself. */
+static int on_listener_event(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	int gone = 0;
+
+	if (ev->event != RDMA_CM_EVENT_DEVICE_REMOVAL)
+		return 0;
+	/* not torn down by rdma_remove_one (a race): let the core do it */
+	mutex_lock(&rdma_lock);
+	if (rdma_lis.id == id) {
+		rdma_lis.id = NULL;
+		gone = 1;
+	}
+	mutex_unlock(&rdma_lock);
+	return gone;
+}
+
+static int rdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct rdma_conn *x = id->context;
+
+	/* only the listener's new ids see these: context is the listener */
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+		return on_connect_req(id);
+	if (id->context == &rdma_lis)
+		return on_listener_event(id, ev);
+	if (!x)
+		return 0;
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+	case RDMA_CM_EVENT_ESTABLISHED:
+		cm_report(x, 0);
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		cm_report(x, -ECONNREFUSED);
+		rdma_fail(x);
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		cm_report(x, ev->status < 0 ? ev->status : -EHOSTUNREACH);
+		rdma_fail(x);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+		/* a removal: the core waits until the tick reaps the id */
+		cm_report(x, -ECONNRESET);
+		rdma_fail(x);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* ---- transport ops ------------------------------------------------------- */
+
+static void disc_work(struct work_struct *w)
+{
+	struct rdma_conn *x = container_of(w, struct rdma_conn, disc_work);
+
+	down_read(&x->res_sem);
+	if (!x->torn && x->id && x->live)
+		rdma_disconnect(x->id);
+	up_read(&x->res_sem);
+}
+
+static void rdma_kill(struct odsm_conn *conn)
+{
+	struct rdma_conn *x = rc(conn);
+
+	rdma_fail(x);
+	/* rdma_disconnect sleeps: kill may come from any context */
+	schedule_work(&x->disc_work);
+}
+
+static void rdma_stop(struct odsm_conn *conn)
+{
+	struct rdma_conn *x = rc(conn);
+
+	cancel_work_sync(&x->disc_work);
+	conn_teardown(x, false);
+	rx_destroy(x);
+}
+
+static void rdma_release(struct odsm_conn *conn)
+{
+	struct rdma_conn *x = rc(conn);
+
+	mutex_lock(&rdma_lock);
+	list_del_init(&x->node);
+	mutex_unlock(&rdma_lock);
+	cancel_work_sync(&x->disc_work);
+	conn_teardown(x, false);
+	rx_destroy(x);
+	conn_free(x);
+}
+
+static int rdma_peer_ipv4(struct odsm_conn *conn, __be32 *ip)
+{
+	struct rdma_conn *x = rc(conn);
+
+	if (!x->peer_ip)
+		return -ENOTCONN;
+	*ip = x->peer_ip;
+	return 0;
+}
+
+static int rdma_listen_(struct odsm_cluster *c)
+{
+	struct sockaddr_in a = c->peers[c->self].addr;
+	struct rdma_cm_id *id;
+	int ret;
+
+	id = rdma_create_id(&init_net, rdma_cm_handler, &rdma_lis, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	if (IS_ERR(id))
+		return PTR_ERR(id);
+	ret = rdma_bind_addr(id, (struct sockaddr *)&a);
+	if (ret) {
+		pr_err("odsm: no RDMA device for %pISpc: %d\n", &a, ret);
+		goto err;
+	}
+	ret = rdma_listen(id, ODSM_MAX_NODES);
+	if (ret) {
+		pr_err("odsm: cannot listen on %pISpc over RDMA: %d\n", &a, ret);
+		goto err;
+	}
+	mutex_lock(&rdma_lock);
+	rdma_lis.id = id;
+	mutex_unlock(&rdma_lock);
+	c->listener = &rdma_lis;
+	return 0;
+err:
+	rdma_destroy_id(id);
+	return ret;
+}
+
+static void rdma_unlisten(struct odsm_cluster *c)
+{
+	struct rdma_cm_id *id;
+
+	mutex_lock(&rdma_lock);
+	id = rdma_lis.id;
+	rdma_lis.id = NULL;
+	mutex_unlock(&rdma_lock);
+	/* waits for the connection requests being handled */
+	if (id)
+		rdma_destroy_id(id);
+	c->listener = NULL;
+}
+
+/* Connect to peer; the new connection, with a reference for the caller. */
+static struct odsm_conn *rdma_dial(struct odsm_cluster *c, u32 peer)
+{
+	struct sockaddr_in src = c->peers[c->self].addr;
+	struct sockaddr_in dst = c->peers[peer].addr;
+	struct rdma_conn_param p = { .retry_count = 7, .rnr_retry_count = 7 };
+	struct rdma_cm_id *id;
+	struct rdma_conn *x;
+	int ret;
+
+	src.sin_port = 0;
+	x = conn_alloc(c, peer, true);
+	if (!x)
+		return ERR_PTR(-ENOMEM);
+	id = rdma_create_id(&init_net, rdma_cm_handler, x, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	if (IS_ERR(id)) {
+		ret = PTR_ERR(id);
+		goto err;
+	}
+	x->id = id;
+	x->peer_ip = dst.sin_addr.s_addr;
+
+	reinit_completion(&x->cm_done);
+	ret = rdma_resolve_addr(id, (struct sockaddr *)&src,
+				(struct sockaddr *)&dst, x->timeout_ms);
+	if (!ret)
+		ret = cm_wait(x);
+	if (ret)
+		goto err;
+	reinit_completion(&x->cm_done);
+	ret = rdma_resolve_route(id, x->timeout_ms);
+	if (!ret)
+		ret = cm_wait(x);
+	if (ret)
+		goto err;
+	ret = conn_setup(x);
+	if (ret)
+		goto err;
+	ret = rx_create(x, peer);
+	if (ret)
+		goto err;
+	reinit_completion(&x->cm_done);
+	ret = rdma_connect(id, &p);
+	if (!ret)
+		ret = cm_wait(x);
+	if (ret)
+		goto err_rx;
+	x->live = true;
+	conn_publish(c, x);
+	kref_get(&x->conn->ref);
+	return x->conn;
+err_rx:
+	rx_destroy(x);
+err:
+	conn_abort(x, false);
+	return ERR_PTR(ret);
+}
+
+const struct odsm_transport_ops odsm_rdma_ops = {
+	.name = "rdma",
+	.listen = rdma_listen_,
+	.unlisten = rdma_unlisten,
+	.dial = rdma_dial,
+	.send = rdma_send,
+	.kill = rdma_kill,
+	.stop = rdma_stop,
+	.release = rdma_release,
+	.peer_ipv4 = rdma_peer_ipv4,
+};
+
+/* ---- devices ------------------------------------------------------------- */
+
+static int rdma_add_one(struct ib_device *dev)
+{
+	return 0;
+}
+
+/*
+ * A device is going away: the RDMA CM waits for every id on it to be
+ * destroyed, so tear down the listener and the connections on it now (the
+ * cluster sees the peers fail).  Ids that are still connecting get the
+ * CM's DEVICE_REMOVAL event and fail their dial.
+ */
+static void rdma_remove_one(struct ib_device *dev, void *data)
+{
+	struct rdma_cm_id *lid = NULL;
+	struct rdma_conn *x, *tmp;
+	LIST_HEAD(gone);
+
+	mutex_lock(&rdma_lock);
+	if (rdma_lis.id && rdma_lis.id->device == dev) {
+		lid = rdma_lis.id;
+		rdma_lis.id = NULL;
+	}
+	list_for_each_entry(x, &rdma_conns, node)
+		if (x->dev == dev && kref_get_unless_zero(&x->conn->ref))
+			list_add_tail(&x->rm_node, &gone);
+	mutex_unlock(&rdma_lock);
+
+	if (lid) {
+		pr_notice("odsm: RDMA device %s removed: no longer accepting\n",
+			  dev_name(&dev->dev));
+		rdma_destroy_id(lid);
+	}
+	list_for_each_entry_safe(x, tmp, &gone, rm_node) {
+		struct odsm_conn *conn = x->conn;
+
+		list_del_init(&x->rm_node);
+		odsm_conn_kill(conn);
+		conn_teardown(x, false);
+		odsm_conn_put(conn);
+	}
+}
+
+static struct ib_client odsm_ib_client = {
+	.name = "odsm",
+	.add = rdma_add_one,
+	.remove = rdma_remove_one,
+};
+
+int odsm_rdma_init(void)
+{
+	return ib_register_client(&odsm_ib_client);
+}
+
+void odsm_rdma_exit(void)
+{
+	ib_unregister_client(&odsm_ib_client);
+}

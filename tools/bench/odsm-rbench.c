@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * odsm-rbench: latency of remote reads, writes and atomics of 8 B, 4 KiB
+ * and 1 MiB, and 1 MiB read bandwidth, against objects this program places
+ * on another node (ODSM_ALLOC_ON_NODE); the same on a local object as the
+ * cost of the ioctl path itself.  Prints ODSM_BENCH lines; judges nothing.
+ *
+ *   odsm-rbench NODE [ITERATIONS]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/odsm.h>
+
+static int fd;
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static unsigned long long alloc_on(unsigned int node, unsigned long long size)
+{
+	struct odsm_alloc a = { .size = size, .flags = ODSM_ALLOC_ON_NODE |
+				ODSM_ALLOC_ZERO, .node = node };
+
+	if (ioctl(fd, ODSM_IOC_ALLOC, &a)) {
+		fprintf(stderr, "odsm-rbench: alloc %llu on node %u: %s\n",
+			size, node, strerror(errno));
+		exit(1);
+	}
+	return a.gaddr;
+}
+
+static void free_obj(unsigned long long cg)
+{
+	struct odsm_free f = { .gaddr = cg };
+
+	ioctl(fd, ODSM_IOC_FREE, &f);
+}
+
+/* Median latency in µs of n runs of one read or write of len bytes. */
+static double rw_median(unsigned long long ga, void *buf, size_t len,
+			unsigned long cmd, int n)
+{
+	struct odsm_rw r = { .gaddr = ga, .buf = (unsigned long)buf, .len = len };
+	double *t = calloc(n, sizeof(*t)), m;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		double t0 = now_us();
+
+		if (ioctl(fd, cmd, &r)) {
+			fprintf(stderr, "odsm-rbench: rw: %s\n", strerror(errno));
+			exit(1);
+		}
+		t[i] = now_us() - t0;
+	}
+	qsort(t, n, sizeof(*t), cmp_double);
+	m = t[n / 2];
+	free(t);
+	return m;
+}
+
+static double atomic_median(unsigned long long ga, int n)
+{
+	struct odsm_atomic a = { .gaddr = ga, .op = ODSM_ATOMIC_FETCH_ADD,
+				 .operand = 1 };
+	double *t = calloc(n, sizeof(*t)), m;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		double t0 = now_us();
+
+		if (ioctl(fd, ODSM_IOC_ATOMIC, &a)) {
+			fprintf(stderr, "odsm-rbench: atomic: %s\n", strerror(errno));
+			exit(1);
+		}
+		t[i] = now_us() - t0;
+	}
+	qsort(t, n, sizeof(*t), cmp_double);
+	m = t[n / 2];
+	free(t);
+	return m;
+}
+
+static void run(const char *where, unsigned int node, int iters)
+{
+	static const size_t sizes[] = { 8, 4096, 1 << 20 };
+	char *buf = malloc(1 << 20);
+	unsigned long long obj[3];
+	double t0, secs;
+	int i, n;
+
+	memset(buf, 0x5a, 1 << 20);
+	for (i = 0; i < 3; i++)
+		obj[i] = alloc_on(node, sizes[i]);
+	for (i = 0; i < 3; i++) {
+		n = sizes[i] >= (1 << 20) ? iters / 10 + 1 : iters;
+		printf("ODSM_BENCH %s read_%zu_us=%.1f write_%zu_us=%.1f\n", where,
+		       sizes[i], rw_median(obj[i], buf, sizes[i], ODSM_IOC_READ, n),
+		       sizes[i], rw_median(obj[i], buf, sizes[i], ODSM_IOC_WRITE, n));
+	}
+	printf("ODSM_BENCH %s fetch_add_us=%.1f\n", where,
+	       atomic_median(obj[0] & ODSM_ADDR_MASK, iters));
+	n = iters / 10 + 2;
+	t0 = now_us();
+	for (i = 0; i < n; i++) {
+		struct odsm_rw r = { .gaddr = obj[2], .buf = (unsigned long)buf,
+				     .len = 1 << 20 };
+
+		if (ioctl(fd, ODSM_IOC_READ, &r))
+			exit(1);
+	}
+	secs = (now_us() - t0) / 1e6;
+	printf("ODSM_BENCH %s read_bw_MiB_s=%.1f\n", where, n / secs);
+	for (i = 0; i < 3; i++)
+		free_obj(obj[i]);
+	free(buf);
+}
+
+int main(int argc, char **argv)
+{
+	struct odsm_info in;
+	unsigned int node;
+	int iters;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: odsm-rbench NODE [ITERATIONS]\n");
+		return 2;
+	}
+	node = strtoul(argv[1], NULL, 0);
+	iters = argc > 2 ? atoi(argv[2]) : 200;
+	fd = open(ODSM_DEVICE_PATH, O_RDWR);
+	if (fd < 0 || ioctl(fd, ODSM_IOC_INFO, &in)) {
+		perror("odsm-rbench: /dev/odsm");
+		return 1;
+	}
+	printf("ODSM_BENCH remote ops from node %u to node %u, median of %d (1 MiB: %d)\n",
+	       in.node_id, node, iters, iters / 10 + 1);
+	run("local", in.node_id, iters);
+	run("remote", node, iters);
+	return 0;
+}
