@@ -43,8 +43,10 @@ HOST_TESTS := $(patsubst selftests/host/%.c,$(BUILD)/tests/host/%,\
 		$(wildcard selftests/host/*_test.c))
 VM_TESTS   := $(patsubst selftests/vm/%.c,$(BUILD)/tests/vm/%,\
 		$(wildcard selftests/vm/*.c))
+CLUSTER_TESTS := $(patsubst selftests/cluster/%.c,$(BUILD)/tests/cluster/%,\
+		$(wildcard selftests/cluster/*_test.c))
 TOOLS	   := $(BUILD)/bin/odsmctl $(BUILD)/bin/odsm-bench $(BUILD)/bin/odsm-rbench \
-	      $(BUILD)/bin/odsm-demo
+	      $(BUILD)/bin/odsm-demo $(BUILD)/bin/odsm-kvs
 
 MODULE	:= $(BUILD)/kmod/$(KVER)/kmod/odsm.ko
 
@@ -111,12 +113,16 @@ $(BUILD)/bin/odsm-rbench: tools/bench/odsm-rbench.c $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -static -o $@ $<
 
+$(BUILD)/bin/odsm-kvs: tools/examples/odsm-kvs.c $(LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(UCFLAGS) -static -o $@ $<
+
 $(BUILD)/bin/odsm-demo: tools/examples/odsm-demo.c $(LIB_A) $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -static -o $@ $< $(LIB_A)
 
 # ---- tests ------------------------------------------------------------------
-tests: $(HOST_TESTS) $(VM_TESTS)
+tests: $(HOST_TESTS) $(VM_TESTS) $(CLUSTER_TESTS)
 
 $(KSFT)/kselftest_harness.h:
 	@test -f /usr/src/linux-source-6.1.tar.xz || \
@@ -134,6 +140,11 @@ $(BUILD)/tests/host/%: selftests/host/%.c $(wildcard selftests/host/*.h) $(CORE_
 
 $(BUILD)/tests/vm/%: selftests/vm/%.c $(wildcard selftests/vm/*.h) $(LIB_A) $(LIB_HDR) \
 		$(KSFT)/kselftest_harness.h
+	@mkdir -p $(@D)
+	$(CC) $(UCFLAGS) -I$(KSFT) -static -pthread -o $@ $< $(LIB_A)
+
+$(BUILD)/tests/cluster/%: selftests/cluster/%.c $(wildcard selftests/cluster/*.h) \
+		$(LIB_A) $(LIB_HDR) $(KSFT)/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -I$(KSFT) -static -pthread -o $@ $< $(LIB_A)
 

@@ -1,0 +1,37 @@
+#!/bin/sh
+# Guest side of `make demo`, on every node of the cluster: load odsm, join
+# the cluster over kernel TCP, build a key-value table spread over all the
+# nodes' partitions at once (tools/examples/odsm-kvs.c), show the cluster
+# and the counters.
+# shellcheck shell=dash disable=SC1091,SC2154
+. /rig/lib.sh
+set -e
+net_up
+modprobe odsm
+wait_peers
+nodes=""
+k=0
+while [ "$k" -lt "$rig_nodes" ]; do
+	nodes="$nodes${nodes:+,}$(node_ip "$k"):7100"
+	k=$((k + 1))
+done
+echo "RIG_MARK demo_begin"
+echo "\$ odsmctl join --transport tcp --node-id $rig_node --nodes $nodes"
+odsmctl join --transport tcp --node-id "$rig_node" --nodes "$nodes"
+i=0
+until [ "$(odsmctl status --raw | grep -c ' state=up ')" -eq $((rig_nodes - 1)) ]; do
+	i=$((i + 1))
+	[ "$i" -lt 300 ] || { odsmctl status; echo "peers never came up"; exit 1; }
+	sleep 0.2
+done
+barrier 60
+echo "\$ odsm-kvs ${rig_keys:-150}"
+odsm-kvs "${rig_keys:-150}"
+barrier 300
+echo "\$ odsmctl status"
+odsmctl status
+echo "\$ odsmctl stats --raw   (cluster counters)"
+odsmctl stats --raw | grep -E '^(msgs_|served|remote_|rpc_|bad_msgs|peers_down)'
+echo "RIG_MARK demo_end"
+barrier 60
+rmmod odsm
