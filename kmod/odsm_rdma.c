@@ -51,6 +51,12 @@
 #define RDMA_SENDS		(2 * RDMA_RECVS)	/* send queue slots */
 #define RDMA_CREDIT_BATCH	(RDMA_RECVS / 2)
 #define RDMA_MSG_MAX		(ODSM_WIRE_HDR_SIZE + ODSM_WIRE_MAX_PAYLOAD)
+/*
+ * Local ACK timeout, 4.096 us << 14 = 67 ms: a lost packet costs that
+ * much, not the half second the CM would choose for RoCE (a message is up
+ * to 257 packets, and a call has timeout_ms in all).
+ */
+#define RDMA_ACK_TIMEOUT	14
 
 struct rdma_conn;
 
@@ -738,6 +744,7 @@ static int on_connect_req(struct rdma_cm_id *id)
 	x->id = id;
 	id->context = x;
 	x->peer_ip = from->sin_addr.s_addr;
+	rdma_set_ack_timeout(id, RDMA_ACK_TIMEOUT);
 	ret = conn_setup(x);
 	if (ret)
 		goto err;
@@ -950,6 +957,7 @@ static struct odsm_conn *rdma_dial(struct odsm_cluster *c, u32 peer)
 		ret = cm_wait(x);
 	if (ret)
 		goto err;
+	rdma_set_ack_timeout(id, RDMA_ACK_TIMEOUT);
 	ret = conn_setup(x);
 	if (ret)
 		goto err;
