@@ -72,7 +72,11 @@ static void sock_tune(struct socket *sock, u32 timeout_ms)
 	tcp_sock_set_nodelay(sock->sk);
 }
 
-/* Read exactly len bytes; 0, or -ECONNRESET when the stream ends. */
+/*
+ * Read exactly len bytes: 0; -ECONNRESET when the stream ends (or fails)
+ * before the first byte; -EPROTO when it ends part-way, a truncated
+ * message.
+ */
 static int recv_all(struct socket *sock, void *buf, size_t len)
 {
 	struct kvec iov = { .iov_base = buf, .iov_len = len };
@@ -82,11 +86,22 @@ static int recv_all(struct socket *sock, void *buf, size_t len)
 	while (iov.iov_len) {
 		n = kernel_recvmsg(sock, &msg, &iov, 1, iov.iov_len, MSG_WAITALL);
 		if (n <= 0)
-			return n ? n : -ECONNRESET;
+			return iov.iov_len < len ? -EPROTO : -ECONNRESET;
 		iov.iov_base += n;
 		iov.iov_len -= n;
 	}
 	return 0;
+}
+
+/* A message cut short by the end of the stream: dropped and counted. */
+static void count_truncated(struct odsm_conn *conn, int ret)
+{
+	if (ret == -EPROTO && !READ_ONCE(conn->dead)) {
+		odsm_stat_inc(ODSM_STAT_bad_msgs);
+		pr_notice_ratelimited("odsm: truncated message on a connection %s node %d: closed\n",
+				      conn->dialled ? "to" : "from",
+				      conn->peer == U32_MAX ? -1 : (int)conn->peer);
+	}
 }
 
 static int tcp_rx_thread(void *arg)
@@ -96,10 +111,14 @@ static int tcp_rx_thread(void *arg)
 	u8 raw[ODSM_WIRE_HDR_SIZE];
 	struct odsm_wire_hdr h;
 	u8 *payload;
+	int ret;
 
 	while (!kthread_should_stop() && !READ_ONCE(conn->dead)) {
-		if (recv_all(sock, raw, sizeof(raw)))
+		ret = recv_all(sock, raw, sizeof(raw));
+		if (ret) {
+			count_truncated(conn, ret);
 			break;
+		}
 		/* a stream cannot resynchronise after a bad header */
 		if (odsm_cluster_check_hdr(conn, raw, &h))
 			break;
@@ -108,7 +127,10 @@ static int tcp_rx_thread(void *arg)
 			payload = kvmalloc(h.len, GFP_KERNEL);
 			if (!payload)
 				break;
-			if (recv_all(sock, payload, h.len)) {
+			ret = recv_all(sock, payload, h.len);
+			if (ret) {
+				/* the header came whole: any end is a cut */
+				count_truncated(conn, -EPROTO);
 				kvfree(payload);
 				break;
 			}
