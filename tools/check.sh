@@ -9,6 +9,8 @@
 #   vm-KVER   kselftest programs in a QEMU/TCG guest of each kernel, and the
 #             demo application; a kernel WARNING/BUG/Oops/lockdep/hung-task
 #             line in a guest log fails the suite
+#   cluster-KVER  the multi-node programs (selftests/cluster) on 2 guests,
+#             and on 3 guests of which one powers off mid-run, over TCP
 #
 # Each suite ends with "<suite>: N passed, M failed"; the run ends with the
 # total "N passed, M failed" and exits non-zero on any failure.
@@ -154,6 +156,36 @@ for k in "${KVERS[@]}"; do
 		fi
 	done
 	suite_end "vm-$k" $vp $vf
+
+	# the cluster: 2 guests; 3 guests of which one dies after the
+	# programs (the survivors check that operations on it fail in time
+	# and that rmmod works with a peer dead)
+	c_pass=0 c_fail=0
+	for spec in "2 tcp" "3 tcp rig.down=2"; do
+		set -- $spec
+		n=$1 xport=$2 extra=${3:-}
+		step "cluster $k: $n guests over $xport ${extra:+($extra)}"
+		tools/rig/run.sh -k "$k" -n "$n" -s cluster -i "$img" -l "$LOGS" -t 600 \
+			-a "rig.transport=$xport rig.heartbeat_ms=250 rig.timeout_ms=5000 $extra" \
+			>"$LOGS/run-cluster-$n-$k.txt" 2>&1
+		rc=$?
+		for node in $(seq 0 $((n - 1))); do
+			log=$LOGS/cluster-$k-node$node.log
+			read -r p f < <(tap_totals "$log")
+			tr -d '\r' <"$log" | grep -E '^(not ok|#  )' | sed "s/^/[node$node] /" || true
+			c_pass=$((c_pass + p))
+			c_fail=$((c_fail + f))
+		done
+		if [ "$rc" = 0 ]; then
+			c_pass=$((c_pass + 1))
+			echo "ok: $n guests passed, kernel logs clean"
+		else
+			c_fail=$((c_fail + 1))
+			tail -n 40 "$LOGS/run-cluster-$n-$k.txt"
+			echo "not ok: cluster of $n"
+		fi
+	done
+	suite_end "cluster-$k" $c_pass $c_fail
 done
 
 echo "check: $(( $(date +%s) - t_start )) s"

@@ -73,11 +73,11 @@ const char *odsm_strerror(int err)
 	case 0:
 		return "success";
 	case EINVAL:
-		return "invalid argument: a bad size, alignment or flag, or an address that is not a live object of this node";
+		return "invalid argument: a bad size, alignment or flag, or an address that is not a live object (or a range not inside one partition's objects)";
 	case ENOMEM:
 		return "out of memory: this node's partition has no room for the object";
 	case EBUSY:
-		return "busy: the heap is mapped or holds objects";
+		return "busy: the heap is mapped or holds objects, or the node already joined a cluster";
 	case EEXIST:
 		return "the heap's address range is already in use in this process";
 	case EALREADY:
@@ -94,6 +94,16 @@ const char *odsm_strerror(int err)
 		return "operation not permitted: reconfiguring needs CAP_SYS_ADMIN";
 	case EREMOTE:
 		return "the object lives on another node; this build reaches only the local partition";
+	case EHOSTDOWN:
+		return "the node that holds the object is down";
+	case ETIMEDOUT:
+		return "the node that holds the object did not answer in time";
+	case EPROTONOSUPPORT:
+		return "this module has no such transport";
+	case EADDRINUSE:
+		return "this node's cluster address (host:port) is already in use";
+	case EADDRNOTAVAIL:
+		return "this node's cluster address is not an address of this machine";
 	default:
 		return strerror(-err);
 	}
@@ -137,21 +147,132 @@ int odsm_move(uint64_t *cg)
 	return ret;
 }
 
-int odsm_set_config(const struct odsm_config *c)
+/*
+ * An ioctl on odsm_rt.fd when odsm_init() opened it, else on a descriptor
+ * opened for this one call: for tools that do not map the heap.
+ */
+static int dev_ioctl(unsigned long cmd, void *arg)
 {
-	struct odsm_config copy = *c;
+	const char *path = getenv("ODSM_DEVICE");
 	int fd = odsm_rt.fd, ret = 0;
 
 	if (fd < 0)
-		fd = open(getenv("ODSM_DEVICE") ? getenv("ODSM_DEVICE") :
-			  ODSM_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+		fd = open(path ? path : ODSM_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (ioctl(fd, ODSM_IOC_SET_CONFIG, &copy))
+	if (ioctl(fd, cmd, arg))
 		ret = -errno;
 	if (fd != odsm_rt.fd)
 		close(fd);
 	return ret;
+}
+
+int odsm_set_config(const struct odsm_config *c)
+{
+	struct odsm_config copy = *c;
+
+	return dev_ioctl(ODSM_IOC_SET_CONFIG, &copy);
+}
+
+int odsm_join(unsigned int transport, const struct odsm_node_addr *nodes,
+	      unsigned int nr, unsigned int heartbeat_ms,
+	      unsigned int timeout_ms)
+{
+	struct odsm_join j = {
+		.transport = transport,
+		.nr_nodes = nr,
+		.nodes = (uint64_t)(uintptr_t)nodes,
+		.heartbeat_ms = heartbeat_ms,
+		.timeout_ms = timeout_ms,
+	};
+
+	return dev_ioctl(ODSM_IOC_JOIN, &j);
+}
+
+int odsm_leave(void)
+{
+	return dev_ioctl(ODSM_IOC_LEAVE, NULL);
+}
+
+int odsm_status(struct odsm_peer_info *out, unsigned int *nr,
+		unsigned int *transport)
+{
+	struct odsm_status st = { .nr = out ? *nr : 0,
+				  .peers = (uint64_t)(uintptr_t)out };
+	int ret = dev_ioctl(ODSM_IOC_STATUS, &st);
+
+	if (ret)
+		return ret;
+	*nr = st.nr;
+	if (transport)
+		*transport = st.transport;
+	return 0;
+}
+
+int odsm_read(uint64_t gaddr, void *buf, size_t len)
+{
+	struct odsm_rw r = { .gaddr = gaddr, .buf = (uint64_t)(uintptr_t)buf,
+			     .len = len };
+
+	return dev_ioctl(ODSM_IOC_READ, &r);
+}
+
+int odsm_write(uint64_t gaddr, const void *buf, size_t len)
+{
+	struct odsm_rw r = { .gaddr = gaddr, .buf = (uint64_t)(uintptr_t)buf,
+			     .len = len };
+
+	return dev_ioctl(ODSM_IOC_WRITE, &r);
+}
+
+static int atomic_op(uint64_t gaddr, uint32_t op, uint64_t operand,
+		     uint64_t compare, uint64_t *old)
+{
+	struct odsm_atomic a = { .gaddr = gaddr, .op = op,
+				 .operand = operand, .compare = compare };
+	int ret = dev_ioctl(ODSM_IOC_ATOMIC, &a);
+
+	if (!ret && old)
+		*old = a.old;
+	return ret;
+}
+
+int odsm_fetch_add(uint64_t gaddr, uint64_t add, uint64_t *old)
+{
+	return atomic_op(gaddr, ODSM_ATOMIC_FETCH_ADD, add, 0, old);
+}
+
+int odsm_cmp_swap(uint64_t gaddr, uint64_t expect, uint64_t desired,
+		  uint64_t *old)
+{
+	return atomic_op(gaddr, ODSM_ATOMIC_CMP_SWAP, desired, expect, old);
+}
+
+static int alloc_placed(unsigned int node, size_t size, size_t align,
+			unsigned int flags, uint64_t *cg)
+{
+	struct odsm_alloc a = { .size = size, .align = (uint32_t)align,
+				.flags = flags, .node = node };
+	int ret;
+
+	if (align > UINT32_MAX)
+		return -EINVAL;
+	ret = dev_ioctl(ODSM_IOC_ALLOC, &a);
+	if (!ret)
+		*cg = a.gaddr;
+	return ret;
+}
+
+int odsm_alloc_on(unsigned int node, size_t size, size_t align,
+		  unsigned int flags, uint64_t *cg)
+{
+	return alloc_placed(node, size, align, flags | ODSM_ALLOC_ON_NODE, cg);
+}
+
+int odsm_alloc_anywhere(size_t size, size_t align, unsigned int flags,
+			uint64_t *cg)
+{
+	return alloc_placed(0, size, align, flags | ODSM_ALLOC_ANYWHERE, cg);
 }
 
 /* The color is spent: move the object and start over at the new address. */

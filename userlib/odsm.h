@@ -70,6 +70,59 @@ int odsm_move(uint64_t *cg);
 /* CAP_SYS_ADMIN: reconfigure the node while nothing is mapped. */
 int odsm_set_config(const struct odsm_config *c);
 
+/* ---- the cluster ------------------------------------------------------ */
+
+/*
+ * These work with or without odsm_init(): they use its file descriptor when
+ * there is one and open the device for the call otherwise, so tools can call
+ * them without mapping the heap.  Remote operations may also fail with
+ * -EHOSTDOWN (the node that holds the address is down) or -ETIMEDOUT (it
+ * did not answer within the cluster's timeout).
+ */
+
+/*
+ * CAP_SYS_ADMIN: join a cluster of nr nodes (the configured node count),
+ * nodes[i] being where node i's module listens, this node's own address
+ * among them.  transport: ODSM_TRANSPORT_TCP or ODSM_TRANSPORT_RDMA;
+ * heartbeat_ms / timeout_ms 0 take the module's defaults.
+ */
+int odsm_join(unsigned int transport, const struct odsm_node_addr *nodes,
+	      unsigned int nr, unsigned int heartbeat_ms,
+	      unsigned int timeout_ms);
+/* CAP_SYS_ADMIN: leave the cluster (nothing happens if not joined). */
+int odsm_leave(void);
+/*
+ * The cluster as this node sees it.  in: *nr entries of room at out (out
+ * may be NULL when *nr is 0).  out: *nr = the node count (0 when not
+ * joined; entries beyond the room given are not written), *transport (0
+ * when not joined; may be NULL).
+ */
+int odsm_status(struct odsm_peer_info *out, unsigned int *nr,
+		unsigned int *transport);
+
+/*
+ * Copy len bytes from / to any global address (colored or not), local or
+ * remote.  The range must lie in one partition, in blocks holding objects.
+ */
+int odsm_read(uint64_t gaddr, void *buf, size_t len);
+int odsm_write(uint64_t gaddr, const void *buf, size_t len);
+/* Atomics on the 8-byte aligned word at gaddr; *old (may be NULL) gets
+ * the value it had before.
+ */
+int odsm_fetch_add(uint64_t gaddr, uint64_t add, uint64_t *old);
+int odsm_cmp_swap(uint64_t gaddr, uint64_t expect, uint64_t desired,
+		  uint64_t *old);
+/* An object in node's partition (ODSM_ALLOC_ON_NODE); flags may add
+ * ODSM_ALLOC_ZERO.  Free it with odsm_free().
+ */
+int odsm_alloc_on(unsigned int node, size_t size, size_t align,
+		  unsigned int flags, uint64_t *cg);
+/* An object here if there is room, else on the up peer with the most
+ * (ODSM_ALLOC_ANYWHERE).
+ */
+int odsm_alloc_anywhere(size_t size, size_t align, unsigned int flags,
+			uint64_t *cg);
+
 /* ---- colors and addresses (DRust Algorithm 3) ------------------------ */
 
 static inline uint16_t odsm_color_of(uint64_t cg)

@@ -8,10 +8,19 @@
  *   odsmctl config --node-id N --nodes N [--base ADDR] [--part-size SIZE]
  *                                 reconfigure (root; nothing may be mapped
  *                                 or allocated)
+ *   odsmctl join --node-id K --nodes HOST[:PORT],HOST[:PORT],...
+ *                [--transport tcp|rdma] [--heartbeat-ms N] [--timeout-ms N]
+ *                [--base ADDR] [--part-size SIZE]
+ *                                 configure node K of a cluster of as many
+ *                                 nodes as addresses, and join it (root)
+ *   odsmctl leave                 leave the cluster (root)
+ *   odsmctl status [--raw]        the peers as this node sees them
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <dirent.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +28,7 @@
 #include "odsm.h"
 
 #define SYSFS	"/sys/kernel/odsm"
+#define ODSM_DEFAULT_PORT	7100
 
 static int read_u64(const char *path, unsigned long long *v)
 {
@@ -206,12 +216,384 @@ static int cmd_config(int argc, char **argv)
 	return cmd_info();
 }
 
+/* ---- the cluster ------------------------------------------------------- */
+
+static const char *transport_name(unsigned int t)
+{
+	switch (t) {
+	case 0:
+		return "none";
+	case ODSM_TRANSPORT_TCP:
+		return "tcp";
+	case ODSM_TRANSPORT_RDMA:
+		return "rdma";
+	}
+	return "?";
+}
+
+static const char *state_name(unsigned int s)
+{
+	switch (s) {
+	case ODSM_PEER_SELF:
+		return "self";
+	case ODSM_PEER_DOWN:
+		return "down";
+	case ODSM_PEER_CONNECTING:
+		return "connecting";
+	case ODSM_PEER_UP:
+		return "up";
+	}
+	return "?";
+}
+
+/* "10.0.0.1:7100" or "10.0.0.1" (port 7100); 0 or -EINVAL */
+static int parse_node(const char *s, struct odsm_node_addr *a)
+{
+	char host[INET_ADDRSTRLEN], *end;
+	const char *colon = strchr(s, ':');
+	size_t n = colon ? (size_t)(colon - s) : strlen(s);
+	struct in_addr in;
+	unsigned long port = ODSM_DEFAULT_PORT;
+
+	if (n == 0 || n >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, s, n);
+	host[n] = '\0';
+	if (inet_pton(AF_INET, host, &in) != 1 || in.s_addr == 0)
+		return -EINVAL;
+	if (colon) {
+		errno = 0;
+		port = strtoul(colon + 1, &end, 10);
+		if (errno || end == colon + 1 || *end || port == 0 || port > 65535)
+			return -EINVAL;
+	}
+	memset(a, 0, sizeof(*a));
+	a->ipv4 = in.s_addr;
+	a->port = (uint16_t)port;
+	return 0;
+}
+
+/* The comma-separated list into a fresh array; the count, or -1 (said why). */
+static int parse_nodes(const char *list, struct odsm_node_addr **out)
+{
+	struct odsm_node_addr *a;
+	char *copy, *tok, *save = NULL;
+	int n = 0, i;
+
+	a = calloc(ODSM_MAX_NODES, sizeof(*a));
+	copy = strdup(list);
+	if (!a || !copy) {
+		fprintf(stderr, "odsmctl join: out of memory\n");
+		goto err;
+	}
+	if (list[0] == ',' || strstr(list, ",,") ||
+	    (list[0] && list[strlen(list) - 1] == ',')) {
+		fprintf(stderr, "odsmctl join: empty entry in --nodes '%s'\n", list);
+		goto err;
+	}
+	for (tok = strtok_r(copy, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (n == ODSM_MAX_NODES) {
+			fprintf(stderr, "odsmctl join: more than %d nodes\n",
+				ODSM_MAX_NODES);
+			goto err;
+		}
+		if (parse_node(tok, &a[n])) {
+			fprintf(stderr, "odsmctl join: bad node address '%s' (want IPv4[:PORT], port 1..65535, default %d)\n",
+				tok, ODSM_DEFAULT_PORT);
+			goto err;
+		}
+		for (i = 0; i < n; i++)
+			if (a[i].ipv4 == a[n].ipv4 && a[i].port == a[n].port) {
+				fprintf(stderr, "odsmctl join: '%s' is both node %d and node %d\n",
+					tok, i, n);
+				goto err;
+			}
+		n++;
+	}
+	if (n < 2) {
+		fprintf(stderr, "odsmctl join: a cluster needs at least 2 nodes in --nodes\n");
+		goto err;
+	}
+	free(copy);
+	*out = a;
+	return n;
+err:
+	free(copy);
+	free(a);
+	return -1;
+}
+
+static int parse_ms(const char *opt, const char *s, unsigned int *v)
+{
+	unsigned long long x;
+
+	if (parse_size(s, &x) || x > UINT_MAX) {
+		fprintf(stderr, "odsmctl join: bad %s '%s' (milliseconds)\n", opt, s);
+		return -1;
+	}
+	*v = (unsigned int)x;
+	return 0;
+}
+
+static int cmd_join(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "node-id", required_argument, NULL, 'i' },
+		{ "nodes", required_argument, NULL, 'n' },
+		{ "transport", required_argument, NULL, 't' },
+		{ "heartbeat-ms", required_argument, NULL, 'H' },
+		{ "timeout-ms", required_argument, NULL, 'T' },
+		{ "base", required_argument, NULL, 'b' },
+		{ "part-size", required_argument, NULL, 's' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct odsm_node_addr *nodes = NULL;
+	struct odsm_config c = { 0 };
+	unsigned long long v, id = ULLONG_MAX;
+	unsigned int transport = ODSM_TRANSPORT_TCP, hb = 0, to = 0;
+	const char *list = NULL;
+	char ip[INET_ADDRSTRLEN];
+	int opt, n, ret, rc = 1;
+
+	if (read_u64(SYSFS "/heap_base", &v) == 0)
+		c.heap_base = v;
+	if (read_u64(SYSFS "/part_size", &v) == 0)
+		c.part_size = v;
+	while ((opt = getopt_long(argc, argv, "i:n:t:H:T:b:s:", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'i':
+			if (parse_size(optarg, &id) || id >= ODSM_MAX_NODES) {
+				fprintf(stderr, "odsmctl join: bad --node-id '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'n':
+			list = optarg;
+			break;
+		case 't':
+			if (!strcmp(optarg, "tcp")) {
+				transport = ODSM_TRANSPORT_TCP;
+			} else if (!strcmp(optarg, "rdma")) {
+				transport = ODSM_TRANSPORT_RDMA;
+			} else {
+				fprintf(stderr, "odsmctl join: unknown transport '%s' (tcp or rdma)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'H':
+			if (parse_ms("--heartbeat-ms", optarg, &hb))
+				return 2;
+			break;
+		case 'T':
+			if (parse_ms("--timeout-ms", optarg, &to))
+				return 2;
+			break;
+		case 'b':
+		case 's':
+			if (parse_size(optarg, &v)) {
+				fprintf(stderr, "odsmctl join: bad number '%s'\n", optarg);
+				return 2;
+			}
+			if (opt == 'b')
+				c.heap_base = v;
+			else
+				c.part_size = v;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "odsmctl join: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (id == ULLONG_MAX || !list) {
+		fprintf(stderr, "odsmctl join: --node-id and --nodes are required\n");
+		return 2;
+	}
+	/* the module's defaults are 200 / 2000 ms */
+	if ((to ? to : 2000) <= (hb ? hb : 200)) {
+		fprintf(stderr, "odsmctl join: --timeout-ms (%u) must be longer than the heartbeat (%u ms)\n",
+			to ? to : 2000, hb ? hb : 200);
+		return 2;
+	}
+	n = parse_nodes(list, &nodes);
+	if (n < 0)
+		return 2;
+	if (id >= (unsigned long long)n) {
+		fprintf(stderr, "odsmctl join: --node-id %llu but --nodes lists only %d nodes (ids 0..%d)\n",
+			id, n, n - 1);
+		goto out;
+	}
+	if (c.heap_base == 0 || c.part_size == 0) {
+		fprintf(stderr, "odsmctl join: cannot read %s (is the odsm module loaded?)\n",
+			SYSFS);
+		goto out;
+	}
+	c.node_id = (unsigned int)id;
+	c.nr_nodes = (unsigned int)n;
+
+	/* the geometry first, unless it already is the one asked for (a
+	 * node that holds objects cannot be reconfigured)
+	 */
+	if (read_u64(SYSFS "/node_id", &v) || v != c.node_id ||
+	    read_u64(SYSFS "/nr_nodes", &v) || v != c.nr_nodes ||
+	    read_u64(SYSFS "/heap_base", &v) || v != c.heap_base ||
+	    read_u64(SYSFS "/part_size", &v) || v != c.part_size) {
+		ret = odsm_set_config(&c);
+		if (ret) {
+			fprintf(stderr, "odsmctl join: configuring node %u of %u: %s\n",
+				c.node_id, c.nr_nodes, odsm_strerror(ret));
+			if (ret == -EBUSY)
+				fprintf(stderr, "  (free every object and unmap the heap, or reload the module, before joining with another geometry)\n");
+			if (ret == -EINVAL)
+				fprintf(stderr, "  (base and partition size multiples of 2 MiB; partition <= 64 GiB; the heap, %u partitions, within user space above 4 GiB)\n",
+					c.nr_nodes);
+			goto out;
+		}
+	}
+
+	ret = odsm_join(transport, nodes, (unsigned int)n, hb, to);
+	inet_ntop(AF_INET, &nodes[id].ipv4, ip, sizeof(ip));
+	if (ret) {
+		fprintf(stderr, "odsmctl join: %s\n", odsm_strerror(ret));
+		switch (-ret) {
+		case EBUSY:
+			fprintf(stderr, "  (this node already joined a cluster: 'odsmctl leave' first)\n");
+			break;
+		case EPROTONOSUPPORT:
+			fprintf(stderr, "  (the loaded odsm module has no %s transport)\n",
+				transport_name(transport));
+			break;
+		case EADDRINUSE:
+		case EADDRNOTAVAIL:
+			fprintf(stderr, "  (node %llu listens on %s:%u, its entry in --nodes: is that an address of this machine, and the port free?)\n",
+				id, ip, nodes[id].port);
+			break;
+		case EINVAL:
+			fprintf(stderr, "  (the module refused the node table or the timings)\n");
+			break;
+		case EPERM:
+			fprintf(stderr, "  (joining needs CAP_SYS_ADMIN)\n");
+			break;
+		}
+		goto out;
+	}
+	printf("joined: node %llu of %d over %s, listening on %s:%u\n", id, n,
+	       transport_name(transport), ip, nodes[id].port);
+	rc = 0;
+out:
+	free(nodes);
+	return rc;
+}
+
+static int cmd_leave(int argc, char **argv)
+{
+	int ret;
+
+	if (argc > 1) {
+		fprintf(stderr, "odsmctl leave: unexpected argument '%s'\n", argv[1]);
+		return 2;
+	}
+	ret = odsm_leave();
+	if (ret) {
+		fprintf(stderr, "odsmctl leave: %s\n", odsm_strerror(ret));
+		return 1;
+	}
+	return 0;
+}
+
+static int cmd_status(int argc, char **argv)
+{
+	struct odsm_peer_info *p;
+	unsigned int nr = ODSM_MAX_NODES, transport = 0, i;
+	int raw = 0, ret;
+
+	for (i = 1; i < (unsigned int)argc; i++) {
+		if (!strcmp(argv[i], "--raw")) {
+			raw = 1;
+		} else {
+			fprintf(stderr, "odsmctl status: unexpected argument '%s'\n", argv[i]);
+			return 2;
+		}
+	}
+	p = calloc(ODSM_MAX_NODES, sizeof(*p));
+	if (!p) {
+		fprintf(stderr, "odsmctl status: out of memory\n");
+		return 1;
+	}
+	ret = odsm_status(p, &nr, &transport);
+	if (ret) {
+		fprintf(stderr, "odsmctl status: %s\n", odsm_strerror(ret));
+		free(p);
+		return 1;
+	}
+	if (nr > ODSM_MAX_NODES)
+		nr = ODSM_MAX_NODES;
+	if (raw) {
+		printf("nodes=%u transport=%s\n", nr, transport_name(transport));
+	} else if (!transport) {
+		printf("not in a cluster (odsmctl join)\n");
+	} else {
+		printf("cluster of %u nodes over %s\n", nr, transport_name(transport));
+		printf("%-5s %-15s %-10s %-5s %11s %21s %23s\n", "node", "address",
+		       "state", "via", "rtt", "messages tx/rx", "bytes tx/rx");
+	}
+	for (i = 0; i < nr; i++) {
+		const struct odsm_peer_info *q = &p[i];
+		char ip[INET_ADDRSTRLEN], rtt[32], msgs[48], b1[32], b2[32], bytes[72];
+
+		if (!inet_ntop(AF_INET, &q->ipv4, ip, sizeof(ip)))
+			snprintf(ip, sizeof(ip), "?");
+		if (raw) {
+			printf("node=%u addr=%s state=%s transport=%s rtt_ns=%llu msgs_tx=%llu msgs_rx=%llu bytes_tx=%llu bytes_rx=%llu free_bytes=%llu\n",
+			       q->node_id, ip, state_name(q->state),
+			       transport_name(q->transport),
+			       (unsigned long long)q->rtt_ns,
+			       (unsigned long long)q->msgs_tx,
+			       (unsigned long long)q->msgs_rx,
+			       (unsigned long long)q->bytes_tx,
+			       (unsigned long long)q->bytes_rx,
+			       (unsigned long long)q->free_bytes);
+			continue;
+		}
+		if (q->state == ODSM_PEER_SELF) {
+			printf("%-5u %-15s %-10s %-5s %11s %21s %23s\n", q->node_id,
+			       ip, state_name(q->state),
+			       transport_name(q->transport), "-", "-", "-");
+			continue;
+		}
+		/* microseconds, one decimal ("µ" is two bytes: one more column) */
+		if (q->rtt_ns)
+			snprintf(rtt, sizeof(rtt), "%.1f \u00b5s", q->rtt_ns / 1000.0);
+		else
+			snprintf(rtt, sizeof(rtt), "- ");
+		snprintf(msgs, sizeof(msgs), "%llu / %llu",
+			 (unsigned long long)q->msgs_tx,
+			 (unsigned long long)q->msgs_rx);
+		snprintf(bytes, sizeof(bytes), "%s / %s",
+			 human_bytes(q->bytes_tx, b1, sizeof(b1)),
+			 human_bytes(q->bytes_rx, b2, sizeof(b2)));
+		printf("%-5u %-15s %-10s %-5s %*s %21s %23s\n", q->node_id, ip,
+		       state_name(q->state), transport_name(q->transport),
+		       q->rtt_ns ? 12 : 11, rtt, msgs, bytes);
+	}
+	free(p);
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: odsmctl info\n"
 		"       odsmctl stats [--raw]\n"
-		"       odsmctl config --node-id N --nodes N [--base ADDR] [--part-size SIZE[K|M|G]]\n");
+		"       odsmctl config --node-id N --nodes N [--base ADDR] [--part-size SIZE[K|M|G]]\n"
+		"       odsmctl join --node-id K --nodes IP[:PORT],IP[:PORT],... [--transport tcp|rdma]\n"
+		"                    [--heartbeat-ms N] [--timeout-ms N] [--base ADDR] [--part-size SIZE]\n"
+		"       odsmctl leave\n"
+		"       odsmctl status [--raw]\n");
 }
 
 int main(int argc, char **argv)
@@ -226,6 +608,12 @@ int main(int argc, char **argv)
 		return cmd_stats(argc > 2 && !strcmp(argv[2], "--raw"));
 	if (!strcmp(argv[1], "config"))
 		return cmd_config(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "join"))
+		return cmd_join(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "leave"))
+		return cmd_leave(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "status"))
+		return cmd_status(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage(stdout);
 		return 0;

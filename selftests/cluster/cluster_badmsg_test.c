@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Malformed and forged messages: node 1 opens plain user-space TCP
+ * connections to node 0's cluster port and sends what no module would:
+ * garbage, bad headers, a header cut short, HELLOs with identities or
+ * geometries that do not hold, an absurd length, a request before any
+ * HELLO, and nothing at all.  After each one node 0 must close that
+ * connection without answering a byte, keep serving node 1's module (a
+ * real remote read), and count the message in its
+ * /sys/kernel/odsm/stats/bad_msgs.
+ *
+ * Node 1 cannot read node 0's sysfs, so the check is split: both nodes run
+ * this program.  Node 0 takes the counter before each case and after, and
+ * publishes the difference in its directory; node 1 waits for that before
+ * the next case.  Everything goes through the heap.  Other nodes SKIP.
+ *
+ * The wire header (kmod/odsm_wire.h), little-endian, 32 bytes: magic u32
+ * 0x4d53444f @0, version u8 = 1 @4, type u8 @5, flags u16 @6, src u32 @8,
+ * dst u32 @12, seq u64 @16, len u32 @24, status s32 @28.  HELLO is type 1
+ * with 32 payload bytes: node_id u32, nr_nodes u32, heap_base u64,
+ * part_size u64, incarnation u64.  READ is type 4 with 16: gaddr u64,
+ * len u32, reserved u32.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include "odsm_cluster.h"
+
+#define W_MAGIC_LE	0x4d53444fU
+#define T_HELLO		1
+#define T_READ		4
+#define HDR		32
+#define HELLO_LEN	32
+
+FIXTURE(cl)
+{
+	int unused;
+};
+
+FIXTURE_SETUP(cl)
+{
+}
+
+FIXTURE_TEARDOWN(cl)
+{
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, (uint16_t)v);
+	put16(p + 2, (uint16_t)(v >> 16));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, (uint32_t)v);
+	put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static void hdr(uint8_t *p, uint32_t magic, uint8_t version, uint8_t type,
+		uint32_t src, uint32_t dst, uint32_t len)
+{
+	memset(p, 0, HDR);
+	put32(p, magic);
+	p[4] = version;
+	p[5] = type;
+	put16(p + 6, 0);
+	put32(p + 8, src);
+	put32(p + 12, dst);
+	put64(p + 16, 0);
+	put32(p + 24, len);
+	put32(p + 28, 0);
+}
+
+/* A HELLO from node id to node 0, claiming nr nodes and this geometry. */
+static size_t hello(uint8_t *p, uint32_t id, uint32_t nr, uint64_t base,
+		    uint64_t part)
+{
+	hdr(p, W_MAGIC_LE, 1, T_HELLO, id, 0, HELLO_LEN);
+	put32(p + HDR, id);
+	put32(p + HDR + 4, nr);
+	put64(p + HDR + 8, base);
+	put64(p + HDR + 16, part);
+	put64(p + HDR + 24, 0x0123456789abcdefULL);
+	return HDR + HELLO_LEN;
+}
+
+struct bad_case {
+	const char *name;
+	size_t len;		/* bytes to send (0: send nothing) */
+	int hang_up;		/* we close right after sending */
+	uint8_t msg[128];
+};
+
+/* The cases, built for this cluster's geometry; their number. */
+static unsigned int build_cases(struct bad_case *c)
+{
+	unsigned int n = 0, i;
+	uint32_t other;
+
+	/* (i) garbage: 64 bytes that are no header */
+	c[n].name = "garbage";
+	for (i = 0; i < 64; i++)
+		c[n].msg[i] = (uint8_t)(i * 37 + 11);
+	c[n++].len = 64;
+
+	/* (ii) a well-formed HELLO under a bad magic */
+	c[n].name = "bad magic";
+	c[n].len = hello(c[n].msg, 1, C.nodes, C.in.heap_base, C.in.part_size);
+	put32(c[n].msg, 0x4d53444eU);
+	n++;
+
+	/* (iii) a bad version */
+	c[n].name = "bad version";
+	c[n].len = hello(c[n].msg, 1, C.nodes, C.in.heap_base, C.in.part_size);
+	c[n].msg[4] = 2;
+	n++;
+
+	/* (iv) 20 bytes of a header, then the connection closes */
+	c[n].name = "truncated header";
+	hello(c[n].msg, 1, C.nodes, C.in.heap_base, C.in.part_size);
+	c[n].hang_up = 1;
+	c[n++].len = 20;
+
+	/* (v) a HELLO from a node id past the cluster */
+	c[n].name = "node id >= nr_nodes";
+	c[n].len = hello(c[n].msg, C.nodes, C.nodes, C.in.heap_base,
+			 C.in.part_size);
+	n++;
+
+	/* (vi) another node's identity from node 1's address: node 2 when
+	 * there is one, else the receiver's own
+	 */
+	other = C.nodes > 2 ? 2 : 0;
+	c[n].name = other ? "node 2's HELLO from node 1's address" :
+			    "node 0's own HELLO from node 1's address";
+	c[n].len = hello(c[n].msg, other, C.nodes, C.in.heap_base,
+			 C.in.part_size);
+	n++;
+
+	/* (vii) node 1, from node 1's address, with another geometry */
+	c[n].name = "HELLO with another partition size";
+	c[n].len = hello(c[n].msg, 1, C.nodes, C.in.heap_base,
+			 C.in.part_size * 2);
+	n++;
+
+	/* (viii) a HELLO header announcing a gigabyte of payload */
+	c[n].name = "oversized len";
+	hello(c[n].msg, 1, C.nodes, C.in.heap_base, C.in.part_size);
+	put32(c[n].msg + 24, 1U << 30);
+	c[n++].len = HDR + HELLO_LEN;
+
+	/* (ix) a well-formed READ of node 0's directory, without a HELLO */
+	c[n].name = "READ before HELLO";
+	hdr(c[n].msg, W_MAGIC_LE, 1, T_READ, 1, 0, 16);
+	put64(c[n].msg + 16, 1);		/* seq */
+	put64(c[n].msg + HDR, c_word(0, W_MAGIC));
+	put32(c[n].msg + HDR + 8, 8);
+	c[n++].len = HDR + 16;
+
+	/* (x) a connection that never says anything */
+	c[n].name = "silent connection";
+	c[n++].len = 0;
+	return n;
+}
+
+static int dial_node0(struct sockaddr_in *to)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (struct sockaddr *)to, sizeof(*to))) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+/*
+ * Wait until node 0 ends the connection: 0 when it closed (or reset) it
+ * within secs without sending a byte; -EBADMSG if it sent something;
+ * -ETIMEDOUT if it kept it open.
+ */
+static int wait_closed(int fd, unsigned int secs, size_t *got)
+{
+	uint64_t end = c_now_ms() + secs * 1000ULL;
+	uint8_t buf[256];
+	ssize_t n;
+
+	*got = 0;
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int left = (int)(end - c_now_ms());
+
+		if (left <= 0 || poll(&p, 1, left) == 0)
+			return -ETIMEDOUT;
+		n = recv(fd, buf, sizeof(buf), 0);
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return *got ? -EBADMSG : 0;
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n > 0)
+			*got += (size_t)n;
+	}
+}
+
+/* Node 1: send every case to node 0 and see it refused. */
+static void attacker(struct __test_metadata *_metadata)
+{
+	struct bad_case cases[16];
+	struct odsm_peer_info p[ODSM_MAX_NODES];
+	unsigned int nr = ODSM_MAX_NODES, n, k;
+	struct sockaddr_in to = { .sin_family = AF_INET };
+	uint64_t v, ack;
+	size_t got;
+	int fd, ret;
+
+	memset(cases, 0, sizeof(cases));
+	n = build_cases(cases);
+	ASSERT_EQ(0, odsm_status(p, &nr, NULL));
+	to.sin_addr.s_addr = p[0].ipv4;
+	to.sin_port = htons((uint16_t)C.port);
+	/* node 0 took its counter: go */
+	ASSERT_EQ(0, c_poll(0, W_BAD_READY, 0, 120, NULL));
+
+	for (k = 1; k <= n; k++) {
+		const struct bad_case *c = &cases[k - 1];
+		unsigned int secs;
+
+		fd = dial_node0(&to);
+		ASSERT_LE(0, fd) {
+			TH_LOG("connecting to node 0's port %u: %s", C.port,
+			       strerror(-fd));
+		}
+		if (c->len)
+			ASSERT_EQ((ssize_t)c->len,
+				  send(fd, c->msg, c->len, MSG_NOSIGNAL));
+		if (c->hang_up) {
+			/* the truncated header: we end it */
+			close(fd);
+		} else {
+			/* node 0 hangs up on it, without a word; a silent
+			 * connection gets a timeout and a few heartbeats
+			 */
+			secs = c->len ? 10 : (C.timeout_ms + 999) / 1000 + 10;
+			ret = wait_closed(fd, secs, &got);
+			EXPECT_EQ(0, ret) {
+				TH_LOG("case %u (%s): node 0 %s", k, c->name,
+				       ret == -EBADMSG ? "answered it" :
+				       ret == -ETIMEDOUT ? "kept the connection open" :
+				       strerror(-ret));
+			}
+			close(fd);
+		}
+		/* and node 0 still serves node 1's module */
+		ret = c_get(0, W_MAGIC, &v);
+		EXPECT_EQ(0, ret) {
+			TH_LOG("case %u (%s): node 0 no longer serves: %s", k,
+			       c->name, odsm_strerror(ret));
+		}
+		EXPECT_EQ(C_DIR_MAGIC ^ 0, v);
+		/* let node 0 count it */
+		ASSERT_EQ(0, c_put(C.self, W_BAD_SENT, k));
+		ASSERT_EQ(0, c_poll(0, W_BAD_ACK, k, 120, &ack));
+		ASSERT_EQ(0, c_get(0, W_BAD_DELTA + k, &v));
+		TH_LOG("case %u (%s): bad_msgs +%" PRIu64 " on node 0", k, c->name, v);
+	}
+	ASSERT_EQ(0, c_put(C.self, W_BAD_DONE, n));
+}
+
+static uint64_t bad_msgs(void)
+{
+	FILE *f = fopen("/sys/kernel/odsm/stats/bad_msgs", "r");
+	unsigned long long v = UINT64_MAX;
+
+	if (f) {
+		if (fscanf(f, "%llu", &v) != 1)
+			v = UINT64_MAX;
+		fclose(f);
+	}
+	return v;
+}
+
+/* Node 0: count each case, then check the total. */
+static void target(struct __test_metadata *_metadata)
+{
+	struct bad_case cases[16];
+	uint64_t first, before, now, k, n, sent, end;
+	unsigned int state[ODSM_MAX_NODES];
+
+	memset(cases, 0, sizeof(cases));
+	n = build_cases(cases);
+	first = before = bad_msgs();
+	ASSERT_NE(UINT64_MAX, first);
+	ASSERT_EQ(0, c_put(C.self, W_BAD_READY, first + 1));
+	for (k = 1; k <= n; k++) {
+		ASSERT_EQ(0, c_poll(1, W_BAD_SENT, k, 180, &sent)) {
+			TH_LOG("node 1 never sent case %" PRIu64, k);
+		}
+		/* the receiver may still be on its way to counting it */
+		end = c_now_ms() + 3000;
+		do {
+			now = bad_msgs();
+			if (now > before)
+				break;
+			c_sleep_ms(50);
+		} while (c_now_ms() < end);
+		EXPECT_LT(before, now) {
+			TH_LOG("case %" PRIu64 " (%s) was not counted in bad_msgs", k,
+			       cases[k - 1].name);
+		}
+		ASSERT_EQ(0, c_put(C.self, W_BAD_DELTA + k, now - before));
+		before = now;
+		ASSERT_EQ(0, c_put(C.self, W_BAD_ACK, k));
+	}
+	ASSERT_EQ(0, c_poll(1, W_BAD_DONE, 0, 120, &sent));
+	EXPECT_EQ(n, sent);
+	EXPECT_LE(first + n, bad_msgs());
+	/* the real peers never noticed */
+	ASSERT_EQ(0, c_states(state, C.nodes));
+	for (k = 1; k < C.nodes; k++)
+		EXPECT_EQ((unsigned int)ODSM_PEER_UP, state[k]);
+}
+
+TEST_F_TIMEOUT(cl, forged_messages, 600)
+{
+	C_BEGIN();
+	if (C.self > 1)
+		SKIP(return, "only node 0 (target) and node 1 (sender) take part");
+	ASSERT_EQ(0, c_dir_wait(0, 120));
+	ASSERT_EQ(0, c_dir_wait(1, 120));
+	if (C.self == 0)
+		target(_metadata);
+	else
+		attacker(_metadata);
+}
+
+TEST_HARNESS_MAIN

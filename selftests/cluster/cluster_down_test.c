@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A node that dies: run on the survivors after the scenario powered node
+ * $ODSM_DOWN off (poweroff -f: no goodbye on the wire).  Without ODSM_DOWN
+ * every test SKIPs.
+ *
+ * Every operation on the dead node's partition must fail with -EHOSTDOWN
+ * or -ETIMEDOUT, the first one within the cluster's timeout_ms (+1 s of
+ * slack), and -EHOSTDOWN at once after the node is seen down; the
+ * survivors keep working with each other.  The survivors meet at the end
+ * in a barrier on the lowest surviving node, so none unloads its module
+ * while another still needs it.
+ */
+#include "odsm_cluster.h"
+
+FIXTURE(cl)
+{
+	int unused;
+};
+
+FIXTURE_SETUP(cl)
+{
+}
+
+FIXTURE_TEARDOWN(cl)
+{
+}
+
+/* The lowest surviving node: it hosts the survivors' barrier. */
+static unsigned int host(void)
+{
+	return C.down == 0 ? 1 : 0;
+}
+
+#define DOWN_BEGIN() do { \
+	C_BEGIN(); \
+	if (C.down < 0) \
+		SKIP(return, "no ODSM_DOWN: no node was taken down"); \
+	ASSERT_GT(C.nodes, (unsigned int)C.down); \
+	ASSERT_NE((unsigned int)C.down, C.self) { \
+		TH_LOG("the down node runs the down test"); \
+	} \
+} while (0)
+
+/* How long op took (ms) into *ms; its result. */
+#define TIMED(ms, op) ({ uint64_t __t0 = c_now_ms(); int __r = (op); \
+			 *(ms) = c_now_ms() - __t0; __r; })
+
+TEST_F_TIMEOUT(cl, first_failure_in_time, 180)
+{
+	uint64_t v, ms = 0, end, tries = 0;
+	unsigned int d;
+	int ret;
+
+	DOWN_BEGIN();
+	d = (unsigned int)C.down;
+	/* until the node is really gone, reads of its directory succeed */
+	end = c_now_ms() + 120000;
+	for (;;) {
+		tries++;
+		ret = TIMED(&ms, c_get(d, W_MAGIC, &v));
+		if (ret)
+			break;
+		ASSERT_EQ(C_DIR_MAGIC ^ d, v);
+		ASSERT_LT(c_now_ms(), end) {
+			TH_LOG("node %u still answers after 120 s", d);
+		}
+		c_sleep_ms(50);
+	}
+	TH_LOG("first failing read of node %u after %" PRIu64 " tries: %s in %" PRIu64 " ms",
+	       d, tries, odsm_strerror(ret), ms);
+	EXPECT_TRUE(c_is_down_err(ret)) {
+		TH_LOG("a read of a dead node gave %d (%s)", ret, odsm_strerror(ret));
+	}
+	EXPECT_GE(C.timeout_ms + 1000ULL, ms) {
+		TH_LOG("it took %" PRIu64 " ms, timeout_ms is %u", ms, C.timeout_ms);
+	}
+	ASSERT_EQ(0, c_put(C.self, W_DOWN_SEEN, ms + 1));
+}
+
+TEST_F_TIMEOUT(cl, every_op_fails, 180)
+{
+	unsigned int state[ODSM_MAX_NODES], d, j;
+	uint64_t v, ms, cg, end, limit;
+	uint8_t buf[4096];
+	int ret;
+
+	DOWN_BEGIN();
+	d = (unsigned int)C.down;
+	limit = C.timeout_ms + 1000ULL;
+	/* each kind of operation: down, or in flight to a dead node */
+	ret = TIMED(&ms, odsm_read(c_word(d, W_MAGIC), buf, sizeof(buf)));
+	EXPECT_TRUE(c_is_down_err(ret)) TH_LOG("read: %d", ret);
+	EXPECT_GE(limit, ms);
+	ret = TIMED(&ms, odsm_write(c_word(d, W_SCRATCH + C.self), buf, 8));
+	EXPECT_TRUE(c_is_down_err(ret)) TH_LOG("write: %d", ret);
+	EXPECT_GE(limit, ms);
+	ret = TIMED(&ms, odsm_fetch_add(c_word(d, W_SCRATCH + C.self), 1, &v));
+	EXPECT_TRUE(c_is_down_err(ret)) TH_LOG("fetch_add: %d", ret);
+	EXPECT_GE(limit, ms);
+	ret = TIMED(&ms, odsm_cmp_swap(c_word(d, W_SCRATCH + C.self), 0, 1, &v));
+	EXPECT_TRUE(c_is_down_err(ret)) TH_LOG("cmp_swap: %d", ret);
+	EXPECT_GE(limit, ms);
+	ret = TIMED(&ms, odsm_alloc_on(d, 100, 0, 0, &cg));
+	EXPECT_TRUE(c_is_down_err(ret)) TH_LOG("alloc_on: %d", ret);
+	EXPECT_GE(limit, ms);
+	ret = TIMED(&ms, odsm_free(c_part(d)));
+	EXPECT_TRUE(c_is_down_err(ret)) TH_LOG("free: %d", ret);
+	EXPECT_GE(limit, ms);
+
+	/* within a timeout and a few heartbeats every survivor sees it down */
+	end = c_now_ms() + C.timeout_ms + 5000;
+	for (;;) {
+		ASSERT_EQ(0, c_states(state, C.nodes));
+		if (state[d] == ODSM_PEER_DOWN)
+			break;
+		ASSERT_LT(c_now_ms(), end) {
+			TH_LOG("node %u still in state %u", d, state[d]);
+		}
+		c_sleep_ms(100);
+	}
+	for (j = 0; j < C.nodes; j++) {
+		if (j == d)
+			continue;
+		EXPECT_EQ(j == C.self ? (unsigned int)ODSM_PEER_SELF :
+					(unsigned int)ODSM_PEER_UP, state[j]) {
+			TH_LOG("node %u: state %u", j, state[j]);
+		}
+	}
+	/* a node known to be down: -EHOSTDOWN, without waiting */
+	ret = TIMED(&ms, odsm_read(c_word(d, W_MAGIC), &v, 8));
+	EXPECT_EQ(-EHOSTDOWN, ret);
+	EXPECT_GT(1000ULL, ms);
+	ret = TIMED(&ms, odsm_fetch_add(c_word(d, W_SCRATCH + C.self), 1, &v));
+	EXPECT_EQ(-EHOSTDOWN, ret);
+	EXPECT_GT(1000ULL, ms);
+	ret = TIMED(&ms, odsm_alloc_on(d, 100, 0, 0, &cg));
+	EXPECT_EQ(-EHOSTDOWN, ret);
+	EXPECT_GT(1000ULL, ms);
+	/* ANYWHERE does not need the dead node while there is room here */
+	ASSERT_EQ(0, odsm_alloc_anywhere(100, 0, 0, &cg));
+	EXPECT_TRUE(c_in_part(cg, C.self));
+	ASSERT_EQ(0, odsm_free(cg));
+}
+
+TEST_F_TIMEOUT(cl, survivors_work, 180)
+{
+	uint8_t in[5000], out[5000];
+	unsigned int j, d;
+	uint64_t v, cg;
+	int ret;
+
+	DOWN_BEGIN();
+	d = (unsigned int)C.down;
+	for (j = 0; j < C.nodes; j++) {
+		if (j == d)
+			continue;
+		ASSERT_EQ(0, c_get(j, W_MAGIC, &v));
+		EXPECT_EQ(C_DIR_MAGIC ^ j, v);
+		ASSERT_EQ(0, odsm_fetch_add(c_word(j, W_SCRATCH + C.self), 1, &v));
+		ret = odsm_alloc_on(j, sizeof(in), 0, 0, &cg);
+		ASSERT_EQ(0, ret) {
+			TH_LOG("alloc on node %u: %s", j, odsm_strerror(ret));
+		}
+		EXPECT_TRUE(c_in_part(cg, j));
+		c_fill(in, sizeof(in), C.self, 40);
+		ASSERT_EQ(0, odsm_write(cg, in, sizeof(in)));
+		ASSERT_EQ(0, odsm_read(cg, out, sizeof(out)));
+		EXPECT_EQ(0, memcmp(in, out, sizeof(in)));
+		ASSERT_EQ(0, odsm_free(cg));
+	}
+	/* every survivor has seen the node die by now */
+	for (j = 0; j < C.nodes; j++) {
+		if (j == d)
+			continue;
+		ASSERT_EQ(0, c_poll(j, W_DOWN_SEEN, 0, 120, &v)) {
+			TH_LOG("node %u never reported the first failure", j);
+		}
+	}
+	ASSERT_EQ(0, c_barrier(host(), B_DOWN_END, C.nodes - 1, 180));
+}
+
+TEST_HARNESS_MAIN

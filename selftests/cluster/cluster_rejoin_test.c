@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * After every node left the cluster (odsmctl leave) and joined it again:
+ * the peers are up, the objects of every partition are still there (a
+ * leave frees nothing), and remote reads, atomics, allocations and frees
+ * work over the new connections.  The scenario runs it with
+ * ODSM_REJOINED=1 after the re-join; without it every test SKIPs.
+ */
+#include "odsm_cluster.h"
+
+FIXTURE(cl)
+{
+	int unused;
+};
+
+FIXTURE_SETUP(cl)
+{
+}
+
+FIXTURE_TEARDOWN(cl)
+{
+}
+
+#define REJOIN_BEGIN() do { \
+	C_BEGIN(); \
+	if (!getenv("ODSM_REJOINED")) \
+		SKIP(return, "no ODSM_REJOINED: the scenario did not re-join"); \
+} while (0)
+
+TEST_F_TIMEOUT(cl, peers_and_objects_back, 180)
+{
+	unsigned int state[ODSM_MAX_NODES], j;
+	uint8_t in[3000], out[3000];
+	uint64_t v, cg;
+	int ret;
+
+	REJOIN_BEGIN();
+	ASSERT_EQ(0, c_states(state, C.nodes));
+	for (j = 0; j < C.nodes; j++)
+		EXPECT_EQ(j == C.self ? (unsigned int)ODSM_PEER_SELF :
+					(unsigned int)ODSM_PEER_UP, state[j]);
+	for (j = 0; j < C.nodes; j++) {
+		ret = c_get(j, W_MAGIC, &v);
+		ASSERT_EQ(0, ret) {
+			TH_LOG("node %u: %s", j, odsm_strerror(ret));
+		}
+		EXPECT_EQ(C_DIR_MAGIC ^ j, v);
+		if (j == C.self)
+			continue;
+		ASSERT_EQ(0, odsm_fetch_add(c_word(j, W_SCRATCH + C.self), 1, &v));
+		ret = odsm_alloc_on(j, sizeof(in), 0, 0, &cg);
+		ASSERT_EQ(0, ret) {
+			TH_LOG("alloc on node %u: %s", j, odsm_strerror(ret));
+		}
+		c_fill(in, sizeof(in), C.self, 50);
+		ASSERT_EQ(0, odsm_write(cg, in, sizeof(in)));
+		ASSERT_EQ(0, odsm_read(cg, out, sizeof(out)));
+		EXPECT_EQ(0, memcmp(in, out, sizeof(in)));
+		ASSERT_EQ(0, odsm_free(cg));
+	}
+	ASSERT_EQ(0, c_barrier(0, B_REJOIN_END, C.nodes, 180));
+}
+
+TEST_HARNESS_MAIN

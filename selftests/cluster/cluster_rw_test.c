@@ -1,0 +1,445 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Remote reads, writes, allocations and frees between every pair of nodes
+ * (ODSM_IOC_READ / ODSM_IOC_WRITE / ODSM_IOC_ALLOC with ODSM_ALLOC_ON_NODE /
+ * ODSM_IOC_FREE), run on every node of the cluster at once.
+ *
+ * Each node publishes objects of its own partition holding a pattern that
+ * names it (8 bytes, 4 KiB, 1 MiB: one to five 256 KiB chunks of the
+ * wire), every node reads every peer's and checks the bytes; then every
+ * node writes into its peers' objects and each owner checks, through its
+ * own mapping of the heap, that the bytes arrived.  The tests run in file
+ * order; heap barriers (node 0's directory) keep the phases apart.
+ */
+#include "odsm_cluster.h"
+
+#define NSIZES	3
+static const uint64_t sizes[NSIZES] = { 8, KiB(4), MiB(1) };
+
+FIXTURE(cl)
+{
+	int unused;
+};
+
+FIXTURE_SETUP(cl)
+{
+}
+
+FIXTURE_TEARDOWN(cl)
+{
+}
+
+/* Every node's directory is where every node expects it, and every peer
+ * is up.
+ */
+TEST_F_TIMEOUT(cl, directories, 150)
+{
+	unsigned int state[ODSM_MAX_NODES], j;
+	uint64_t v;
+
+	C_BEGIN();
+	ASSERT_EQ(0, c_states(state, C.nodes));
+	for (j = 0; j < C.nodes; j++) {
+		if (j == C.self) {
+			EXPECT_EQ((unsigned int)ODSM_PEER_SELF, state[j]);
+			continue;
+		}
+		EXPECT_EQ((unsigned int)ODSM_PEER_UP, state[j]) {
+			TH_LOG("node %u is not up (state %u)", j, state[j]);
+		}
+	}
+	for (j = 0; j < C.nodes; j++) {
+		ASSERT_EQ(0, c_dir_wait(j, 120)) {
+			TH_LOG("node %u's directory never appeared", j);
+		}
+	}
+	/* remote reads of the directories: the colour of the address is
+	 * ignored
+	 */
+	for (j = 0; j < C.nodes; j++) {
+		uint64_t colored = c_word(j, W_MAGIC) |
+				   (0xbeefULL << ODSM_COLOR_SHIFT);
+
+		ASSERT_EQ(0, odsm_read(colored, &v, sizeof(v)));
+		EXPECT_EQ(C_DIR_MAGIC ^ j, v);
+	}
+	ASSERT_EQ(0, c_barrier(0, B_RW_READY, C.nodes, 120));
+}
+
+/* Each node's three objects, read by every other node. */
+TEST_F_TIMEOUT(cl, remote_read, 300)
+{
+	uint64_t cg[NSIZES], peer[NSIZES], t0;
+	unsigned int j, k;
+	uint8_t *buf;
+	int64_t bad;
+	int ret;
+
+	C_BEGIN();
+	buf = malloc(MiB(1));
+	ASSERT_NE(NULL, buf);
+	/* publish mine: the bytes go in through the mapping, the words
+	 * through the ioctl
+	 */
+	for (k = 0; k < NSIZES; k++) {
+		ASSERT_EQ(0, odsm_alloc(sizes[k], 0, 0, &cg[k]));
+		ASSERT_TRUE(c_in_part(cg[k], C.self));
+		c_fill(odsm_ptr(cg[k]), sizes[k], C.self, k);
+		/* a local ODSM_IOC_READ sees the same bytes */
+		memset(buf, 0, sizes[k]);
+		ASSERT_EQ(0, odsm_read(cg[k], buf, sizes[k]));
+		ASSERT_EQ(-1, c_check(buf, sizes[k], C.self, k));
+	}
+	for (k = 0; k < NSIZES; k++)
+		ASSERT_EQ(0, c_put(C.self, W_RW_SMALL + k, cg[k]));
+
+	for (j = 0; j < C.nodes; j++) {
+		if (j == C.self)
+			continue;
+		for (k = 0; k < NSIZES; k++) {
+			ASSERT_EQ(0, c_poll(j, W_RW_SMALL + k, 0, 120, &peer[k]));
+			EXPECT_TRUE(c_in_part(peer[k], j)) {
+				TH_LOG("node %u published 0x%" PRIx64 " outside its partition",
+				       j, peer[k]);
+			}
+			memset(buf, 0, sizes[k]);
+			t0 = c_now_ms();
+			ret = odsm_read(peer[k], buf, sizes[k]);
+			ASSERT_EQ(0, ret) {
+				TH_LOG("read %" PRIu64 " bytes of node %u: %s", sizes[k],
+				       j, odsm_strerror(ret));
+			}
+			bad = c_check(buf, sizes[k], j, k);
+			EXPECT_EQ(-1, bad) {
+				TH_LOG("node %u's %" PRIu64 "-byte object differs at byte %" PRId64,
+				       j, sizes[k], bad);
+			}
+			if (k == NSIZES - 1)
+				TH_LOG("1 MiB from node %u in %" PRIu64 " ms", j,
+				       c_now_ms() - t0);
+		}
+		/* a piece across the 256 KiB chunks, at odd offsets */
+		memset(buf, 0, MiB(1));
+		ASSERT_EQ(0, odsm_read(peer[2] + 12345, buf, 600001));
+		for (k = 0; k < 600001; k++)
+			if (buf[k] != c_pat(j, 2, 12345 + k))
+				break;
+		EXPECT_EQ(600001U, k);
+		/* one byte, the last one */
+		ASSERT_EQ(0, odsm_read(peer[2] + MiB(1) - 1, buf, 1));
+		EXPECT_EQ(c_pat(j, 2, MiB(1) - 1), buf[0]);
+	}
+	free(buf);
+	/* nobody changes an object before everyone read it */
+	ASSERT_EQ(0, c_barrier(0, B_RW_READ, C.nodes, 180));
+}
+
+/*
+ * Each node writes its own 4 KiB slot of every peer's inbox, and a new
+ * pattern over all of its successor's 1 MiB object; reads them back
+ * remotely; then each owner checks its objects through its mapping.
+ */
+TEST_F_TIMEOUT(cl, remote_write, 300)
+{
+	unsigned int j, next, prev;
+	uint64_t inbox, peer_inbox, big, mybig;
+	uint8_t *buf, *in;
+	int64_t bad;
+	int ret;
+
+	C_BEGIN();
+	next = (C.self + 1) % C.nodes;
+	prev = (C.self + C.nodes - 1) % C.nodes;
+	buf = malloc(MiB(1));
+	in = malloc(MiB(1));
+	ASSERT_NE(NULL, buf);
+	ASSERT_NE(NULL, in);
+	ASSERT_EQ(0, odsm_alloc(C.nodes * KiB(4), 0, ODSM_ALLOC_ZERO, &inbox));
+	ASSERT_EQ(0, c_put(C.self, W_RW_INBOX, inbox));
+	ASSERT_EQ(0, c_get(C.self, W_RW_BIG, &mybig));
+	ASSERT_NE(0ULL, mybig);
+
+	for (j = 0; j < C.nodes; j++) {
+		if (j == C.self)
+			continue;
+		ASSERT_EQ(0, c_poll(j, W_RW_INBOX, 0, 120, &peer_inbox));
+		ASSERT_TRUE(c_in_part(peer_inbox, j));
+		c_fill(in, KiB(4), C.self, 10 + j);
+		ret = odsm_write(peer_inbox + C.self * KiB(4), in, KiB(4));
+		ASSERT_EQ(0, ret) {
+			TH_LOG("write to node %u: %s", j, odsm_strerror(ret));
+		}
+		memset(buf, 0, KiB(4));
+		ASSERT_EQ(0, odsm_read(peer_inbox + C.self * KiB(4), buf, KiB(4)));
+		EXPECT_EQ(0, memcmp(in, buf, KiB(4)));
+	}
+
+	/* all of the successor's 1 MiB object */
+	ASSERT_EQ(0, c_get(next, W_RW_BIG, &big));
+	c_fill(in, MiB(1), C.self, 20);
+	ret = odsm_write(big, in, MiB(1));
+	ASSERT_EQ(0, ret) {
+		TH_LOG("1 MiB write to node %u: %s", next, odsm_strerror(ret));
+	}
+	memset(buf, 0, MiB(1));
+	ASSERT_EQ(0, odsm_read(big, buf, MiB(1)));
+	bad = c_check(buf, MiB(1), C.self, 20);
+	EXPECT_EQ(-1, bad);
+
+	ASSERT_EQ(0, c_barrier(0, B_RW_WRITTEN, C.nodes, 180));
+
+	/* what the peers wrote is in my memory */
+	for (j = 0; j < C.nodes; j++) {
+		const uint8_t *slot = (const uint8_t *)odsm_ptr(inbox) + j * KiB(4);
+
+		if (j == C.self) {
+			for (bad = 0; bad < (int64_t)KiB(4); bad++)
+				if (slot[bad])
+					break;
+			EXPECT_EQ((int64_t)KiB(4), bad);
+			continue;
+		}
+		bad = c_check(slot, KiB(4), j, 10 + C.self);
+		EXPECT_EQ(-1, bad) {
+			TH_LOG("node %u's write to my inbox differs at %" PRId64, j, bad);
+		}
+	}
+	bad = c_check(odsm_ptr(mybig), MiB(1), prev, 20);
+	EXPECT_EQ(-1, bad) {
+		TH_LOG("node %u's 1 MiB write differs at %" PRId64, prev, bad);
+	}
+	free(buf);
+	free(in);
+	ASSERT_EQ(0, c_barrier(0, B_RW_VERIFIED, C.nodes, 180));
+}
+
+/* Objects allocated in every peer's partition, used and freed. */
+TEST_F_TIMEOUT(cl, remote_alloc_free, 300)
+{
+	uint8_t zero[1000] = { 0 }, in[1000], out[1000];
+	uint64_t cg, cg2, big, al;
+	struct odsm_alloc a = { 0 };
+	unsigned int j;
+	int ret;
+
+	C_BEGIN();
+	for (j = 0; j < C.nodes; j++) {
+		if (j == C.self)
+			continue;
+		ret = odsm_alloc_on(j, 1000, 0, ODSM_ALLOC_ZERO, &cg);
+		ASSERT_EQ(0, ret) {
+			TH_LOG("alloc on node %u: %s", j, odsm_strerror(ret));
+		}
+		ASSERT_TRUE(c_in_part(cg, j));
+		memset(out, 0xff, sizeof(out));
+		ASSERT_EQ(0, odsm_read(cg, out, sizeof(out)));
+		EXPECT_EQ(0, memcmp(zero, out, sizeof(out)));
+		c_fill(in, sizeof(in), C.self, 30);
+		ASSERT_EQ(0, odsm_write(cg, in, sizeof(in)));
+		ASSERT_EQ(0, odsm_read(cg, out, sizeof(out)));
+		EXPECT_EQ(0, memcmp(in, out, sizeof(out)));
+		ASSERT_EQ(0, odsm_free(cg));
+		/* twice is once too many */
+		EXPECT_EQ(-EINVAL, odsm_free(cg));
+
+		/* an address handed out again gets a newer colour, and the
+		 * older one no longer frees it
+		 */
+		ASSERT_EQ(0, odsm_alloc_on(j, 1000, 0, 0, &cg2));
+		ASSERT_TRUE(c_in_part(cg2, j));
+		if (odsm_addr_of(cg2) == odsm_addr_of(cg)) {
+			EXPECT_LT(odsm_color_of(cg), odsm_color_of(cg2));
+			EXPECT_EQ(-EINVAL, odsm_free(cg));
+		}
+		ASSERT_EQ(0, odsm_free(cg2));
+
+		/* several blocks, and an aligned slot */
+		ret = odsm_alloc_on(j, MiB(3) + 5, 0, 0, &big);
+		ASSERT_EQ(0, ret) {
+			TH_LOG("3 MiB on node %u: %s", j, odsm_strerror(ret));
+		}
+		ASSERT_TRUE(c_in_part(big, j));
+		ASSERT_EQ(0, odsm_write(big + MiB(3), in, 5));
+		ASSERT_EQ(0, odsm_read(big + MiB(3), out, 5));
+		EXPECT_EQ(0, memcmp(in, out, 5));
+		ASSERT_EQ(0, odsm_free(big));
+		ASSERT_EQ(0, odsm_alloc_on(j, 24, 4096, 0, &al));
+		EXPECT_EQ(0ULL, odsm_addr_of(al) % 4096);
+		ASSERT_TRUE(c_in_part(al, j));
+		ASSERT_EQ(0, odsm_free(al));
+
+		/* what the home node refuses comes back as is */
+		EXPECT_EQ(-EINVAL, odsm_alloc_on(j, 0, 0, 0, &cg));
+		EXPECT_EQ(-EINVAL, odsm_alloc_on(j, 64, 3, 0, &cg));
+		ret = odsm_alloc_on(j, C.in.part_size * 2, 0, 0, &cg);
+		EXPECT_TRUE(ret == -EINVAL || ret == -ENOMEM) {
+			TH_LOG("oversized alloc on node %u: %d", j, ret);
+		}
+		/* a free of a peer's address that is no object */
+		EXPECT_EQ(-EINVAL, odsm_free(c_part(j) + C.in.part_size - KiB(64)));
+	}
+	/* here, through the same calls */
+	ASSERT_EQ(0, odsm_alloc_on(C.self, 100, 0, 0, &cg));
+	EXPECT_TRUE(c_in_part(cg, C.self));
+	ASSERT_EQ(0, odsm_free(cg));
+	ASSERT_EQ(0, odsm_alloc_anywhere(100, 0, 0, &cg));
+	EXPECT_TRUE(c_in_part(cg, C.self)) {
+		TH_LOG("ALLOC_ANYWHERE went to another node with room here");
+	}
+	ASSERT_EQ(0, odsm_free(cg));
+	EXPECT_EQ(-EINVAL, odsm_alloc_on(C.nodes, 100, 0, 0, &cg));
+	EXPECT_EQ(-EINVAL, odsm_alloc_on(ODSM_MAX_NODES + 5, 100, 0, 0, &cg));
+	/* both placements at once */
+	a.size = 100;
+	a.node = (C.self + 1) % C.nodes;
+	a.flags = ODSM_ALLOC_ON_NODE | ODSM_ALLOC_ANYWHERE;
+	EXPECT_EQ(-1, ioctl(odsm_rt.fd, ODSM_IOC_ALLOC, &a));
+	EXPECT_EQ(EINVAL, errno);
+}
+
+static uint64_t free_blocks(void)
+{
+	FILE *f = fopen("/sys/kernel/odsm/stats/free_blocks", "r");
+	unsigned long long v = 0;
+
+	if (f) {
+		if (fscanf(f, "%llu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
+/*
+ * Node 0 fills its partition (objects that are never touched cost no
+ * memory): then a peer's allocation there gets -ENOMEM, and node 0's
+ * ODSM_ALLOC_ANYWHERE goes to the up peer with the most room.
+ */
+TEST_F_TIMEOUT(cl, full_partition, 300)
+{
+	static uint64_t fill[4096];
+	struct odsm_peer_info p[ODSM_MAX_NODES];
+	unsigned int nf = 0, j, nr, best = 0;
+	uint64_t size, cg, v;
+	uint8_t in[256], out[256];
+	int ret;
+
+	C_BEGIN();
+	/* nobody still allocates on node 0 */
+	ASSERT_EQ(0, c_barrier(0, B_RW_ALLOCS_DONE, C.nodes, 180));
+	if (C.self != 0) {
+		ASSERT_EQ(0, c_poll(0, W_RW_FULL, 0, 180, NULL));
+		ret = odsm_alloc_on(0, KiB(100), 0, 0, &cg);
+		EXPECT_EQ(-ENOMEM, ret) {
+			TH_LOG("allocation on a full node 0: %d (%s)", ret,
+			       odsm_strerror(ret));
+		}
+		if (!ret)
+			odsm_free(cg);
+		ASSERT_EQ(0, c_barrier(0, B_RW_FULL, C.nodes, 180));
+		ASSERT_EQ(0, c_barrier(0, B_RW_FULL_DONE, C.nodes, 180));
+		return;
+	}
+	/* whole blocks until none is left: a few objects, as the free
+	 * blocks are mostly one run
+	 */
+	size = free_blocks() * KiB(64);
+	if (size > C.in.max_alloc)
+		size = C.in.max_alloc & ~(KiB(64) - 1);
+	while (size >= KiB(64) && nf < sizeof(fill) / sizeof(fill[0])) {
+		ret = odsm_alloc(size, 0, 0, &fill[nf]);
+		if (ret == 0) {
+			nf++;
+			continue;
+		}
+		ASSERT_EQ(-ENOMEM, ret);
+		size /= 2;
+	}
+	ASSERT_EQ(0ULL, free_blocks());
+	TH_LOG("node 0 full with %u objects", nf);
+	ASSERT_EQ(-ENOMEM, odsm_alloc(KiB(100), 0, 0, &cg));
+	ASSERT_EQ(0, c_put(0, W_RW_FULL, 1));
+
+	/* the peer that reported the most room, and ANYWHERE goes there */
+	nr = ODSM_MAX_NODES;
+	ASSERT_EQ(0, odsm_status(p, &nr, NULL));
+	for (j = 1; j < nr; j++)
+		if (p[j].free_bytes > p[best].free_bytes || best == 0)
+			best = j;
+	ret = odsm_alloc_anywhere(KiB(100), 0, 0, &cg);
+	ASSERT_EQ(0, ret) {
+		TH_LOG("ANYWHERE with node 0 full: %s", odsm_strerror(ret));
+	}
+	EXPECT_FALSE(c_in_part(cg, 0));
+	for (j = 1; j < C.nodes; j++)
+		if (c_in_part(cg, j))
+			break;
+	ASSERT_GT(C.nodes, j);
+	TH_LOG("ANYWHERE went to node %u (%" PRIu64 " bytes free), most room: node %u (%" PRIu64 ")",
+	       j, (uint64_t)p[j].free_bytes, best, (uint64_t)p[best].free_bytes);
+	/* the peers are idle: what they reported last has not changed */
+	EXPECT_EQ(p[best].free_bytes, p[j].free_bytes);
+	c_fill(in, sizeof(in), 0, 60);
+	ASSERT_EQ(0, odsm_write(cg, in, sizeof(in)));
+	ASSERT_EQ(0, odsm_read(cg, out, sizeof(out)));
+	EXPECT_EQ(0, memcmp(in, out, sizeof(in)));
+	ASSERT_EQ(0, odsm_free(cg));
+
+	ASSERT_EQ(0, c_barrier(0, B_RW_FULL, C.nodes, 180));
+	while (nf)
+		ASSERT_EQ(0, odsm_free(fill[--nf]));
+	ASSERT_EQ(0, c_put(0, W_RW_FULL, 0));
+	ASSERT_NE(0ULL, free_blocks());
+	ASSERT_EQ(0, c_get(0, W_MAGIC, &v));
+	ASSERT_EQ(0, c_barrier(0, B_RW_FULL_DONE, C.nodes, 180));
+}
+
+/* Ranges that are not (only) objects of one partition. */
+TEST_F_TIMEOUT(cl, bad_ranges, 120)
+{
+	unsigned int j;
+	uint64_t v = 0, end = C.in.heap_base + C.in.heap_size;
+	uint8_t buf[64], *big = calloc(1, MiB(8));
+
+	C_BEGIN();
+	ASSERT_NE(NULL, big);
+	end = C.in.heap_base + C.in.heap_size;
+	for (j = 0; j < C.nodes; j++) {
+		uint64_t last = c_part(j) + C.in.part_size;	/* past j's */
+
+		if (j == C.self)
+			continue;
+		/* a block of the peer that holds no object */
+		EXPECT_EQ(-EINVAL, odsm_read(last - KiB(4), buf, 8));
+		EXPECT_EQ(-EINVAL, odsm_write(last - KiB(4), buf, 8));
+		EXPECT_EQ(-EINVAL, odsm_fetch_add(last - KiB(4), 1, &v));
+		/* several chunks' worth of free blocks */
+		EXPECT_EQ(-EINVAL, odsm_read(last - MiB(8), big, MiB(8)));
+		EXPECT_EQ(-EINVAL, odsm_write(last - MiB(8), big, MiB(8)));
+		/* across the end of the peer's partition */
+		EXPECT_EQ(-EINVAL, odsm_read(last - 8, buf, 16));
+		/* an atomic on a word that is not 8-byte aligned */
+		EXPECT_EQ(-EINVAL, odsm_fetch_add(c_word(j, W_SCRATCH + C.self) + 4,
+						  1, &v));
+		/* into a buffer the caller cannot write: the node stays fine */
+		EXPECT_EQ(-EFAULT, odsm_read(c_word(j, W_MAGIC), NULL, 8));
+		EXPECT_EQ(-EFAULT, odsm_write(c_word(j, W_SCRATCH + C.self),
+					      (void *)8, 8));
+		ASSERT_EQ(0, c_get(j, W_MAGIC, &v));
+		EXPECT_EQ(C_DIR_MAGIC ^ j, v);
+	}
+	/* across my partition's ends, and outside the heap */
+	EXPECT_EQ(-EINVAL, odsm_read(c_part(C.self) - 8, buf, 16));
+	EXPECT_EQ(-EINVAL, odsm_read(c_part(C.self) + C.in.part_size - 8,
+				     buf, 16));
+	EXPECT_EQ(-EINVAL, odsm_read(end - 8, buf, 16));
+	EXPECT_EQ(-EINVAL, odsm_read(end, buf, 8));
+	EXPECT_EQ(-EINVAL, odsm_read(C.in.heap_base - 8, buf, 8));
+	EXPECT_EQ(-EINVAL, odsm_fetch_add(end, 1, &v));
+	/* a zero-length access is nothing at all */
+	EXPECT_EQ(0, odsm_read(c_word((C.self + 1) % C.nodes, W_MAGIC), buf, 0));
+	free(big);
+	ASSERT_EQ(0, c_barrier(0, B_RW_END, C.nodes, 180));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,210 @@
+#!/bin/sh
+# shellcheck shell=dash disable=SC1091,SC2154
+# The cluster: every guest loads odsm, joins a cluster of all the rig's
+# nodes (node K listens on 10.0.0.(K+1):7100), waits until it sees every
+# peer up, and runs the multi-node kselftest programs (/rig/bin/cluster_*_test,
+# selftests/cluster/) on every node at once, with a rig barrier between
+# programs.  Then every node leaves the cluster, joins it again and runs
+# cluster_rejoin_test (the objects outlive the leave, the new connections
+# work), and the module is unloaded.  Fails if any program fails.
+#
+# With rig.down=K, node K powers itself off (poweroff -f: no goodbye on the
+# wire) once the programs are done; the survivors run cluster_down_test
+# (operations on K's partition fail in time, the rest works), then unload
+# the module with the peer dead.  Node K prints its own RIG_RESULT before it
+# goes: its part (join, the programs) passed or failed like any node's.
+#
+# Kernel command line (run.sh -a):
+#   rig.transport=tcp|rdma   (default tcp; rdma brings up Soft-RoCE first)
+#   rig.down=K               take node K down after the programs
+#   rig.heartbeat_ms=N rig.timeout_ms=N   passed to odsmctl join
+#   rig.cluster_tests=a_test,b_test       run only these programs
+#   rig.odsm_params=a=1,b=2  odsm module parameters (commas become spaces)
+#
+# Markers:  RIG_MARK cluster_up node=K peers=N secs=S   (again after a re-join)
+#           RIG_MARK selftest_start NAME / selftest_end NAME rc=N
+#           RIG_MARK cluster_tests programs=N failed=M
+#           RIG_MARK node_down node=K                     (node K, going)
+#           RIG_MARK rmmod secs=S rc=N
+# Each program's TAP output ("# Totals: pass:N fail:M ...") goes to the
+# console unchanged.
+. /rig/lib.sh
+
+PORT=7100
+transport=${rig_transport:-tcp}
+timeout_ms=${rig_timeout_ms:-2000}
+down=${rig_down:-}
+failed=0
+
+fail() { echo "cluster: $*"; exit 1; }
+# centiseconds since boot (busybox date has no %N)
+now_cs() { awk '{ printf "%d", $1 * 100 }' /proc/uptime; }
+secs_since() { awk -v a="$1" -v b="$(now_cs)" 'BEGIN { printf "%.2f", (b - a) / 100 }'; }
+
+[ "$rig_nodes" -ge 2 ] || fail "a cluster needs 2 nodes or more (run.sh -n)"
+net_up || fail "net_up failed"
+if [ "$transport" = rdma ]; then
+	rxe_up rxe0 eth0 || fail "rxe_up failed"
+fi
+params=$(echo "${rig_odsm_params:-}" | tr ',' ' ')
+# shellcheck disable=SC2086
+modprobe odsm $params || fail "modprobe odsm $params failed"
+[ -c /dev/odsm ] || fail "no /dev/odsm after modprobe"
+wait_peers || fail "peers unreachable"
+[ -z "$down" ] || [ "$down" -lt "$rig_nodes" ] || fail "rig.down=$down: there are only $rig_nodes nodes"
+
+# every node's address, in node order: nothing hard-coded but the port
+addrs=""
+for k in $(seq 0 $((rig_nodes - 1))); do
+	addrs="${addrs:+$addrs,}$(node_ip "$k"):$PORT"
+done
+set -- --transport "$transport" --node-id "$rig_node" --nodes "$addrs"
+[ -z "${rig_heartbeat_ms:-}" ] || set -- "$@" --heartbeat-ms "$rig_heartbeat_ms"
+[ -z "${rig_timeout_ms:-}" ] || set -- "$@" --timeout-ms "$rig_timeout_ms"
+# join, and wait until every peer is up (60 s at most)
+join() {
+	local t0 i=0 up
+	echo "\$ odsmctl join $*"
+	odsmctl join "$@" || fail "odsmctl join failed"
+	t0=$(now_cs)
+	while :; do
+		up=$(odsmctl status --raw | grep -c ' state=up ')
+		[ "$up" -eq $((rig_nodes - 1)) ] && break
+		i=$((i + 1))
+		if [ "$i" -ge 300 ]; then
+			odsmctl status
+			fail "only $up of $((rig_nodes - 1)) peers up after 60 s"
+		fi
+		sleep 0.2
+	done
+	mark cluster_up "node=$rig_node peers=$up secs=$(secs_since "$t0")"
+}
+# what a join must refuse, and leave no trace of: a table whose entry for
+# this node is not one of its addresses; a port that is taken; a second join
+expect_join_fail() { # WHAT ARGS...: the join fails and says WHAT
+	local what=$1 out rc
+	shift
+	out=$(odsmctl join "$@" 2>&1)
+	rc=$?
+	echo "$out"
+	if [ "$rc" = 0 ] || ! echo "$out" | grep -q "$what"; then
+		echo "cluster: 'odsmctl join $*' should have failed with '$what' (rc=$rc)"
+		failed=$((failed + 1))
+	fi
+}
+bad=""
+for k in $(seq 0 $((rig_nodes - 1))); do
+	a=$(node_ip "$k"):$PORT
+	[ "$k" != "$rig_node" ] || a=10.0.0.250:$PORT
+	bad="${bad:+$bad,}$a"
+done
+expect_join_fail "not an address of this machine" --node-id "$rig_node" --nodes "$bad"
+nc -l -p "$PORT" >/dev/null 2>&1 &
+ncpid=$!
+porthex=$(printf ':%04X ' "$PORT")
+i=0
+# 0A: listening (busybox nc listens on IPv6, dual stack)
+until cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -q "$porthex.* 0A "; do
+	i=$((i + 1))
+	[ "$i" -lt 100 ] || fail "nc does not listen on port $PORT"
+	sleep 0.1
+done
+expect_join_fail "already in use" "$@"
+kill "$ncpid" 2>/dev/null
+wait "$ncpid" 2>/dev/null
+# no node joins (and dials) before every node is done with the port
+barrier || fail "barrier before joining"
+
+join "$@"
+expect_join_fail "already joined" "$@"
+odsmctl status
+barrier || fail "barrier before the programs"
+
+# the programs, on every node at once; a rig barrier after each
+only=" $(echo "${rig_cluster_tests:-}" | tr ',' ' ') "
+run_test() { # PATH [ENV=VALUE...]
+	local t=$1 name rc
+	shift
+	name=${t##*/}
+	mark selftest_start "$name"
+	env ODSM_NODE="$rig_node" ODSM_NODES="$rig_nodes" ODSM_TIMEOUT_MS="$timeout_ms" \
+		ODSM_PORT="$PORT" "$@" "$t"
+	rc=$?
+	mark selftest_end "$name" "rc=$rc"
+	n=$((n + 1))
+	[ "$rc" -eq 0 ] || failed=$((failed + 1))
+}
+n=0
+for t in /rig/bin/cluster_*_test; do
+	[ -x "$t" ] || continue
+	name=${t##*/}
+	case "$name" in cluster_down_test | cluster_rejoin_test) continue ;; esac
+	if [ "$only" != "  " ]; then
+		case "$only" in *" $name "*) ;; *) continue ;; esac
+	fi
+	run_test "$t"
+	barrier 600 || fail "barrier after $name"
+done
+[ "$n" -gt 0 ] || fail "no cluster test program in /rig/bin"
+echo "\$ odsmctl status"
+odsmctl status
+odsmctl stats --raw | grep -E '^(msgs_|bad_msgs|served|remote_|rpc_|peers_down)'
+
+if [ -n "$down" ]; then
+	# everyone is done with everyone: node $down goes
+	barrier || fail "barrier before node $down goes down"
+	if [ "$rig_node" = "$down" ]; then
+		mark cluster_tests "programs=$n failed=$failed"
+		mark node_down "node=$rig_node"
+		if [ "$failed" -eq 0 ]; then
+			echo "RIG_RESULT: PASS scenario=$rig_scenario node=$rig_node powered off by the scenario"
+		else
+			echo "RIG_RESULT: FAIL scenario=$rig_scenario node=$rig_node rc=1 powered off by the scenario"
+		fi
+		sync
+		poweroff -f
+		sleep 30
+		exit 1
+	fi
+	if [ -x /rig/bin/cluster_down_test ]; then
+		run_test /rig/bin/cluster_down_test ODSM_DOWN="$down"
+	else
+		echo "cluster: no /rig/bin/cluster_down_test"
+		failed=$((failed + 1))
+	fi
+	echo "\$ odsmctl status"
+	odsmctl status
+	# the dead node is down here
+	odsmctl status --raw | grep -q "^node=$down .* state=down " ||
+		{ echo "cluster: node $down is not down in odsmctl status"; failed=$((failed + 1)); }
+else
+	# leave (twice: the second does nothing), join again, check
+	odsmctl leave || { echo "cluster: odsmctl leave failed"; failed=$((failed + 1)); }
+	odsmctl leave || { echo "cluster: a second odsmctl leave failed"; failed=$((failed + 1)); }
+	odsmctl status --raw | grep -q '^nodes=0 transport=none$' ||
+		{ echo "cluster: still in a cluster after leaving:"; odsmctl status --raw; failed=$((failed + 1)); }
+	barrier || fail "barrier after leaving"
+	join "$@"
+	barrier || fail "barrier after joining again"
+	if [ -x /rig/bin/cluster_rejoin_test ]; then
+		run_test /rig/bin/cluster_rejoin_test ODSM_REJOINED=1
+	else
+		echo "cluster: no /rig/bin/cluster_rejoin_test"
+		failed=$((failed + 1))
+	fi
+	# nobody needs anybody any more
+	barrier || fail "barrier before unloading"
+fi
+mark cluster_tests "programs=$n failed=$failed"
+
+# unloading leaves the cluster, also with a peer dead: a few seconds at most
+t0=$(now_cs)
+timeout 60 rmmod odsm
+rc=$?
+secs=$(secs_since "$t0")
+mark rmmod "secs=$secs rc=$rc"
+[ "$rc" -eq 0 ] || { echo "cluster: rmmod odsm failed (rc=$rc)"; failed=$((failed + 1)); }
+awk -v s="$secs" 'BEGIN { exit !(s <= 5) }' ||
+	{ echo "cluster: rmmod took ${secs}s (more than 5)"; failed=$((failed + 1)); }
+[ ! -e /sys/module/odsm ] || { echo "cluster: odsm still loaded"; failed=$((failed + 1)); }
+[ "$failed" -eq 0 ]
