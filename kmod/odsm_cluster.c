@@ -92,7 +92,7 @@ int odsm_cluster_check_hdr(struct odsm_conn *conn, const u8 *raw,
 	if (ret && h->magic == ODSM_WIRE_MAGIC &&
 	    h->version != ODSM_WIRE_VERSION) {
 		odsm_stat_inc(ODSM_STAT_bad_msgs);
-		pr_notice_ratelimited("odsm: a peer speaks wire protocol version %u, this node %u: connection closed\n",
+		pr_notice_ratelimited("odsm: a peer speaks wire protocol version %u, this node speaks %u: connection closed\n",
 				      h->version, ODSM_WIRE_VERSION);
 	} else if (ret) {
 		odsm_stat_inc(ODSM_STAT_bad_msgs);

@@ -152,7 +152,9 @@ struct odsm_node_addr {
  * accepts the others), re-dialled while a peer is down, so a node that
  * starts late or restarts joins.  A peer silent for timeout_ms is down:
  * every operation that needs it fails with -EHOSTDOWN, one in flight with
- * -ETIMEDOUT.  heartbeat_ms / timeout_ms 0 take the defaults (200 / 2000).
+ * -EHOSTDOWN or -ETIMEDOUT, within timeout_ms.  The port is not
+ * authenticated yet: keep it on a trusted, filtered network.
+ * heartbeat_ms / timeout_ms 0 take the defaults (200 / 2000).
  * -EBUSY if already joined, -EINVAL for a bad table, -EPROTONOSUPPORT for a
  * transport this build does not have.
  */
