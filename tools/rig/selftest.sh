@@ -44,7 +44,11 @@ for k in "${KVERS[@]}"; do
 	"$RIG/mkinitramfs.sh" -k "$k" -x "$T/$k/rig_warn.ko" -o "$T/$k.cpio" >/dev/null
 	run=(-k "$k" -i "$T/$k.cpio" -t 120)
 	expect pass "${run[@]}" -s smoke
-	for n in 1 2 3; do expect pass "${run[@]}" -n "$n" -s rxe-ping; done
+	# RIG_SELFTEST_NODES=1 (make check): rping between guests is flaky
+	# under a loaded TCG host; the cluster suites cover multi-guest RDMA
+	for n in $(seq 1 "${RIG_SELFTEST_NODES:-3}"); do
+		expect pass "${run[@]}" -n "$n" -s rxe-ping
+	done
 	expect problem "${run[@]}" -s fail-warn
 	expect problem "${run[@]}" -s fail-panic
 done
