@@ -163,6 +163,12 @@ void odsm_cluster_conn_failed(struct odsm_conn *conn);
 int odsm_serve(const struct odsm_wire_hdr *h, const u8 *payload, u8 *reply,
 	       u32 *rlen, const void **data, u32 *dlen);
 long odsm_ioc_rw(void __user *arg, bool write);
+/*
+ * Copy len (<= ODSM_WIRE_MAX_DATA) bytes between buf and [addr, addr + len)
+ * of node's partition (not this node's).  The one way object bytes travel
+ * between nodes: the coherence protocol (odsm_borrow.c) uses it too.
+ */
+int odsm_remote_rw(u32 node, u64 addr, void *buf, u32 len, bool write);
 long odsm_ioc_atomic(void __user *arg);
 int odsm_remote_alloc(u32 node, u64 size, u32 align, u32 flags, u64 *cg,
 		      u64 *usable);

@@ -113,7 +113,7 @@ static int home_of(u64 addr, u64 len, bool *local)
 	return node;
 }
 
-static int rw_remote(u32 node, u64 addr, void *buf, u32 len, bool write)
+int odsm_remote_rw(u32 node, u64 addr, void *buf, u32 len, bool write)
 {
 	struct odsm_wire_rw rw = { .gaddr = addr, .len = len };
 	u8 p[32];
@@ -166,7 +166,7 @@ long odsm_ioc_rw(void __user *arg, bool write)
 			ret = odsm_store_rw(&odsm_heap, addr + done, kbuf, n,
 					    write);
 		else
-			ret = rw_remote(node, addr + done, kbuf, n, write);
+			ret = odsm_remote_rw(node, addr + done, kbuf, n, write);
 		if (!ret && !write && copy_to_user(ubuf + done, kbuf, n))
 			ret = -EFAULT;
 	}

@@ -232,6 +232,105 @@ struct odsm_atomic {
 	__u64 reserved[2];
 };
 
+/* ---- ownership across nodes (DRust's coherence protocol) ------------- */
+
+/* result of ODSM_IOC_BORROW and ODSM_IOC_BORROW_MUT */
+#define ODSM_BORROWED_LOCAL	0	/* the object is in this partition */
+#define ODSM_BORROWED_HIT	1	/* BORROW: a cached copy was there */
+#define ODSM_BORROWED_MISS	2	/* BORROW: copied into the cache now */
+#define ODSM_BORROWED_MOVED	3	/* BORROW_MUT: copied here, the
+					 * original freed at its home
+					 */
+#define ODSM_BORROWED_TAKEN	4	/* BORROW_MUT: a cached copy of
+					 * exactly this version became the
+					 * object (no transfer)
+					 */
+
+/*
+ * ODSM_IOC_BORROW: a shared borrow of the object that starts at the colored
+ * global address gaddr.  A local object is not touched: addr is the object
+ * and no reference is taken (libodsm never asks: it reads local objects in
+ * place).  A remote one is looked up in this node's cache by its colored
+ * address: on a hit the caller's file takes a reference on the cached copy;
+ * on a miss the object is copied with one transfer into a slot of this
+ * node's partition and inserted, then referenced.  Objects of at least
+ * /sys/kernel/odsm/lazy_threshold bytes are not copied up front: their
+ * pages are fetched on first touch, with read-ahead.  No other node is told
+ * anything, ever: a write anywhere changes the color, so an old copy simply
+ * never matches again.
+ * in:  gaddr, flags (0).
+ * out: addr, where to read the bytes (uncolored; the object itself or the
+ *      cached copy); size, the object's bytes (its requested size for an
+ *      object of more than one 64 KiB block, its slot size otherwise);
+ *      result, ODSM_BORROWED_LOCAL / HIT / MISS.
+ * The reference belongs to the open file: ODSM_IOC_RETURN drops it, and
+ * closing the file drops every one it still holds.  An unreferenced copy
+ * stays cached until the cache needs the room (cache_budget_bytes) or the
+ * kernel needs memory (a shrinker).
+ * Errors: -EINVAL (gaddr is not the start of a live object of at least that
+ * color), -ENOMEM (no room for the copy here), -EHOSTDOWN / -ETIMEDOUT.
+ */
+struct odsm_borrow {
+	__u64 gaddr;		/* in: colored global address */
+	__u64 addr;		/* out: where to read */
+	__u64 size;		/* out: the object's bytes */
+	__u32 flags;		/* in: 0 */
+	__u32 result;		/* out: ODSM_BORROWED_* */
+	__u64 reserved[2];
+};
+
+/*
+ * ODSM_IOC_RETURN: the end of a shared borrow: drop one reference this file
+ * holds on the cached copy of gaddr (the colored address it borrowed).
+ * A local gaddr is a no-op.  -ENOENT if the file holds no such reference.
+ */
+
+/* Flags of struct odsm_borrow_mut. */
+#define ODSM_MUT_HELD_REF	_BITUL(0)	/* the caller holds a reference
+						 * on a cached copy of gaddr
+						 * (from BORROW); the borrow
+						 * consumes it
+						 */
+#define ODSM_MUT_FLAGS		ODSM_MUT_HELD_REF
+
+/*
+ * ODSM_IOC_BORROW_MUT: a mutable borrow moves the object here (DRust).  A
+ * local object stays: new_gaddr = gaddr, result LOCAL.  A remote one is
+ * allocated in this partition (same size), copied with one transfer, and
+ * its original is freed on its home node asynchronously, at the color gaddr
+ * carries (the owner's latest: the home raises the address's floor above
+ * it).  When this node caches a copy of exactly gaddr that no one else
+ * references, that copy becomes the object and nothing is transferred
+ * (DRust Algorithm 8, "a local copy exists").
+ * in:  gaddr (the owner's colored address), flags ODSM_MUT_*.
+ * out: new_gaddr (colored, in this partition), size, result
+ *      (ODSM_BORROWED_LOCAL / MOVED / TAKEN).
+ * The caller writes new_gaddr back into the owner when the borrow ends
+ * (ODSM_IOC_WRITE_BACK when the owner box lives in another partition).
+ * Errors as ODSM_IOC_BORROW; on error nothing moved.
+ */
+struct odsm_borrow_mut {
+	__u64 gaddr;		/* in: colored global address */
+	__u64 new_gaddr;	/* out: colored, local */
+	__u64 size;		/* out */
+	__u32 flags;		/* in: ODSM_MUT_* */
+	__u32 result;		/* out: ODSM_BORROWED_* */
+	__u64 reserved[2];
+};
+
+/*
+ * ODSM_IOC_WRITE_BACK: the end of a mutable borrow whose owner box lives in
+ * the heap: store the 16-byte box { g, ext } at the global address owner
+ * (16-byte aligned, inside one live object, any node): a plain store in
+ * this partition, a one-sided write (a write request over TCP) elsewhere.
+ */
+struct odsm_write_back {
+	__u64 owner;		/* global address of the owner box */
+	__u64 g;		/* the box's new colored address */
+	__u64 ext;		/* the box's new extension word */
+	__u64 reserved[2];
+};
+
 #define ODSM_IOC_MAGIC		0xd5
 #define ODSM_IOC_INFO		_IOR(ODSM_IOC_MAGIC, 0x00, struct odsm_info)
 #define ODSM_IOC_SET_CONFIG	_IOW(ODSM_IOC_MAGIC, 0x01, struct odsm_config)
@@ -242,6 +341,10 @@ struct odsm_atomic {
 #define ODSM_IOC_READ		_IOW(ODSM_IOC_MAGIC, 0x14, struct odsm_rw)
 #define ODSM_IOC_WRITE		_IOW(ODSM_IOC_MAGIC, 0x15, struct odsm_rw)
 #define ODSM_IOC_ATOMIC		_IOWR(ODSM_IOC_MAGIC, 0x16, struct odsm_atomic)
+#define ODSM_IOC_BORROW		_IOWR(ODSM_IOC_MAGIC, 0x18, struct odsm_borrow)
+#define ODSM_IOC_RETURN		_IOW(ODSM_IOC_MAGIC, 0x19, struct odsm_borrow)
+#define ODSM_IOC_BORROW_MUT	_IOWR(ODSM_IOC_MAGIC, 0x1a, struct odsm_borrow_mut)
+#define ODSM_IOC_WRITE_BACK	_IOW(ODSM_IOC_MAGIC, 0x1b, struct odsm_write_back)
 #define ODSM_IOC_JOIN		_IOW(ODSM_IOC_MAGIC, 0x20, struct odsm_join)
 #define ODSM_IOC_LEAVE		_IO(ODSM_IOC_MAGIC, 0x21)
 #define ODSM_IOC_STATUS		_IOWR(ODSM_IOC_MAGIC, 0x22, struct odsm_status)
