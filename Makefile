@@ -35,8 +35,8 @@ LIB_SRC	:= userlib/odsm.c
 LIB_HDR	:= userlib/odsm.h uapi/linux/odsm.h
 
 # pure logic shared with the module, linked into host programs
-CORE_SRC := kmod/odsm_palloc.c kmod/odsm_sizeclass.c kmod/odsm_wire.c
-CORE_HDR := kmod/odsm_addr.h kmod/odsm_palloc.h kmod/odsm_sizeclass.h kmod/odsm_wire.h \
+CORE_SRC := kmod/odsm_palloc.c kmod/odsm_sizeclass.c kmod/odsm_wire.c kmod/odsm_cindex.c
+CORE_HDR := kmod/odsm_addr.h kmod/odsm_palloc.h kmod/odsm_sizeclass.h kmod/odsm_wire.h kmod/odsm_cindex.h \
 	    kmod/odsm_portable.h tools/include/odsm_kshim.h uapi/linux/odsm.h
 
 HOST_TESTS := $(patsubst selftests/host/%.c,$(BUILD)/tests/host/%,\

@@ -87,6 +87,11 @@ static const struct wire_type wire_types[ODSM_MSG_TYPE_MAX] = {
 				    false },
 	[ODSM_MSG_ATOMIC_REPLY]	= { ODSM_WIRE_ATOMIC_REPLY_SIZE,
 				    ODSM_WIRE_ATOMIC_REPLY_SIZE, true },
+	[ODSM_MSG_FETCH]	= { ODSM_WIRE_FETCH_SIZE, ODSM_WIRE_FETCH_SIZE,
+				    false },
+	[ODSM_MSG_FETCH_REPLY]	= { ODSM_WIRE_FETCH_REPLY_SIZE,
+				    ODSM_WIRE_FETCH_REPLY_SIZE +
+				    ODSM_WIRE_MAX_DATA, true },
 };
 
 void odsm_wire_put_hdr(u8 *buf, const struct odsm_wire_hdr *h)
@@ -319,5 +324,55 @@ int odsm_wire_get_atomic_reply(const u8 *buf, u32 len,
 	if (len != ODSM_WIRE_ATOMIC_REPLY_SIZE)
 		return -EMSGSIZE;
 	p->old = wire_get_le64(buf);
+	return 0;
+}
+
+u32 odsm_wire_put_fetch(u8 *buf, const struct odsm_wire_fetch *p)
+{
+	wire_put_le64(buf, p->gaddr);
+	wire_put_le64(buf + 8, p->offset);
+	wire_put_le32(buf + 16, p->len);
+	wire_put_le32(buf + 20, p->reserved);
+	return ODSM_WIRE_FETCH_SIZE;
+}
+
+int odsm_wire_get_fetch(const u8 *buf, u32 len, struct odsm_wire_fetch *p)
+{
+	if (len != ODSM_WIRE_FETCH_SIZE)
+		return -EMSGSIZE;
+	p->gaddr = wire_get_le64(buf);
+	p->offset = wire_get_le64(buf + 8);
+	p->len = wire_get_le32(buf + 16);
+	p->reserved = wire_get_le32(buf + 20);
+	if (p->len > ODSM_WIRE_MAX_DATA)
+		return -EMSGSIZE;
+	if (p->reserved || p->offset >= WIRE_ADDR_LIMIT)
+		return -EPROTO;
+	return 0;
+}
+
+u32 odsm_wire_put_fetch_reply(u8 *buf, const struct odsm_wire_fetch_reply *p)
+{
+	wire_put_le64(buf, p->size);
+	wire_put_le16(buf + 8, p->color);
+	wire_put_le16(buf + 10, p->reserved);
+	wire_put_le32(buf + 12, p->len);
+	return ODSM_WIRE_FETCH_REPLY_SIZE;
+}
+
+int odsm_wire_get_fetch_reply(const u8 *buf, u32 len,
+			      struct odsm_wire_fetch_reply *p)
+{
+	if (len < ODSM_WIRE_FETCH_REPLY_SIZE)
+		return -EMSGSIZE;
+	p->size = wire_get_le64(buf);
+	p->color = wire_get_le16(buf + 8);
+	p->reserved = wire_get_le16(buf + 10);
+	p->len = wire_get_le32(buf + 12);
+	if (p->len > ODSM_WIRE_MAX_DATA ||
+	    len != ODSM_WIRE_FETCH_REPLY_SIZE + p->len)
+		return -EMSGSIZE;
+	if (p->reserved || p->len > p->size)
+		return -EPROTO;
 	return 0;
 }

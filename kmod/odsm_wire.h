@@ -35,6 +35,8 @@
 #define ODSM_WIRE_FREE_SIZE		8
 #define ODSM_WIRE_ATOMIC_SIZE		32
 #define ODSM_WIRE_ATOMIC_REPLY_SIZE	8
+#define ODSM_WIRE_FETCH_SIZE		24
+#define ODSM_WIRE_FETCH_REPLY_SIZE	16	/* then its data */
 
 /* A reply's status: 0 or STATUS_MIN..-1; a negative one has no payload. */
 #define ODSM_WIRE_STATUS_MIN	(-4095)
@@ -53,6 +55,8 @@ enum odsm_msg_type {
 	ODSM_MSG_FREE_REPLY,
 	ODSM_MSG_ATOMIC,	/* 8-byte atomic on the receiver's partition */
 	ODSM_MSG_ATOMIC_REPLY,
+	ODSM_MSG_FETCH,		/* an object's size and bytes, for a borrow */
+	ODSM_MSG_FETCH_REPLY,
 	ODSM_MSG_TYPE_MAX,
 };
 
@@ -132,6 +136,27 @@ struct odsm_wire_atomic_reply {
 	u64 old;		/* the word's value before the operation */
 };
 
+/*
+ * FETCH: bytes [offset, offset + len) of the live object that starts at
+ * gaddr, clipped to its end, and its size: what a borrow of a remote object
+ * needs, in one round trip.  gaddr is colored: the home refuses a color
+ * older than the object's allocation color (a stale pointer to an earlier
+ * object at that address).
+ */
+struct odsm_wire_fetch {
+	u64 gaddr;		/* colored start of the object */
+	u64 offset;		/* first byte wanted, < 2^48 */
+	u32 len;		/* most bytes wanted, 0..ODSM_WIRE_MAX_DATA */
+	u32 reserved;
+};
+
+struct odsm_wire_fetch_reply {
+	u64 size;		/* the object's bytes */
+	u16 color;		/* its allocation color */
+	u16 reserved;
+	u32 len;		/* bytes of data that follow */
+};
+
 /* Encode a header into 32 wire bytes. */
 void odsm_wire_put_hdr(u8 *buf, const struct odsm_wire_hdr *h);
 
@@ -184,5 +209,16 @@ int odsm_wire_get_atomic(const u8 *buf, u32 len, struct odsm_wire_atomic *p);
 u32 odsm_wire_put_atomic_reply(u8 *buf, const struct odsm_wire_atomic_reply *p);
 int odsm_wire_get_atomic_reply(const u8 *buf, u32 len,
 			       struct odsm_wire_atomic_reply *p);
+
+u32 odsm_wire_put_fetch(u8 *buf, const struct odsm_wire_fetch *p);
+/* len <= ODSM_WIRE_MAX_DATA, offset < 2^48, reserved 0 */
+int odsm_wire_get_fetch(const u8 *buf, u32 len, struct odsm_wire_fetch *p);
+u32 odsm_wire_put_fetch_reply(u8 *buf, const struct odsm_wire_fetch_reply *p);
+/*
+ * len == fixed size + p->len, p->len <= ODSM_WIRE_MAX_DATA and <= p->size,
+ * reserved 0.  The data follows at buf + ODSM_WIRE_FETCH_REPLY_SIZE.
+ */
+int odsm_wire_get_fetch_reply(const u8 *buf, u32 len,
+			      struct odsm_wire_fetch_reply *p);
 
 #endif /* _ODSM_WIRE_H */

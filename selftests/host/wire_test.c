@@ -48,6 +48,7 @@ static bool ref_is_reply(unsigned int type)
 	case ODSM_MSG_ALLOC_REPLY:
 	case ODSM_MSG_FREE_REPLY:
 	case ODSM_MSG_ATOMIC_REPLY:
+	case ODSM_MSG_FETCH_REPLY:
 		return true;
 	}
 	return false;
@@ -84,6 +85,13 @@ static void ref_bounds(unsigned int type, u32 *min, u32 *max)
 	case ODSM_MSG_ATOMIC:
 		*min = *max = 32;
 		break;
+	case ODSM_MSG_FETCH:
+		*min = *max = 24;
+		break;
+	case ODSM_MSG_FETCH_REPLY:
+		*min = 16;
+		*max = 16 + 256 * 1024;
+		break;
 	default:	/* WRITE_REPLY, FREE_REPLY */
 		*min = *max = 0;
 		break;
@@ -104,7 +112,7 @@ static int ref_check_hdr(const u8 *b, u32 self, u32 nr)
 	if (b[0] != 'O' || b[1] != 'D' || b[2] != 'S' || b[3] != 'M' ||
 	    magic != 0x4d53444f || b[4] != 1)
 		return -EPROTO;
-	if (type < 1 || type > 13 || (flags & ~1) ||
+	if (type < 1 || type > 15 || (flags & ~1) ||
 	    reply != ref_is_reply(type))
 		return -EPROTO;
 	if (src >= nr || src == self || dst != self)
@@ -191,7 +199,9 @@ TEST(constants)
 	ASSERT_EQ(11, ODSM_MSG_FREE_REPLY);
 	ASSERT_EQ(12, ODSM_MSG_ATOMIC);
 	ASSERT_EQ(13, ODSM_MSG_ATOMIC_REPLY);
-	ASSERT_EQ(14, ODSM_MSG_TYPE_MAX);
+	ASSERT_EQ(14, ODSM_MSG_FETCH);
+	ASSERT_EQ(15, ODSM_MSG_FETCH_REPLY);
+	ASSERT_EQ(16, ODSM_MSG_TYPE_MAX);
 
 	ASSERT_EQ(32, ODSM_WIRE_HELLO_SIZE);
 	ASSERT_EQ(8, ODSM_WIRE_PING_SIZE);
@@ -202,6 +212,8 @@ TEST(constants)
 	ASSERT_EQ(8, ODSM_WIRE_FREE_SIZE);
 	ASSERT_EQ(32, ODSM_WIRE_ATOMIC_SIZE);
 	ASSERT_EQ(8, ODSM_WIRE_ATOMIC_REPLY_SIZE);
+	ASSERT_EQ(24, ODSM_WIRE_FETCH_SIZE);
+	ASSERT_EQ(16, ODSM_WIRE_FETCH_REPLY_SIZE);
 
 	ASSERT_EQ(1, ODSM_WIRE_FETCH_ADD);
 	ASSERT_EQ(2, ODSM_WIRE_CMP_SWAP);
@@ -1002,6 +1014,71 @@ TEST(atomic_fields)
 	ASSERT_EQ(-EPROTO, atomic_ret(0x1000, ODSM_WIRE_FETCH_ADD, 1U << 31));
 }
 
+/* FETCH: golden bytes, and every rule of the request and its reply */
+TEST(fetch_fields)
+{
+	static const u8 golden[24] = {
+		0x40, 0x00, 0x00, 0x00, 0x00, 0x10, 0x07, 0x00,	/* gaddr */
+		0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,	/* offset */
+		0x00, 0x00, 0x04, 0x00,				/* len */
+		0x00, 0x00, 0x00, 0x00,				/* reserved */
+	};
+	struct odsm_wire_fetch fe = { .gaddr = 0x0007100000000040ULL,
+				      .offset = 0x1000, .len = 256 * 1024 }, out;
+	struct odsm_wire_fetch_reply fr = { .size = 100, .color = 0xbeef,
+					    .len = 4 }, rout;
+	u8 raw[24 + 8];
+
+	ASSERT_EQ(24U, odsm_wire_put_fetch(raw, &fe));
+	ASSERT_EQ(0, memcmp(raw, golden, sizeof(golden)));
+	ASSERT_EQ(0, odsm_wire_get_fetch(raw, 24, &out));
+	ASSERT_EQ(fe.gaddr, out.gaddr);	/* colored: the color is kept */
+	ASSERT_EQ(fe.offset, out.offset);
+	ASSERT_EQ(fe.len, out.len);
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_fetch(raw, 23, &out));
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_fetch(raw, 25, &out));
+	fe.len = 0;	/* size only */
+	odsm_wire_put_fetch(raw, &fe);
+	ASSERT_EQ(0, odsm_wire_get_fetch(raw, 24, &out));
+	fe.len = 256 * 1024 + 1;
+	odsm_wire_put_fetch(raw, &fe);
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_fetch(raw, 24, &out));
+	fe.len = 16;
+	fe.offset = 1ULL << 48;
+	odsm_wire_put_fetch(raw, &fe);
+	ASSERT_EQ(-EPROTO, odsm_wire_get_fetch(raw, 24, &out));
+	fe.offset = 0;
+	fe.reserved = 1;
+	odsm_wire_put_fetch(raw, &fe);
+	ASSERT_EQ(-EPROTO, odsm_wire_get_fetch(raw, 24, &out));
+
+	ASSERT_EQ(16U, odsm_wire_put_fetch_reply(raw, &fr));
+	ASSERT_EQ(100U, ref_le(raw, 8));
+	ASSERT_EQ(0xbeefU, ref_le(raw + 8, 2));
+	ASSERT_EQ(4U, ref_le(raw + 12, 4));
+	ASSERT_EQ(0, odsm_wire_get_fetch_reply(raw, 20, &rout));
+	ASSERT_EQ(fr.size, rout.size);
+	ASSERT_EQ(fr.color, rout.color);
+	ASSERT_EQ(fr.len, rout.len);
+	/* the data length must be what the message carries */
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_fetch_reply(raw, 19, &rout));
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_fetch_reply(raw, 21, &rout));
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_fetch_reply(raw, 15, &rout));
+	/* never more data than the object has */
+	fr.size = 3;
+	odsm_wire_put_fetch_reply(raw, &fr);
+	ASSERT_EQ(-EPROTO, odsm_wire_get_fetch_reply(raw, 20, &rout));
+	fr.size = 100;
+	fr.reserved = 1;
+	odsm_wire_put_fetch_reply(raw, &fr);
+	ASSERT_EQ(-EPROTO, odsm_wire_get_fetch_reply(raw, 20, &rout));
+	fr.reserved = 0;
+	fr.len = 0xffffffff;	/* a length that would wrap */
+	odsm_wire_put_fetch_reply(raw, &fr);
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_fetch_reply(raw, 15, &rout));
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_fetch_reply(raw, 16, &rout));
+}
+
 /* ---- fuzz ---------------------------------------------------------------- */
 
 #define FUZZ_ITERS	1000000U
@@ -1177,6 +1254,10 @@ static int decode(const struct odsm_wire_hdr *h, const u8 *p, u32 len,
 		return odsm_wire_get_atomic(p, len, out);
 	case ODSM_MSG_ATOMIC_REPLY:
 		return odsm_wire_get_atomic_reply(p, len, out);
+	case ODSM_MSG_FETCH:
+		return odsm_wire_get_fetch(p, len, out);
+	case ODSM_MSG_FETCH_REPLY:
+		return odsm_wire_get_fetch_reply(p, len, out);
 	}
 	return 1;	/* no fixed payload: READ_REPLY data, empty replies */
 }
@@ -1189,6 +1270,8 @@ static bool payload_ok(unsigned int type, const u8 *p, u32 len,
 	const struct odsm_wire_rw *rw = out;
 	const struct odsm_wire_alloc *al = out;
 	const struct odsm_wire_atomic *at = out;
+	const struct odsm_wire_fetch *fe = out;
+	const struct odsm_wire_fetch_reply *fr = out;
 
 	switch (type) {
 	case ODSM_MSG_HELLO:
@@ -1226,6 +1309,16 @@ static bool payload_ok(unsigned int type, const u8 *p, u32 len,
 		       (at->op == 1 || at->op == 2) &&
 		       at->operand == ref_le(p + 16, 8) &&
 		       at->compare == ref_le(p + 24, 8);
+	case ODSM_MSG_FETCH:
+		return len == 24 && fe->gaddr == ref_le(p, 8) &&
+		       fe->offset == ref_le(p + 8, 8) &&
+		       fe->offset < (1ULL << 48) &&
+		       fe->len == ref_le(p + 16, 4) &&
+		       fe->len <= ODSM_WIRE_MAX_DATA && fe->reserved == 0;
+	case ODSM_MSG_FETCH_REPLY:
+		return fr->size == ref_le(p, 8) && fr->color == ref_le(p + 8, 2) &&
+		       fr->reserved == 0 && fr->len == ref_le(p + 12, 4) &&
+		       fr->len <= fr->size && len == 16 + fr->len;
 	}
 	return false;
 }
