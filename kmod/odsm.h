@@ -61,18 +61,25 @@ int odsm_heap_free(struct odsm_heap *h, u64 cgaddr);
 int odsm_heap_move(struct odsm_heap *h, u64 cgaddr, u64 *new_cgaddr);
 int odsm_heap_obj_info(struct odsm_heap *h, u64 cgaddr,
 		       struct odsm_objinfo *oi);
+int odsm_heap_fetch(struct odsm_heap *h, u64 cgaddr, u64 offset, void *buf,
+		    u32 len, u64 *size, u16 *color, u32 *got);
 
 /* odsm_store.c: the node-local page store behind the partition */
 extern const struct vm_operations_struct odsm_vm_ops;
 int odsm_store_zero(struct odsm_heap *h, u64 addr, u64 len);
 int odsm_store_copy(struct odsm_heap *h, u64 dst, u64 src, u64 len);
 void odsm_store_release(struct odsm_heap *h, u64 addr, u64 len);
+void odsm_store_discard(struct odsm_heap *h, u64 addr, u64 len);
+int odsm_store_fill_locked(struct odsm_heap *h, u64 addr, const void *buf,
+			   u64 len);
+int odsm_store_read_locked(struct odsm_heap *h, u64 addr, void *buf, u64 len);
 int odsm_store_rw(struct odsm_heap *h, u64 addr, void *buf, u64 len,
 		  bool write);
 int odsm_store_atomic(struct odsm_heap *h, u64 addr, u32 op, u64 operand,
 		      u64 compare, u64 *old);
 
 /* odsm_dev.c */
+void odsm_leave(void);
 int odsm_dev_register(void);
 void odsm_dev_unregister(void);
 

@@ -11,6 +11,7 @@
 #include <linux/ktime.h>
 #include "odsm.h"
 #include "odsm_cluster.h"
+#include "odsm_cache.h"
 
 struct odsm_cluster odsm_cluster = {
 	.join_lock = __MUTEX_INITIALIZER(odsm_cluster.join_lock),
@@ -222,6 +223,7 @@ static bool is_reply(u8 type)
 	case ODSM_MSG_ALLOC_REPLY:
 	case ODSM_MSG_FREE_REPLY:
 	case ODSM_MSG_ATOMIC_REPLY:
+	case ODSM_MSG_FETCH_REPLY:
 		return true;
 	}
 	return false;
@@ -282,7 +284,7 @@ static void on_hello(struct odsm_cluster *c, struct odsm_conn *conn,
 	struct odsm_conn *old = NULL;
 	u32 id = h->src_node;
 	__be32 from;
-	bool reply = false;
+	bool reply = false, restarted;
 
 	if (odsm_wire_get_hello(payload, h->len, &hello) ||
 	    hello.node_id != id || hello.nr_nodes != c->nr_nodes ||
@@ -312,6 +314,9 @@ static void on_hello(struct odsm_cluster *c, struct odsm_conn *conn,
 		goto bad;
 	}
 	c->peers[id].state = ODSM_PEER_UP;
+	/* a restarted peer hands its addresses out again from color 0 */
+	restarted = c->peers[id].incarnation &&
+		    c->peers[id].incarnation != hello.incarnation;
 	c->peers[id].incarnation = hello.incarnation;
 	c->peers[id].last_rx_ns = ktime_get_ns();
 	spin_unlock(&c->lock);
@@ -321,6 +326,8 @@ static void on_hello(struct odsm_cluster *c, struct odsm_conn *conn,
 		fail_calls(c, id, -EHOSTDOWN);
 		odsm_conn_put(old);
 	}
+	if (restarted)
+		odsm_cache_forget(id);
 	if (reply)
 		send_hello(c, conn, id);
 	pr_info("odsm: node %u is up (%pI4)\n", id, &c->peers[id].addr.sin_addr);

@@ -10,11 +10,22 @@
 #include "odsm.h"
 #include "odsm_compat.h"
 #include "odsm_cluster.h"
+#include "odsm_cache.h"
 
 static int odsm_open(struct inode *inode, struct file *filp)
 {
+	/* the references this file holds on cached copies */
+	filp->private_data = odsm_fref_new();
+	if (!filp->private_data)
+		return -ENOMEM;
 	/* one mapping for all files: see odsm_fs.c */
 	filp->f_mapping = odsm_heap.inode->i_mapping;
+	return 0;
+}
+
+static int odsm_release(struct inode *inode, struct file *filp)
+{
+	odsm_fref_release(filp->private_data);
 	return 0;
 }
 
@@ -286,6 +297,18 @@ static long ioc_obj_info(void __user *arg)
 	return copy_to_user(arg, &o, sizeof(o)) ? -EFAULT : 0;
 }
 
+/*
+ * Leave the cluster: first the frees of moved originals still queued (they
+ * need the cluster), then forget every cached copy: after a re-join, a
+ * peer's addresses may mean other objects.
+ */
+void odsm_leave(void)
+{
+	odsm_borrow_flush();
+	odsm_cluster_leave();
+	odsm_cache_forget(U32_MAX);
+}
+
 static long odsm_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 {
 	void __user *uarg = (void __user *)arg;
@@ -316,13 +339,25 @@ static long odsm_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	case ODSM_IOC_ATOMIC:
 		ret = odsm_ioc_atomic(uarg);
 		break;
+	case ODSM_IOC_BORROW:
+		ret = odsm_ioc_borrow(filp->private_data, uarg);
+		break;
+	case ODSM_IOC_RETURN:
+		ret = odsm_ioc_return(filp->private_data, uarg);
+		break;
+	case ODSM_IOC_BORROW_MUT:
+		ret = odsm_ioc_borrow_mut(filp->private_data, uarg);
+		break;
+	case ODSM_IOC_WRITE_BACK:
+		ret = odsm_ioc_write_back(uarg);
+		break;
 	case ODSM_IOC_JOIN:
 		ret = ioc_join(uarg);
 		break;
 	case ODSM_IOC_LEAVE:
 		if (!capable(CAP_SYS_ADMIN))
 			return -EPERM;
-		odsm_cluster_leave();
+		odsm_leave();
 		return 0;
 	case ODSM_IOC_STATUS:
 		ret = ioc_status(uarg);
@@ -340,6 +375,7 @@ static long odsm_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 static const struct file_operations odsm_fops = {
 	.owner = THIS_MODULE,
 	.open = odsm_open,
+	.release = odsm_release,
 	.mmap = odsm_mmap,
 	.get_unmapped_area = odsm_get_unmapped_area,
 	.unlocked_ioctl = odsm_ioctl,

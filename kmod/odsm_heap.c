@@ -169,3 +169,36 @@ int odsm_heap_obj_info(struct odsm_heap *h, u64 cgaddr,
 	mutex_unlock(&h->lock);
 	return ret;
 }
+
+/*
+ * A peer's FETCH: bytes [offset, offset + len) of the live object that
+ * starts at cgaddr, clipped to its end, read under the same lock as the
+ * lookup so a concurrent free cannot hand the bytes of another object.  A
+ * color older than the object's allocation color is a stale pointer to an
+ * earlier object at that address: -EINVAL.
+ */
+int odsm_heap_fetch(struct odsm_heap *h, u64 cgaddr, u64 offset, void *buf,
+		    u32 len, u64 *size, u16 *color, u32 *got)
+{
+	struct odsm_objinfo oi;
+	u32 n = 0;
+	int ret;
+
+	mutex_lock(&h->lock);
+	ret = odsm_palloc_lookup(&h->pa, cgaddr, &oi);
+	if (!ret && (odsm_color(cgaddr) < oi.color || offset > oi.size))
+		ret = -EINVAL;
+	if (!ret) {
+		n = min_t(u64, len, oi.size - offset);
+		if (n)
+			ret = odsm_store_read_locked(h, oi.addr + offset, buf,
+						     n);
+	}
+	mutex_unlock(&h->lock);
+	if (ret)
+		return ret;
+	*size = oi.size;
+	*color = oi.color;
+	*got = n;
+	return 0;
+}

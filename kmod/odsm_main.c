@@ -10,6 +10,7 @@
 #include <linux/sched.h>
 #include "odsm.h"
 #include "odsm_cluster.h"
+#include "odsm_cache.h"
 
 static uint node_id;
 module_param(node_id, uint, 0444);
@@ -63,9 +64,12 @@ static int __init odsm_init(void)
 	ret = odsm_sysfs_init();
 	if (ret)
 		goto err_inode;
-	ret = odsm_rdma_init();
+	ret = odsm_cache_init();
 	if (ret)
 		goto err_sysfs;
+	ret = odsm_rdma_init();
+	if (ret)
+		goto err_cache;
 	ret = odsm_dev_register();
 	if (ret)
 		goto err_rdma;
@@ -75,6 +79,8 @@ static int __init odsm_init(void)
 
 err_rdma:
 	odsm_rdma_exit();
+err_cache:
+	odsm_cache_exit();
 err_sysfs:
 	odsm_sysfs_exit();
 err_inode:
@@ -92,9 +98,10 @@ err_heap:
  */
 static void __exit odsm_exit(void)
 {
-	odsm_cluster_leave();
+	odsm_leave();
 	odsm_dev_unregister();
 	odsm_rdma_exit();
+	odsm_cache_exit();
 	odsm_sysfs_exit();
 	odsm_fs_inode_put(odsm_heap.inode);
 	odsm_heap_destroy(&odsm_heap);

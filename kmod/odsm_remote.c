@@ -29,7 +29,9 @@ int odsm_serve(const struct odsm_wire_hdr *h, const u8 *payload, u8 *reply,
 	       u32 *rlen, const void **data, u32 *dlen)
 {
 	struct odsm_heap *heap = &odsm_heap;
+	struct odsm_wire_fetch_reply frep;
 	struct odsm_wire_alloc_reply ar;
+	struct odsm_wire_fetch fe;
 	struct odsm_wire_atomic_reply xr;
 	struct odsm_wire_atomic at;
 	struct odsm_wire_alloc al;
@@ -75,6 +77,24 @@ int odsm_serve(const struct odsm_wire_hdr *h, const u8 *payload, u8 *reply,
 		if (odsm_wire_get_free(payload, h->len, &fr))
 			return -EPROTO;
 		return odsm_heap_free(heap, fr.gaddr);
+	case ODSM_MSG_FETCH:
+		if (odsm_wire_get_fetch(payload, h->len, &fe))
+			return -EPROTO;
+		buf = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + fe.len, GFP_KERNEL);
+		if (!buf)
+			return -ENOMEM;
+		memset(&frep, 0, sizeof(frep));
+		ret = odsm_heap_fetch(heap, fe.gaddr, fe.offset,
+				      buf + ODSM_WIRE_FETCH_REPLY_SIZE, fe.len,
+				      &frep.size, &frep.color, &frep.len);
+		if (ret) {
+			kvfree(buf);
+			return ret;
+		}
+		odsm_wire_put_fetch_reply(buf, &frep);
+		*data = buf;
+		*dlen = ODSM_WIRE_FETCH_REPLY_SIZE + frep.len;
+		return 0;
 	case ODSM_MSG_ATOMIC:
 		if (odsm_wire_get_atomic(payload, h->len, &at))
 			return -EPROTO;

@@ -35,6 +35,19 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_rpc_timeouts] = "rpc_timeouts",
 	[ODSM_STAT_rpc_hostdown] = "rpc_hostdown",
 	[ODSM_STAT_peers_down] = "peers_down",
+	[ODSM_STAT_borrow_hits] = "borrow_hits",
+	[ODSM_STAT_borrow_misses] = "borrow_misses",
+	[ODSM_STAT_borrow_returns] = "borrow_returns",
+	[ODSM_STAT_mut_moves] = "mut_moves",
+	[ODSM_STAT_mut_taken] = "mut_taken",
+	[ODSM_STAT_move_free_errors] = "move_free_errors",
+	[ODSM_STAT_writebacks] = "writebacks",
+	[ODSM_STAT_bytes_fetched] = "bytes_fetched",
+	[ODSM_STAT_cache_evictions] = "cache_evictions",
+	[ODSM_STAT_cache_shrunk] = "cache_shrunk",
+	[ODSM_STAT_lazy_faults] = "lazy_faults",
+	[ODSM_STAT_lazy_pages] = "lazy_pages",
+	[ODSM_STAT_sigbus_lazy] = "sigbus_lazy",
 };
 
 u64 odsm_stat_read(enum odsm_stat s)

@@ -41,6 +41,19 @@ enum odsm_stat {
 	ODSM_STAT_rpc_timeouts,		/* requests unanswered in time */
 	ODSM_STAT_rpc_hostdown,		/* requests failed: peer down */
 	ODSM_STAT_peers_down,		/* peers that went from up to down */
+	ODSM_STAT_borrow_hits,		/* remote shared borrows: cached copy */
+	ODSM_STAT_borrow_misses,	/* remote shared borrows: copied now */
+	ODSM_STAT_borrow_returns,	/* references on cached copies dropped */
+	ODSM_STAT_mut_moves,		/* remote mutable borrows: moved here */
+	ODSM_STAT_mut_taken,		/* ... a cached copy became the object */
+	ODSM_STAT_move_free_errors,	/* moved originals not freed at home */
+	ODSM_STAT_writebacks,		/* owner boxes written by WRITE_BACK */
+	ODSM_STAT_bytes_fetched,	/* object bytes fetched from homes */
+	ODSM_STAT_cache_evictions,	/* cached copies that left the cache */
+	ODSM_STAT_cache_shrunk,		/* ... of them, taken by the shrinker */
+	ODSM_STAT_lazy_faults,		/* faults that fetched a lazy copy's pages */
+	ODSM_STAT_lazy_pages,		/* pages those faults filled */
+	ODSM_STAT_sigbus_lazy,		/* touches of a lazy copy that failed */
 	ODSM_STAT_NR
 };
 

@@ -25,6 +25,7 @@
 #include <linux/highmem.h>
 #include <linux/pagemap.h>
 #include "odsm.h"
+#include "odsm_cache.h"
 
 static inline pgoff_t store_index(const struct odsm_heap *h, u64 addr)
 {
@@ -71,6 +72,12 @@ static vm_fault_t odsm_vm_fault(struct vm_fault *vmf)
 		return VM_FAULT_SIGBUS;
 	}
 	idx = store_index(h, addr);
+
+	/* a page of a lazily filled copy is fetched before it is mapped */
+	if (!xa_load(&h->pages, idx) && odsm_cache_lazy_fault(addr)) {
+		odsm_stat_inc(ODSM_STAT_sigbus_lazy);
+		return VM_FAULT_SIGBUS;
+	}
 
 	mutex_lock(&h->lock);
 	if (!odsm_palloc_backed(&h->pa, addr))
@@ -229,7 +236,7 @@ int odsm_store_copy(struct odsm_heap *h, u64 dst, u64 src, u64 len)
  * nothing can fail.  See the comment at the top for the ordering of page
  * lock, unmap and put against a racing fault and a reallocation.
  */
-void odsm_store_release(struct odsm_heap *h, u64 addr, u64 len)
+static void store_drop(struct odsm_heap *h, u64 addr, u64 len, bool backed_too)
 {
 	u64 part = odsm_part_start(&h->geom, h->geom.node_id);
 	pgoff_t idx = store_index(h, addr), end = idx + (len >> PAGE_SHIFT);
@@ -241,7 +248,8 @@ void odsm_store_release(struct odsm_heap *h, u64 addr, u64 len)
 		n = 0;
 		mutex_lock(&h->lock);
 		xa_for_each_range(&h->pages, i, page, idx, end - 1) {
-			if (odsm_palloc_backed(&h->pa, part + ((u64)i << PAGE_SHIFT)))
+			if (!backed_too &&
+			    odsm_palloc_backed(&h->pa, part + ((u64)i << PAGE_SHIFT)))
 				continue;
 			xa_erase(&h->pages, i);
 			at[n] = i;
@@ -270,6 +278,57 @@ void odsm_store_release(struct odsm_heap *h, u64 addr, u64 len)
 		odsm_stat_add(ODSM_STAT_page_frees, n);
 		cond_resched();
 	}
+}
+
+void odsm_store_release(struct odsm_heap *h, u64 addr, u64 len)
+{
+	store_drop(h, addr, len, false);
+}
+
+/*
+ * Give back every page behind [addr, addr + len) of an object that its
+ * allocator just handed out and nobody has seen yet, whatever a former
+ * object there left: a lazily filled copy must start with no page at all.
+ */
+void odsm_store_discard(struct odsm_heap *h, u64 addr, u64 len)
+{
+	store_drop(h, addr, len, true);
+}
+
+/*
+ * Insert pages holding buf's bytes at [addr, addr + len) of the local
+ * partition, addr page aligned, where the store has no page yet; a page
+ * already there (an earlier fill, or a write) is kept.  The tail of the
+ * last page is zero.  Caller holds heap->lock.
+ */
+int odsm_store_fill_locked(struct odsm_heap *h, u64 addr, const void *buf,
+			   u64 len)
+{
+	u64 done;
+
+	lockdep_assert_held(&h->lock);
+	for (done = 0; done < len; done += PAGE_SIZE) {
+		pgoff_t idx = store_index(h, addr + done);
+		unsigned int n = min_t(u64, len - done, PAGE_SIZE);
+		struct page *page;
+		void *old;
+
+		if (xa_load(&h->pages, idx))
+			continue;
+		page = alloc_page(GFP_HIGHUSER | __GFP_ZERO);
+		if (!page)
+			return -ENOMEM;
+		memcpy_to_page(page, 0, buf + done, n);
+		old = xa_store(&h->pages, idx, page, GFP_KERNEL);
+		if (xa_is_err(old)) {
+			__free_page(page);
+			return xa_err(old);
+		}
+		atomic_long_inc(&h->nr_pages);
+		odsm_stat_inc(ODSM_STAT_page_allocs);
+		odsm_stat_inc(ODSM_STAT_lazy_pages);
+	}
+	return 0;
 }
 
 /*
@@ -332,6 +391,15 @@ int odsm_store_rw(struct odsm_heap *h, u64 addr, void *buf, u64 len,
 		ret = store_walk(h, addr, len, rw_one, &st);
 	mutex_unlock(&h->lock);
 	return ret;
+}
+
+/* Read what range_backed() accepts, with heap->lock held. */
+int odsm_store_read_locked(struct odsm_heap *h, u64 addr, void *buf, u64 len)
+{
+	struct rw_state st = { .buf = buf, .write = false };
+
+	lockdep_assert_held(&h->lock);
+	return store_walk(h, addr, len, rw_one, &st);
 }
 
 /*

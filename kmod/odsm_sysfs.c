@@ -7,6 +7,7 @@
 #include <linux/kobject.h>
 #include <linux/sysfs.h>
 #include "odsm.h"
+#include "odsm_cache.h"
 
 static struct kobject *odsm_kobj;
 
@@ -55,6 +56,76 @@ static ssize_t abi_version_show(struct kobject *k, struct kobj_attribute *a,
 
 static struct kobj_attribute abi_version_attr = __ATTR_RO(abi_version);
 
+/* ---- tunables of the cache (root may write) ------------------------------ */
+
+static ssize_t cache_budget_bytes_show(struct kobject *k,
+				       struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", READ_ONCE(odsm_cache_budget));
+}
+
+static ssize_t cache_budget_bytes_store(struct kobject *k,
+					struct kobj_attribute *a,
+					const char *buf, size_t n)
+{
+	u64 v;
+	int ret = kstrtou64(buf, 0, &v);
+
+	if (ret)
+		return ret;
+	WRITE_ONCE(odsm_cache_budget, v);
+	odsm_cache_trim();	/* a lower budget takes effect now */
+	return n;
+}
+
+static ssize_t lazy_threshold_show(struct kobject *k, struct kobj_attribute *a,
+				   char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", READ_ONCE(odsm_lazy_threshold));
+}
+
+static ssize_t lazy_threshold_store(struct kobject *k, struct kobj_attribute *a,
+				    const char *buf, size_t n)
+{
+	u64 v;
+	int ret = kstrtou64(buf, 0, &v);
+
+	if (ret)
+		return ret;
+	if (v < ODSM_LAZY_MIN)
+		return -EINVAL;
+	WRITE_ONCE(odsm_lazy_threshold, v);
+	return n;
+}
+
+static ssize_t readahead_pages_show(struct kobject *k, struct kobj_attribute *a,
+				    char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(odsm_readahead_pages));
+}
+
+static ssize_t readahead_pages_store(struct kobject *k,
+				     struct kobj_attribute *a,
+				     const char *buf, size_t n)
+{
+	u32 v;
+	int ret = kstrtou32(buf, 0, &v);
+
+	if (ret)
+		return ret;
+	if (!v || v > ODSM_READAHEAD_MAX)
+		return -EINVAL;
+	WRITE_ONCE(odsm_readahead_pages, v);
+	return n;
+}
+
+static struct kobj_attribute cache_budget_bytes_attr =
+	__ATTR_RW_MODE(cache_budget_bytes, 0644);
+static struct kobj_attribute lazy_threshold_attr =
+	__ATTR_RW_MODE(lazy_threshold, 0644);
+static struct kobj_attribute readahead_pages_attr =
+	__ATTR_RW_MODE(readahead_pages, 0644);
+
 static struct odsm_geom_attr geom_attrs[] = {
 	{ __ATTR(node_id, 0444, geom_show, NULL), GEOM_NODE_ID },
 	{ __ATTR(nr_nodes, 0444, geom_show, NULL), GEOM_NR_NODES },
@@ -70,6 +141,9 @@ static struct attribute *config_attrs[] = {
 	&geom_attrs[2].kattr.attr,
 	&geom_attrs[3].kattr.attr,
 	&geom_attrs[4].kattr.attr,
+	&cache_budget_bytes_attr.attr,
+	&lazy_threshold_attr.attr,
+	&readahead_pages_attr.attr,
 	NULL,
 };
 
@@ -80,7 +154,7 @@ static const struct attribute_group config_group = {
 /* ---- stats/: event counters, then gauges of the current state ---------- */
 
 enum gauge { G_PAGES, G_OBJECTS, G_BYTES, G_FREE_BLOCKS, G_SLOTS_RETIRED,
-	     G_BLOCKS_RETIRED, G_MAPPINGS, G_NR };
+	     G_BLOCKS_RETIRED, G_MAPPINGS, G_CACHE_ENTRIES, G_CACHE_BYTES, G_NR };
 
 static const char * const gauge_names[G_NR] = {
 	[G_PAGES] = "pages_in_use",
@@ -90,6 +164,8 @@ static const char * const gauge_names[G_NR] = {
 	[G_SLOTS_RETIRED] = "slots_retired",
 	[G_BLOCKS_RETIRED] = "blocks_retired",
 	[G_MAPPINGS] = "mappings",
+	[G_CACHE_ENTRIES] = "cache_entries",
+	[G_CACHE_BYTES] = "cache_bytes",
 };
 
 static u64 gauge_read(enum gauge g)
@@ -97,6 +173,11 @@ static u64 gauge_read(enum gauge g)
 	struct odsm_heap *h = &odsm_heap;
 	u64 v = 0;
 
+	/* the cache's own lock, never nested in heap->lock */
+	if (g == G_CACHE_ENTRIES)
+		return odsm_cache_entries();
+	if (g == G_CACHE_BYTES)
+		return odsm_cache_bytes();
 	mutex_lock(&h->lock);
 	switch (g) {
 	case G_PAGES:
@@ -120,6 +201,8 @@ static u64 gauge_read(enum gauge g)
 	case G_MAPPINGS:
 		v = atomic_read(&h->maps);
 		break;
+	case G_CACHE_ENTRIES:
+	case G_CACHE_BYTES:
 	case G_NR:
 		break;
 	}

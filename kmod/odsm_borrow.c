@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The ownership protocol's ioctls (DRust's coherence, seed paper section
+ * 4.1.1 and Appendix B): shared borrows of remote objects go through the
+ * node's cache (odsm_cache.c), mutable borrows move the object here and
+ * free the original at its home asynchronously, and the write-back of a
+ * moved object's new address reaches an owner box wherever it lives.
+ *
+ * Local objects need none of this (libodsm reads and writes them in place
+ * without entering the kernel); the ioctls still answer for them, so that
+ * a caller need not know where an object lives.
+ */
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/workqueue.h>
+#include "odsm.h"
+#include "odsm_cache.h"
+#include "odsm_cluster.h"
+
+/* ---- frees of moved originals, off the borrower's path --------------- */
+
+struct moved_free {
+	struct list_head node;
+	u32 home;
+	u64 cg;
+};
+
+static LIST_HEAD(frees);
+static DEFINE_SPINLOCK(frees_lock);
+
+static void frees_fn(struct work_struct *work)
+{
+	struct moved_free *mf, *tmp;
+	LIST_HEAD(list);
+	int ret;
+
+	spin_lock(&frees_lock);
+	list_splice_init(&frees, &list);
+	spin_unlock(&frees_lock);
+	list_for_each_entry_safe(mf, tmp, &list, node) {
+		ret = odsm_remote_free(mf->home, mf->cg);
+		if (ret) {
+			/* the original stays allocated at its home: memory
+			 * lost there, never a wrong byte here
+			 */
+			odsm_stat_inc(ODSM_STAT_move_free_errors);
+			pr_notice_ratelimited("odsm: free of moved object 0x%llx at node %u failed: %d\n",
+					      mf->cg, mf->home, ret);
+		}
+		list_del(&mf->node);
+		kfree(mf);
+	}
+}
+
+static DECLARE_WORK(frees_work, frees_fn);
+
+static void free_original(u32 home, u64 cg)
+{
+	struct moved_free *mf = kmalloc(sizeof(*mf), GFP_KERNEL);
+
+	if (!mf) {
+		odsm_stat_inc(ODSM_STAT_move_free_errors);
+		return;
+	}
+	mf->home = home;
+	mf->cg = cg;
+	spin_lock(&frees_lock);
+	list_add_tail(&mf->node, &frees);
+	spin_unlock(&frees_lock);
+	schedule_work(&frees_work);
+}
+
+/* Wait for the frees queued so far (leave, unload, tests' quiescence). */
+void odsm_borrow_flush(void)
+{
+	flush_work(&frees_work);
+}
+
+/* ---- where an object lives --------------------------------------------- */
+
+/*
+ * The home of the object at colored address cg: this node (*local), or a
+ * peer of the joined cluster.  -EINVAL for an address outside the heap or
+ * not 16-byte aligned (no object starts there), or a remote one with no
+ * cluster to reach it.
+ */
+static int home_of_object(u64 cg, bool *local)
+{
+	const struct odsm_geom *g = &odsm_heap.geom;
+	u64 addr = odsm_clear_color(cg);
+	u32 node;
+
+	if (!odsm_in_heap(g, addr) || addr % ODSM_MIN_ALIGN)
+		return -EINVAL;
+	node = odsm_node_of(g, addr);
+	*local = node == g->node_id;
+	if (!*local && !READ_ONCE(odsm_cluster.joined))
+		return -EINVAL;
+	return node;
+}
+
+static bool reserved_zero(const u64 *r, size_t n)
+{
+	while (n--)
+		if (r[n])
+			return false;
+	return true;
+}
+
+/* ---- the ioctls ---------------------------------------------------------- */
+
+long odsm_ioc_borrow(struct odsm_fref *f, void __user *arg)
+{
+	struct odsm_objinfo oi;
+	struct odsm_borrow b;
+	bool local;
+	int node, ret;
+
+	if (copy_from_user(&b, arg, sizeof(b)))
+		return -EFAULT;
+	if (b.flags || !reserved_zero(b.reserved, ARRAY_SIZE(b.reserved)))
+		return -EINVAL;
+	node = home_of_object(b.gaddr, &local);
+	if (node < 0)
+		return node;
+	if (local) {
+		ret = odsm_heap_obj_info(&odsm_heap, b.gaddr, &oi);
+		if (!ret && odsm_color(b.gaddr) < oi.color)
+			ret = -EINVAL;
+		if (ret)
+			return ret;
+		b.addr = oi.addr;
+		b.size = oi.size;
+		b.result = ODSM_BORROWED_LOCAL;
+		return copy_to_user(arg, &b, sizeof(b)) ? -EFAULT : 0;
+	}
+	ret = odsm_cache_borrow(f, node, b.gaddr, &b.addr, &b.size, &b.result);
+	if (ret)
+		return ret;
+	if (copy_to_user(arg, &b, sizeof(b))) {
+		/* the caller cannot know it holds the reference */
+		odsm_cache_return(f, b.gaddr);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+long odsm_ioc_return(struct odsm_fref *f, void __user *arg)
+{
+	struct odsm_borrow b;
+	bool local;
+	int node;
+
+	if (copy_from_user(&b, arg, sizeof(b)))
+		return -EFAULT;
+	if (b.flags || !reserved_zero(b.reserved, ARRAY_SIZE(b.reserved)))
+		return -EINVAL;
+	node = home_of_object(b.gaddr, &local);
+	if (node < 0)
+		return node;
+	if (local)
+		return 0;
+	return odsm_cache_return(f, b.gaddr);
+}
+
+/*
+ * Copy the object at cg from its home into a new object here, whole (a
+ * move must not leave the original's bytes behind: its home frees it).
+ */
+static int move_here(u32 node, u64 cg, u64 *new_cg, u64 *size)
+{
+	u64 osize, usable, dst, from;
+	u32 got, chunk;
+	void *buf;
+	int ret;
+
+	buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	ret = odsm_fetch(node, cg, 0, buf,
+			 PAGE_SIZE - ODSM_WIRE_FETCH_REPLY_SIZE, size, &got);
+	if (ret)
+		goto out;
+	ret = odsm_heap_alloc(&odsm_heap, *size, 0, 0, new_cg, &usable);
+	if (ret == -ENOMEM) {
+		odsm_cache_trim_to(0);
+		ret = odsm_heap_alloc(&odsm_heap, *size, 0, 0, new_cg, &usable);
+	}
+	if (ret)
+		goto out;
+	dst = odsm_clear_color(*new_cg);
+	ret = odsm_store_rw(&odsm_heap, dst, buf + ODSM_WIRE_FETCH_REPLY_SIZE,
+			    got, true);
+	kfree(buf);
+	buf = NULL;
+	chunk = min_t(u64, *size - got, ODSM_WIRE_MAX_DATA);
+	if (!ret && chunk) {
+		buf = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + chunk, GFP_KERNEL);
+		if (!buf)
+			ret = -ENOMEM;
+	}
+	for (from = got; !ret && from < *size; from += chunk) {
+		chunk = min_t(u64, *size - from, ODSM_WIRE_MAX_DATA);
+		ret = odsm_fetch(node, cg, from, buf, chunk, &osize, &got);
+		if (!ret && (osize != *size || got != chunk))
+			ret = -EPROTO;
+		if (!ret)
+			ret = odsm_store_rw(&odsm_heap, dst + from,
+					    buf + ODSM_WIRE_FETCH_REPLY_SIZE,
+					    chunk, true);
+	}
+	if (ret)	/* nothing moved: the original stays the object */
+		odsm_heap_free(&odsm_heap, *new_cg);
+out:
+	kvfree(buf);
+	return ret;
+}
+
+long odsm_ioc_borrow_mut(struct odsm_fref *f, void __user *arg)
+{
+	struct odsm_borrow_mut m;
+	struct odsm_objinfo oi;
+	bool local;
+	int node, ret;
+
+	if (copy_from_user(&m, arg, sizeof(m)))
+		return -EFAULT;
+	if ((m.flags & ~ODSM_MUT_FLAGS) ||
+	    !reserved_zero(m.reserved, ARRAY_SIZE(m.reserved)))
+		return -EINVAL;
+	node = home_of_object(m.gaddr, &local);
+	if (node < 0)
+		return node;
+	if (local) {
+		ret = odsm_heap_obj_info(&odsm_heap, m.gaddr, &oi);
+		if (!ret && odsm_color(m.gaddr) < oi.color)
+			ret = -EINVAL;
+		if (ret)
+			return ret;
+		m.new_gaddr = m.gaddr;
+		m.size = oi.size;
+		m.result = ODSM_BORROWED_LOCAL;
+		return copy_to_user(arg, &m, sizeof(m)) ? -EFAULT : 0;
+	}
+
+	ret = odsm_cache_take(f, m.gaddr, m.flags & ODSM_MUT_HELD_REF,
+			      &m.new_gaddr, &m.size);
+	if (!ret) {
+		m.result = ODSM_BORROWED_TAKEN;
+		odsm_stat_inc(ODSM_STAT_mut_taken);
+	} else if (ret == -ENOENT) {
+		ret = move_here(node, m.gaddr, &m.new_gaddr, &m.size);
+		if (ret)
+			return ret;
+		m.result = ODSM_BORROWED_MOVED;
+		odsm_stat_inc(ODSM_STAT_mut_moves);
+	} else {
+		return ret;
+	}
+	/*
+	 * The object is here now.  Its original goes at its home, at the
+	 * color the owner holds (its latest), so the home raises the
+	 * address's floor above every color a copy of it may carry.  Even
+	 * if the caller cannot learn the new address below, the original is
+	 * freed: as with a move on color overflow, a caller that faults on
+	 * its own argument loses the object.
+	 */
+	free_original(node, m.gaddr);
+	return copy_to_user(arg, &m, sizeof(m)) ? -EFAULT : 0;
+}
+
+long odsm_ioc_write_back(void __user *arg)
+{
+	const struct odsm_geom *g = &odsm_heap.geom;
+	struct odsm_write_back w;
+	u64 box[2];
+	u32 node;
+	int ret;
+
+	if (copy_from_user(&w, arg, sizeof(w)))
+		return -EFAULT;
+	if (!reserved_zero(w.reserved, ARRAY_SIZE(w.reserved)) ||
+	    w.owner % 16 || !odsm_in_heap(g, w.owner) ||
+	    odsm_heap_end(g) - w.owner < sizeof(box))
+		return -EINVAL;
+	box[0] = w.g;
+	box[1] = w.ext;
+	node = odsm_node_of(g, w.owner);
+	if (node == g->node_id)
+		ret = odsm_store_rw(&odsm_heap, w.owner, box, sizeof(box),
+				    true);
+	else if (!READ_ONCE(odsm_cluster.joined))
+		ret = -EINVAL;
+	else
+		ret = odsm_remote_rw(node, w.owner, box, sizeof(box), true);
+	if (!ret)
+		odsm_stat_inc(ODSM_STAT_writebacks);
+	return ret;
+}

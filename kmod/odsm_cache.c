@@ -1,0 +1,726 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The node's cache of copies of remote objects (see odsm_cache.h).
+ *
+ * A copy lives in a slot of this node's partition, allocated like any
+ * object, so every process of the node that maps the heap reads the same
+ * bytes, and what a copy costs shows in the partition's gauges.  An entry
+ * (struct odsm_centry) names the copy; it is
+ *
+ *   indexed  in cache.ci by the remote object's colored address, and in
+ *            cache.ids by a small id, which is what an open file records
+ *            for each reference it holds (struct odsm_fref);
+ *   idle     when no file references it: on the index's LRU, a victim for
+ *            the budget and the shrinker;
+ *   orphan   when its home restarted or the cluster was left while it was
+ *            referenced: out of the index (never found again), freed when
+ *            its last reference goes;
+ *   dead     once it left the cache: its slot is freed by the reaper.
+ *
+ * Locking: cache.lock (a mutex) serializes the index, the id and lazy maps,
+ * every file's reference map and every entry's state.  It is never held
+ * across a network call or a heap operation: slots are allocated and
+ * filled before an entry is inserted, and freed by the reaper after it left
+ * the cache.  So it nests with nothing, except that the shrinker, which
+ * may run inside any allocation, only ever try-locks it.  An entry's kref
+ * keeps its memory alive for lazy faults in flight; its slot is freed only
+ * by the reaper, after @dead is set, and a lazy fill inserts pages under
+ * heap->lock only while @dead is clear, so no fetched page lands in a slot
+ * that was freed (the free takes heap->lock after @dead was set).
+ */
+#include <linux/kref.h>
+#include <linux/mm.h>
+#include <linux/shrinker.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+#include "odsm.h"
+#include "odsm_cache.h"
+#include "odsm_cindex.h"
+#include "odsm_cluster.h"
+#include "odsm_compat.h"
+
+u64 odsm_cache_budget = 64ULL << 20;
+u64 odsm_lazy_threshold = 1ULL << 20;
+u32 odsm_readahead_pages = 16;
+
+/* first FETCH of a miss: one page of reply, the size and small objects */
+#define FIRST_FETCH	(PAGE_SIZE - ODSM_WIRE_FETCH_REPLY_SIZE)
+
+struct odsm_fref {
+	struct xarray refs;		/* entry id -> xa_mk_value(count) */
+};
+
+struct odsm_centry {
+	struct odsm_cnode cn;		/* key: the remote colored address */
+	struct kref kref;		/* the cache's, and lazy faults' */
+	u32 id;				/* in cache.ids */
+	u32 node;			/* the object's home */
+	u64 local_cg;			/* the copy: a slot of this partition */
+	u64 size;			/* the object's bytes */
+	bool lazy;			/* filled page by page on first touch */
+	bool orphan;			/* out of the index, still referenced */
+	bool dead;			/* left the cache: the slot goes */
+	struct list_head doomed;	/* on cache.doomed */
+};
+
+static struct {
+	struct mutex lock;		/* see the top of the file */
+	struct odsm_cindex ci;
+	struct xarray ids;		/* id -> entry */
+	struct xarray lazy;		/* local block index -> lazy entry */
+	struct list_head doomed;	/* left the cache, slot not freed yet */
+	struct work_struct reaper;
+#ifdef ODSM_HAVE_SHRINKER_ALLOC
+	struct shrinker *shrinker;
+#else
+	struct shrinker shrinker_s;
+#endif
+} cache;
+
+static inline u64 slot_addr(const struct odsm_centry *e)
+{
+	return odsm_clear_color(e->local_cg);
+}
+
+static inline unsigned long block_of(u64 addr)
+{
+	const struct odsm_geom *g = &odsm_heap.geom;
+
+	return (addr - odsm_part_start(g, g->node_id)) >> ODSM_BLOCK_SHIFT;
+}
+
+static void entry_free(struct kref *kref)
+{
+	kfree(container_of(kref, struct odsm_centry, kref));
+}
+
+/* ---- fetching ----------------------------------------------------------- */
+
+/*
+ * rbuf has room for the reply's fixed part and len bytes; the data lands
+ * at rbuf + ODSM_WIRE_FETCH_REPLY_SIZE.  Everything the home answers is
+ * checked against what was asked.
+ */
+int odsm_fetch(u32 node, u64 cg, u64 offset, void *rbuf, u32 len, u64 *size,
+	       u32 *got)
+{
+	struct odsm_wire_fetch fe = { .gaddr = cg, .offset = offset,
+				      .len = len };
+	struct odsm_wire_fetch_reply fr;
+	u8 p[ODSM_WIRE_FETCH_SIZE];
+	u32 n = odsm_wire_put_fetch(p, &fe), rlen = 0;
+	int ret;
+
+	ret = odsm_rpc(node, ODSM_MSG_FETCH, p, n, NULL, 0, rbuf,
+		       ODSM_WIRE_FETCH_REPLY_SIZE + len, &rlen);
+	if (ret)
+		return ret;
+	if (odsm_wire_get_fetch_reply(rbuf, rlen, &fr) || !fr.size ||
+	    fr.size > odsm_heap.geom.part_size || offset > fr.size ||
+	    fr.len != min_t(u64, len, fr.size - offset) ||
+	    fr.color > odsm_color(cg)) {
+		odsm_stat_inc(ODSM_STAT_bad_msgs);
+		return -EPROTO;
+	}
+	odsm_stat_add(ODSM_STAT_bytes_fetched, fr.len);
+	*size = fr.size;
+	*got = fr.len;
+	return 0;
+}
+
+/* Fetch [from, size) of the object into the slot at dst, chunk by chunk. */
+static int fetch_rest(u32 node, u64 cg, u64 from, u64 size, u64 dst)
+{
+	u32 chunk = min_t(u64, size - from, ODSM_WIRE_MAX_DATA), got;
+	u64 osize;
+	void *buf;
+	int ret = 0;
+
+	if (from >= size)
+		return 0;
+	buf = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + chunk, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	while (from < size && !ret) {
+		u32 n = min_t(u64, size - from, chunk);
+
+		ret = odsm_fetch(node, cg, from, buf, n, &osize, &got);
+		if (!ret && (osize != size || got != n))
+			ret = -EPROTO;	/* the object changed under us */
+		if (!ret)
+			ret = odsm_store_rw(&odsm_heap, dst + from,
+					    buf + ODSM_WIRE_FETCH_REPLY_SIZE, n,
+					    true);
+		from += n;
+	}
+	kvfree(buf);
+	return ret;
+}
+
+/* ---- entries leaving the cache ---------------------------------------- */
+
+/* Take e out of the cache; the reaper frees its slot.  Under cache.lock. */
+static void evict_locked(struct odsm_centry *e)
+{
+	unsigned long b, nb;
+
+	lockdep_assert_held(&cache.lock);
+	if (!e->orphan)
+		odsm_cindex_remove(&cache.ci, &e->cn);
+	xa_erase(&cache.ids, e->id);
+	if (e->lazy) {
+		nb = DIV_ROUND_UP(e->size, ODSM_BLOCK_SIZE);
+		for (b = block_of(slot_addr(e)); nb--; b++)
+			xa_erase(&cache.lazy, b);
+	}
+	WRITE_ONCE(e->dead, true);
+	list_add_tail(&e->doomed, &cache.doomed);
+	odsm_stat_inc(ODSM_STAT_cache_evictions);
+}
+
+/* Free the slots of the entries that left the cache.  No lock held. */
+static void reap(void)
+{
+	struct odsm_centry *e, *tmp;
+	LIST_HEAD(list);
+
+	mutex_lock(&cache.lock);
+	list_splice_init(&cache.doomed, &list);
+	mutex_unlock(&cache.lock);
+	list_for_each_entry_safe(e, tmp, &list, doomed) {
+		list_del(&e->doomed);
+		odsm_heap_free(&odsm_heap, e->local_cg);
+		kref_put(&e->kref, entry_free);
+	}
+}
+
+static void reaper_fn(struct work_struct *work)
+{
+	reap();
+}
+
+/* Evict idle entries, oldest first, while over budget.  Under the lock. */
+static void trim_locked(u64 budget)
+{
+	struct odsm_cnode *v;
+
+	while (cache.ci.bytes > budget && (v = odsm_cindex_victim(&cache.ci)))
+		evict_locked(container_of(v, struct odsm_centry, cn));
+}
+
+void odsm_cache_trim_to(u64 budget)
+{
+	mutex_lock(&cache.lock);
+	trim_locked(budget);
+	mutex_unlock(&cache.lock);
+	reap();
+}
+
+void odsm_cache_trim(void)
+{
+	odsm_cache_trim_to(READ_ONCE(odsm_cache_budget));
+}
+
+/* Drop one reference on e.  Under the lock. */
+static void entry_put_locked(struct odsm_centry *e)
+{
+	if (e->orphan) {
+		if (!--e->cn.refs)
+			evict_locked(e);
+		return;
+	}
+	/* a lazy copy may be incomplete, and completing it would cost the
+	 * very transfer that laziness saves: it is kept only while borrowed
+	 */
+	if (odsm_cindex_put(&cache.ci, &e->cn) && e->lazy)
+		evict_locked(e);
+}
+
+void odsm_cache_forget(u32 node)
+{
+	struct odsm_centry *e;
+	unsigned long id;
+
+	mutex_lock(&cache.lock);
+	xa_for_each(&cache.ids, id, e) {
+		if (e->orphan || (node != U32_MAX && e->node != node))
+			continue;
+		if (!e->cn.refs) {
+			evict_locked(e);
+			continue;
+		}
+		odsm_cindex_remove(&cache.ci, &e->cn);
+		e->orphan = true;
+	}
+	mutex_unlock(&cache.lock);
+	schedule_work(&cache.reaper);
+}
+
+/* ---- files' references -------------------------------------------------- */
+
+struct odsm_fref *odsm_fref_new(void)
+{
+	struct odsm_fref *f = kzalloc(sizeof(*f), GFP_KERNEL);
+
+	if (f)
+		xa_init(&f->refs);
+	return f;
+}
+
+static int fref_add_locked(struct odsm_fref *f, u32 id)
+{
+	void *v = xa_load(&f->refs, id);
+
+	return xa_err(xa_store(&f->refs, id,
+			       xa_mk_value(v ? xa_to_value(v) + 1 : 1),
+			       GFP_KERNEL));
+}
+
+/* false if f holds no reference on id */
+static bool fref_drop_locked(struct odsm_fref *f, u32 id)
+{
+	void *v = xa_load(&f->refs, id);
+
+	if (!v)
+		return false;
+	if (xa_to_value(v) == 1)
+		xa_erase(&f->refs, id);
+	else	/* replaces an entry in place: cannot fail */
+		xa_store(&f->refs, id, xa_mk_value(xa_to_value(v) - 1),
+			 GFP_KERNEL);
+	return true;
+}
+
+void odsm_fref_release(struct odsm_fref *f)
+{
+	struct odsm_centry *e;
+	unsigned long id;
+	void *v;
+
+	mutex_lock(&cache.lock);
+	xa_for_each(&f->refs, id, v) {
+		unsigned long n = xa_to_value(v);
+
+		e = xa_load(&cache.ids, id);
+		while (e && n--)
+			entry_put_locked(e);
+	}
+	trim_locked(READ_ONCE(odsm_cache_budget));
+	mutex_unlock(&cache.lock);
+	xa_destroy(&f->refs);
+	kfree(f);
+	reap();
+}
+
+/*
+ * The entry f references under key: the indexed one, else an orphan f
+ * still holds.  Under the lock.
+ */
+static struct odsm_centry *find_held_locked(struct odsm_fref *f, u64 key)
+{
+	struct odsm_cnode *n = odsm_cindex_find(&cache.ci, key);
+	struct odsm_centry *e;
+	unsigned long id;
+	void *v;
+
+	if (n) {
+		e = container_of(n, struct odsm_centry, cn);
+		if (xa_load(&f->refs, e->id))
+			return e;
+	}
+	xa_for_each(&f->refs, id, v) {
+		e = xa_load(&cache.ids, id);
+		if (e && e->orphan && e->cn.key == key)
+			return e;
+	}
+	return NULL;
+}
+
+/* ---- borrows ------------------------------------------------------------ */
+
+/* A hit: take a reference for f.  Under the lock. */
+static int hit_locked(struct odsm_fref *f, struct odsm_centry *e)
+{
+	int ret = fref_add_locked(f, e->id);
+
+	if (!ret)
+		odsm_cindex_get(&cache.ci, &e->cn);
+	return ret;
+}
+
+/*
+ * A new copy of the object at cg: allocate a slot, fill it (a lazy one
+ * is left for the fault handler), and hand back an entry that is not in
+ * the cache yet.
+ */
+static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
+{
+	struct odsm_centry *e;
+	u64 size, usable;
+	void *first;
+	u32 got;
+	int ret;
+
+	first = kmalloc(PAGE_SIZE, GFP_KERNEL);
+	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	if (!first || !e) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = odsm_fetch(node, cg, 0, first, FIRST_FETCH, &size, &got);
+	if (ret)
+		goto out;
+	ret = odsm_heap_alloc(&odsm_heap, size, 0, 0, &e->local_cg, &usable);
+	if (ret == -ENOMEM) {
+		/* make room: every idle copy goes */
+		odsm_cache_trim_to(0);
+		ret = odsm_heap_alloc(&odsm_heap, size, 0, 0, &e->local_cg,
+				      &usable);
+	}
+	if (ret)
+		goto out;
+	e->node = node;
+	e->size = size;
+	e->cn.key = cg;
+	e->cn.bytes = usable;
+	kref_init(&e->kref);
+	e->lazy = size >= READ_ONCE(odsm_lazy_threshold) &&
+		  size >= ODSM_LAZY_MIN;
+	if (e->lazy) {
+		/* a reused block keeps its pages: the fault handler must
+		 * find none, so that every first touch fetches
+		 */
+		odsm_store_discard(&odsm_heap, slot_addr(e),
+				   round_up(size, ODSM_BLOCK_SIZE));
+	} else {
+		ret = odsm_store_rw(&odsm_heap, slot_addr(e),
+				    first + ODSM_WIRE_FETCH_REPLY_SIZE, got,
+				    true);
+		if (!ret)
+			ret = fetch_rest(node, cg, got, size, slot_addr(e));
+		if (ret) {
+			odsm_heap_free(&odsm_heap, e->local_cg);
+			goto out;
+		}
+	}
+	*out = e;
+	e = NULL;
+out:
+	kfree(e);
+	kfree(first);
+	return ret;
+}
+
+/* Index e with one reference of f's.  Under the lock. */
+static int insert_locked(struct odsm_fref *f, struct odsm_centry *e)
+{
+	unsigned long b, nb;
+	u32 id;
+	int ret;
+
+	ret = xa_alloc(&cache.ids, &id, e, xa_limit_32b, GFP_KERNEL);
+	if (ret)
+		return ret;
+	e->id = id;
+	ret = fref_add_locked(f, id);
+	if (ret)
+		goto err_id;
+	if (e->lazy) {
+		nb = DIV_ROUND_UP(e->size, ODSM_BLOCK_SIZE);
+		for (b = block_of(slot_addr(e)); nb--; b++) {
+			ret = xa_err(xa_store(&cache.lazy, b, e, GFP_KERNEL));
+			if (ret)
+				goto err_lazy;
+		}
+	}
+	e->cn.refs = 1;
+	odsm_cindex_insert(&cache.ci, &e->cn);
+	return 0;
+
+err_lazy:
+	nb = DIV_ROUND_UP(e->size, ODSM_BLOCK_SIZE);
+	for (b = block_of(slot_addr(e)); nb--; b++)
+		xa_erase(&cache.lazy, b);
+	fref_drop_locked(f, id);
+err_id:
+	xa_erase(&cache.ids, id);
+	return ret;
+}
+
+int odsm_cache_borrow(struct odsm_fref *f, u32 node, u64 cg, u64 *addr,
+		      u64 *size, u32 *result)
+{
+	struct odsm_centry *e = NULL, *old;
+	struct odsm_cnode *n;
+	int ret;
+
+	mutex_lock(&cache.lock);
+	n = odsm_cindex_find(&cache.ci, cg);
+	if (n) {
+		old = container_of(n, struct odsm_centry, cn);
+		ret = hit_locked(f, old);
+		if (!ret) {
+			*addr = slot_addr(old);
+			*size = old->size;
+			*result = ODSM_BORROWED_HIT;
+			odsm_stat_inc(ODSM_STAT_borrow_hits);
+		}
+		mutex_unlock(&cache.lock);
+		return ret;
+	}
+	mutex_unlock(&cache.lock);
+
+	ret = make_copy(node, cg, &e);
+	if (ret)
+		return ret;
+
+	mutex_lock(&cache.lock);
+	n = odsm_cindex_find(&cache.ci, cg);
+	if (n) {
+		/* another borrower of the same version filled it first */
+		old = container_of(n, struct odsm_centry, cn);
+		ret = hit_locked(f, old);
+		if (!ret) {
+			*addr = slot_addr(old);
+			*size = old->size;
+			*result = ODSM_BORROWED_HIT;
+			odsm_stat_inc(ODSM_STAT_borrow_hits);
+		}
+	} else {
+		ret = insert_locked(f, e);
+		if (!ret) {
+			*addr = slot_addr(e);
+			*size = e->size;
+			*result = ODSM_BORROWED_MISS;
+			odsm_stat_inc(ODSM_STAT_borrow_misses);
+			trim_locked(READ_ONCE(odsm_cache_budget));
+			e = NULL;
+		}
+	}
+	mutex_unlock(&cache.lock);
+	if (e) {
+		odsm_heap_free(&odsm_heap, e->local_cg);
+		kref_put(&e->kref, entry_free);
+	}
+	reap();
+	return ret;
+}
+
+int odsm_cache_return(struct odsm_fref *f, u64 cg)
+{
+	struct odsm_centry *e;
+	int ret = -ENOENT;
+
+	mutex_lock(&cache.lock);
+	e = find_held_locked(f, cg);
+	if (e && fref_drop_locked(f, e->id)) {
+		entry_put_locked(e);
+		odsm_stat_inc(ODSM_STAT_borrow_returns);
+		/* an idle copy counts against the budget from now on */
+		trim_locked(READ_ONCE(odsm_cache_budget));
+		ret = 0;
+	}
+	mutex_unlock(&cache.lock);
+	reap();
+	return ret;
+}
+
+int odsm_cache_take(struct odsm_fref *f, u64 cg, bool held, u64 *local_cg,
+		    u64 *size)
+{
+	struct odsm_centry *e;
+	struct odsm_cnode *n;
+	int ret = -ENOENT;
+
+	mutex_lock(&cache.lock);
+	if (held) {
+		e = find_held_locked(f, cg);
+		if (!e || !fref_drop_locked(f, e->id)) {
+			mutex_unlock(&cache.lock);
+			return -EINVAL;		/* it holds no such reference */
+		}
+		if (e->orphan || e->lazy || e->cn.refs != 1) {
+			entry_put_locked(e);	/* consumed all the same */
+			goto out;
+		}
+		e->cn.refs = 0;
+	} else {
+		n = odsm_cindex_find(&cache.ci, cg);
+		e = n ? container_of(n, struct odsm_centry, cn) : NULL;
+		if (!e || e->lazy || e->cn.refs)
+			goto out;
+	}
+	/* the copy is exactly this version and nobody reads it: it becomes
+	 * the object, its slot stays
+	 */
+	odsm_cindex_remove(&cache.ci, &e->cn);
+	xa_erase(&cache.ids, e->id);
+	*local_cg = e->local_cg;
+	*size = e->size;
+	kref_put(&e->kref, entry_free);
+	ret = 0;
+out:
+	mutex_unlock(&cache.lock);
+	reap();
+	return ret;
+}
+
+/* ---- lazy fill ---------------------------------------------------------- */
+
+int odsm_cache_lazy_fault(u64 addr)
+{
+	struct odsm_heap *h = &odsm_heap;
+	unsigned long b = block_of(addr);
+	struct odsm_centry *e;
+	u64 off, osize;
+	u32 len, got;
+	void *buf;
+	int ret;
+
+	if (!xa_load(&cache.lazy, b))
+		return 0;		/* the common case: no lazy copy */
+	mutex_lock(&cache.lock);
+	e = xa_load(&cache.lazy, b);
+	if (e && !e->dead)
+		kref_get(&e->kref);
+	else
+		e = NULL;
+	mutex_unlock(&cache.lock);
+	if (!e)
+		return 0;
+
+	off = (addr & PAGE_MASK) - slot_addr(e);
+	ret = -EHOSTDOWN;	/* its home restarted: the object is gone */
+	if (READ_ONCE(e->orphan))
+		goto out;
+	ret = 0;
+	if (off >= e->size)
+		goto out;	/* slot tail past the object: zero pages */
+	len = clamp_t(u32, READ_ONCE(odsm_readahead_pages), 1,
+		      ODSM_READAHEAD_MAX) << PAGE_SHIFT;
+	len = min_t(u64, len, e->size - off);
+	buf = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + len, GFP_KERNEL);
+	ret = -ENOMEM;
+	if (!buf)
+		goto out;
+	ret = odsm_fetch(e->node, e->cn.key, off, buf, len, &osize, &got);
+	if (!ret && (osize != e->size || got != len))
+		ret = -EPROTO;
+	if (!ret) {
+		mutex_lock(&h->lock);
+		if (!READ_ONCE(e->dead))
+			ret = odsm_store_fill_locked(h, slot_addr(e) + off,
+						     buf + ODSM_WIRE_FETCH_REPLY_SIZE,
+						     len);
+		mutex_unlock(&h->lock);
+		odsm_stat_inc(ODSM_STAT_lazy_faults);
+	}
+	kvfree(buf);
+out:
+	kref_put(&e->kref, entry_free);
+	return ret;
+}
+
+/* ---- the shrinker, gauges, init ------------------------------------------ */
+
+static unsigned long cache_count(struct shrinker *s, struct shrink_control *sc)
+{
+	return READ_ONCE(cache.ci.idle_entries);
+}
+
+/*
+ * Called from reclaim, inside any allocation, perhaps one made under
+ * cache.lock or heap->lock: so only a try-lock, and the slots are freed by
+ * the reaper, not here.
+ */
+static unsigned long cache_scan(struct shrinker *s, struct shrink_control *sc)
+{
+	unsigned long freed = 0;
+	struct odsm_cnode *v;
+
+	if (!mutex_trylock(&cache.lock))
+		return SHRINK_STOP;
+	while (freed < sc->nr_to_scan && (v = odsm_cindex_victim(&cache.ci))) {
+		evict_locked(container_of(v, struct odsm_centry, cn));
+		freed++;
+	}
+	mutex_unlock(&cache.lock);
+	if (freed) {
+		odsm_stat_add(ODSM_STAT_cache_shrunk, freed);
+		schedule_work(&cache.reaper);
+	}
+	return freed ? freed : SHRINK_STOP;
+}
+
+u64 odsm_cache_entries(void)
+{
+	u64 v;
+
+	mutex_lock(&cache.lock);
+	v = cache.ci.entries;
+	mutex_unlock(&cache.lock);
+	return v;
+}
+
+u64 odsm_cache_bytes(void)
+{
+	u64 v;
+
+	mutex_lock(&cache.lock);
+	v = cache.ci.bytes;
+	mutex_unlock(&cache.lock);
+	return v;
+}
+
+int odsm_cache_init(void)
+{
+	int ret;
+
+	mutex_init(&cache.lock);
+	xa_init_flags(&cache.ids, XA_FLAGS_ALLOC);
+	xa_init(&cache.lazy);
+	INIT_LIST_HEAD(&cache.doomed);
+	INIT_WORK(&cache.reaper, reaper_fn);
+	ret = odsm_cindex_init(&cache.ci, 12);
+	if (ret)
+		return ret;
+#ifdef ODSM_HAVE_SHRINKER_ALLOC
+	cache.shrinker = shrinker_alloc(0, "odsm-cache");
+	if (!cache.shrinker) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	cache.shrinker->count_objects = cache_count;
+	cache.shrinker->scan_objects = cache_scan;
+	shrinker_register(cache.shrinker);
+#else
+	cache.shrinker_s.count_objects = cache_count;
+	cache.shrinker_s.scan_objects = cache_scan;
+	cache.shrinker_s.seeks = DEFAULT_SEEKS;
+	ret = register_shrinker(&cache.shrinker_s, "odsm-cache");
+	if (ret)
+		goto err;
+#endif
+	return 0;
+err:
+	odsm_cindex_destroy(&cache.ci);
+	return ret;
+}
+
+void odsm_cache_exit(void)
+{
+#ifdef ODSM_HAVE_SHRINKER_ALLOC
+	shrinker_free(cache.shrinker);
+#else
+	unregister_shrinker(&cache.shrinker_s);
+#endif
+	/* no file is open, so nothing references a copy */
+	odsm_cache_forget(U32_MAX);
+	flush_work(&cache.reaper);
+	reap();
+	WARN_ON_ONCE(!xa_empty(&cache.ids));
+	xa_destroy(&cache.ids);
+	xa_destroy(&cache.lazy);
+	odsm_cindex_destroy(&cache.ci);
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The node's cache of remote objects (DRust's per-node copies), and the
+ * references that open files hold on them.
+ *
+ * A shared borrow of a remote object copies it into a slot of this node's
+ * partition, indexed by the object's *colored* global address
+ * (odsm_cindex.h).  Copies are never invalidated: a write anywhere changes
+ * the color, so a stale copy is never found again.  An unreferenced copy
+ * stays (a later borrow of the same version hits it) until the cache goes
+ * over its budget or the kernel needs memory (the shrinker).  A copy of an
+ * object of at least lazy_threshold bytes is filled page by page on first
+ * touch (odsm_cache_lazy_fault(), from the fault handler), with read-ahead.
+ */
+#ifndef _ODSM_CACHE_H
+#define _ODSM_CACHE_H
+
+#include <linux/compiler.h>
+#include <linux/types.h>
+
+struct odsm_fref;		/* one open file's references */
+
+/* Tunables (sysfs, root): see Documentation/ABI/testing/sysfs-kernel-odsm */
+extern u64 odsm_cache_budget;		/* bytes of unreferenced copies kept */
+extern u64 odsm_lazy_threshold;		/* objects this big are fetched lazily */
+extern u32 odsm_readahead_pages;	/* pages one lazy fault fetches */
+
+#define ODSM_LAZY_MIN		(64U << 10)	/* whole 64 KiB blocks only */
+#define ODSM_READAHEAD_MAX	64U		/* one 256 KiB message */
+
+int odsm_cache_init(void);
+/* Every file is closed: free every copy. */
+void odsm_cache_exit(void);
+
+struct odsm_fref *odsm_fref_new(void);
+/* The file is closing: drop every reference it still holds. */
+void odsm_fref_release(struct odsm_fref *f);
+
+/*
+ * A shared borrow of the remote object at colored address cg, on node.
+ * out: where to read it, its size, ODSM_BORROWED_HIT or _MISS.
+ */
+int odsm_cache_borrow(struct odsm_fref *f, u32 node, u64 cg, u64 *addr,
+		      u64 *size, u32 *result);
+/* Drop one reference f holds on the copy of cg: 0 or -ENOENT. */
+int odsm_cache_return(struct odsm_fref *f, u64 cg);
+/*
+ * For a mutable borrow: make the cached copy of exactly cg the object (it
+ * leaves the cache, its slot stays).  Only a complete copy that nobody else
+ * references; with held, f's own reference on it is consumed (and dropped
+ * if the copy cannot be taken).  0 with the slot's colored address and the
+ * object's size, or -ENOENT.
+ */
+int odsm_cache_take(struct odsm_fref *f, u64 cg, bool held, u64 *local_cg,
+		    u64 *size);
+/*
+ * Fault handler: if addr lies in a lazily filled copy whose page is not
+ * there yet, fetch it (and read-ahead).  0 when the normal path may go on.
+ */
+int odsm_cache_lazy_fault(u64 addr);
+/* A peer restarted (its addresses start over) or the cluster is left:
+ * forget every copy of node's objects (U32_MAX: of every node).
+ */
+void odsm_cache_forget(u32 node);
+/* Evict unreferenced copies until the cache fits its budget (or budget). */
+void odsm_cache_trim(void);
+void odsm_cache_trim_to(u64 budget);
+
+/* Gauges */
+u64 odsm_cache_entries(void);
+u64 odsm_cache_bytes(void);
+
+/*
+ * One FETCH: up to len bytes of the object at cg from offset into buf.
+ * out: the object's size, the bytes got.  Checks the reply against cg.
+ */
+int odsm_fetch(u32 node, u64 cg, u64 offset, void *buf, u32 len, u64 *size,
+	       u32 *got);
+
+/* odsm_borrow.c: the ioctls of the ownership protocol */
+long odsm_ioc_borrow(struct odsm_fref *f, void __user *arg);
+long odsm_ioc_return(struct odsm_fref *f, void __user *arg);
+long odsm_ioc_borrow_mut(struct odsm_fref *f, void __user *arg);
+long odsm_ioc_write_back(void __user *arg);
+/* Wait for the frees of moved originals queued so far. */
+void odsm_borrow_flush(void);
+
+#endif /* _ODSM_CACHE_H */

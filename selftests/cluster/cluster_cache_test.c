@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The node's cache of remote objects, through the kernel ABI itself
+ * (ODSM_IOC_BORROW / RETURN / BORROW_MUT / WRITE_BACK), on 2 or more
+ * nodes: node 0 is the home of every object, node 1 borrows them, the
+ * others only keep step.
+ *
+ *   hit_miss_return    a miss copies, a hit of the same version does not,
+ *                      another color is another copy; references are per
+ *                      file and counted; bad arguments are refused
+ *   budget_eviction    over cache_budget_bytes, idle copies go oldest
+ *                      first; a referenced copy never goes
+ *   shrinker           memory pressure (the shrinkers, via drop_caches)
+ *                      takes idle copies, never a referenced one
+ *   lazy_fetch         a 4 MiB borrow fetches almost nothing up front;
+ *                      touching a byte fetches its read-ahead window
+ *                      only; every byte is right; the copy goes when
+ *                      returned
+ *   take_and_write_back  a mutable borrow takes over an idle copy of
+ *                      exactly that version with no transfer, the
+ *                      original is freed at its home, and WRITE_BACK
+ *                      stores an owner box in the home's partition
+ *
+ * Words of node 0's directory: 400.. (see odsm_cluster.h).
+ */
+#include <sys/mman.h>
+#include "odsm_cluster.h"
+
+#define HOME		0
+#define USER		1
+#define W_CC		400		/* colored addresses, published by HOME */
+#define NR_SMALL	8		/* 32 KiB objects for the budget tests */
+#define SMALL_SIZE	KiB(32)
+#define LAZY_SIZE	MiB(4)
+#define SECS		120
+
+enum { O_TINY, O_MID, O_LAZY, O_BOX, O_TAKE, O_SMALL0 };
+#define NR_OBJ		(O_SMALL0 + NR_SMALL)
+
+/* barrier ids of this program: 32 .. 42, two per test and one */
+#define B_CC		32
+
+static uint64_t obj_size(int o)
+{
+	switch (o) {
+	case O_TINY:
+		return 512;
+	case O_MID:
+		return KiB(100);	/* several blocks, under the lazy threshold */
+	case O_LAZY:
+		return LAZY_SIZE;
+	case O_BOX:
+		return 64;
+	case O_TAKE:
+		return KiB(4);
+	}
+	return SMALL_SIZE;
+}
+
+static uint64_t stat_of(const char *name)
+{
+	char path[128];
+	unsigned long long v = ~0ULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/odsm/stats/%s", name);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%llu", &v) != 1)
+			v = ~0ULL;
+		fclose(f);
+	}
+	return v;
+}
+
+static int set_knob(const char *name, uint64_t v)
+{
+	char path[128];
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), "/sys/kernel/odsm/%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	ret = fprintf(f, "%llu\n", (unsigned long long)v) < 0 ? -EIO : 0;
+	if (fclose(f))
+		ret = -errno;
+	return ret;
+}
+
+static int borrow(int fd, uint64_t cg, struct odsm_borrow *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->gaddr = cg;
+	return ioctl(fd, ODSM_IOC_BORROW, b) ? -errno : 0;
+}
+
+static int give_back(int fd, uint64_t cg)
+{
+	struct odsm_borrow b = { .gaddr = cg };
+
+	return ioctl(fd, ODSM_IOC_RETURN, &b) ? -errno : 0;
+}
+
+static uint64_t cc[NR_OBJ];
+static int fd, fd2;
+
+/*
+ * Every test: HOME makes and publishes the objects (the first test only),
+ * everyone meets, USER opens a second file and sets the knobs.  Returns
+ * true on USER, which then runs the test; the others wait at its end.
+ */
+static bool start(struct __test_metadata *_metadata, unsigned int test)
+{
+	uint64_t have = 0;
+	uint8_t *buf;
+	int o, ret;
+
+	if (C.self == HOME && (c_get(HOME, W_CC, &have) || !have)) {
+		for (o = 0; o < NR_OBJ; o++) {
+			ret = odsm_alloc(obj_size(o), 0, ODSM_ALLOC_ZERO, &cc[o]);
+			ASSERT_EQ(0, ret) TH_LOG("alloc %d: %s", o, odsm_strerror(ret));
+			buf = odsm_ptr(cc[o]);
+			if (o != O_BOX)
+				c_fill(buf, obj_size(o), HOME, o);
+			ASSERT_EQ(0, c_put(HOME, W_CC + o, cc[o]));
+		}
+	}
+	ASSERT_EQ(0, c_dir_wait(HOME, SECS));
+	ASSERT_EQ(0, c_barrier(HOME, B_CC + 2 * test, C.nodes, SECS));
+	for (o = 0; o < NR_OBJ; o++)
+		ASSERT_EQ(0, c_get(HOME, W_CC + o, &cc[o]));
+	if (C.self != USER)
+		return false;
+	fd = odsm_rt.fd;
+	fd2 = open(ODSM_DEVICE_PATH, O_RDWR);
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, set_knob("cache_budget_bytes", MiB(64)));
+	ASSERT_EQ(0, set_knob("lazy_threshold", MiB(1)));
+	ASSERT_EQ(0, set_knob("readahead_pages", 16));
+	return true;
+}
+
+static void finish(struct __test_metadata *_metadata, unsigned int test)
+{
+	if (C.self == USER)
+		close(fd2);
+	ASSERT_EQ(0, c_barrier(HOME, B_CC + 2 * test + 1, C.nodes, SECS));
+}
+
+#define CC_TEST(name, n)						\
+static void name##_body(struct __test_metadata *_metadata);		\
+TEST(name)								\
+{									\
+	C_BEGIN();							\
+	if (start(_metadata, n))					\
+		name##_body(_metadata);					\
+	finish(_metadata, n);						\
+}									\
+static void name##_body(struct __test_metadata *_metadata)
+
+CC_TEST(hit_miss_return, 0)
+{
+	uint64_t hits, misses, returns, fetched;
+	struct odsm_borrow b, b2;
+
+	hits = stat_of("borrow_hits");
+	misses = stat_of("borrow_misses");
+	returns = stat_of("borrow_returns");
+	fetched = stat_of("bytes_fetched");
+	ASSERT_EQ(0, borrow(fd, cc[O_TINY], &b));
+	EXPECT_EQ((unsigned int)ODSM_BORROWED_MISS, b.result);
+	EXPECT_EQ(512U, b.size);
+	EXPECT_TRUE(odsm_is_local(b.addr));
+	EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)b.addr, 512, HOME, O_TINY));
+	EXPECT_EQ(misses + 1, stat_of("borrow_misses"));
+	EXPECT_EQ(fetched + 512, stat_of("bytes_fetched"));
+	/* the same version again, from another file: a hit, no transfer */
+	ASSERT_EQ(0, borrow(fd2, cc[O_TINY], &b2));
+	EXPECT_EQ((unsigned int)ODSM_BORROWED_HIT, b2.result);
+	EXPECT_EQ(b.addr, b2.addr);
+	EXPECT_EQ(hits + 1, stat_of("borrow_hits"));
+	EXPECT_EQ(fetched + 512, stat_of("bytes_fetched"));
+	/* another color is another version: another copy */
+	ASSERT_EQ(0, borrow(fd, cc[O_TINY] + (1ULL << ODSM_COLOR_SHIFT), &b2));
+	EXPECT_EQ((unsigned int)ODSM_BORROWED_MISS, b2.result);
+	EXPECT_NE(b.addr, b2.addr);
+	EXPECT_EQ(0, give_back(fd, cc[O_TINY] + (1ULL << ODSM_COLOR_SHIFT)));
+	/* references belong to files */
+	EXPECT_EQ(0, give_back(fd2, cc[O_TINY]));
+	EXPECT_EQ(-ENOENT, give_back(fd2, cc[O_TINY]));
+	EXPECT_EQ(0, give_back(fd, cc[O_TINY]));
+	EXPECT_EQ(-ENOENT, give_back(fd, cc[O_TINY]));
+	EXPECT_EQ(returns + 3, stat_of("borrow_returns"));
+	/* a multi-block object under the lazy threshold: eager, whole */
+	ASSERT_EQ(0, borrow(fd, cc[O_MID], &b));
+	EXPECT_EQ(KiB(100), b.size);
+	EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)b.addr, KiB(100), HOME, O_MID));
+	EXPECT_EQ(0, give_back(fd, cc[O_MID]));
+	/* what is refused */
+	EXPECT_EQ(-EINVAL, borrow(fd, cc[O_TINY] + 16, &b));	/* not a start */
+	EXPECT_EQ(-EINVAL, borrow(fd, cc[O_TINY] + 8, &b));	/* misaligned */
+	EXPECT_EQ(-EINVAL, borrow(fd, C.in.heap_base - 4096, &b));
+	memset(&b, 0, sizeof(b));
+	b.gaddr = cc[O_TINY];
+	b.flags = 1;
+	EXPECT_EQ(-1, ioctl(fd, ODSM_IOC_BORROW, &b));
+	EXPECT_EQ(EINVAL, errno);
+}
+
+CC_TEST(budget_eviction, 1)
+{
+	struct odsm_borrow b, b2;
+	uint64_t evict;
+	int o;
+
+	/* start empty: a budget of 0 keeps nothing idle */
+	ASSERT_EQ(0, set_knob("cache_budget_bytes", 0));
+	EXPECT_EQ(0U, stat_of("cache_entries"));
+	ASSERT_EQ(0, set_knob("cache_budget_bytes", MiB(64)));
+	evict = stat_of("cache_evictions");
+	for (o = O_SMALL0; o < NR_OBJ; o++) {
+		ASSERT_EQ(0, borrow(fd, cc[o], &b));
+		ASSERT_EQ(0, give_back(fd, cc[o]));
+	}
+	EXPECT_GE(stat_of("cache_bytes"), NR_SMALL * SMALL_SIZE);
+	/* hold the first; a budget of 2 objects evicts the oldest others */
+	ASSERT_EQ(0, borrow(fd, cc[O_SMALL0], &b));
+	EXPECT_EQ((unsigned int)ODSM_BORROWED_HIT, b.result);
+	ASSERT_EQ(0, set_knob("cache_budget_bytes", 2 * SMALL_SIZE));
+	EXPECT_LE(stat_of("cache_bytes"), 2 * SMALL_SIZE);
+	EXPECT_EQ(evict + NR_SMALL - 2, stat_of("cache_evictions"));
+	/* the newest idle one survived, the oldest did not */
+	ASSERT_EQ(0, borrow(fd, cc[NR_OBJ - 1], &b2));
+	EXPECT_EQ((unsigned int)ODSM_BORROWED_HIT, b2.result);
+	EXPECT_EQ(0, give_back(fd, cc[NR_OBJ - 1]));
+	ASSERT_EQ(0, borrow(fd, cc[O_SMALL0 + 1], &b2));
+	EXPECT_EQ((unsigned int)ODSM_BORROWED_MISS, b2.result);
+	EXPECT_EQ(0, give_back(fd, cc[O_SMALL0 + 1]));
+	/* nothing idle may stay; the referenced copy does, intact */
+	ASSERT_EQ(0, set_knob("cache_budget_bytes", 0));
+	EXPECT_EQ(1U, stat_of("cache_entries"));
+	EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)b.addr, SMALL_SIZE, HOME,
+			      O_SMALL0));
+	EXPECT_EQ(0, give_back(fd, cc[O_SMALL0]));
+	EXPECT_EQ(0U, stat_of("cache_entries"));
+	EXPECT_EQ(0U, stat_of("cache_bytes"));
+}
+
+CC_TEST(shrinker, 2)
+{
+	struct odsm_borrow b, b2;
+	uint64_t shrunk;
+	int o, dc;
+
+	ASSERT_EQ(0, set_knob("cache_budget_bytes", MiB(64)));
+	for (o = O_SMALL0; o < NR_OBJ; o++) {
+		ASSERT_EQ(0, borrow(fd, cc[o], &b));
+		if (o != O_SMALL0)
+			ASSERT_EQ(0, give_back(fd, cc[o]));
+	}
+	EXPECT_EQ((uint64_t)NR_SMALL, stat_of("cache_entries"));
+	shrunk = stat_of("cache_shrunk");
+	/* every shrinker of the kernel is asked to free all it can */
+	dc = open("/proc/sys/vm/drop_caches", O_WRONLY);
+	ASSERT_LE(0, dc);
+	ASSERT_EQ(2, write(dc, "2\n", 2));
+	close(dc);
+	/* the reaper frees the slots in the background */
+	for (o = 0; o < 100 && stat_of("cache_entries") > 1; o++)
+		c_sleep_ms(20);
+	EXPECT_EQ(1U, stat_of("cache_entries"));
+	EXPECT_EQ(shrunk + NR_SMALL - 1, stat_of("cache_shrunk"));
+	ASSERT_EQ(0, borrow(fd, cc[O_SMALL0], &b2));
+	EXPECT_EQ((unsigned int)ODSM_BORROWED_HIT, b2.result);
+	EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)b2.addr, SMALL_SIZE, HOME,
+			      O_SMALL0));
+	EXPECT_EQ(0, give_back(fd, cc[O_SMALL0]));
+	EXPECT_EQ(0, give_back(fd, cc[O_SMALL0]));
+}
+
+CC_TEST(lazy_fetch, 3)
+{
+	uint64_t fetched, evict, lazyf, lazyp, at, k;
+	const volatile uint8_t *p;
+	struct odsm_borrow b;
+
+	fetched = stat_of("bytes_fetched");
+	lazyf = stat_of("lazy_faults");
+	lazyp = stat_of("lazy_pages");
+	evict = stat_of("cache_evictions");
+	ASSERT_EQ(0, borrow(fd, cc[O_LAZY], &b));
+	EXPECT_EQ((unsigned int)ODSM_BORROWED_MISS, b.result);
+	EXPECT_EQ(LAZY_SIZE, b.size);
+	/* only the first small fetch that learns the size */
+	EXPECT_GE(fetched + KiB(4), stat_of("bytes_fetched"));
+	p = (const uint8_t *)(uintptr_t)b.addr;
+	at = MiB(2) + 5;
+	EXPECT_EQ(c_pat(HOME, O_LAZY, at), p[at]);
+	EXPECT_EQ(lazyf + 1, stat_of("lazy_faults"));
+	EXPECT_EQ(lazyp + 16, stat_of("lazy_pages"));
+	EXPECT_GE(fetched + KiB(4) + KiB(64), stat_of("bytes_fetched"));
+	/* the window read ahead is there: no fault for it */
+	for (k = MiB(2); k < MiB(2) + KiB(64); k += 4096)
+		EXPECT_EQ(c_pat(HOME, O_LAZY, k), p[k]);
+	EXPECT_EQ(lazyf + 1, stat_of("lazy_faults"));
+	/* every byte */
+	EXPECT_EQ(-1, c_check((const uint8_t *)p, LAZY_SIZE, HOME, O_LAZY));
+	EXPECT_EQ(lazyp + LAZY_SIZE / 4096, stat_of("lazy_pages"));
+	EXPECT_EQ(lazyf + LAZY_SIZE / KiB(64), stat_of("lazy_faults"));
+	/* a lazy copy is kept only while borrowed */
+	EXPECT_EQ(0, give_back(fd, cc[O_LAZY]));
+	EXPECT_EQ(evict + 1, stat_of("cache_evictions"));
+}
+
+/* on HOME, after the test: see home_sees_take_and_write_back */
+CC_TEST(take_and_write_back, 4)
+{
+	struct odsm_write_back w;
+	struct odsm_borrow_mut m;
+	struct odsm_borrow b;
+	uint64_t fetched;
+
+	ASSERT_EQ(0, borrow(fd, cc[O_TAKE], &b));
+	ASSERT_EQ(0, give_back(fd, cc[O_TAKE]));
+	fetched = stat_of("bytes_fetched");
+	memset(&m, 0, sizeof(m));
+	m.gaddr = cc[O_TAKE];
+	ASSERT_EQ(0, ioctl(fd, ODSM_IOC_BORROW_MUT, &m));
+	EXPECT_EQ((unsigned int)ODSM_BORROWED_TAKEN, m.result);
+	EXPECT_EQ(fetched, stat_of("bytes_fetched"));
+	EXPECT_TRUE(odsm_is_local(m.new_gaddr));
+	EXPECT_EQ(-1, c_check(odsm_ptr(m.new_gaddr), KiB(4), HOME, O_TAKE));
+	memset(&w, 0, sizeof(w));
+	w.owner = odsm_addr_of(cc[O_BOX]);
+	w.g = 0x1234000000000010ULL;
+	w.ext = 1;
+	ASSERT_EQ(0, ioctl(fd, ODSM_IOC_WRITE_BACK, &w));
+	w.owner += 8;	/* a box is 16-byte aligned */
+	EXPECT_EQ(-1, ioctl(fd, ODSM_IOC_WRITE_BACK, &w));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, odsm_free(m.new_gaddr));
+	/* the asynchronous free of the original reaches the home first */
+	c_sleep_ms(500);
+}
+
+/* HOME: the mutable borrow freed the original, WRITE_BACK stored the box */
+TEST(home_sees_take_and_write_back)
+{
+	struct odsm_obj_info oi;
+	uint64_t box[2];
+
+	C_BEGIN();
+	ASSERT_EQ(0, c_barrier(HOME, B_CC + 10, C.nodes, SECS));
+	if (C.self != HOME)
+		return;
+	ASSERT_EQ(0, c_get(HOME, W_CC + O_TAKE, &cc[O_TAKE]));
+	ASSERT_EQ(0, c_get(HOME, W_CC + O_BOX, &cc[O_BOX]));
+	EXPECT_EQ(-EINVAL, odsm_obj_info(cc[O_TAKE], &oi));
+	memcpy(box, odsm_ptr(cc[O_BOX]), sizeof(box));
+	EXPECT_EQ(0x1234000000000010ULL, box[0]);
+	EXPECT_EQ(1ULL, box[1]);
+}
+
+TEST_HARNESS_MAIN
