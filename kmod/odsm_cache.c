@@ -69,6 +69,9 @@ static struct {
 	struct odsm_cindex ci;
 	struct xarray ids;		/* id -> entry */
 	struct xarray lazy;		/* local block index -> lazy entry */
+	struct xarray slots;		/* slot_index() -> entry: the slots
+					 * that are copies, not objects
+					 */
 	struct list_head doomed;	/* left the cache, slot not freed yet */
 	struct work_struct reaper;
 #ifdef ODSM_HAVE_SHRINKER_ALLOC
@@ -88,6 +91,24 @@ static inline unsigned long block_of(u64 addr)
 	const struct odsm_geom *g = &odsm_heap.geom;
 
 	return (addr - odsm_part_start(g, g->node_id)) >> ODSM_BLOCK_SHIFT;
+}
+
+/* 16-byte granules of the partition: every object starts on one */
+static inline unsigned long slot_index(u64 addr)
+{
+	const struct odsm_geom *g = &odsm_heap.geom;
+
+	return (addr - odsm_part_start(g, g->node_id)) >> 4;
+}
+
+/*
+ * Is the local object at addr a cached copy?  The device refuses to free
+ * or move one on a caller's behalf: the cache would go on serving a slot
+ * that holds another object.
+ */
+bool odsm_cache_is_slot(u64 addr)
+{
+	return !!xa_load(&cache.slots, slot_index(addr));
 }
 
 static void entry_free(struct kref *kref)
@@ -169,6 +190,7 @@ static void evict_locked(struct odsm_centry *e)
 	if (!e->orphan)
 		odsm_cindex_remove(&cache.ci, &e->cn);
 	xa_erase(&cache.ids, e->id);
+	xa_erase(&cache.slots, slot_index(slot_addr(e)));
 	if (e->lazy) {
 		nb = DIV_ROUND_UP(e->size, ODSM_BLOCK_SIZE);
 		for (b = block_of(slot_addr(e)); nb--; b++)
@@ -423,9 +445,13 @@ static int insert_locked(struct odsm_fref *f, struct odsm_centry *e)
 	if (ret)
 		return ret;
 	e->id = id;
-	ret = fref_add_locked(f, id);
+	ret = xa_err(xa_store(&cache.slots, slot_index(slot_addr(e)), e,
+			      GFP_KERNEL));
 	if (ret)
 		goto err_id;
+	ret = fref_add_locked(f, id);
+	if (ret)
+		goto err_slot;
 	if (e->lazy) {
 		nb = DIV_ROUND_UP(e->size, ODSM_BLOCK_SIZE);
 		for (b = block_of(slot_addr(e)); nb--; b++) {
@@ -443,6 +469,8 @@ err_lazy:
 	for (b = block_of(slot_addr(e)); nb--; b++)
 		xa_erase(&cache.lazy, b);
 	fref_drop_locked(f, id);
+err_slot:
+	xa_erase(&cache.slots, slot_index(slot_addr(e)));
 err_id:
 	xa_erase(&cache.ids, id);
 	return ret;
@@ -556,6 +584,7 @@ int odsm_cache_take(struct odsm_fref *f, u64 cg, bool held, u64 *local_cg,
 	 */
 	odsm_cindex_remove(&cache.ci, &e->cn);
 	xa_erase(&cache.ids, e->id);
+	xa_erase(&cache.slots, slot_index(slot_addr(e)));
 	*local_cg = e->local_cg;
 	*size = e->size;
 	kref_put(&e->kref, entry_free);
@@ -680,6 +709,7 @@ int odsm_cache_init(void)
 	mutex_init(&cache.lock);
 	xa_init_flags(&cache.ids, XA_FLAGS_ALLOC);
 	xa_init(&cache.lazy);
+	xa_init(&cache.slots);
 	INIT_LIST_HEAD(&cache.doomed);
 	INIT_WORK(&cache.reaper, reaper_fn);
 	ret = odsm_cindex_init(&cache.ci, 12);
@@ -722,5 +752,6 @@ void odsm_cache_exit(void)
 	WARN_ON_ONCE(!xa_empty(&cache.ids));
 	xa_destroy(&cache.ids);
 	xa_destroy(&cache.lazy);
+	xa_destroy(&cache.slots);
 	odsm_cindex_destroy(&cache.ci);
 }

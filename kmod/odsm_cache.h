@@ -66,6 +66,9 @@ void odsm_cache_forget(u32 node);
 void odsm_cache_trim(void);
 void odsm_cache_trim_to(u64 budget);
 
+/* Is the local object at addr a cached copy (not the caller's to free)? */
+bool odsm_cache_is_slot(u64 addr);
+
 /* Gauges */
 u64 odsm_cache_entries(void);
 u64 odsm_cache_bytes(void);

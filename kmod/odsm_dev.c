@@ -206,6 +206,10 @@ static long ioc_free(void __user *arg)
 	if (odsm_in_heap(g, addr) && odsm_node_of(g, addr) != g->node_id &&
 	    READ_ONCE(odsm_cluster.joined))
 		return odsm_remote_free(odsm_node_of(g, addr), f.gaddr);
+	if (odsm_cache_is_slot(addr)) {
+		odsm_stat_inc(ODSM_STAT_bad_frees);
+		return -EINVAL;		/* the cache's, not the caller's */
+	}
 	return odsm_heap_free(&odsm_heap, f.gaddr);
 }
 
@@ -266,7 +270,8 @@ static long ioc_move(void __user *arg)
 
 	if (copy_from_user(&m, arg, sizeof(m)))
 		return -EFAULT;
-	if (!reserved_zero(m.reserved, ARRAY_SIZE(m.reserved)))
+	if (!reserved_zero(m.reserved, ARRAY_SIZE(m.reserved)) ||
+	    odsm_cache_is_slot(odsm_clear_color(m.gaddr)))
 		return -EINVAL;
 	ret = odsm_heap_move(&odsm_heap, m.gaddr, &m.new_gaddr);
 	if (ret)

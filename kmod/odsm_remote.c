@@ -14,6 +14,7 @@
 #include <linux/uaccess.h>
 #include "odsm.h"
 #include "odsm_cluster.h"
+#include "odsm_cache.h"
 
 #define CHUNK	ODSM_WIRE_MAX_DATA
 
@@ -76,6 +77,9 @@ int odsm_serve(const struct odsm_wire_hdr *h, const u8 *payload, u8 *reply,
 	case ODSM_MSG_FREE:
 		if (odsm_wire_get_free(payload, h->len, &fr))
 			return -EPROTO;
+		/* a cached copy is this node's, not an object of the heap */
+		if (odsm_cache_is_slot(odsm_clear_color(fr.gaddr)))
+			return -EINVAL;
 		return odsm_heap_free(heap, fr.gaddr);
 	case ODSM_MSG_FETCH:
 		if (odsm_wire_get_fetch(payload, h->len, &fe))

@@ -162,7 +162,7 @@ static void name##_body(struct __test_metadata *_metadata)
 
 CC_TEST(hit_miss_return, 0)
 {
-	uint64_t hits, misses, returns, fetched;
+	uint64_t hits, misses, returns, fetched, moved;
 	struct odsm_borrow b, b2;
 
 	hits = stat_of("borrow_hits");
@@ -176,6 +176,10 @@ CC_TEST(hit_miss_return, 0)
 	EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)b.addr, 512, HOME, O_TINY));
 	EXPECT_EQ(misses + 1, stat_of("borrow_misses"));
 	EXPECT_EQ(fetched + 512, stat_of("bytes_fetched"));
+	/* the copy is the cache's: not the caller's to free or move */
+	EXPECT_EQ(-EINVAL, odsm_free(b.addr));
+	moved = b.addr;
+	EXPECT_EQ(-EINVAL, odsm_move(&moved));
 	/* the same version again, from another file: a hit, no transfer */
 	ASSERT_EQ(0, borrow(fd2, cc[O_TINY], &b2));
 	EXPECT_EQ((unsigned int)ODSM_BORROWED_HIT, b2.result);
