@@ -35,6 +35,7 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_rpc_timeouts] = "rpc_timeouts",
 	[ODSM_STAT_rpc_hostdown] = "rpc_hostdown",
 	[ODSM_STAT_peers_down] = "peers_down",
+	[ODSM_STAT_auth_failures] = "auth_failures",
 };
 
 u64 odsm_stat_read(enum odsm_stat s)

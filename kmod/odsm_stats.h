@@ -41,6 +41,7 @@ enum odsm_stat {
 	ODSM_STAT_rpc_timeouts,		/* requests unanswered in time */
 	ODSM_STAT_rpc_hostdown,		/* requests failed: peer down */
 	ODSM_STAT_peers_down,		/* peers that went from up to down */
+	ODSM_STAT_auth_failures,	/* handshakes refused: no proof of the key */
 	ODSM_STAT_NR
 };
 

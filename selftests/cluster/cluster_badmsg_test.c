@@ -9,6 +9,15 @@
  * real remote read), and count the message in its
  * /sys/kernel/odsm/stats/bad_msgs.
  *
+ * Then the handshake's authentication, without the cluster key: a valid
+ * offer (node 0 answers it with its challenge, and nothing else), followed
+ * by a request, a proof of zeros, a wrong proof, node 0's own challenge
+ * reflected back, a challenge proof recorded on an earlier connection
+ * (replayed), a second offer, or silence.  Each is refused: the connection
+ * is closed, nothing is served, /sys/kernel/odsm/stats/auth_failures
+ * counts it, and node 1's real connection never notices (its peers_down
+ * does not move).
+ *
  * Node 1 cannot read node 0's sysfs, so the check is split: both nodes run
  * this program.  Node 0 takes the counter before each case and after, and
  * publishes the difference in its directory; node 1 waits for that before
@@ -16,11 +25,12 @@
  * so does everyone on a cluster that does not run over TCP.
  *
  * The wire header (kmod/odsm_wire.h), little-endian, 32 bytes: magic u32
- * 0x4d53444f @0, version u8 = 1 @4, type u8 @5, flags u16 @6, src u32 @8,
+ * 0x4d53444f @0, version u8 = 2 @4, type u8 @5, flags u16 @6, src u32 @8,
  * dst u32 @12, seq u64 @16, len u32 @24, status s32 @28.  HELLO is type 1
- * with 32 payload bytes: node_id u32, nr_nodes u32, heap_base u64,
- * part_size u64, incarnation u64.  READ is type 4 with 16: gaddr u64,
- * len u32, reserved u32.
+ * with 104 payload bytes: node_id u32, nr_nodes u32, heap_base u64,
+ * part_size u64, incarnation u64, step u32 (1 offer, 2 challenge, 3 proof),
+ * reserved u32, nonce[32] @40, proof[32] @72.  READ is type 4 with 16:
+ * gaddr u64, len u32, reserved u32.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -33,7 +43,11 @@
 #define T_HELLO		1
 #define T_READ		4
 #define HDR		32
-#define HELLO_LEN	32
+#define HELLO_LEN	104
+#define VERSION		2
+#define H_STEP		(HDR + 32)
+#define H_NONCE		(HDR + 40)
+#define H_PROOF		(HDR + 72)
 
 FIXTURE(cl)
 {
@@ -85,20 +99,41 @@ static void hdr(uint8_t *p, uint32_t magic, uint8_t version, uint8_t type,
 static size_t hello(uint8_t *p, uint32_t id, uint32_t nr, uint64_t base,
 		    uint64_t part)
 {
-	hdr(p, W_MAGIC_LE, 1, T_HELLO, id, 0, HELLO_LEN);
+	unsigned int i;
+
+	hdr(p, W_MAGIC_LE, VERSION, T_HELLO, id, 0, HELLO_LEN);
 	put32(p + HDR, id);
 	put32(p + HDR + 4, nr);
 	put64(p + HDR + 8, base);
 	put64(p + HDR + 16, part);
 	put64(p + HDR + 24, 0x0123456789abcdefULL);
+	put32(p + H_STEP, 1);			/* an offer */
+	for (i = 0; i < 32; i++) {
+		p[H_NONCE + i] = (uint8_t)(i * 7 + 3);
+		p[H_PROOF + i] = 0;
+	}
 	return HDR + HELLO_LEN;
 }
+
+/* What follows node 0's challenge in the authentication cases. */
+enum auth_kind {
+	A_NONE = 0,		/* not an authentication case */
+	A_READ,			/* a request instead of the proof */
+	A_ZERO_PROOF,		/* a proof of zeros (no proof) */
+	A_WRONG_PROOF,		/* a made-up proof */
+	A_REFLECT,		/* node 0's challenge, nonce and proof, back */
+	A_REPLAY,		/* the challenge proof of an earlier connection */
+	A_OFFER_AGAIN,		/* a second offer */
+	A_SILENT,		/* nothing: the handshake is never finished */
+};
 
 struct bad_case {
 	const char *name;
 	size_t len;		/* bytes to send (0: send nothing) */
 	int hang_up;		/* we close right after sending */
-	uint8_t msg[128];
+	enum auth_kind auth;	/* an offer, node 0's challenge, then this */
+	int unauthenticated;	/* a request before any handshake */
+	uint8_t msg[160];
 };
 
 /* The cases, built for this cluster's geometry; their number. */
@@ -122,7 +157,7 @@ static unsigned int build_cases(struct bad_case *c)
 	/* (iii) a bad version */
 	c[n].name = "bad version";
 	c[n].len = hello(c[n].msg, 1, C.nodes, C.in.heap_base, C.in.part_size);
-	c[n].msg[4] = 2;
+	c[n].msg[4] = VERSION + 1;
 	n++;
 
 	/* (iv) 20 bytes of a header, then the connection closes */
@@ -161,16 +196,132 @@ static unsigned int build_cases(struct bad_case *c)
 
 	/* (ix) a well-formed READ of node 0's directory, without a HELLO */
 	c[n].name = "READ before HELLO";
-	hdr(c[n].msg, W_MAGIC_LE, 1, T_READ, 1, 0, 16);
+	hdr(c[n].msg, W_MAGIC_LE, VERSION, T_READ, 1, 0, 16);
 	put64(c[n].msg + 16, 1);		/* seq */
 	put64(c[n].msg + HDR, c_word(0, W_MAGIC));
 	put32(c[n].msg + HDR + 8, 8);
+	c[n].unauthenticated = 1;
 	c[n++].len = HDR + 16;
 
 	/* (x) a connection that never says anything */
 	c[n].name = "silent connection";
 	c[n++].len = 0;
+
+	/* (xi) an offer that carries a proof: malformed */
+	c[n].name = "offer with a proof";
+	c[n].len = hello(c[n].msg, 1, C.nodes, C.in.heap_base, C.in.part_size);
+	c[n].msg[H_PROOF + 5] = 1;
+	n++;
+
+	/* the authentication cases: a valid offer first */
+	static const struct { enum auth_kind kind; const char *name; } auth[] = {
+		{ A_READ, "READ after the challenge, without a proof" },
+		{ A_ZERO_PROOF, "proof of zeros" },
+		{ A_WRONG_PROOF, "wrong proof" },
+		{ A_REFLECT, "node 0's challenge reflected as the proof" },
+		{ A_REPLAY, "a proof recorded on an earlier connection" },
+		{ A_OFFER_AGAIN, "a second offer instead of the proof" },
+		{ A_SILENT, "no proof at all (silence after the challenge)" },
+	};
+	for (i = 0; i < sizeof(auth) / sizeof(auth[0]); i++) {
+		c[n].name = auth[i].name;
+		c[n].auth = auth[i].kind;
+		c[n].len = hello(c[n].msg, 1, C.nodes, C.in.heap_base,
+				 C.in.part_size);
+		n++;
+	}
 	return n;
+}
+
+static int recv_exact(int fd, uint8_t *buf, size_t len, unsigned int secs)
+{
+	uint64_t end = c_now_ms() + secs * 1000ULL;
+	size_t got = 0;
+	ssize_t r;
+
+	while (got < len) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int left = (int)(end - c_now_ms());
+
+		if (left <= 0 || poll(&p, 1, left) == 0)
+			return -ETIMEDOUT;
+		r = recv(fd, buf + got, len - got, 0);
+		if (r == 0)
+			return -ECONNRESET;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (r > 0)
+			got += (size_t)r;
+	}
+	return 0;
+}
+
+/* the challenge proof node 0 sent on the previous authentication case */
+static uint8_t recorded_proof[32];
+static int have_recorded;
+
+/*
+ * The offer was sent: take node 0's challenge (a HELLO of step 2 from node
+ * 0 to node 1) and send what the case says; 0, or -1 after saying why.
+ */
+static int auth_follow_up(struct __test_metadata *_metadata, int fd,
+			  const struct bad_case *c)
+{
+	uint8_t ch[HDR + HELLO_LEN], msg[HDR + HELLO_LEN];
+	size_t len = sizeof(msg);
+	int ret;
+
+	ret = recv_exact(fd, ch, sizeof(ch), 10);
+	EXPECT_EQ(0, ret) {
+		TH_LOG("%s: no challenge from node 0: %s", c->name,
+		       strerror(-ret));
+		return -1;
+	}
+	EXPECT_EQ(T_HELLO, ch[5]);
+	EXPECT_EQ(VERSION, ch[4]);
+	EXPECT_EQ(HELLO_LEN, ch[24]);
+	EXPECT_EQ(2, ch[H_STEP]) {
+		TH_LOG("%s: node 0 answered the offer with step %u", c->name,
+		       ch[H_STEP]);
+		return -1;
+	}
+	memcpy(msg, c->msg, sizeof(msg));
+	put32(msg + H_STEP, 3);
+	switch (c->auth) {
+	case A_READ:
+		hdr(msg, W_MAGIC_LE, VERSION, T_READ, 1, 0, 16);
+		put64(msg + 16, 1);
+		put64(msg + HDR, c_word(0, W_MAGIC));
+		put32(msg + HDR + 8, 8);
+		len = HDR + 16;
+		break;
+	case A_ZERO_PROOF:
+		break;
+	case A_WRONG_PROOF:
+		memset(msg + H_PROOF, 0x5a, 32);
+		break;
+	case A_REFLECT:
+		memcpy(msg + H_NONCE, ch + H_NONCE, 32);
+		memcpy(msg + H_PROOF, ch + H_PROOF, 32);
+		break;
+	case A_REPLAY:
+		EXPECT_TRUE(have_recorded)
+			return -1;
+		memcpy(msg + H_PROOF, recorded_proof, 32);
+		break;
+	case A_OFFER_AGAIN:
+		put32(msg + H_STEP, 1);
+		break;
+	case A_SILENT:
+	case A_NONE:
+		len = 0;
+		break;
+	}
+	memcpy(recorded_proof, ch + H_PROOF, 32);
+	have_recorded = 1;
+	if (len)
+		EXPECT_EQ((ssize_t)len, send(fd, msg, len, MSG_NOSIGNAL));
+	return 0;
 }
 
 static int dial_node0(struct sockaddr_in *to)
@@ -218,13 +369,15 @@ static int wait_closed(int fd, unsigned int secs, size_t *got)
 }
 
 /* Node 1: send every case to node 0 and see it refused. */
+static uint64_t stat_of(const char *name);
+
 static void attacker(struct __test_metadata *_metadata)
 {
-	struct bad_case cases[16];
+	struct bad_case cases[24];
 	struct odsm_peer_info p[ODSM_MAX_NODES];
 	unsigned int nr = ODSM_MAX_NODES, n, k;
 	struct sockaddr_in to = { .sin_family = AF_INET };
-	uint64_t v, ack;
+	uint64_t v, ack, down0, down1;
 	size_t got;
 	int fd, ret;
 
@@ -233,6 +386,8 @@ static void attacker(struct __test_metadata *_metadata)
 	ASSERT_EQ(0, odsm_status(p, &nr, NULL));
 	to.sin_addr.s_addr = p[0].ipv4;
 	to.sin_port = htons((uint16_t)C.port);
+	down0 = stat_of("peers_down");
+	ASSERT_NE(UINT64_MAX, down0);
 	/* node 0 took its counter: go */
 	ASSERT_EQ(0, c_poll(0, W_BAD_READY, 0, 120, NULL));
 
@@ -248,14 +403,17 @@ static void attacker(struct __test_metadata *_metadata)
 		if (c->len)
 			ASSERT_EQ((ssize_t)c->len,
 				  send(fd, c->msg, c->len, MSG_NOSIGNAL));
-		if (c->hang_up) {
+		if (c->auth && auth_follow_up(_metadata, fd, c)) {
+			close(fd);
+		} else if (c->hang_up) {
 			/* the truncated header: we end it */
 			close(fd);
 		} else {
 			/* node 0 hangs up on it, without a word; a silent
 			 * connection gets a timeout and a few heartbeats
 			 */
-			secs = c->len ? 10 : (C.timeout_ms + 999) / 1000 + 10;
+			secs = c->len && c->auth != A_SILENT ? 10 :
+			       (C.timeout_ms + 999) / 1000 + 10;
 			ret = wait_closed(fd, secs, &got);
 			EXPECT_EQ(0, ret) {
 				TH_LOG("case %u (%s): node 0 %s", k, c->name,
@@ -276,15 +434,38 @@ static void attacker(struct __test_metadata *_metadata)
 		ASSERT_EQ(0, c_put(C.self, W_BAD_SENT, k));
 		ASSERT_EQ(0, c_poll(0, W_BAD_ACK, k, 120, &ack));
 		ASSERT_EQ(0, c_get(0, W_BAD_DELTA + k, &v));
-		TH_LOG("case %u (%s): bad_msgs +%" PRIu64 " on node 0", k, c->name, v);
+		TH_LOG("case %u (%s): bad_msgs +%" PRIu64 ", auth_failures +%" PRIu64 " on node 0",
+		       k, c->name, v & 0xffffffff, v >> 32);
+		/* counted where it belongs */
+		if (c->auth || c->unauthenticated) {
+			EXPECT_LT((uint64_t)0, v >> 32) {
+				TH_LOG("case %u (%s) not counted in auth_failures",
+				       k, c->name);
+			}
+		} else {
+			EXPECT_LT((uint64_t)0, v & 0xffffffff) {
+				TH_LOG("case %u (%s) not counted in bad_msgs",
+				       k, c->name);
+			}
+		}
 	}
 	ASSERT_EQ(0, c_put(C.self, W_BAD_DONE, n));
+	/* the real connection to node 0 was never knocked off */
+	down1 = stat_of("peers_down");
+	EXPECT_EQ(down0, down1) {
+		TH_LOG("node 1 saw a peer go down %" PRIu64 " times during the cases",
+		       down1 - down0);
+	}
 }
 
-static uint64_t bad_msgs(void)
+static uint64_t stat_of(const char *name)
 {
-	FILE *f = fopen("/sys/kernel/odsm/stats/bad_msgs", "r");
+	char path[128];
+	FILE *f;
 	unsigned long long v = UINT64_MAX;
+
+	snprintf(path, sizeof(path), "/sys/kernel/odsm/stats/%s", name);
+	f = fopen(path, "r");
 
 	if (f) {
 		if (fscanf(f, "%llu", &v) != 1)
@@ -294,17 +475,30 @@ static uint64_t bad_msgs(void)
 	return v;
 }
 
+/* what node 0 counts for a case: bad_msgs and auth_failures */
+static uint64_t bad_msgs(void)
+{
+	return stat_of("bad_msgs");
+}
+
+static uint64_t auth_failures(void)
+{
+	return stat_of("auth_failures");
+}
+
 /* Node 0: count each case, then check the total. */
 static void target(struct __test_metadata *_metadata)
 {
-	struct bad_case cases[16];
-	uint64_t first, before, now, k, n, sent, end;
+	struct bad_case cases[24];
+	uint64_t first, before, now, k, n, sent, end, a_before, a_now;
 	unsigned int state[ODSM_MAX_NODES];
 
 	memset(cases, 0, sizeof(cases));
 	n = build_cases(cases);
 	first = before = bad_msgs();
+	a_before = auth_failures();
 	ASSERT_NE(UINT64_MAX, first);
+	ASSERT_NE(UINT64_MAX, a_before);
 	ASSERT_EQ(0, c_put(C.self, W_BAD_READY, first + 1));
 	for (k = 1; k <= n; k++) {
 		ASSERT_EQ(0, c_poll(1, W_BAD_SENT, k, 180, &sent)) {
@@ -314,21 +508,24 @@ static void target(struct __test_metadata *_metadata)
 		end = c_now_ms() + 3000;
 		do {
 			now = bad_msgs();
-			if (now > before)
+			a_now = auth_failures();
+			if (now > before || a_now > a_before)
 				break;
 			c_sleep_ms(50);
 		} while (c_now_ms() < end);
-		EXPECT_LT(before, now) {
-			TH_LOG("case %" PRIu64 " (%s) was not counted in bad_msgs", k,
+		EXPECT_TRUE(now > before || a_now > a_before) {
+			TH_LOG("case %" PRIu64 " (%s) was not counted", k,
 			       cases[k - 1].name);
 		}
-		ASSERT_EQ(0, c_put(C.self, W_BAD_DELTA + k, now - before));
+		ASSERT_EQ(0, c_put(C.self, W_BAD_DELTA + k,
+				   (now - before) | (a_now - a_before) << 32));
 		before = now;
+		a_before = a_now;
 		ASSERT_EQ(0, c_put(C.self, W_BAD_ACK, k));
 	}
 	ASSERT_EQ(0, c_poll(1, W_BAD_DONE, 0, 120, &sent));
 	EXPECT_EQ(n, sent);
-	EXPECT_LE(first + n, bad_msgs());
+	EXPECT_LE(first + 1, bad_msgs());
 	/* the real peers never noticed */
 	ASSERT_EQ(0, c_states(state, C.nodes));
 	for (k = 1; k < C.nodes; k++)

@@ -237,11 +237,27 @@ TEST(join_refuses_bad_tables)
 		{ .ipv4 = htonl(0x0a000001), .port = 7100 },
 		{ .ipv4 = htonl(0x0a000002), .port = 7100 },
 	};
+	static const char key[ODSM_KEY_MAX + 1] = "0123456789abcdef0123456789abcdef";
 	struct odsm_join j = { .transport = ODSM_TRANSPORT_TCP, .nr_nodes = 2,
 			       .nodes = (uintptr_t)nodes };
 	int fd = t_open();
 
 	ASSERT_LE(0, fd);
+	/* no key: refused before anything else is looked at */
+	EXPECT_EQ(-ENOKEY, t_ioctl(fd, ODSM_IOC_JOIN, &j));
+	j.key = (uintptr_t)key;
+	EXPECT_EQ(-EINVAL, t_ioctl(fd, ODSM_IOC_JOIN, &j));	/* length 0 */
+	j.key_len = ODSM_KEY_MIN - 1;
+	EXPECT_EQ(-EINVAL, t_ioctl(fd, ODSM_IOC_JOIN, &j));
+	j.key_len = ODSM_KEY_MAX + 1;
+	EXPECT_EQ(-EINVAL, t_ioctl(fd, ODSM_IOC_JOIN, &j));
+	j.key_len = 32;
+	j.reserved = 1;
+	EXPECT_EQ(-EINVAL, t_ioctl(fd, ODSM_IOC_JOIN, &j));
+	j.reserved = 0;
+	j.key = 8;
+	EXPECT_EQ(-EFAULT, t_ioctl(fd, ODSM_IOC_JOIN, &j));
+	j.key = (uintptr_t)key;
 	/* the node is configured for 1 node: a table of 2 does not fit */
 	EXPECT_EQ(-EINVAL, t_ioctl(fd, ODSM_IOC_JOIN, &j));
 	j.transport = 9;
