@@ -236,24 +236,27 @@ u32 odsm_wire_put_rw(u8 *buf, const struct odsm_wire_rw *p)
 {
 	wire_put_le64(buf, p->gaddr);
 	wire_put_le32(buf + 8, p->len);
-	wire_put_le32(buf + 12, p->reserved);
+	wire_put_le32(buf + 12, p->flags);
 	return ODSM_WIRE_RW_SIZE;
 }
 
 int odsm_wire_get_rw(const u8 *buf, u32 len, bool with_data,
 		     struct odsm_wire_rw *p)
 {
+	bool check;
+
 	if (len < ODSM_WIRE_RW_SIZE)
 		return -EMSGSIZE;
 	p->gaddr = wire_get_le64(buf);
 	p->len = wire_get_le32(buf + 8);
-	p->reserved = wire_get_le32(buf + 12);
-	if (p->len == 0 || p->len > ODSM_WIRE_MAX_DATA)
+	p->flags = wire_get_le32(buf + 12);
+	check = !with_data && p->flags == ODSM_WIRE_RW_CHECK;
+	if (p->len == 0 || (!check && p->len > ODSM_WIRE_MAX_DATA))
 		return -EMSGSIZE;
-	/* cannot overflow: p->len <= ODSM_WIRE_MAX_DATA */
+	/* cannot overflow: with data, p->len <= ODSM_WIRE_MAX_DATA */
 	if (len != ODSM_WIRE_RW_SIZE + (with_data ? p->len : 0))
 		return -EMSGSIZE;
-	if (p->reserved)
+	if ((p->flags & ~ODSM_WIRE_RW_CHECK) || (with_data && p->flags))
 		return -EPROTO;
 	if (p->gaddr >= WIRE_ADDR_LIMIT || p->len > WIRE_ADDR_LIMIT - p->gaddr)
 		return -EPROTO;

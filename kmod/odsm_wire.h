@@ -122,10 +122,17 @@ struct odsm_wire_pong {
 	u64 echo_ns;		/* the PING's send time, for the RTT */
 };
 
+/*
+ * Flags of a READ.  CHECK: move nothing, only say whether the whole range
+ * lies in blocks that hold objects (a multi-piece transfer asks first);
+ * its len may then be anything from 1 to U32_MAX.
+ */
+#define ODSM_WIRE_RW_CHECK	0x0001
+
 struct odsm_wire_rw {		/* READ, WRITE (then len bytes of data) */
 	u64 gaddr;		/* uncolored global address */
 	u32 len;		/* bytes to read or written after this */
-	u32 reserved;
+	u32 flags;		/* READ: ODSM_WIRE_RW_*; WRITE: 0 */
 };
 
 /* Flags of an ALLOC: the sender resolves ON_NODE and ANYWHERE itself. */
@@ -200,8 +207,9 @@ int odsm_wire_get_pong(const u8 *buf, u32 len, struct odsm_wire_pong *p);
 u32 odsm_wire_put_rw(u8 *buf, const struct odsm_wire_rw *p);
 /*
  * READ: len == fixed size; WRITE: len == fixed size + p->len.  p->len is
- * 1..ODSM_WIRE_MAX_DATA, gaddr is uncolored and gaddr + p->len does not
- * pass the 48-bit address space.
+ * 1..ODSM_WIRE_MAX_DATA (1..U32_MAX for a READ with RW_CHECK), gaddr is
+ * uncolored and gaddr + p->len does not pass the 48-bit address space; a
+ * READ sets no flag but RW_CHECK, a WRITE none.
  */
 int odsm_wire_get_rw(const u8 *buf, u32 len, bool with_data,
 		     struct odsm_wire_rw *p);

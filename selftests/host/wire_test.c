@@ -624,7 +624,7 @@ TEST(rw_round_trip)
 	free(p);
 	ASSERT_EQ(rd.gaddr, out.gaddr);
 	ASSERT_EQ(rd.len, out.len);
-	ASSERT_EQ(0U, out.reserved);
+	ASSERT_EQ(0U, out.flags);
 
 	/* WRITE: the fixed part, then exactly len bytes of data */
 	ASSERT_EQ(16U, odsm_wire_put_rw(raw, &wr));
@@ -1034,9 +1034,9 @@ TEST(hello_fields)
 	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_hello(raw, 32, &out));
 }
 
-static int rw_ret(u64 gaddr, u32 len, u32 reserved, bool write, u32 wlen)
+static int rw_ret(u64 gaddr, u32 len, u32 flags, bool write, u32 wlen)
 {
-	struct odsm_wire_rw rw = { gaddr, len, reserved }, out;
+	struct odsm_wire_rw rw = { gaddr, len, flags }, out;
 	u8 *raw = malloc(wlen < 16 ? 16 : wlen);
 	int ret;
 
@@ -1059,8 +1059,22 @@ TEST(rw_fields)
 	ASSERT_EQ(-EMSGSIZE, rw_ret(0x1000, max + 1, 0, false, 16));
 	ASSERT_EQ(-EMSGSIZE, rw_ret(0x1000, UINT_MAX, 0, false, 16));
 	ASSERT_EQ(-EMSGSIZE, rw_ret(0x1000, 8, 0, false, 24));
-	ASSERT_EQ(-EPROTO, rw_ret(0x1000, 8, 1, false, 16));
+	ASSERT_EQ(-EPROTO, rw_ret(0x1000, 8, 2, false, 16));
+	ASSERT_EQ(-EPROTO, rw_ret(0x1000, 8, 3, false, 16));
 	ASSERT_EQ(-EPROTO, rw_ret(0x1000, 8, 0x80000000U, false, 16));
+
+	/* READ with CHECK: no data moves, so any length 1..U32_MAX */
+	ASSERT_EQ(1, ODSM_WIRE_RW_CHECK);
+	ASSERT_EQ(0, rw_ret(0x1000, 8, ODSM_WIRE_RW_CHECK, false, 16));
+	ASSERT_EQ(0, rw_ret(0x1000, max + 1, ODSM_WIRE_RW_CHECK, false, 16));
+	ASSERT_EQ(0, rw_ret(0x1000, UINT_MAX, ODSM_WIRE_RW_CHECK, false, 16));
+	ASSERT_EQ(-EMSGSIZE, rw_ret(0x1000, 0, ODSM_WIRE_RW_CHECK, false, 16));
+	ASSERT_EQ(-EMSGSIZE, rw_ret(0x1000, 8, ODSM_WIRE_RW_CHECK, false, 24));
+	ASSERT_EQ(-EPROTO, rw_ret(top - 8, 9, ODSM_WIRE_RW_CHECK, false, 16));
+	ASSERT_EQ(0, rw_ret(top - UINT_MAX, UINT_MAX, ODSM_WIRE_RW_CHECK,
+			    false, 16));
+	/* and never on a WRITE */
+	ASSERT_EQ(-EPROTO, rw_ret(0x1000, 8, ODSM_WIRE_RW_CHECK, true, 24));
 
 	/* WRITE: exactly the data it announces */
 	ASSERT_EQ(0, rw_ret(0x1000, 1, 0, true, 17));
@@ -1352,8 +1366,10 @@ static bool payload_ok(unsigned int type, const u8 *p, u32 len,
 	case ODSM_MSG_READ:
 	case ODSM_MSG_WRITE:
 		return rw->gaddr == ref_le(p, 8) && rw->len == ref_le(p + 8, 4) &&
-		       rw->reserved == 0 && rw->len >= 1 &&
-		       rw->len <= ODSM_WIRE_MAX_DATA &&
+		       rw->len >= 1 &&
+		       (rw->flags == 0 ? rw->len <= ODSM_WIRE_MAX_DATA :
+			type == ODSM_MSG_READ &&
+			rw->flags == ODSM_WIRE_RW_CHECK) &&
 		       rw->gaddr + rw->len <= (1ULL << 48) &&
 		       len == 16 + (type == ODSM_MSG_WRITE ? rw->len : 0);
 	case ODSM_MSG_ALLOC:
