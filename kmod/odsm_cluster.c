@@ -97,6 +97,7 @@ int odsm_cluster_check_hdr(struct odsm_conn *conn, const u8 *raw,
 				      h->type, conn->dialled ? "to" : "from",
 				      conn->peer == U32_MAX ? -1 : (int)conn->peer,
 				      conn->ops->name);
+		WRITE_ONCE(conn->dead, true);	/* counted once, here */
 		return -EACCES;
 	}
 	if (ret && h->magic == ODSM_WIRE_MAGIC &&
@@ -111,6 +112,9 @@ int odsm_cluster_check_hdr(struct odsm_conn *conn, const u8 *raw,
 				      conn->peer == U32_MAX ? -1 : (int)conn->peer,
 				      conn->ops->name);
 	}
+	/* the receiver closes it: counted once, here */
+	if (ret)
+		WRITE_ONCE(conn->dead, true);
 	return ret;
 }
 
@@ -142,6 +146,16 @@ void odsm_cluster_conn_failed(struct odsm_conn *conn)
 	struct odsm_conn *drop = NULL;
 	u32 id = conn->peer;
 
+	/* the dialer walked away from our challenge: it lacks the key (we
+	 * count our own refusals and kills where we make them)
+	 */
+	if (!conn->dialled && !READ_ONCE(conn->dead) &&
+	    !READ_ONCE(conn->authed) &&
+	    READ_ONCE(conn->hs_step) == ODSM_HELLO_CHALLENGE) {
+		odsm_stat_inc(ODSM_STAT_auth_failures);
+		pr_notice_ratelimited("odsm: node %u closed the connection after our challenge (another cluster key?)\n",
+				      id);
+	}
 	WRITE_ONCE(conn->dead, true);
 	spin_lock(&c->lock);
 	if (id < c->nr_nodes && c->peers[id].conn == conn) {
