@@ -106,6 +106,13 @@ if [ "$transport" = tcp ]; then
 	expect_join_fail "not an address of this machine" --node-id "$rig_node" --nodes "$bad" --key-file "$KEY"
 	# no cluster without its key
 	expect_join_fail "key-file FILE is required" --node-id "$rig_node" --nodes "$addrs"
+	# odsmctl keygen: 32 random bytes, owner-only, never over a file
+	rm -f /tmp/odsm-gen.key
+	odsmctl keygen /tmp/odsm-gen.key || { echo "cluster: odsmctl keygen failed"; failed=$((failed + 1)); }
+	[ "$(wc -c </tmp/odsm-gen.key)" -eq 32 ] && [ "$(stat -c %a /tmp/odsm-gen.key)" = 600 ] ||
+		{ echo "cluster: odsmctl keygen wrote:"; ls -l /tmp/odsm-gen.key; failed=$((failed + 1)); }
+	! odsmctl keygen /tmp/odsm-gen.key 2>/dev/null ||
+		{ echo "cluster: odsmctl keygen overwrote a key"; failed=$((failed + 1)); }
 	chmod 644 "$KEY"
 	expect_join_fail "may be read by others" "$@"
 	chmod 600 "$KEY"
