@@ -12,11 +12,14 @@
  * Then the handshake's authentication, without the cluster key: a valid
  * offer (node 0 answers it with its challenge, and nothing else), followed
  * by a request, a proof of zeros, a wrong proof, node 0's own challenge
- * reflected back, a challenge proof recorded on an earlier connection
- * (replayed), a second offer, or silence.  Each is refused: the connection
+ * reflected back, a second offer, or silence.  Each is refused: the connection
  * is closed, nothing is served, /sys/kernel/odsm/stats/auth_failures
  * counts it, and node 1's real connection never notices (its peers_down
- * does not move).
+ * does not move).  Last, with the cluster key (ODSM_KEY_FILE, which the
+ * scenario passes): node 0's challenge proof is checked against an
+ * HMAC-SHA256 computed here from wire-protocol.rst's layout, and the
+ * valid proof for that connection (never sent: it would be accepted) is
+ * then replayed on a new connection with the same offer, and refused.
  *
  * Node 1 cannot read node 0's sysfs, so the check is split: both nodes run
  * this program.  Node 0 takes the counter before each case and after, and
@@ -122,9 +125,10 @@ enum auth_kind {
 	A_ZERO_PROOF,		/* a proof of zeros (no proof) */
 	A_WRONG_PROOF,		/* a made-up proof */
 	A_REFLECT,		/* node 0's challenge, nonce and proof, back */
-	A_REPLAY,		/* the challenge proof of an earlier connection */
 	A_OFFER_AGAIN,		/* a second offer */
 	A_SILENT,		/* nothing: the handshake is never finished */
+	A_KEY_CHECK,		/* with the key: check the challenge, hang up */
+	A_REPLAY_VALID,		/* the valid proof of the previous connection */
 };
 
 struct bad_case {
@@ -219,19 +223,191 @@ static unsigned int build_cases(struct bad_case *c)
 		{ A_ZERO_PROOF, "proof of zeros" },
 		{ A_WRONG_PROOF, "wrong proof" },
 		{ A_REFLECT, "node 0's challenge reflected as the proof" },
-		{ A_REPLAY, "a proof recorded on an earlier connection" },
 		{ A_OFFER_AGAIN, "a second offer instead of the proof" },
 		{ A_SILENT, "no proof at all (silence after the challenge)" },
+		{ A_KEY_CHECK, "challenge checked with the key, then hang up" },
+		{ A_REPLAY_VALID, "a valid proof of an earlier connection replayed" },
 	};
 	for (i = 0; i < sizeof(auth) / sizeof(auth[0]); i++) {
 		c[n].name = auth[i].name;
 		c[n].auth = auth[i].kind;
 		c[n].len = hello(c[n].msg, 1, C.nodes, C.in.heap_base,
 				 C.in.part_size);
+		c[n].hang_up = auth[i].kind == A_KEY_CHECK;
 		n++;
 	}
 	return n;
 }
+
+/* ---- HMAC-SHA256, to check node 0's challenge with the real key ------- */
+
+struct sha256 {
+	uint32_t h[8];
+	uint8_t buf[64];
+	uint64_t len;
+	unsigned int n;
+};
+
+static const uint32_t sha_k[64] = {
+	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
+	0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
+	0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
+	0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+	0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147,
+	0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+	0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+	0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+	0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
+	0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
+	0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+static uint32_t ror(uint32_t x, unsigned int n)
+{
+	return x >> n | x << (32 - n);
+}
+
+static void sha_block(struct sha256 *s, const uint8_t *p)
+{
+	uint32_t w[64], a, b, c, d, e, f, g, h, t1, t2;
+	unsigned int i;
+
+	for (i = 0; i < 16; i++)
+		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+		       (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+	for (; i < 64; i++)
+		w[i] = w[i - 16] + (ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^
+				    w[i - 15] >> 3) + w[i - 7] +
+		       (ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ w[i - 2] >> 10);
+	a = s->h[0]; b = s->h[1]; c = s->h[2]; d = s->h[3];
+	e = s->h[4]; f = s->h[5]; g = s->h[6]; h = s->h[7];
+	for (i = 0; i < 64; i++) {
+		t1 = h + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) +
+		     ((e & f) ^ (~e & g)) + sha_k[i] + w[i];
+		t2 = (ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) +
+		     ((a & b) ^ (a & c) ^ (b & c));
+		h = g; g = f; f = e; e = d + t1;
+		d = c; c = b; b = a; a = t1 + t2;
+	}
+	s->h[0] += a; s->h[1] += b; s->h[2] += c; s->h[3] += d;
+	s->h[4] += e; s->h[5] += f; s->h[6] += g; s->h[7] += h;
+}
+
+static void sha_init(struct sha256 *s)
+{
+	static const uint32_t iv[8] = {
+		0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+		0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+	};
+
+	memcpy(s->h, iv, sizeof(iv));
+	s->len = 0;
+	s->n = 0;
+}
+
+static void sha_update(struct sha256 *s, const uint8_t *p, size_t n)
+{
+	while (n--) {
+		s->buf[s->n++] = *p++;
+		s->len++;
+		if (s->n == 64) {
+			sha_block(s, s->buf);
+			s->n = 0;
+		}
+	}
+}
+
+static void sha_final(struct sha256 *s, uint8_t out[32])
+{
+	uint64_t bits = s->len * 8;
+	uint8_t pad = 0x80, zero = 0, l[8];
+	unsigned int i;
+
+	sha_update(s, &pad, 1);
+	while (s->n != 56)
+		sha_update(s, &zero, 1);
+	for (i = 0; i < 8; i++)
+		l[i] = (uint8_t)(bits >> (56 - 8 * i));
+	sha_update(s, l, 8);
+	for (i = 0; i < 32; i++)
+		out[i] = (uint8_t)(s->h[i / 4] >> (24 - 8 * (i % 4)));
+}
+
+static void hmac_sha256(const uint8_t *key, size_t klen, const uint8_t *msg,
+			size_t mlen, uint8_t out[32])
+{
+	uint8_t k[64] = { 0 }, pad[64], inner[32];
+	struct sha256 s;
+	unsigned int i;
+
+	if (klen > 64) {
+		sha_init(&s);
+		sha_update(&s, key, klen);
+		sha_final(&s, k);
+	} else {
+		memcpy(k, key, klen);
+	}
+	for (i = 0; i < 64; i++)
+		pad[i] = k[i] ^ 0x36;
+	sha_init(&s);
+	sha_update(&s, pad, 64);
+	sha_update(&s, msg, mlen);
+	sha_final(&s, inner);
+	for (i = 0; i < 64; i++)
+		pad[i] = k[i] ^ 0x5c;
+	sha_init(&s);
+	sha_update(&s, pad, 64);
+	sha_update(&s, inner, 32);
+	sha_final(&s, out);
+}
+
+/* The cluster key the scenario joined with; its length, or -1. */
+static int read_key(uint8_t *key)
+{
+	const char *path = getenv("ODSM_KEY_FILE");
+	FILE *f;
+	size_t n;
+
+	if (!path || !*path)
+		return -1;
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fread(key, 1, 65, f);
+	fclose(f);
+	return n >= 16 && n <= 64 ? (int)n : -1;
+}
+
+/* The 104 bytes a proof is the HMAC of (wire-protocol.rst, "The proof"). */
+static void auth_input(uint8_t *a, uint32_t step, uint32_t prover,
+		       uint32_t verifier, uint64_t dinc, uint64_t ainc,
+		       const uint8_t *dnonce, const uint8_t *anonce)
+{
+	memset(a, 0, 104);
+	put32(a, W_MAGIC_LE);
+	a[4] = VERSION;
+	put32(a + 8, step);
+	put32(a + 12, prover);
+	put32(a + 16, verifier);
+	put64(a + 24, dinc);
+	put64(a + 32, ainc);
+	memcpy(a + 40, dnonce, 32);
+	memcpy(a + 72, anonce, 32);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* the valid proof for the A_KEY_CHECK connection, and its challenge nonce */
+static uint8_t valid_proof[32], valid_anonce[32];
+static int have_valid;
 
 static int recv_exact(int fd, uint8_t *buf, size_t len, unsigned int secs)
 {
@@ -255,10 +431,6 @@ static int recv_exact(int fd, uint8_t *buf, size_t len, unsigned int secs)
 	}
 	return 0;
 }
-
-/* the challenge proof node 0 sent on the previous authentication case */
-static uint8_t recorded_proof[32];
-static int have_recorded;
 
 /*
  * The offer was sent: take node 0's challenge (a HELLO of step 2 from node
@@ -304,21 +476,44 @@ static int auth_follow_up(struct __test_metadata *_metadata, int fd,
 		memcpy(msg + H_NONCE, ch + H_NONCE, 32);
 		memcpy(msg + H_PROOF, ch + H_PROOF, 32);
 		break;
-	case A_REPLAY:
-		EXPECT_TRUE(have_recorded)
-			return -1;
-		memcpy(msg + H_PROOF, recorded_proof, 32);
-		break;
 	case A_OFFER_AGAIN:
 		put32(msg + H_STEP, 1);
+		break;
+	case A_KEY_CHECK: {
+		uint8_t key[65], a[104], want[32];
+		int klen = read_key(key);
+
+		len = 0;
+		ASSERT_LT(0, klen) {
+			TH_LOG("no cluster key: ODSM_KEY_FILE must name the key file the cluster joined with");
+		}
+		/* node 0's proof, as wire-protocol.rst says it is made */
+		auth_input(a, 2, 0, 1, get64(c->msg + HDR + 24),
+			   get64(ch + HDR + 24), c->msg + H_NONCE, ch + H_NONCE);
+		hmac_sha256(key, (size_t)klen, a, sizeof(a), want);
+		EXPECT_EQ(0, memcmp(want, ch + H_PROOF, 32)) {
+			TH_LOG("node 0's challenge proof is not HMAC-SHA256(key, the documented input)");
+		}
+		/* ours: valid on this connection only */
+		auth_input(a, 3, 1, 0, get64(c->msg + HDR + 24),
+			   get64(ch + HDR + 24), c->msg + H_NONCE, ch + H_NONCE);
+		hmac_sha256(key, (size_t)klen, a, sizeof(a), valid_proof);
+		memcpy(valid_anonce, ch + H_NONCE, 32);
+		have_valid = 1;
+		memset(key, 0, sizeof(key));
+		break;
+	}
+	case A_REPLAY_VALID:
+		/* the same offer as then; node 0's nonce is new */
+		ASSERT_TRUE(have_valid);
+		EXPECT_NE(0, memcmp(valid_anonce, ch + H_NONCE, 32));
+		memcpy(msg + H_PROOF, valid_proof, 32);
 		break;
 	case A_SILENT:
 	case A_NONE:
 		len = 0;
 		break;
 	}
-	memcpy(recorded_proof, ch + H_PROOF, 32);
-	have_recorded = 1;
 	if (len)
 		EXPECT_EQ((ssize_t)len, send(fd, msg, len, MSG_NOSIGNAL));
 	return 0;
@@ -383,6 +578,8 @@ static void attacker(struct __test_metadata *_metadata)
 
 	memset(cases, 0, sizeof(cases));
 	n = build_cases(cases);
+	/* one directory word per case, below W_DOWN_SEEN */
+	ASSERT_GE((uint64_t)(W_DOWN_SEEN - W_BAD_DELTA - 1), (uint64_t)n);
 	ASSERT_EQ(0, odsm_status(p, &nr, NULL));
 	to.sin_addr.s_addr = p[0].ipv4;
 	to.sin_port = htons((uint16_t)C.port);
@@ -495,6 +692,8 @@ static void target(struct __test_metadata *_metadata)
 
 	memset(cases, 0, sizeof(cases));
 	n = build_cases(cases);
+	/* one directory word per case, below W_DOWN_SEEN */
+	ASSERT_GE((uint64_t)(W_DOWN_SEEN - W_BAD_DELTA - 1), (uint64_t)n);
 	first = before = bad_msgs();
 	a_before = auth_failures();
 	ASSERT_NE(UINT64_MAX, first);

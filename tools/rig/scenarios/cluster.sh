@@ -146,7 +146,7 @@ run_test() { # PATH [ENV=VALUE...]
 	name=${t##*/}
 	mark selftest_start "$name"
 	env ODSM_NODE="$rig_node" ODSM_NODES="$rig_nodes" ODSM_TIMEOUT_MS="$timeout_ms" \
-		ODSM_PORT="$PORT" "$@" "$t"
+		ODSM_PORT="$PORT" ODSM_KEY_FILE="$KEY" "$@" "$t"
 	rc=$?
 	mark selftest_end "$name" "rc=$rc"
 	n=$((n + 1))
