@@ -75,6 +75,7 @@ int odsm_store_fill_locked(struct odsm_heap *h, u64 addr, const void *buf,
 int odsm_store_read_locked(struct odsm_heap *h, u64 addr, void *buf, u64 len);
 int odsm_store_rw(struct odsm_heap *h, u64 addr, void *buf, u64 len,
 		  bool write);
+int odsm_store_check(struct odsm_heap *h, u64 addr, u64 len);
 int odsm_store_atomic(struct odsm_heap *h, u64 addr, u32 op, u64 operand,
 		      u64 compare, u64 *old);
 

@@ -9,6 +9,8 @@
 #include <linux/slab.h>
 #include <linux/mm.h>
 #include <linux/ktime.h>
+#include <crypto/algapi.h>
+#include <crypto/hash.h>
 #include "odsm.h"
 #include "odsm_cluster.h"
 #include "odsm_cache.h"
@@ -49,6 +51,7 @@ void odsm_conn_init(struct odsm_conn *conn, const struct odsm_transport_ops *ops
 	conn->peer = peer;
 	conn->dialled = dialled;
 	conn->born_ns = ktime_get_ns();
+	get_random_bytes(conn->nonce, sizeof(conn->nonce));
 	INIT_LIST_HEAD(&conn->node);
 }
 
@@ -88,8 +91,16 @@ int odsm_cluster_check_hdr(struct odsm_conn *conn, const u8 *raw,
 	/* a known peer speaks only for itself; before HELLO, nothing else */
 	if (!ret && conn->peer != U32_MAX && h->src_node != conn->peer)
 		ret = -EPROTO;
-	if (!ret && conn->peer == U32_MAX && h->type != ODSM_MSG_HELLO)
-		ret = -EPROTO;
+	/* before the handshake completed, only the handshake */
+	if (!ret && !READ_ONCE(conn->authed) && h->type != ODSM_MSG_HELLO) {
+		odsm_stat_inc(ODSM_STAT_auth_failures);
+		pr_notice_ratelimited("odsm: message type %u before authentication on a connection %s node %d over %s: closed\n",
+				      h->type, conn->dialled ? "to" : "from",
+				      conn->peer == U32_MAX ? -1 : (int)conn->peer,
+				      conn->ops->name);
+		WRITE_ONCE(conn->dead, true);	/* counted once, here */
+		return -EACCES;
+	}
 	if (ret && h->magic == ODSM_WIRE_MAGIC &&
 	    h->version != ODSM_WIRE_VERSION) {
 		odsm_stat_inc(ODSM_STAT_bad_msgs);
@@ -102,6 +113,9 @@ int odsm_cluster_check_hdr(struct odsm_conn *conn, const u8 *raw,
 				      conn->peer == U32_MAX ? -1 : (int)conn->peer,
 				      conn->ops->name);
 	}
+	/* the receiver closes it: counted once, here */
+	if (ret)
+		WRITE_ONCE(conn->dead, true);
 	return ret;
 }
 
@@ -133,6 +147,16 @@ void odsm_cluster_conn_failed(struct odsm_conn *conn)
 	struct odsm_conn *drop = NULL;
 	u32 id = conn->peer;
 
+	/* the dialer walked away from our challenge: it lacks the key (we
+	 * count our own refusals and kills where we make them)
+	 */
+	if (!conn->dialled && !READ_ONCE(conn->dead) &&
+	    !READ_ONCE(conn->authed) &&
+	    READ_ONCE(conn->hs_step) == ODSM_HELLO_CHALLENGE) {
+		odsm_stat_inc(ODSM_STAT_auth_failures);
+		pr_notice_ratelimited("odsm: node %u closed the connection after our challenge (another cluster key?)\n",
+				      id);
+	}
 	WRITE_ONCE(conn->dead, true);
 	spin_lock(&c->lock);
 	if (id < c->nr_nodes && c->peers[id].conn == conn) {
@@ -260,7 +284,45 @@ static int send_msg(struct odsm_cluster *c, struct odsm_conn *conn, u32 dst,
 	return ret;
 }
 
-static void send_hello(struct odsm_cluster *c, struct odsm_conn *conn, u32 dst)
+/*
+ * The proof of a handshake step: HMAC-SHA256 under the cluster key of what
+ * odsm_wire_put_auth() lays out for it.  The dialer's nonce and
+ * incarnation come first whichever side proves.
+ */
+static int auth_proof(struct odsm_cluster *c, struct odsm_conn *conn,
+		      u32 step, u32 prover, u32 verifier, u8 *out)
+{
+	struct odsm_wire_auth a = {
+		.step = step,
+		.prover = prover,
+		.verifier = verifier,
+		.dialer_inc = conn->dialled ? c->incarnation : conn->peer_inc,
+		.acceptor_inc = conn->dialled ? conn->peer_inc : c->incarnation,
+		.dialer_nonce = conn->dialled ? conn->nonce : conn->peer_nonce,
+		.acceptor_nonce = conn->dialled ? conn->peer_nonce : conn->nonce,
+	};
+	u8 buf[ODSM_WIRE_AUTH_SIZE];
+	u32 n = odsm_wire_put_auth(buf, &a);
+
+	return crypto_shash_tfm_digest(c->hmac, buf, n, out);
+}
+
+/* Does proof show that node id, on this connection, holds the key? */
+static bool auth_check(struct odsm_cluster *c, struct odsm_conn *conn,
+		       u32 step, u32 id, const u8 *proof)
+{
+	u8 want[ODSM_WIRE_PROOF_SIZE];
+	bool ok;
+
+	ok = !auth_proof(c, conn, step, id, c->self, want) &&
+	     !crypto_memneq(want, proof, sizeof(want));
+	memzero_explicit(want, sizeof(want));
+	return ok;
+}
+
+/* Send our HELLO of this handshake step (a proof in steps 2 and 3). */
+static int send_hello(struct odsm_cluster *c, struct odsm_conn *conn, u32 dst,
+		      u32 step)
 {
 	struct odsm_wire_hello hello = {
 		.node_id = c->self,
@@ -268,23 +330,75 @@ static void send_hello(struct odsm_cluster *c, struct odsm_conn *conn, u32 dst)
 		.heap_base = odsm_heap.geom.base,
 		.part_size = odsm_heap.geom.part_size,
 		.incarnation = c->incarnation,
+		.step = step,
 	};
-	u8 buf[64];
-	u32 n = odsm_wire_put_hello(buf, &hello);
+	u8 buf[ODSM_WIRE_HELLO_SIZE];
+	u32 n;
+	int ret;
 
-	send_msg(c, conn, dst, ODSM_MSG_HELLO, 0, 0, buf, n, NULL, 0);
+	memcpy(hello.nonce, conn->nonce, sizeof(hello.nonce));
+	if (step != ODSM_HELLO_OFFER) {
+		ret = auth_proof(c, conn, step, c->self, dst, hello.proof);
+		if (ret)
+			return ret;
+	}
+	n = odsm_wire_put_hello(buf, &hello);
+	return send_msg(c, conn, dst, ODSM_MSG_HELLO, 0, 0, buf, n, NULL, 0);
 }
 
 /* ---- receiving ---------------------------------------------------------- */
 
+/*
+ * The handshake is complete on conn for node id: the peer is up.  An
+ * accepted connection replaces whatever the peer had (it restarted, or its
+ * old connection died); a dialled one must still be the peer's.
+ */
+static bool peer_authed(struct odsm_cluster *c, struct odsm_conn *conn,
+			u32 id, u64 incarnation)
+{
+	struct odsm_conn *old = NULL;
+	bool restarted;
+
+	spin_lock(&c->lock);
+	if (!conn->dialled) {
+		old = c->peers[id].conn;
+		kref_get(&conn->ref);
+		c->peers[id].conn = conn;
+	} else if (c->peers[id].conn != conn) {
+		spin_unlock(&c->lock);
+		return false;
+	}
+	c->peers[id].state = ODSM_PEER_UP;
+	/* a restarted peer hands its addresses out again from color 0 */
+	restarted = c->peers[id].incarnation &&
+		    c->peers[id].incarnation != incarnation;
+	c->peers[id].incarnation = incarnation;
+	c->peers[id].last_rx_ns = ktime_get_ns();
+	spin_unlock(&c->lock);
+
+	if (old) {
+		odsm_conn_kill(old);
+		fail_calls(c, id, -EHOSTDOWN);
+		odsm_conn_put(old);
+	}
+	if (restarted)
+		odsm_cache_forget(id);
+	pr_info("odsm: node %u is up (%pI4)\n", id, &c->peers[id].addr.sin_addr);
+	return true;
+}
+
+/*
+ * A HELLO: one step of the handshake (see odsm_cluster.h and
+ * wire-protocol.rst).  Runs in the connection's receiver, the only writer
+ * of the connection's handshake state.
+ */
 static void on_hello(struct odsm_cluster *c, struct odsm_conn *conn,
 		     const struct odsm_wire_hdr *h, const u8 *payload)
 {
 	struct odsm_wire_hello hello;
-	struct odsm_conn *old = NULL;
 	u32 id = h->src_node;
+	const char *why;
 	__be32 from;
-	bool reply = false, restarted;
 
 	if (odsm_wire_get_hello(payload, h->len, &hello) ||
 	    hello.node_id != id || hello.nr_nodes != c->nr_nodes ||
@@ -299,38 +413,62 @@ static void on_hello(struct odsm_cluster *c, struct odsm_conn *conn,
 	if (conn->dialled ? conn->peer != id : id < c->self)
 		goto bad;
 
-	spin_lock(&c->lock);
-	if (!conn->dialled) {
-		/* an accepted connection replaces whatever the peer had:
-		 * it restarted, or its old connection died
-		 */
-		old = c->peers[id].conn;
-		conn->peer = id;
-		kref_get(&conn->ref);
-		c->peers[id].conn = conn;
-		reply = true;
-	} else if (c->peers[id].conn != conn) {
-		spin_unlock(&c->lock);
-		goto bad;
+	why = "a HELLO out of order";
+	if (conn->authed)
+		goto refused;
+	if (conn->dialled) {
+		/* the acceptor's challenge: its nonce, and its proof */
+		if (hello.step != ODSM_HELLO_CHALLENGE ||
+		    READ_ONCE(conn->hs_step) != ODSM_HELLO_OFFER)
+			goto refused;
+		conn->peer_inc = hello.incarnation;
+		memcpy(conn->peer_nonce, hello.nonce, sizeof(conn->peer_nonce));
+		why = "a wrong proof of the cluster key";
+		if (!auth_check(c, conn, ODSM_HELLO_CHALLENGE, id, hello.proof))
+			goto refused;
+		/* our proof goes out before anything else can */
+		WRITE_ONCE(conn->authed, true);
+		conn->hs_step = ODSM_HELLO_PROOF;
+		if (send_hello(c, conn, id, ODSM_HELLO_PROOF) ||
+		    !peer_authed(c, conn, id, hello.incarnation))
+			odsm_conn_kill(conn);
+		return;
 	}
-	c->peers[id].state = ODSM_PEER_UP;
-	/* a restarted peer hands its addresses out again from color 0 */
-	restarted = c->peers[id].incarnation &&
-		    c->peers[id].incarnation != hello.incarnation;
-	c->peers[id].incarnation = hello.incarnation;
-	c->peers[id].last_rx_ns = ktime_get_ns();
-	spin_unlock(&c->lock);
 
-	if (old) {
-		odsm_conn_kill(old);
-		fail_calls(c, id, -EHOSTDOWN);
-		odsm_conn_put(old);
+	switch (hello.step) {
+	case ODSM_HELLO_OFFER:
+		if (conn->hs_step)
+			goto refused;
+		spin_lock(&c->lock);
+		conn->peer = id;	/* it speaks only for id from now on */
+		spin_unlock(&c->lock);
+		conn->peer_inc = hello.incarnation;
+		memcpy(conn->peer_nonce, hello.nonce, sizeof(conn->peer_nonce));
+		conn->hs_step = ODSM_HELLO_CHALLENGE;
+		if (send_hello(c, conn, id, ODSM_HELLO_CHALLENGE))
+			odsm_conn_kill(conn);
+		return;
+	case ODSM_HELLO_PROOF:
+		/* the same dialer as in the offer, proving our challenge */
+		why = "a proof that does not follow its offer";
+		if (conn->hs_step != ODSM_HELLO_CHALLENGE ||
+		    hello.incarnation != conn->peer_inc ||
+		    memcmp(hello.nonce, conn->peer_nonce, sizeof(hello.nonce)))
+			goto refused;
+		why = "a wrong proof of the cluster key";
+		if (!auth_check(c, conn, ODSM_HELLO_PROOF, id, hello.proof))
+			goto refused;
+		WRITE_ONCE(conn->authed, true);
+		conn->hs_step = ODSM_HELLO_PROOF;
+		if (!peer_authed(c, conn, id, hello.incarnation))
+			odsm_conn_kill(conn);
+		return;
 	}
-	if (restarted)
-		odsm_cache_forget(id);
-	if (reply)
-		send_hello(c, conn, id);
-	pr_info("odsm: node %u is up (%pI4)\n", id, &c->peers[id].addr.sin_addr);
+refused:
+	odsm_stat_inc(ODSM_STAT_auth_failures);
+	pr_notice_ratelimited("odsm: refused a handshake claiming node %u over %s: %s\n",
+			      id, conn->ops->name, why);
+	odsm_conn_kill(conn);
 	return;
 bad:
 	odsm_stat_inc(ODSM_STAT_bad_msgs);
@@ -522,9 +660,13 @@ static void reap_dead_conns(struct odsm_cluster *c, bool all)
 
 	spin_lock(&c->lock);
 	list_for_each_entry_safe(conn, tmp, &c->conns, node) {
-		if (!all && !conn->dead && conn->peer == U32_MAX &&
-		    now - conn->born_ns > limit) {
-			odsm_stat_inc(ODSM_STAT_bad_msgs);
+		if (!all && !conn->dead && !conn->dialled &&
+		    !READ_ONCE(conn->authed) && now - conn->born_ns > limit) {
+			/* no HELLO at all, or a handshake left unfinished */
+			if (READ_ONCE(conn->hs_step))
+				odsm_stat_inc(ODSM_STAT_auth_failures);
+			else
+				odsm_stat_inc(ODSM_STAT_bad_msgs);
 			WRITE_ONCE(conn->dead, true);
 		}
 		if (all || READ_ONCE(conn->dead))
@@ -560,10 +702,13 @@ static void dial_work(struct work_struct *w)
 	spin_unlock(&c->lock);
 	if (IS_ERR(conn))
 		return;
-	if (mine)
-		send_hello(c, conn, p->id);
-	else
+	if (mine) {
+		WRITE_ONCE(conn->hs_step, ODSM_HELLO_OFFER);
+		if (send_hello(c, conn, p->id, ODSM_HELLO_OFFER))
+			odsm_conn_kill(conn);
+	} else {
 		odsm_conn_kill(conn);
+	}
 	odsm_conn_put(conn);
 }
 
@@ -628,10 +773,11 @@ static int ticker_thread(void *arg)
 /* ---- join / leave / status ---------------------------------------------- */
 
 int odsm_cluster_join(const struct odsm_join *j,
-		      const struct odsm_node_addr *nodes)
+		      const struct odsm_node_addr *nodes, const u8 *key)
 {
 	struct odsm_cluster *c = &odsm_cluster;
 	const struct odsm_transport_ops *ops;
+	struct crypto_shash *hmac;
 	struct odsm_peer *peers;
 	u32 i, k;
 	int ret;
@@ -662,9 +808,20 @@ int odsm_cluster_join(const struct odsm_join *j,
 				return -EINVAL;
 	}
 
+	hmac = crypto_alloc_shash("hmac(sha256)", 0, 0);
+	if (IS_ERR(hmac)) {
+		pr_err("odsm: no hmac(sha256) in this kernel (%ld): cannot join\n",
+		       PTR_ERR(hmac));
+		return PTR_ERR(hmac);
+	}
+	ret = crypto_shash_setkey(hmac, key, j->key_len);
+	if (ret)
+		goto err_hmac;
 	peers = kcalloc(j->nr_nodes, sizeof(*peers), GFP_KERNEL);
-	if (!peers)
-		return -ENOMEM;
+	if (!peers) {
+		ret = -ENOMEM;
+		goto err_hmac;
+	}
 	for (i = 0; i < j->nr_nodes; i++) {
 		peers[i].id = i;
 		peers[i].addr.sin_family = AF_INET;
@@ -688,6 +845,7 @@ int odsm_cluster_join(const struct odsm_join *j,
 	c->timeout_ms = j->timeout_ms ? j->timeout_ms : 2000;
 	c->incarnation = get_random_u64();
 	c->peers = peers;
+	c->hmac = hmac;
 
 	c->wq = alloc_workqueue("odsm", WQ_UNBOUND, 0);
 	if (!c->wq) {
@@ -722,9 +880,12 @@ err_wq:
 	destroy_workqueue(c->wq);
 err_peers:
 	c->peers = NULL;
+	c->hmac = NULL;
 err_unlock:
 	mutex_unlock(&c->join_lock);
 	kfree(peers);
+err_hmac:
+	crypto_free_shash(hmac);
 	return ret;
 }
 
@@ -773,6 +934,9 @@ void odsm_cluster_leave(void)
 	c->wq = NULL;
 	kfree(c->peers);
 	c->peers = NULL;
+	/* every receiver is stopped: nobody computes a proof any more */
+	crypto_free_shash(c->hmac);
+	c->hmac = NULL;
 	c->nr_nodes = 0;
 	c->transport = 0;
 	up_write(&c->users);

@@ -2,10 +2,15 @@
 /*
  * Cluster membership, connections and request/reply calls between nodes.
  *
- * Each node knows every node's address (ODSM_IOC_JOIN).  Node i dials the
- * nodes with lower ids and accepts connections from those with higher ids;
- * the first message each way is a HELLO that names the sender, checked
- * against the address table.  One connection per peer pair carries every
+ * Each node knows every node's address and the cluster key (ODSM_IOC_JOIN).
+ * Node i dials the nodes with lower ids and accepts connections from those
+ * with higher ids.  A connection starts with a three-step handshake of
+ * HELLOs (offer, challenge, proof): each side names itself (checked against
+ * the address table and the geometry), sends a fresh nonce and proves with
+ * an HMAC-SHA256 under the key over both nonces, both ids, the step and both
+ * incarnations that it holds the key.  Until its own side of the handshake
+ * completed (conn->authed), a connection carries nothing else, and it never
+ * touches the peer's slot.  One connection per peer pair carries every
  * message both ways.  A cluster thread ticks every heartbeat: it pings up
  * peers, marks silent ones down, re-dials down ones and reaps dead
  * connections.
@@ -33,6 +38,7 @@
 #include "odsm_wire.h"
 
 struct task_struct;
+struct crypto_shash;
 
 struct odsm_conn;
 struct odsm_cluster;
@@ -65,6 +71,14 @@ struct odsm_conn {
 	u32 peer;			/* node id, U32_MAX until known */
 	bool dialled;			/* we dialled it (else accepted) */
 	bool dead;			/* failed or shut down: reap */
+	/* the handshake: only the receiver writes these (dial_work sets
+	 * hs_step before the first send)
+	 */
+	bool authed;			/* the peer proved the key */
+	u8 hs_step;			/* last step sent or seen */
+	u64 peer_inc;			/* the peer's incarnation */
+	u8 nonce[ODSM_WIRE_NONCE_SIZE];		/* ours, fresh */
+	u8 peer_nonce[ODSM_WIRE_NONCE_SIZE];
 	u64 born_ns;			/* accepted ones must say HELLO soon */
 	struct list_head node;		/* on cluster.conns */
 };
@@ -98,6 +112,7 @@ struct odsm_cluster {
 	u32 self, nr_nodes;
 	u32 heartbeat_ms, timeout_ms;
 	u64 incarnation;		/* this module instance */
+	struct crypto_shash *hmac;	/* hmac(sha256) keyed with the secret */
 	struct odsm_peer *peers;	/* nr_nodes, self's slot included */
 	struct list_head conns;
 	void *listener;			/* the transport's accepting side */
@@ -110,7 +125,7 @@ struct odsm_cluster {
 extern struct odsm_cluster odsm_cluster;
 
 int odsm_cluster_join(const struct odsm_join *j,
-		      const struct odsm_node_addr *nodes);
+		      const struct odsm_node_addr *nodes, const u8 *key);
 void odsm_cluster_leave(void);
 int odsm_cluster_status(struct odsm_status *st, struct odsm_peer_info *out,
 			u32 room);

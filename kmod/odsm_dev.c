@@ -217,21 +217,33 @@ static long ioc_join(void __user *arg)
 {
 	struct odsm_node_addr *nodes;
 	struct odsm_join j;
+	u8 *key;
 	long ret;
 
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
 	if (copy_from_user(&j, arg, sizeof(j)))
 		return -EFAULT;
-	if (j.reserved[0] || j.reserved[1] || j.nr_nodes < 2 ||
-	    j.nr_nodes > ODSM_MAX_NODES)
+	if (j.reserved || j.nr_nodes < 2 || j.nr_nodes > ODSM_MAX_NODES)
 		return -EINVAL;
+	/* no cluster without its secret */
+	if (!j.key && !j.key_len)
+		return -ENOKEY;
+	if (j.key_len < ODSM_KEY_MIN || j.key_len > ODSM_KEY_MAX)
+		return -EINVAL;
+	key = memdup_user(u64_to_user_ptr(j.key), j.key_len);
+	if (IS_ERR(key))
+		return PTR_ERR(key);
 	nodes = memdup_user(u64_to_user_ptr(j.nodes),
 			    sizeof(*nodes) * j.nr_nodes);
-	if (IS_ERR(nodes))
-		return PTR_ERR(nodes);
-	ret = odsm_cluster_join(&j, nodes);
+	if (IS_ERR(nodes)) {
+		ret = PTR_ERR(nodes);
+		goto out_key;
+	}
+	ret = odsm_cluster_join(&j, nodes, key);
 	kfree(nodes);
+out_key:
+	kfree_sensitive(key);
 	return ret;
 }
 

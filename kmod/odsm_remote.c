@@ -10,6 +10,7 @@
  * objects; frees and allocations go through the same checks as local ones.
  */
 #include <linux/mm.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include "odsm.h"
@@ -48,6 +49,8 @@ int odsm_serve(const struct odsm_wire_hdr *h, const u8 *payload, u8 *reply,
 	case ODSM_MSG_READ:
 		if (odsm_wire_get_rw(payload, h->len, false, &rw))
 			return -EPROTO;
+		if (rw.flags & ODSM_WIRE_RW_CHECK)
+			return odsm_store_check(heap, rw.gaddr, rw.len);
 		buf = kvmalloc(rw.len, GFP_KERNEL);
 		if (!buf)
 			return -ENOMEM;
@@ -156,6 +159,29 @@ int odsm_remote_rw(u32 node, u64 addr, void *buf, u32 len, bool write)
 	return ret;
 }
 
+/*
+ * Ask node whether [addr, addr + len) of its partition lies in blocks that
+ * hold objects, without moving a byte: READs with RW_CHECK, of at most
+ * 1 GiB each (a partition is at most 64 GiB).
+ */
+static int odsm_remote_check(u32 node, u64 addr, u64 len)
+{
+	struct odsm_wire_rw rw = { .flags = ODSM_WIRE_RW_CHECK };
+	u64 done;
+	u8 p[32];
+	u32 n;
+	int ret = 0;
+
+	for (done = 0; done < len && !ret; done += SZ_1G) {
+		rw.gaddr = addr + done;
+		rw.len = min_t(u64, len - done, SZ_1G);
+		n = odsm_wire_put_rw(p, &rw);
+		ret = odsm_rpc(node, ODSM_MSG_READ, p, n, NULL, 0, NULL, 0,
+			       NULL);
+	}
+	return ret;
+}
+
 long odsm_ioc_rw(void __user *arg, bool write)
 {
 	struct odsm_rw r;
@@ -175,6 +201,13 @@ long odsm_ioc_rw(void __user *arg, bool write)
 	node = home_of(addr, r.len, &local);
 	if (node < 0)
 		return node;
+	/* more than one piece: the whole range is checked before any moves */
+	if (r.len > CHUNK) {
+		ret = local ? odsm_store_check(&odsm_heap, addr, r.len) :
+			      odsm_remote_check(node, addr, r.len);
+		if (ret)
+			return ret;
+	}
 	kbuf = kvmalloc(min_t(u64, r.len, CHUNK), GFP_KERNEL);
 	if (!kbuf)
 		return -ENOMEM;

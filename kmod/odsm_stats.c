@@ -48,6 +48,7 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_lazy_faults] = "lazy_faults",
 	[ODSM_STAT_lazy_pages] = "lazy_pages",
 	[ODSM_STAT_sigbus_lazy] = "sigbus_lazy",
+	[ODSM_STAT_auth_failures] = "auth_failures",
 };
 
 u64 odsm_stat_read(enum odsm_stat s)

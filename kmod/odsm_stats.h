@@ -54,6 +54,7 @@ enum odsm_stat {
 	ODSM_STAT_lazy_faults,		/* faults that fetched a lazy copy's pages */
 	ODSM_STAT_lazy_pages,		/* pages those faults filled */
 	ODSM_STAT_sigbus_lazy,		/* touches of a lazy copy that failed */
+	ODSM_STAT_auth_failures,	/* handshakes refused: no proof of the key */
 	ODSM_STAT_NR
 };
 

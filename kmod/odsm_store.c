@@ -403,6 +403,21 @@ int odsm_store_read_locked(struct odsm_heap *h, u64 addr, void *buf, u64 len)
 }
 
 /*
+ * Does [addr, addr + len) of the local partition lie in blocks that hold
+ * objects?  0 or -EINVAL; moves nothing.  (A multi-piece transfer checks
+ * its whole range first; each piece is checked again when it moves.)
+ */
+int odsm_store_check(struct odsm_heap *h, u64 addr, u64 len)
+{
+	int ret;
+
+	mutex_lock(&h->lock);
+	ret = range_backed(h, addr, len) ? 0 : -EINVAL;
+	mutex_unlock(&h->lock);
+	return ret;
+}
+
+/*
  * An atomic operation on the 8-byte word at addr of the local partition.
  * Processes of this node that map the page use CPU atomics on the same
  * physical word, so the two stay atomic with each other.

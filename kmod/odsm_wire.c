@@ -155,11 +155,17 @@ u32 odsm_wire_put_hello(u8 *buf, const struct odsm_wire_hello *p)
 	wire_put_le64(buf + 8, p->heap_base);
 	wire_put_le64(buf + 16, p->part_size);
 	wire_put_le64(buf + 24, p->incarnation);
+	wire_put_le32(buf + 32, p->step);
+	wire_put_le32(buf + 36, 0);
+	memcpy(buf + 40, p->nonce, ODSM_WIRE_NONCE_SIZE);
+	memcpy(buf + 72, p->proof, ODSM_WIRE_PROOF_SIZE);
 	return ODSM_WIRE_HELLO_SIZE;
 }
 
 int odsm_wire_get_hello(const u8 *buf, u32 len, struct odsm_wire_hello *p)
 {
+	u32 i;
+
 	if (len != ODSM_WIRE_HELLO_SIZE)
 		return -EMSGSIZE;
 	p->node_id = wire_get_le32(buf);
@@ -167,9 +173,38 @@ int odsm_wire_get_hello(const u8 *buf, u32 len, struct odsm_wire_hello *p)
 	p->heap_base = wire_get_le64(buf + 8);
 	p->part_size = wire_get_le64(buf + 16);
 	p->incarnation = wire_get_le64(buf + 24);
+	p->step = wire_get_le32(buf + 32);
+	memcpy(p->nonce, buf + 40, ODSM_WIRE_NONCE_SIZE);
+	memcpy(p->proof, buf + 72, ODSM_WIRE_PROOF_SIZE);
 	if (p->node_id >= p->nr_nodes)
 		return -EPROTO;
+	if (p->step < ODSM_HELLO_OFFER || p->step > ODSM_HELLO_PROOF ||
+	    wire_get_le32(buf + 36))
+		return -EPROTO;
+	/* the offer proves nothing yet: its proof field is reserved */
+	if (p->step == ODSM_HELLO_OFFER) {
+		for (i = 0; i < ODSM_WIRE_PROOF_SIZE; i++)
+			if (p->proof[i])
+				return -EPROTO;
+	}
 	return 0;
+}
+
+u32 odsm_wire_put_auth(u8 *buf, const struct odsm_wire_auth *a)
+{
+	wire_put_le32(buf, ODSM_WIRE_MAGIC);
+	buf[4] = ODSM_WIRE_VERSION;
+	buf[5] = 0;
+	wire_put_le16(buf + 6, 0);
+	wire_put_le32(buf + 8, a->step);
+	wire_put_le32(buf + 12, a->prover);
+	wire_put_le32(buf + 16, a->verifier);
+	wire_put_le32(buf + 20, 0);
+	wire_put_le64(buf + 24, a->dialer_inc);
+	wire_put_le64(buf + 32, a->acceptor_inc);
+	memcpy(buf + 40, a->dialer_nonce, ODSM_WIRE_NONCE_SIZE);
+	memcpy(buf + 72, a->acceptor_nonce, ODSM_WIRE_NONCE_SIZE);
+	return ODSM_WIRE_AUTH_SIZE;
 }
 
 u32 odsm_wire_put_ping(u8 *buf, const struct odsm_wire_ping *p)
@@ -206,24 +241,27 @@ u32 odsm_wire_put_rw(u8 *buf, const struct odsm_wire_rw *p)
 {
 	wire_put_le64(buf, p->gaddr);
 	wire_put_le32(buf + 8, p->len);
-	wire_put_le32(buf + 12, p->reserved);
+	wire_put_le32(buf + 12, p->flags);
 	return ODSM_WIRE_RW_SIZE;
 }
 
 int odsm_wire_get_rw(const u8 *buf, u32 len, bool with_data,
 		     struct odsm_wire_rw *p)
 {
+	bool check;
+
 	if (len < ODSM_WIRE_RW_SIZE)
 		return -EMSGSIZE;
 	p->gaddr = wire_get_le64(buf);
 	p->len = wire_get_le32(buf + 8);
-	p->reserved = wire_get_le32(buf + 12);
-	if (p->len == 0 || p->len > ODSM_WIRE_MAX_DATA)
+	p->flags = wire_get_le32(buf + 12);
+	check = !with_data && p->flags == ODSM_WIRE_RW_CHECK;
+	if (p->len == 0 || (!check && p->len > ODSM_WIRE_MAX_DATA))
 		return -EMSGSIZE;
-	/* cannot overflow: p->len <= ODSM_WIRE_MAX_DATA */
+	/* cannot overflow: with data, p->len <= ODSM_WIRE_MAX_DATA */
 	if (len != ODSM_WIRE_RW_SIZE + (with_data ? p->len : 0))
 		return -EMSGSIZE;
-	if (p->reserved)
+	if ((p->flags & ~ODSM_WIRE_RW_CHECK) || (with_data && p->flags))
 		return -EPROTO;
 	if (p->gaddr >= WIRE_ADDR_LIMIT || p->len > WIRE_ADDR_LIMIT - p->gaddr)
 		return -EPROTO;

@@ -19,14 +19,14 @@
 #include "odsm_portable.h"
 
 #define ODSM_WIRE_MAGIC		0x4d53444fU	/* "ODSM" in LE byte order */
-#define ODSM_WIRE_VERSION	1
+#define ODSM_WIRE_VERSION	2
 #define ODSM_WIRE_HDR_SIZE	32
 /* largest payload: one chunk of a read or write, plus its fixed part */
 #define ODSM_WIRE_MAX_DATA	(256U << 10)
 #define ODSM_WIRE_MAX_PAYLOAD	(ODSM_WIRE_MAX_DATA + 64)
 
 /* Wire sizes of the fixed payloads (what put_* returns). */
-#define ODSM_WIRE_HELLO_SIZE		32
+#define ODSM_WIRE_HELLO_SIZE		104
 #define ODSM_WIRE_PING_SIZE		8
 #define ODSM_WIRE_PONG_SIZE		16
 #define ODSM_WIRE_RW_SIZE		16	/* READ; WRITE adds its data */
@@ -76,6 +76,23 @@ struct odsm_wire_hdr {
 	s32 status;		/* replies: 0 or a negative errno */
 };
 
+/*
+ * The handshake: three HELLOs on every new connection, told apart by step.
+ * 1: dialer -> acceptor, the dialer's nonce, no proof (all zero);
+ * 2: acceptor -> dialer, the acceptor's nonce and its proof;
+ * 3: dialer -> acceptor, the dialer's nonce again and its proof.
+ * A proof is HMAC-SHA256(cluster key, odsm_wire_put_auth() of the step).
+ */
+enum odsm_hello_step {
+	ODSM_HELLO_OFFER = 1,
+	ODSM_HELLO_CHALLENGE = 2,
+	ODSM_HELLO_PROOF = 3,
+};
+
+#define ODSM_WIRE_NONCE_SIZE	32
+#define ODSM_WIRE_PROOF_SIZE	32	/* HMAC-SHA256 */
+#define ODSM_WIRE_AUTH_SIZE	104	/* what a proof is computed over */
+
 /* Payloads: host-order views; the wire sizes are ODSM_WIRE_*_SIZE. */
 struct odsm_wire_hello {
 	u32 node_id;
@@ -83,6 +100,21 @@ struct odsm_wire_hello {
 	u64 heap_base;
 	u64 part_size;
 	u64 incarnation;	/* changes when the sender's module restarts */
+	u32 step;		/* enum odsm_hello_step */
+	u8 nonce[ODSM_WIRE_NONCE_SIZE];	/* the sender's, fresh per connection */
+	u8 proof[ODSM_WIRE_PROOF_SIZE];	/* steps 2 and 3; zero in step 1 */
+};
+
+/*
+ * What a proof covers: the step, who proves to whom, both incarnations
+ * and both nonces.  The dialer's values come first whoever proves.
+ */
+struct odsm_wire_auth {
+	u32 step;		/* ODSM_HELLO_CHALLENGE or ODSM_HELLO_PROOF */
+	u32 prover;		/* node id of the HELLO's sender */
+	u32 verifier;		/* node id of its receiver */
+	u64 dialer_inc, acceptor_inc;
+	const u8 *dialer_nonce, *acceptor_nonce;	/* NONCE_SIZE each */
 };
 
 struct odsm_wire_ping {
@@ -94,10 +126,17 @@ struct odsm_wire_pong {
 	u64 echo_ns;		/* the PING's send time, for the RTT */
 };
 
+/*
+ * Flags of a READ.  CHECK: move nothing, only say whether the whole range
+ * lies in blocks that hold objects (a multi-piece transfer asks first);
+ * its len may then be anything from 1 to U32_MAX.
+ */
+#define ODSM_WIRE_RW_CHECK	0x0001
+
 struct odsm_wire_rw {		/* READ, WRITE (then len bytes of data) */
 	u64 gaddr;		/* uncolored global address */
 	u32 len;		/* bytes to read or written after this */
-	u32 reserved;
+	u32 flags;		/* READ: ODSM_WIRE_RW_*; WRITE: 0 */
 };
 
 /* Flags of an ALLOC: the sender resolves ON_NODE and ANYWHERE itself. */
@@ -182,7 +221,10 @@ int odsm_wire_get_hdr(const u8 *buf, struct odsm_wire_hdr *h, u32 self_node,
  * byte of buf past len (buf may be NULL when len is 0).
  */
 u32 odsm_wire_put_hello(u8 *buf, const struct odsm_wire_hello *p);
+/* node_id < nr_nodes, a known step, reserved 0, no proof in step 1 */
 int odsm_wire_get_hello(const u8 *buf, u32 len, struct odsm_wire_hello *p);
+/* The ODSM_WIRE_AUTH_SIZE bytes a proof is the HMAC of; returns the size. */
+u32 odsm_wire_put_auth(u8 *buf, const struct odsm_wire_auth *a);
 u32 odsm_wire_put_ping(u8 *buf, const struct odsm_wire_ping *p);
 int odsm_wire_get_ping(const u8 *buf, u32 len, struct odsm_wire_ping *p);
 u32 odsm_wire_put_pong(u8 *buf, const struct odsm_wire_pong *p);
@@ -190,8 +232,9 @@ int odsm_wire_get_pong(const u8 *buf, u32 len, struct odsm_wire_pong *p);
 u32 odsm_wire_put_rw(u8 *buf, const struct odsm_wire_rw *p);
 /*
  * READ: len == fixed size; WRITE: len == fixed size + p->len.  p->len is
- * 1..ODSM_WIRE_MAX_DATA, gaddr is uncolored and gaddr + p->len does not
- * pass the 48-bit address space.
+ * 1..ODSM_WIRE_MAX_DATA (1..U32_MAX for a READ with RW_CHECK), gaddr is
+ * uncolored and gaddr + p->len does not pass the 48-bit address space; a
+ * READ sets no flag but RW_CHECK, a WRITE none.
  */
 int odsm_wire_get_rw(const u8 *buf, u32 len, bool with_data,
 		     struct odsm_wire_rw *p);

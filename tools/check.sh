@@ -10,8 +10,8 @@
 #             demo application; a kernel WARNING/BUG/Oops/lockdep/hung-task
 #             line in a guest log fails the suite
 #   cluster-KVER  the multi-node programs (selftests/cluster) on 2 guests,
-#             and on 3 guests of which one powers off mid-run, over TCP;
-#             on 2 guests over RDMA (Soft-RoCE)
+#             and on 3 guests of which one powers off mid-run, over TCP
+#             and over RDMA (Soft-RoCE)
 #
 # Each suite ends with "<suite>: N passed, M failed"; the run ends with the
 # total "N passed, M failed" and exits non-zero on any failure.
@@ -162,9 +162,9 @@ for k in "${KVERS[@]}"; do
 
 	# the cluster: 2 guests; 3 guests of which one dies after the
 	# programs (the survivors check that operations on it fail in time
-	# and that rmmod works with a peer dead); 2 guests over Soft-RoCE
+	# and that rmmod works with a peer dead); the same two over Soft-RoCE
 	c_pass=0 c_fail=0
-	for spec in "2 tcp" "3 tcp rig.down=2" "2 rdma"; do
+	for spec in "2 tcp" "3 tcp rig.down=2" "2 rdma" "3 rdma rig.down=2"; do
 		set -- $spec
 		n=$1 xport=$2 extra=${3:-}
 		step "cluster $k: $n guests over $xport ${extra:+($extra)}"

@@ -104,6 +104,8 @@ const char *odsm_strerror(int err)
 		return "this node's cluster address (host:port) is already in use";
 	case EADDRNOTAVAIL:
 		return "this node's cluster address is not an address of this machine";
+	case ENOKEY:
+		return "no cluster key given: every node must join with the same key";
 	default:
 		return strerror(-err);
 	}
@@ -175,8 +177,8 @@ int odsm_set_config(const struct odsm_config *c)
 }
 
 int odsm_join(unsigned int transport, const struct odsm_node_addr *nodes,
-	      unsigned int nr, unsigned int heartbeat_ms,
-	      unsigned int timeout_ms)
+	      unsigned int nr, const void *key, unsigned int key_len,
+	      unsigned int heartbeat_ms, unsigned int timeout_ms)
 {
 	struct odsm_join j = {
 		.transport = transport,
@@ -184,6 +186,8 @@ int odsm_join(unsigned int transport, const struct odsm_node_addr *nodes,
 		.nodes = (uint64_t)(uintptr_t)nodes,
 		.heartbeat_ms = heartbeat_ms,
 		.timeout_ms = timeout_ms,
+		.key = (uint64_t)(uintptr_t)key,
+		.key_len = key_len,
 	};
 
 	return dev_ioctl(ODSM_IOC_JOIN, &j);

@@ -84,11 +84,13 @@ int odsm_set_config(const struct odsm_config *c);
  * CAP_SYS_ADMIN: join a cluster of nr nodes (the configured node count),
  * nodes[i] being where node i's module listens, this node's own address
  * among them.  transport: ODSM_TRANSPORT_TCP or ODSM_TRANSPORT_RDMA;
- * heartbeat_ms / timeout_ms 0 take the module's defaults.
+ * key: the cluster secret, key_len ODSM_KEY_MIN..ODSM_KEY_MAX (16..64)
+ * bytes, the same on every node (-ENOKEY without one); heartbeat_ms /
+ * timeout_ms 0 take the module's defaults.
  */
 int odsm_join(unsigned int transport, const struct odsm_node_addr *nodes,
-	      unsigned int nr, unsigned int heartbeat_ms,
-	      unsigned int timeout_ms);
+	      unsigned int nr, const void *key, unsigned int key_len,
+	      unsigned int heartbeat_ms, unsigned int timeout_ms);
 /* CAP_SYS_ADMIN: leave the cluster (nothing happens if not joined). */
 int odsm_leave(void);
 /*

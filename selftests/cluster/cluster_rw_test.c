@@ -442,4 +442,74 @@ TEST_F_TIMEOUT(cl, bad_ranges, 120)
 	ASSERT_EQ(0, c_barrier(0, B_RW_END, C.nodes, 180));
 }
 
+/*
+ * A remote write of several 256 KiB pieces is checked whole on the home
+ * node before any piece moves: one that starts in a large object of node 0
+ * and runs on into blocks that hold no object fails with EINVAL and leaves
+ * the object unchanged (it used to store the first pieces, then fail); a
+ * read of that range fails without filling the caller's buffer.  Node 1
+ * alone allocates after B_RW_END, so what follows its object stays empty.
+ */
+TEST_F_TIMEOUT(cl, span_into_unbacked, 180)
+{
+	uint64_t cg = 0, usable = 0, n, probe, keep[8];
+	unsigned int nk = 0, i;
+	uint8_t *pat, *in, *out;
+	struct odsm_obj_info oi;
+	int ret;
+
+	C_BEGIN();
+	if (C.self != 1)
+		return;		/* node 1 tests node 0 */
+	/* the bytes a 640 KiB object spans: the same size class everywhere */
+	ASSERT_EQ(0, odsm_alloc(KiB(640), 0, 0, &cg));
+	ASSERT_EQ(0, odsm_obj_info(cg, &oi));
+	usable = oi.usable;
+	ASSERT_EQ(0, odsm_free(cg));
+	ASSERT_LE(KiB(640), usable);
+	/* a large object of node 0 that no object follows */
+	for (;;) {
+		ASSERT_GT(8U, nk);
+		ASSERT_EQ(0, odsm_alloc_on(0, KiB(640), 0, 0, &cg));
+		ASSERT_TRUE(c_in_part(cg, 0));
+		ret = odsm_read(odsm_addr_of(cg) + usable, &probe, 8);
+		if (ret == -EINVAL)
+			break;
+		ASSERT_EQ(0, ret);
+		keep[nk++] = cg;	/* an object follows: try again */
+	}
+	n = usable + KiB(64);		/* 3 pieces in, the last one out */
+	pat = malloc(usable);
+	in = malloc(n);
+	out = malloc(n);
+	ASSERT_NE(NULL, pat);
+	ASSERT_NE(NULL, in);
+	ASSERT_NE(NULL, out);
+	c_fill(pat, usable, 0, 70);
+	ASSERT_EQ(0, odsm_write(cg, pat, usable));
+	memset(in, 0xc3, n);
+	ret = odsm_write(cg, in, n);
+	EXPECT_EQ(-EINVAL, ret) {
+		TH_LOG("a write past the object: %s", odsm_strerror(ret));
+	}
+	ASSERT_EQ(0, odsm_read(cg, out, usable));
+	EXPECT_EQ(-1, c_check(out, usable, 0, 70)) {
+		TH_LOG("the failed write changed byte %" PRId64 " of the object",
+		       c_check(out, usable, 0, 70));
+	}
+	memset(out, 0xee, n);
+	EXPECT_EQ(-EINVAL, odsm_read(cg, out, n));
+	for (i = 0; i < n && out[i] == 0xee; i++)
+		;
+	EXPECT_EQ(n, (uint64_t)i) {
+		TH_LOG("a failed read filled the buffer up to byte %u", i);
+	}
+	ASSERT_EQ(0, odsm_free(cg));
+	while (nk)
+		ASSERT_EQ(0, odsm_free(keep[--nk]));
+	free(pat);
+	free(in);
+	free(out);
+}
+
 TEST_HARNESS_MAIN

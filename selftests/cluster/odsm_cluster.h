@@ -25,6 +25,8 @@
  *                           against what the module says
  *   ODSM_TIMEOUT_MS         the cluster's timeout_ms (default 2000)
  *   ODSM_PORT               the port the modules listen on (default 7100)
+ *   ODSM_KEY_FILE           the cluster key file the nodes joined with
+ *                           (cluster_badmsg_test checks proofs with it)
  *   ODSM_DOWN               the node the scenario powered off (down test)
  *   ODSM_REJOINED           set after every node left and joined again
  *                           (rejoin test)
@@ -78,7 +80,9 @@ enum {
 	W_BAD_SENT,		/* node 1: number of the last case sent */
 	W_BAD_ACK,		/* node 0: number of the last case counted */
 	W_BAD_DONE,		/* node 1: number of cases, when all were sent */
-	W_BAD_DELTA = 40,	/* node 0: 40 + case: bad_msgs moved by */
+	W_BAD_DELTA = 40,	/* node 0: 40 + case (1..19): bad_msgs moved by,
+				 * auth_failures << 32
+				 */
 	/* cluster_down_test */
 	W_DOWN_SEEN = 60,	/* survivor: ms the first failing op took + 1 */
 	/* barriers: one word each, in the barrier host's directory */

@@ -59,7 +59,7 @@ static void ref_bounds(unsigned int type, u32 *min, u32 *max)
 {
 	switch (type) {
 	case ODSM_MSG_HELLO:
-		*min = *max = 32;
+		*min = *max = 104;
 		break;
 	case ODSM_MSG_PING:
 		*min = *max = 8;
@@ -110,7 +110,7 @@ static int ref_check_hdr(const u8 *b, u32 self, u32 nr)
 	u32 min, max;
 
 	if (b[0] != 'O' || b[1] != 'D' || b[2] != 'S' || b[3] != 'M' ||
-	    magic != 0x4d53444f || b[4] != 1)
+	    magic != 0x4d53444f || b[4] != 2)
 		return -EPROTO;
 	if (type < 1 || type > 15 || (flags & ~1) ||
 	    reply != ref_is_reply(type))
@@ -179,7 +179,7 @@ TEST(constants)
 	u8 raw[4];
 
 	ASSERT_EQ(32, ODSM_WIRE_HDR_SIZE);
-	ASSERT_EQ(1, ODSM_WIRE_VERSION);
+	ASSERT_EQ(2, ODSM_WIRE_VERSION);
 	ref_put_le(raw, ODSM_WIRE_MAGIC, 4);
 	ASSERT_EQ(0, memcmp(raw, "ODSM", 4));
 	ASSERT_EQ(262144U, ODSM_WIRE_MAX_DATA);
@@ -203,7 +203,13 @@ TEST(constants)
 	ASSERT_EQ(15, ODSM_MSG_FETCH_REPLY);
 	ASSERT_EQ(16, ODSM_MSG_TYPE_MAX);
 
-	ASSERT_EQ(32, ODSM_WIRE_HELLO_SIZE);
+	ASSERT_EQ(104, ODSM_WIRE_HELLO_SIZE);
+	ASSERT_EQ(104, ODSM_WIRE_AUTH_SIZE);
+	ASSERT_EQ(32, ODSM_WIRE_NONCE_SIZE);
+	ASSERT_EQ(32, ODSM_WIRE_PROOF_SIZE);
+	ASSERT_EQ(1, ODSM_HELLO_OFFER);
+	ASSERT_EQ(2, ODSM_HELLO_CHALLENGE);
+	ASSERT_EQ(3, ODSM_HELLO_PROOF);
 	ASSERT_EQ(8, ODSM_WIRE_PING_SIZE);
 	ASSERT_EQ(16, ODSM_WIRE_PONG_SIZE);
 	ASSERT_EQ(16, ODSM_WIRE_RW_SIZE);
@@ -221,13 +227,23 @@ TEST(constants)
 	ASSERT_EQ(1, ODSM_WIRE_ALLOC_FLAGS);
 }
 
+static bool hello_eq(const struct odsm_wire_hello *a,
+		     const struct odsm_wire_hello *b)
+{
+	return a->node_id == b->node_id && a->nr_nodes == b->nr_nodes &&
+	       a->heap_base == b->heap_base && a->part_size == b->part_size &&
+	       a->incarnation == b->incarnation && a->step == b->step &&
+	       !memcmp(a->nonce, b->nonce, sizeof(a->nonce)) &&
+	       !memcmp(a->proof, b->proof, sizeof(a->proof));
+}
+
 /* ---- golden bytes -------------------------------------------------------- */
 
 TEST(hdr_golden)
 {
 	static const u8 golden[ODSM_WIRE_HDR_SIZE] = {
 		'O', 'D', 'S', 'M',		/* magic */
-		0x01,				/* version */
+		0x02,				/* version */
 		0x05,				/* type: READ_REPLY */
 		0x01, 0x00,			/* flags: REPLY */
 		0x44, 0x33, 0x22, 0x11,		/* src_node */
@@ -238,7 +254,7 @@ TEST(hdr_golden)
 	};
 	struct odsm_wire_hdr h = {
 		.magic = ODSM_WIRE_MAGIC,
-		.version = 1,
+		.version = 2,
 		.type = ODSM_MSG_READ_REPLY,
 		.flags = ODSM_WIRE_F_REPLY,
 		.src_node = 0x11223344,
@@ -262,7 +278,7 @@ TEST(hdr_golden)
 	memset(&out, 0, sizeof(out));
 	ASSERT_EQ(0, odsm_wire_get_hdr(golden, &out, 0x55667788, 0xffffffff));
 	ASSERT_EQ(ODSM_WIRE_MAGIC, out.magic);
-	ASSERT_EQ(1, out.version);
+	ASSERT_EQ(2, out.version);
 	ASSERT_EQ(ODSM_MSG_READ_REPLY, out.type);
 	ASSERT_EQ(ODSM_WIRE_F_REPLY, out.flags);
 	ASSERT_EQ(0x11223344U, out.src_node);
@@ -276,7 +292,7 @@ TEST(hdr_golden)
 TEST(hdr_filled_on_failure)
 {
 	u8 raw[ODSM_WIRE_HDR_SIZE];
-	struct odsm_wire_hdr h = mk_hdr(ODSM_MSG_HELLO, 32), out;
+	struct odsm_wire_hdr h = mk_hdr(ODSM_MSG_HELLO, ODSM_WIRE_HELLO_SIZE), out;
 
 	h.version = 7;
 	odsm_wire_put_hdr(raw, &h);
@@ -287,7 +303,7 @@ TEST(hdr_filled_on_failure)
 	ASSERT_EQ(ODSM_MSG_HELLO, out.type);
 	ASSERT_EQ(PEER, out.src_node);
 	ASSERT_EQ(SELF, out.dst_node);
-	ASSERT_EQ(32U, out.len);
+	ASSERT_EQ(104U, out.len);
 }
 
 TEST(payload_golden)
@@ -305,6 +321,16 @@ TEST(payload_golden)
 		0x18, 0x17, 0x16, 0x15, 0x14, 0x13, 0x12, 0x11,	/* heap_base */
 		0x28, 0x27, 0x26, 0x25, 0x24, 0x23, 0x22, 0x21,	/* part_size */
 		0x38, 0x37, 0x36, 0x35, 0x34, 0x33, 0x32, 0x31,	/* incarnation */
+		0x02, 0x00, 0x00, 0x00,				/* step */
+		0x00, 0x00, 0x00, 0x00,				/* reserved */
+		0x40, 0x41, 0x42, 0x43, 0x44, 0x45, 0x46, 0x47,	/* nonce */
+		0x48, 0x49, 0x4a, 0x4b, 0x4c, 0x4d, 0x4e, 0x4f,
+		0x50, 0x51, 0x52, 0x53, 0x54, 0x55, 0x56, 0x57,
+		0x58, 0x59, 0x5a, 0x5b, 0x5c, 0x5d, 0x5e, 0x5f,
+		0x80, 0x81, 0x82, 0x83, 0x84, 0x85, 0x86, 0x87,	/* proof */
+		0x88, 0x89, 0x8a, 0x8b, 0x8c, 0x8d, 0x8e, 0x8f,
+		0x90, 0x91, 0x92, 0x93, 0x94, 0x95, 0x96, 0x97,
+		0x98, 0x99, 0x9a, 0x9b, 0x9c, 0x9d, 0x9e, 0x9f,
 	};
 	struct odsm_wire_atomic a = {
 		.gaddr = 0x0102030405060708ULL,
@@ -318,9 +344,16 @@ TEST(payload_golden)
 		.heap_base = 0x1112131415161718ULL,
 		.part_size = 0x2122232425262728ULL,
 		.incarnation = 0x3132333435363738ULL,
-	};
-	u8 raw[64];
+		.step = ODSM_HELLO_CHALLENGE,
+	}, he2;
+	u8 raw[128];
+	unsigned int i;
 	u8 *p;
+
+	for (i = 0; i < ODSM_WIRE_NONCE_SIZE; i++) {
+		he.nonce[i] = (u8)(0x40 + i);
+		he.proof[i] = (u8)(0x80 + i);
+	}
 
 	memset(raw, 0xa5, sizeof(raw));
 	ASSERT_EQ(32U, odsm_wire_put_atomic(raw, &a));
@@ -336,9 +369,78 @@ TEST(payload_golden)
 	ASSERT_EQ(a.compare, a2.compare);
 
 	memset(raw, 0xa5, sizeof(raw));
-	ASSERT_EQ(32U, odsm_wire_put_hello(raw, &he));
+	ASSERT_EQ(104U, odsm_wire_put_hello(raw, &he));
 	ASSERT_EQ(0, memcmp(raw, hello_golden, sizeof(hello_golden)));
-	ASSERT_EQ(0xa5, raw[32]);
+	ASSERT_EQ(0xa5, raw[104]);
+	p = exact(hello_golden, sizeof(hello_golden));
+	ASSERT_EQ(0, odsm_wire_get_hello(p, sizeof(hello_golden), &he2));
+	free(p);
+	ASSERT_TRUE(hello_eq(&he, &he2));
+}
+
+/* what a handshake proof is the HMAC of: every byte pinned */
+TEST(auth_golden)
+{
+	static const u8 golden[ODSM_WIRE_AUTH_SIZE] = {
+		'O', 'D', 'S', 'M',				/* magic */
+		0x02, 0x00, 0x00, 0x00,				/* version, 0 */
+		0x03, 0x00, 0x00, 0x00,				/* step */
+		0x04, 0x03, 0x02, 0x01,				/* prover */
+		0x08, 0x07, 0x06, 0x05,				/* verifier */
+		0x00, 0x00, 0x00, 0x00,				/* 0 */
+		0x18, 0x17, 0x16, 0x15, 0x14, 0x13, 0x12, 0x11,	/* dialer_inc */
+		0x28, 0x27, 0x26, 0x25, 0x24, 0x23, 0x22, 0x21,	/* acceptor_inc */
+		0x40, 0x41, 0x42, 0x43, 0x44, 0x45, 0x46, 0x47,	/* dialer nonce */
+		0x48, 0x49, 0x4a, 0x4b, 0x4c, 0x4d, 0x4e, 0x4f,
+		0x50, 0x51, 0x52, 0x53, 0x54, 0x55, 0x56, 0x57,
+		0x58, 0x59, 0x5a, 0x5b, 0x5c, 0x5d, 0x5e, 0x5f,
+		0x80, 0x81, 0x82, 0x83, 0x84, 0x85, 0x86, 0x87,	/* acceptor nonce */
+		0x88, 0x89, 0x8a, 0x8b, 0x8c, 0x8d, 0x8e, 0x8f,
+		0x90, 0x91, 0x92, 0x93, 0x94, 0x95, 0x96, 0x97,
+		0x98, 0x99, 0x9a, 0x9b, 0x9c, 0x9d, 0x9e, 0x9f,
+	};
+	u8 dn[ODSM_WIRE_NONCE_SIZE], an[ODSM_WIRE_NONCE_SIZE];
+	struct odsm_wire_auth a = {
+		.step = ODSM_HELLO_PROOF,
+		.prover = 0x01020304,
+		.verifier = 0x05060708,
+		.dialer_inc = 0x1112131415161718ULL,
+		.acceptor_inc = 0x2122232425262728ULL,
+		.dialer_nonce = dn,
+		.acceptor_nonce = an,
+	};
+	u8 raw[ODSM_WIRE_AUTH_SIZE + 8], other[ODSM_WIRE_AUTH_SIZE];
+	unsigned int i;
+
+	for (i = 0; i < ODSM_WIRE_NONCE_SIZE; i++) {
+		dn[i] = (u8)(0x40 + i);
+		an[i] = (u8)(0x80 + i);
+	}
+	memset(raw, 0xa5, sizeof(raw));
+	ASSERT_EQ(104U, odsm_wire_put_auth(raw, &a));
+	for (i = 0; i < ODSM_WIRE_AUTH_SIZE; i++) {
+		EXPECT_EQ(golden[i], raw[i]) TH_LOG("byte %u", i);
+	}
+	for (; i < sizeof(raw); i++) {
+		EXPECT_EQ(0xa5, raw[i]) TH_LOG("put_auth wrote byte %u", i);
+	}
+	/* the reflection of a proof (the other step, the other direction)
+	 * and the swap of the nonces are different inputs
+	 */
+	a.step = ODSM_HELLO_CHALLENGE;
+	odsm_wire_put_auth(other, &a);
+	ASSERT_NE(0, memcmp(raw, other, sizeof(other)));
+	a.step = ODSM_HELLO_PROOF;
+	a.prover = 0x05060708;
+	a.verifier = 0x01020304;
+	odsm_wire_put_auth(other, &a);
+	ASSERT_NE(0, memcmp(raw, other, sizeof(other)));
+	a.prover = 0x01020304;
+	a.verifier = 0x05060708;
+	a.dialer_nonce = an;
+	a.acceptor_nonce = dn;
+	odsm_wire_put_auth(other, &a);
+	ASSERT_NE(0, memcmp(raw, other, sizeof(other)));
 }
 
 /* ---- round trips --------------------------------------------------------- */
@@ -406,7 +508,7 @@ TEST(hdr_round_trip_every_type)
  * exact-size heap copy of the wire form.
  */
 #define PUT_EXACT(put, p, size) ({					\
-	u8 __raw[64];							\
+	u8 __raw[128];							\
 	unsigned int __i;						\
 									\
 	memset(__raw, 0xa5, sizeof(__raw));				\
@@ -424,6 +526,8 @@ TEST(payload_round_trips)
 		.heap_base = 0x1112131415161718ULL,
 		.part_size = 0x2122232425262728ULL,
 		.incarnation = 0x3132333435363738ULL,
+		.step = ODSM_HELLO_PROOF,
+		.nonce = { 1, 2, 3 }, .proof = { 4, 5, 6 },
 	}, he2;
 	struct odsm_wire_ping pi = { .send_ns = 0x0102030405060708ULL }, pi2;
 	struct odsm_wire_pong po = {
@@ -448,9 +552,10 @@ TEST(payload_round_trips)
 		ax2;
 	u8 *p;
 
-	p = PUT_EXACT(odsm_wire_put_hello, &he, 32);
-	ASSERT_EQ(0, odsm_wire_get_hello(p, 32, &he2));
+	p = PUT_EXACT(odsm_wire_put_hello, &he, 104);
+	ASSERT_EQ(0, odsm_wire_get_hello(p, 104, &he2));
 	free(p);
+	ASSERT_TRUE(hello_eq(&he, &he2));
 	ASSERT_EQ(he.node_id, he2.node_id);
 	ASSERT_EQ(he.nr_nodes, he2.nr_nodes);
 	ASSERT_EQ(he.heap_base, he2.heap_base);
@@ -531,7 +636,7 @@ TEST(rw_round_trip)
 	free(p);
 	ASSERT_EQ(rd.gaddr, out.gaddr);
 	ASSERT_EQ(rd.len, out.len);
-	ASSERT_EQ(0U, out.reserved);
+	ASSERT_EQ(0U, out.flags);
 
 	/* WRITE: the fixed part, then exactly len bytes of data */
 	ASSERT_EQ(16U, odsm_wire_put_rw(raw, &wr));
@@ -598,7 +703,7 @@ TEST(hdr_bad_magic)
 
 TEST(hdr_bad_version)
 {
-	struct odsm_wire_hdr h = mk_hdr(ODSM_MSG_HELLO, 32);
+	struct odsm_wire_hdr h = mk_hdr(ODSM_MSG_HELLO, ODSM_WIRE_HELLO_SIZE);
 	unsigned int v;
 
 	for (v = 0; v < 256; v++) {
@@ -813,7 +918,7 @@ static const struct {
 	get_fn get;
 	u32 size;	/* the fixed wire size */
 } decoders[] = {
-	{ "hello", get_hello, 32 },
+	{ "hello", get_hello, 104 },
 	{ "ping", get_ping, 8 },
 	{ "pong", get_pong, 16 },
 	{ "read", get_read, 16 },
@@ -828,11 +933,12 @@ static const struct {
 /* a valid wire form of decoders[i] (size bytes; WRITE announces 0 data) */
 static void valid_payload(unsigned int i, u8 *raw)
 {
-	memset(raw, 0, 64);
+	memset(raw, 0, 160);
 	switch (i) {
 	case 0:					/* hello: node 1 of 4 */
 		raw[0] = 1;
 		raw[4] = 4;
+		raw[32] = ODSM_HELLO_OFFER;
 		break;
 	case 3:					/* read: 8 bytes */
 		raw[8] = 8;
@@ -855,7 +961,7 @@ TEST(payload_truncated_and_long)
 		u64 pad[8];
 	} out;
 	unsigned int i;
-	u8 raw[64];
+	u8 raw[160];
 	u32 l;
 
 	for (i = 0; i < ARRAY_SIZE(decoders); i++) {
@@ -879,7 +985,7 @@ TEST(payload_truncated_and_long)
 			free(p);
 		}
 		/* longer by a little and by a lot */
-		for (l = size + 1; l < 64; l++) {
+		for (l = size + 1; l < 160; l++) {
 			p = exact(raw, l);
 			ASSERT_EQ(-EMSGSIZE, decoders[i].get(p, l, &out))
 				TH_LOG("%s len %u", decoders[i].name, l);
@@ -890,27 +996,59 @@ TEST(payload_truncated_and_long)
 
 TEST(hello_fields)
 {
-	struct odsm_wire_hello he = { .node_id = 3, .nr_nodes = 4 }, out;
-	u8 raw[32];
+	struct odsm_wire_hello he = { .node_id = 3, .nr_nodes = 4,
+				      .step = ODSM_HELLO_OFFER }, out;
+	u8 raw[ODSM_WIRE_HELLO_SIZE];
+	unsigned int step;
 
 	odsm_wire_put_hello(raw, &he);
-	ASSERT_EQ(0, odsm_wire_get_hello(raw, 32, &out));
+	ASSERT_EQ(0, odsm_wire_get_hello(raw, 104, &out));
 	he.node_id = 4;
 	odsm_wire_put_hello(raw, &he);
-	ASSERT_EQ(-EPROTO, odsm_wire_get_hello(raw, 32, &out));
+	ASSERT_EQ(-EPROTO, odsm_wire_get_hello(raw, 104, &out));
 	he.node_id = 0;
 	he.nr_nodes = 0;
 	odsm_wire_put_hello(raw, &he);
-	ASSERT_EQ(-EPROTO, odsm_wire_get_hello(raw, 32, &out));
+	ASSERT_EQ(-EPROTO, odsm_wire_get_hello(raw, 104, &out));
 	he.node_id = UINT_MAX;
 	he.nr_nodes = UINT_MAX;
 	odsm_wire_put_hello(raw, &he);
-	ASSERT_EQ(-EPROTO, odsm_wire_get_hello(raw, 32, &out));
+	ASSERT_EQ(-EPROTO, odsm_wire_get_hello(raw, 104, &out));
+
+	/* steps 1..3 only */
+	he.node_id = 1;
+	he.nr_nodes = 2;
+	for (step = 0; step < 6; step++) {
+		he.step = step;
+		odsm_wire_put_hello(raw, &he);
+		ASSERT_EQ(step >= 1 && step <= 3 ? 0 : -EPROTO,
+			  odsm_wire_get_hello(raw, 104, &out))
+			TH_LOG("step %u", step);
+	}
+	raw[32] = 0;
+	raw[33] = 1;			/* step 256 */
+	ASSERT_EQ(-EPROTO, odsm_wire_get_hello(raw, 104, &out));
+	/* the reserved word */
+	he.step = ODSM_HELLO_PROOF;
+	odsm_wire_put_hello(raw, &he);
+	raw[39] = 1;
+	ASSERT_EQ(-EPROTO, odsm_wire_get_hello(raw, 104, &out));
+	/* an offer carries no proof; a challenge or a proof may be anything */
+	he.proof[31] = 1;
+	for (step = 1; step <= 3; step++) {
+		he.step = step;
+		odsm_wire_put_hello(raw, &he);
+		ASSERT_EQ(step == ODSM_HELLO_OFFER ? -EPROTO : 0,
+			  odsm_wire_get_hello(raw, 104, &out))
+			TH_LOG("step %u", step);
+	}
+	/* the old 32-byte HELLO of version 1 */
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_hello(raw, 32, &out));
 }
 
-static int rw_ret(u64 gaddr, u32 len, u32 reserved, bool write, u32 wlen)
+static int rw_ret(u64 gaddr, u32 len, u32 flags, bool write, u32 wlen)
 {
-	struct odsm_wire_rw rw = { gaddr, len, reserved }, out;
+	struct odsm_wire_rw rw = { gaddr, len, flags }, out;
 	u8 *raw = malloc(wlen < 16 ? 16 : wlen);
 	int ret;
 
@@ -933,8 +1071,22 @@ TEST(rw_fields)
 	ASSERT_EQ(-EMSGSIZE, rw_ret(0x1000, max + 1, 0, false, 16));
 	ASSERT_EQ(-EMSGSIZE, rw_ret(0x1000, UINT_MAX, 0, false, 16));
 	ASSERT_EQ(-EMSGSIZE, rw_ret(0x1000, 8, 0, false, 24));
-	ASSERT_EQ(-EPROTO, rw_ret(0x1000, 8, 1, false, 16));
+	ASSERT_EQ(-EPROTO, rw_ret(0x1000, 8, 2, false, 16));
+	ASSERT_EQ(-EPROTO, rw_ret(0x1000, 8, 3, false, 16));
 	ASSERT_EQ(-EPROTO, rw_ret(0x1000, 8, 0x80000000U, false, 16));
+
+	/* READ with CHECK: no data moves, so any length 1..U32_MAX */
+	ASSERT_EQ(1, ODSM_WIRE_RW_CHECK);
+	ASSERT_EQ(0, rw_ret(0x1000, 8, ODSM_WIRE_RW_CHECK, false, 16));
+	ASSERT_EQ(0, rw_ret(0x1000, max + 1, ODSM_WIRE_RW_CHECK, false, 16));
+	ASSERT_EQ(0, rw_ret(0x1000, UINT_MAX, ODSM_WIRE_RW_CHECK, false, 16));
+	ASSERT_EQ(-EMSGSIZE, rw_ret(0x1000, 0, ODSM_WIRE_RW_CHECK, false, 16));
+	ASSERT_EQ(-EMSGSIZE, rw_ret(0x1000, 8, ODSM_WIRE_RW_CHECK, false, 24));
+	ASSERT_EQ(-EPROTO, rw_ret(top - 8, 9, ODSM_WIRE_RW_CHECK, false, 16));
+	ASSERT_EQ(0, rw_ret(top - UINT_MAX, UINT_MAX, ODSM_WIRE_RW_CHECK,
+			    false, 16));
+	/* and never on a WRITE */
+	ASSERT_EQ(-EPROTO, rw_ret(0x1000, 8, ODSM_WIRE_RW_CHECK, true, 24));
 
 	/* WRITE: exactly the data it announces */
 	ASSERT_EQ(0, rw_ret(0x1000, 1, 0, true, 17));
@@ -1275,7 +1427,12 @@ static bool payload_ok(unsigned int type, const u8 *p, u32 len,
 
 	switch (type) {
 	case ODSM_MSG_HELLO:
-		return len == 32 && he->node_id < he->nr_nodes &&
+		return len == 104 && he->node_id < he->nr_nodes &&
+		       he->step >= 1 && he->step <= 3 &&
+		       he->step == ref_le(p + 32, 4) && !ref_le(p + 36, 4) &&
+		       !memcmp(he->nonce, p + 40, 32) &&
+		       !memcmp(he->proof, p + 72, 32) &&
+		       (he->step != 1 || !ref_le(p + 72, 8)) &&
 		       he->node_id == ref_le(p, 4) &&
 		       he->nr_nodes == ref_le(p + 4, 4) &&
 		       he->heap_base == ref_le(p + 8, 8) &&
@@ -1292,8 +1449,10 @@ static bool payload_ok(unsigned int type, const u8 *p, u32 len,
 	case ODSM_MSG_READ:
 	case ODSM_MSG_WRITE:
 		return rw->gaddr == ref_le(p, 8) && rw->len == ref_le(p + 8, 4) &&
-		       rw->reserved == 0 && rw->len >= 1 &&
-		       rw->len <= ODSM_WIRE_MAX_DATA &&
+		       rw->len >= 1 &&
+		       (rw->flags == 0 ? rw->len <= ODSM_WIRE_MAX_DATA :
+			type == ODSM_MSG_READ &&
+			rw->flags == ODSM_WIRE_RW_CHECK) &&
 		       rw->gaddr + rw->len <= (1ULL << 48) &&
 		       len == 16 + (type == ODSM_MSG_WRITE ? rw->len : 0);
 	case ODSM_MSG_ALLOC:
@@ -1328,12 +1487,12 @@ TEST(fuzz_payload)
 	u32 accepted = 0, decoded = 0;
 	unsigned int i, k;
 	u8 raw[ODSM_WIRE_HDR_SIZE];
-	u8 tmpl[64];
+	u8 tmpl[128];
 
 	rng_state = 0x243f6a8885a308d3ULL;
 	for (i = 0; i < FUZZ_ITERS; i++) {
 		struct odsm_wire_hdr h;
-		u64 out[8];
+		u64 out[16];
 		u32 self, nr, len;
 		u8 *p;
 		int ret;
@@ -1360,6 +1519,7 @@ TEST(fuzz_payload)
 			tmpl[4] = 1 + rnd_below(4);
 			tmpl[8] = rnd_below(3);
 			tmpl[9] = rnd_below(2);
+			tmpl[32] = rnd_below(5);	/* a HELLO's step */
 			if (h.type == ODSM_MSG_WRITE && len > 16)
 				ref_put_le(tmpl + 8, len - 16, 4);
 			if (rnd() & 1)

@@ -95,6 +95,48 @@ TEST_F(rw, read_untouched_is_zero)
 	EXPECT_DELTA(s0, s1, "page_allocs", 0);
 }
 
+/*
+ * A transfer of several 256 KiB pieces is checked as a whole before any
+ * byte moves: a write that starts in a large object and runs on into
+ * blocks that hold no object fails with EINVAL and leaves the object as it
+ * was (it used to copy the first pieces, then fail); a read of that range
+ * fails without filling the caller's buffer.
+ */
+TEST_F(rw, multi_piece_range_checked_first)
+{
+	uint64_t cg, usable, n, j;
+	uint8_t *in, *out, probe[8];
+
+	T_ALLOC(self->fd, &self->objs, KiB(640), 0, 0, &cg, &usable);
+	ASSERT_LE(KiB(640), usable);
+	/* what follows the object holds none */
+	ASSERT_EQ(-EINVAL, t_rw(self->fd, ODSM_IOC_READ, cg + usable, probe, 8));
+	n = usable + KiB(64);		/* 3 pieces in, the last one out */
+	in = malloc(n);
+	out = malloc(n);
+	ASSERT_NE(NULL, in);
+	ASSERT_NE(NULL, out);
+	for (j = 0; j < usable; j++)
+		t_p(cg)[j] = (uint8_t)(j * 13 + 5);
+	memset(in, 0xc3, n);
+	EXPECT_EQ(-EINVAL, t_rw(self->fd, ODSM_IOC_WRITE, cg, in, n));
+	for (j = 0; j < usable; j++) {
+		ASSERT_EQ((uint8_t)(j * 13 + 5), t_p(cg)[j]) {
+			TH_LOG("byte %" PRIu64 " of the object changed by a failed write",
+			       j);
+		}
+	}
+	memset(out, 0xee, n);
+	EXPECT_EQ(-EINVAL, t_rw(self->fd, ODSM_IOC_READ, cg, out, n));
+	EXPECT_TRUE(t_all(out, n, 0xee));
+	/* the object alone still moves whole */
+	ASSERT_EQ(0, t_rw(self->fd, ODSM_IOC_WRITE, cg, in, usable));
+	EXPECT_TRUE(t_all(t_p(cg), usable, 0xc3));
+	T_FREE(self->fd, &self->objs, cg);
+	free(in);
+	free(out);
+}
+
 /* Ranges outside live blocks, the heap, or one partition are refused. */
 TEST_F(rw, bad_ranges)
 {
@@ -237,11 +279,27 @@ TEST(join_refuses_bad_tables)
 		{ .ipv4 = htonl(0x0a000001), .port = 7100 },
 		{ .ipv4 = htonl(0x0a000002), .port = 7100 },
 	};
+	static const char key[ODSM_KEY_MAX + 1] = "0123456789abcdef0123456789abcdef";
 	struct odsm_join j = { .transport = ODSM_TRANSPORT_TCP, .nr_nodes = 2,
 			       .nodes = (uintptr_t)nodes };
 	int fd = t_open();
 
 	ASSERT_LE(0, fd);
+	/* no key: refused before anything else is looked at */
+	EXPECT_EQ(-ENOKEY, t_ioctl(fd, ODSM_IOC_JOIN, &j));
+	j.key = (uintptr_t)key;
+	EXPECT_EQ(-EINVAL, t_ioctl(fd, ODSM_IOC_JOIN, &j));	/* length 0 */
+	j.key_len = ODSM_KEY_MIN - 1;
+	EXPECT_EQ(-EINVAL, t_ioctl(fd, ODSM_IOC_JOIN, &j));
+	j.key_len = ODSM_KEY_MAX + 1;
+	EXPECT_EQ(-EINVAL, t_ioctl(fd, ODSM_IOC_JOIN, &j));
+	j.key_len = 32;
+	j.reserved = 1;
+	EXPECT_EQ(-EINVAL, t_ioctl(fd, ODSM_IOC_JOIN, &j));
+	j.reserved = 0;
+	j.key = 8;
+	EXPECT_EQ(-EFAULT, t_ioctl(fd, ODSM_IOC_JOIN, &j));
+	j.key = (uintptr_t)key;
 	/* the node is configured for 1 node: a table of 2 does not fit */
 	EXPECT_EQ(-EINVAL, t_ioctl(fd, ODSM_IOC_JOIN, &j));
 	j.transport = 9;

@@ -8,23 +8,32 @@
  *   odsmctl config --node-id N --nodes N [--base ADDR] [--part-size SIZE]
  *                                 reconfigure (root; nothing may be mapped
  *                                 or allocated)
+ *   odsmctl keygen FILE           write a new random cluster key (32 bytes,
+ *                                 mode 0600) to FILE, which must not exist
  *   odsmctl join --node-id K --nodes HOST[:PORT],HOST[:PORT],...
+ *                --key-file FILE
  *                [--transport tcp|rdma] [--heartbeat-ms N] [--timeout-ms N]
  *                [--base ADDR] [--part-size SIZE]
  *                                 configure node K of a cluster of as many
- *                                 nodes as addresses, and join it (root)
+ *                                 nodes as addresses, and join it (root);
+ *                                 FILE holds the cluster key (16..64 bytes,
+ *                                 the same file on every node, readable by
+ *                                 its owner only)
  *   odsmctl leave                 leave the cluster (root)
  *   odsmctl status [--raw]        the peers as this node sees them
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include "odsm.h"
 
 #define SYSFS	"/sys/kernel/odsm"
@@ -336,6 +345,75 @@ static int parse_ms(const char *opt, const char *s, unsigned int *v)
 	return 0;
 }
 
+/*
+ * Read the cluster key: the whole file, ODSM_KEY_MIN..ODSM_KEY_MAX bytes,
+ * used as it is; a file that others may read is refused.  Its length, or
+ * -1 after saying why.
+ */
+static int read_key(const char *path, unsigned char *key)
+{
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "odsmctl join: cannot open the key file %s: %s\n",
+			path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "odsmctl join: the key file %s is not a regular file\n",
+			path);
+		goto err;
+	}
+	if (st.st_mode & 077) {
+		fprintf(stderr, "odsmctl join: the key file %s may be read by others (mode %04o): chmod 600 it\n",
+			path, (unsigned int)(st.st_mode & 07777));
+		goto err;
+	}
+	n = read(fd, key, ODSM_KEY_MAX + 1);
+	if (n < ODSM_KEY_MIN || n > ODSM_KEY_MAX) {
+		fprintf(stderr, "odsmctl join: the key file %s must hold %d to %d bytes (odsmctl keygen FILE makes one)\n",
+			path, ODSM_KEY_MIN, ODSM_KEY_MAX);
+		goto err;
+	}
+	close(fd);
+	return (int)n;
+err:
+	close(fd);
+	return -1;
+}
+
+static int cmd_keygen(int argc, char **argv)
+{
+	unsigned char key[32];
+	int fd;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: odsmctl keygen FILE\n");
+		return 2;
+	}
+	if (getrandom(key, sizeof(key), 0) != (ssize_t)sizeof(key)) {
+		fprintf(stderr, "odsmctl keygen: getrandom: %s\n", strerror(errno));
+		return 1;
+	}
+	fd = open(argv[1], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		fprintf(stderr, "odsmctl keygen: %s: %s\n", argv[1], strerror(errno));
+		return 1;
+	}
+	if (write(fd, key, sizeof(key)) != (ssize_t)sizeof(key) || close(fd)) {
+		fprintf(stderr, "odsmctl keygen: writing %s: %s\n", argv[1],
+			strerror(errno));
+		unlink(argv[1]);
+		return 1;
+	}
+	printf("wrote a %zu-byte cluster key to %s: copy it to every node (mode 0600)\n",
+	       sizeof(key), argv[1]);
+	return 0;
+}
+
 static int cmd_join(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -346,8 +424,12 @@ static int cmd_join(int argc, char **argv)
 		{ "timeout-ms", required_argument, NULL, 'T' },
 		{ "base", required_argument, NULL, 'b' },
 		{ "part-size", required_argument, NULL, 's' },
+		{ "key-file", required_argument, NULL, 'k' },
 		{ NULL, 0, NULL, 0 },
 	};
+	unsigned char key[ODSM_KEY_MAX + 1];
+	const char *key_file = NULL;
+	int key_len;
 	struct odsm_node_addr *nodes = NULL;
 	struct odsm_config c = { 0 };
 	unsigned long long v, id = ULLONG_MAX;
@@ -360,8 +442,11 @@ static int cmd_join(int argc, char **argv)
 		c.heap_base = v;
 	if (read_u64(SYSFS "/part_size", &v) == 0)
 		c.part_size = v;
-	while ((opt = getopt_long(argc, argv, "i:n:t:H:T:b:s:", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "i:n:t:H:T:b:s:k:", opts, NULL)) != -1) {
 		switch (opt) {
+		case 'k':
+			key_file = optarg;
+			break;
 		case 'i':
 			if (parse_size(optarg, &id) || id >= ODSM_MAX_NODES) {
 				fprintf(stderr, "odsmctl join: bad --node-id '%s'\n", optarg);
@@ -413,6 +498,13 @@ static int cmd_join(int argc, char **argv)
 		fprintf(stderr, "odsmctl join: --node-id and --nodes are required\n");
 		return 2;
 	}
+	if (!key_file) {
+		fprintf(stderr, "odsmctl join: --key-file FILE is required: the nodes prove to each other that they hold the same cluster key (make one with 'odsmctl keygen FILE' and copy it to every node)\n");
+		return 2;
+	}
+	key_len = read_key(key_file, key);
+	if (key_len < 0)
+		return 2;
 	/* the module's defaults are 200 / 2000 ms */
 	if ((to ? to : 2000) <= (hb ? hb : 200)) {
 		fprintf(stderr, "odsmctl join: --timeout-ms (%u) must be longer than the heartbeat (%u ms)\n",
@@ -455,7 +547,8 @@ static int cmd_join(int argc, char **argv)
 		}
 	}
 
-	ret = odsm_join(transport, nodes, (unsigned int)n, hb, to);
+	ret = odsm_join(transport, nodes, (unsigned int)n, key,
+			(unsigned int)key_len, hb, to);
 	inet_ntop(AF_INET, &nodes[id].ipv4, ip, sizeof(ip));
 	if (ret) {
 		fprintf(stderr, "odsmctl join: %s\n", odsm_strerror(ret));
@@ -485,6 +578,7 @@ static int cmd_join(int argc, char **argv)
 	       transport_name(transport), ip, nodes[id].port);
 	rc = 0;
 out:
+	memset(key, 0, sizeof(key));
 	free(nodes);
 	return rc;
 }
@@ -590,8 +684,10 @@ static void usage(FILE *f)
 		"usage: odsmctl info\n"
 		"       odsmctl stats [--raw]\n"
 		"       odsmctl config --node-id N --nodes N [--base ADDR] [--part-size SIZE[K|M|G]]\n"
-		"       odsmctl join --node-id K --nodes IP[:PORT],IP[:PORT],... [--transport tcp|rdma]\n"
-		"                    [--heartbeat-ms N] [--timeout-ms N] [--base ADDR] [--part-size SIZE]\n"
+		"       odsmctl keygen FILE\n"
+		"       odsmctl join --node-id K --nodes IP[:PORT],IP[:PORT],... --key-file FILE\n"
+		"                    [--transport tcp|rdma] [--heartbeat-ms N] [--timeout-ms N]\n"
+		"                    [--base ADDR] [--part-size SIZE]\n"
 		"       odsmctl leave\n"
 		"       odsmctl status [--raw]\n");
 }
@@ -610,6 +706,8 @@ int main(int argc, char **argv)
 		return cmd_config(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "join"))
 		return cmd_join(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "keygen"))
+		return cmd_keygen(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "leave"))
 		return cmd_leave(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "status"))

@@ -126,6 +126,10 @@ netdev_of() {
 	esac
 }
 
+# the cluster key of this run's guests (odsmctl join --key-file; lib.sh
+# cluster_key): fresh per run, the same for every guest
+RIGKEY=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+
 boot() { # K: start guest K in the background
 	local k=$1 peers="" j
 	for ((j = 0; j < NODES; j++)); do
@@ -137,7 +141,7 @@ boot() { # K: start guest K in the background
 		-netdev "$(netdev_of "$k")" \
 		-device "virtio-net-pci,netdev=n0,romfile=,mac=52:54:00:00:00:$(printf %02x $((k + 1)))" \
 		-kernel "$KERNEL" -initrd "$INITRD" \
-		-append "console=ttyS0 panic=-1 oops=panic loglevel=4 rig.scenario=$SCEN rig.node=$k rig.nodes=$NODES rig.ip=$(ip_of "$k")/24 rig.peers=$peers $EXTRA" \
+		-append "console=ttyS0 panic=-1 oops=panic loglevel=4 rig.scenario=$SCEN rig.node=$k rig.nodes=$NODES rig.ip=$(ip_of "$k")/24 rig.peers=$peers rig.key=$RIGKEY $EXTRA" \
 		</dev/null >"$(log_of "$k")" 2>&1 &
 	PIDS+=($!)
 }

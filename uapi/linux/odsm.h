@@ -152,19 +152,27 @@ struct odsm_node_addr {
  * accepts the others), re-dialled while a peer is down, so a node that
  * starts late or restarts joins.  A peer silent for timeout_ms is down:
  * every operation that needs it fails with -EHOSTDOWN, one in flight with
- * -EHOSTDOWN or -ETIMEDOUT, within timeout_ms.  The port is not
- * authenticated yet: keep it on a trusted, filtered network.
+ * -EHOSTDOWN or -ETIMEDOUT, within timeout_ms.
+ * key points at key_len (ODSM_KEY_MIN..ODSM_KEY_MAX) bytes of the cluster
+ * secret, the same on every node: a connection is used only after both
+ * ends proved they hold it (an HMAC-SHA256 challenge-response in the
+ * handshake).  The module keeps its own copy until the node leaves.
  * heartbeat_ms / timeout_ms 0 take the defaults (200 / 2000).
- * -EBUSY if already joined, -EINVAL for a bad table, -EPROTONOSUPPORT for a
- * transport this build does not have.
+ * -EBUSY if already joined, -ENOKEY without a key, -EINVAL for a bad table
+ * or key length, -EPROTONOSUPPORT for a transport this build does not have.
  */
+#define ODSM_KEY_MIN	16
+#define ODSM_KEY_MAX	64
+
 struct odsm_join {
 	__u32 transport;
 	__u32 nr_nodes;
 	__u64 nodes;		/* user pointer: struct odsm_node_addr[] */
 	__u32 heartbeat_ms;
 	__u32 timeout_ms;
-	__u64 reserved[2];
+	__u64 key;		/* user pointer: the cluster secret */
+	__u32 key_len;
+	__u32 reserved;
 };
 
 enum odsm_peer_state {

@@ -15,6 +15,15 @@ rig_addr=${rig_addr%/*}   # this node's IPv4 address without /24
 # node_ip K: IPv4 address of node K (0-based)
 node_ip() { echo "10.0.0.$(($1 + 1))"; }
 
+# cluster_key FILE [wrong]: write this run's cluster key (run.sh passes it
+# as rig.key, the same on every guest) to FILE, mode 0600, for odsmctl join
+# --key-file; with "wrong", a key of this node's own that no other node has
+cluster_key() {
+	local key=${rig_key:-0000000000000000000000000000000000000000000000000000000000000000}
+	[ "${2:-}" != wrong ] || key="wrong-key-of-node-$rig_node-${key#??????????????????????}"
+	(umask 077 && rm -f "$1" && printf '%s' "$key" >"$1")
+}
+
 # mark NAME [VALUE...]: print a marker line that run.sh echoes on the host
 mark() {
 	local name="$1"

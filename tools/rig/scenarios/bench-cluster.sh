@@ -16,7 +16,8 @@ while [ "$k" -lt "$rig_nodes" ]; do
 	nodes="$nodes${nodes:+,}$(node_ip "$k"):7100"
 	k=$((k + 1))
 done
-odsmctl join --transport tcp --node-id "$rig_node" --nodes "$nodes"
+cluster_key /tmp/odsm.key
+odsmctl join --transport tcp --node-id "$rig_node" --nodes "$nodes" --key-file /tmp/odsm.key
 i=0
 until odsmctl status --raw | grep -q 'state=up'; do
 	i=$((i + 1))

@@ -60,7 +60,9 @@ addrs=""
 for k in $(seq 0 $((rig_nodes - 1))); do
 	addrs="${addrs:+$addrs,}$(node_ip "$k"):$PORT"
 done
-set -- --transport "$transport" --node-id "$rig_node" --nodes "$addrs"
+KEY=/tmp/odsm.key
+cluster_key "$KEY" || fail "cannot write the cluster key"
+set -- --transport "$transport" --node-id "$rig_node" --nodes "$addrs" --key-file "$KEY"
 [ -z "${rig_heartbeat_ms:-}" ] || set -- "$@" --heartbeat-ms "$rig_heartbeat_ms"
 [ -z "${rig_timeout_ms:-}" ] || set -- "$@" --timeout-ms "$rig_timeout_ms"
 # join, and wait until every peer is up (60 s at most)
@@ -101,7 +103,19 @@ if [ "$transport" = tcp ]; then
 		[ "$k" != "$rig_node" ] || a=10.0.0.250:$PORT
 		bad="${bad:+$bad,}$a"
 	done
-	expect_join_fail "not an address of this machine" --node-id "$rig_node" --nodes "$bad"
+	expect_join_fail "not an address of this machine" --node-id "$rig_node" --nodes "$bad" --key-file "$KEY"
+	# no cluster without its key
+	expect_join_fail "key-file FILE is required" --node-id "$rig_node" --nodes "$addrs"
+	# odsmctl keygen: 32 random bytes, owner-only, never over a file
+	rm -f /tmp/odsm-gen.key
+	odsmctl keygen /tmp/odsm-gen.key || { echo "cluster: odsmctl keygen failed"; failed=$((failed + 1)); }
+	[ "$(wc -c </tmp/odsm-gen.key)" -eq 32 ] && [ "$(stat -c %a /tmp/odsm-gen.key)" = 600 ] ||
+		{ echo "cluster: odsmctl keygen wrote:"; ls -l /tmp/odsm-gen.key; failed=$((failed + 1)); }
+	! odsmctl keygen /tmp/odsm-gen.key 2>/dev/null ||
+		{ echo "cluster: odsmctl keygen overwrote a key"; failed=$((failed + 1)); }
+	chmod 644 "$KEY"
+	expect_join_fail "may be read by others" "$@"
+	chmod 600 "$KEY"
 	nc -l -p "$PORT" >/dev/null 2>&1 &
 	ncpid=$!
 	porthex=$(printf ':%04X ' "$PORT")
@@ -132,7 +146,7 @@ run_test() { # PATH [ENV=VALUE...]
 	name=${t##*/}
 	mark selftest_start "$name"
 	env ODSM_NODE="$rig_node" ODSM_NODES="$rig_nodes" ODSM_TIMEOUT_MS="$timeout_ms" \
-		ODSM_PORT="$PORT" "$@" "$t"
+		ODSM_PORT="$PORT" ODSM_KEY_FILE="$KEY" "$@" "$t"
 	rc=$?
 	mark selftest_end "$name" "rc=$rc"
 	n=$((n + 1))
@@ -188,6 +202,32 @@ else
 	odsmctl status --raw | grep -q '^nodes=0 transport=none$' ||
 		{ echo "cluster: still in a cluster after leaving:"; odsmctl status --raw; failed=$((failed + 1)); }
 	barrier || fail "barrier after leaving"
+	# every node with a key of its own: the handshakes fail, no peer
+	# ever comes up, and every node counts auth_failures
+	auth0=$(cat /sys/kernel/odsm/stats/auth_failures)
+	cluster_key /tmp/odsm-wrong.key wrong
+	shift 8
+	set -- --transport "$transport" --node-id "$rig_node" --nodes "$addrs" --key-file /tmp/odsm-wrong.key "$@"
+	echo "\$ odsmctl join $*"
+	odsmctl join "$@" || { echo "cluster: odsmctl join with a wrong key failed"; failed=$((failed + 1)); }
+	i=0
+	ups=0
+	# three timeouts: every dialer tried again a few times
+	while [ "$i" -lt $((timeout_ms * 3 / 200)) ]; do
+		ups=$((ups + $(odsmctl status --raw | grep -c ' state=up ')))
+		sleep 0.2
+		i=$((i + 1))
+	done
+	auth1=$(cat /sys/kernel/odsm/stats/auth_failures)
+	echo "cluster: mismatched keys: peer-up samples=$ups auth_failures +$((auth1 - auth0))"
+	[ "$ups" -eq 0 ] || { echo "cluster: a peer came up with mismatched keys"; odsmctl status; failed=$((failed + 1)); }
+	# a dialer refuses the challenge, the node it dialled sees it walk away
+	[ "$auth1" -gt "$auth0" ] ||
+		{ echo "cluster: no auth_failures counted with mismatched keys"; failed=$((failed + 1)); }
+	odsmctl leave || { echo "cluster: odsmctl leave failed"; failed=$((failed + 1)); }
+	barrier || fail "barrier after the mismatched keys"
+	shift 8
+	set -- --transport "$transport" --node-id "$rig_node" --nodes "$addrs" --key-file "$KEY" "$@"
 	join "$@"
 	barrier || fail "barrier after joining again"
 	if [ -x /rig/bin/cluster_rejoin_test ]; then

@@ -16,8 +16,9 @@ while [ "$k" -lt "$rig_nodes" ]; do
 	k=$((k + 1))
 done
 echo "RIG_MARK demo_begin"
-echo "\$ odsmctl join --transport tcp --node-id $rig_node --nodes $nodes"
-odsmctl join --transport tcp --node-id "$rig_node" --nodes "$nodes"
+echo "\$ odsmctl join --transport tcp --node-id $rig_node --nodes $nodes --key-file /tmp/odsm.key"
+cluster_key /tmp/odsm.key
+odsmctl join --transport tcp --node-id "$rig_node" --nodes "$nodes" --key-file /tmp/odsm.key
 i=0
 until [ "$(odsmctl status --raw | grep -c ' state=up ')" -eq $((rig_nodes - 1)) ]; do
 	i=$((i + 1))
