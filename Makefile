@@ -31,7 +31,8 @@ KSFT	:= $(BUILD)/ksft
 
 LIB_A	:= $(BUILD)/lib/libodsm.a
 LIB_SO	:= $(BUILD)/lib/libodsm.so.1
-LIB_SRC	:= userlib/odsm.c
+LIB_SRC	:= userlib/odsm.c userlib/odsm_check.c
+LIB_OBJ	:= $(patsubst userlib/%.c,$(BUILD)/lib/%.o,$(LIB_SRC))
 LIB_HDR	:= userlib/odsm.h uapi/linux/odsm.h
 
 # pure logic shared with the module, linked into host programs
@@ -79,19 +80,19 @@ $(BUILD)/kmod/%/kmod/odsm.ko: FORCE
 # ---- libodsm ----------------------------------------------------------------
 lib: $(LIB_A) $(LIB_SO) $(BUILD)/lib/odsm.pc
 
-$(BUILD)/lib/odsm.o: $(LIB_SRC) $(LIB_HDR)
+$(BUILD)/lib/%.o: userlib/%.c $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -c $< -o $@
 
-$(BUILD)/lib/odsm.pic.o: $(LIB_SRC) $(LIB_HDR)
+$(BUILD)/lib/%.pic.o: userlib/%.c $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -fPIC -c $< -o $@
 
-$(LIB_A): $(BUILD)/lib/odsm.o
+$(LIB_A): $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
-$(LIB_SO): $(BUILD)/lib/odsm.pic.o
-	$(CC) -shared -Wl,-soname,libodsm.so.1 -o $@ $^
+$(LIB_SO): $(LIB_OBJ:.o=.pic.o)
+	$(CC) -shared -Wl,-soname,libodsm.so.1 -o $@ $^ -pthread
 	ln -sf libodsm.so.1 $(BUILD)/lib/libodsm.so
 
 $(BUILD)/lib/odsm.pc: userlib/odsm.pc.in

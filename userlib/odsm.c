@@ -93,7 +93,9 @@ const char *odsm_strerror(int err)
 	case EPERM:
 		return "operation not permitted: reconfiguring needs CAP_SYS_ADMIN";
 	case EREMOTE:
-		return "the object lives on another node; this build reaches only the local partition";
+		return "the object lives on another node";
+	case ENOTRECOVERABLE:
+		return "borrow check: the borrow discipline was broken (see the message on stderr)";
 	case EHOSTDOWN:
 		return "the node that holds the object is down";
 	case ETIMEDOUT:
@@ -285,10 +287,85 @@ int odsm__bump_overflow(uint64_t *g)
 	return odsm_move(g);
 }
 
-int odsm__remote(uint64_t cg)
+/* ---- the remote cases of the inline borrows -------------------------- */
+
+int odsm__ref_fetch(odsm_ref *r)
 {
-	(void)cg;
-	return -EREMOTE;
+	struct odsm_borrow b = { .gaddr = r->g };
+	int ret;
+
+	if (!odsm_in_heap(r->g))
+		return -EINVAL;
+	ret = xioctl(ODSM_IOC_BORROW, &b);
+	if (ret)
+		return ret;
+	r->ext = b.addr;
+	return 0;
+}
+
+int odsm__box_fetch(odsm_box *b)
+{
+	struct odsm_borrow br = { .gaddr = b->g };
+	int ret;
+
+	if (!odsm_in_heap(b->g))
+		return -EINVAL;
+	ret = xioctl(ODSM_IOC_BORROW, &br);
+	if (ret)
+		return ret;
+	b->ext = br.addr | (b->ext & ODSM_EXT_U);
+	return 0;
+}
+
+/*
+ * Move the remote object at *g here.  copy_ext, when not NULL, is the ext
+ * word of an owner box that may hold a cached copy of exactly *g: the
+ * kernel may take it over (ODSM_MUT_HELD_REF); it is consumed either way.
+ */
+int odsm__move_here(uint64_t *g, uint64_t *copy_ext)
+{
+	struct odsm_borrow_mut m = { .gaddr = *g };
+	bool held = copy_ext && odsm__copy_of(*copy_ext);
+	int ret;
+
+	if (!odsm_in_heap(*g))
+		return -EINVAL;
+	if (held)
+		m.flags = ODSM_MUT_HELD_REF;
+	ret = xioctl(ODSM_IOC_BORROW_MUT, &m);
+	if (ret)
+		return ret;
+	if (held)
+		*copy_ext &= ODSM_EXT_U;
+	*g = m.new_gaddr;
+	return 0;
+}
+
+/* Drop the reference *ext holds on the cached copy of g. */
+int odsm__drop_copy(uint64_t g, uint64_t *ext)
+{
+	struct odsm_borrow b = { .gaddr = g };
+	int ret = xioctl(ODSM_IOC_RETURN, &b);
+
+	*ext &= ODSM_EXT_U;
+	return ret;
+}
+
+int odsm__write_back(uint64_t owner, uint64_t g, uint64_t ext)
+{
+	struct odsm_write_back w = { .owner = owner, .g = g, .ext = ext };
+
+	return xioctl(ODSM_IOC_WRITE_BACK, &w);
+}
+
+int odsm__read_owner(uint64_t owner, uint64_t *g)
+{
+	odsm_box box;
+	int ret = odsm_read(owner, &box, sizeof(box));
+
+	if (!ret)
+		*g = box.g;
+	return ret;
 }
 
 int odsm_box_new(odsm_box *b, size_t size, unsigned int flags)
@@ -305,8 +382,12 @@ int odsm_box_new(odsm_box *b, size_t size, unsigned int flags)
 
 int odsm_box_drop(odsm_box *b)
 {
-	int ret = odsm_free(b->g);
+	int ret;
 
+	/* this node's copy goes first: the object is about to */
+	if (odsm__copy_of(b->ext))
+		odsm__drop_copy(b->g, &b->ext);
+	ret = odsm_free(b->g);
 	if (!ret)
 		b->g = b->ext = 0;
 	return ret;

@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <errno.h>
 #include <linux/odsm.h>
 
 #ifdef __cplusplus
@@ -149,9 +150,65 @@ static inline bool odsm_is_local(uint64_t cg)
 	return a >= odsm_rt.local_lo && a < odsm_rt.local_hi;
 }
 
-/* Out-of-line slow paths of the inline functions below. */
+static inline bool odsm_in_heap(uint64_t cg)
+{
+	uint64_t a = odsm_addr_of(cg);
+
+	return a >= odsm_rt.info.heap_base &&
+	       a - odsm_rt.info.heap_base < odsm_rt.info.heap_size;
+}
+
+/* The cached-copy address an ext word holds (0: none). */
+static inline uint64_t odsm__copy_of(uint64_t ext)
+{
+	return ext & ~ODSM_EXT_U;
+}
+
+/*
+ * Out-of-line slow paths of the inline functions below: the remote cases
+ * (ioctls on odsm_rt.fd), color overflow, and the checking hooks.
+ */
 int odsm__bump_overflow(uint64_t *g);
-int odsm__remote(uint64_t cg);
+int odsm__ref_fetch(odsm_ref *r);
+int odsm__box_fetch(odsm_box *b);
+int odsm__move_here(uint64_t *g, uint64_t *copy_ext);
+int odsm__drop_copy(uint64_t g, uint64_t *ext);
+int odsm__write_back(uint64_t owner, uint64_t g, uint64_t ext);
+
+/*
+ * Checking mode: build the program with -DODSM_CHECK and the inline
+ * functions below report misuse of the borrow discipline (see
+ * "Checking mode" in Documentation/odsm/libodsm.rst).  Without it they
+ * call none of these and pay nothing.
+ */
+#define ODSM_CHK_BORROW		1	/* shared borrow taken */
+#define ODSM_CHK_RETURN		2	/* shared borrow returned */
+#define ODSM_CHK_USE		3	/* shared borrow dereferenced */
+#define ODSM_CHK_MUT		4	/* mutable borrow taken */
+#define ODSM_CHK_RETURN_MUT	5	/* mutable borrow returned */
+#define ODSM_CHK_USE_MUT	6	/* mutable borrow dereferenced */
+#define ODSM_CHK_OWNER_WRITE	7	/* owner writes without a borrow */
+#define ODSM_CHK_REBORROW	8	/* shared borrow taken from a mut */
+int odsm__check(int event, const void *who, uint64_t g);
+
+#ifdef ODSM_CHECK
+#define ODSM__CHECK(ev, who, g) do {					\
+	int __c = odsm__check(ev, who, g);				\
+	if (__c)							\
+		return __c;						\
+} while (0)
+/* ... in a borrow: a failed one sets its pointer result to NULL */
+#define ODSM__CHECK_P(ev, who, g, p) do {				\
+	int __c = odsm__check(ev, who, g);				\
+	if (__c) {							\
+		*(p) = NULL;						\
+		return __c;						\
+	}								\
+} while (0)
+#else
+#define ODSM__CHECK(ev, who, g) do { } while (0)
+#define ODSM__CHECK_P(ev, who, g, p) do { } while (0)
+#endif
 
 /* Bump the color of *g, moving the object when the color is spent. */
 static inline int odsm__bump(uint64_t *g)
@@ -166,37 +223,66 @@ static inline int odsm__bump(uint64_t *g)
 
 /* A new object of size bytes owned by *b (flags: ODSM_ALLOC_ZERO). */
 int odsm_box_new(odsm_box *b, size_t size, unsigned int flags);
-/* Free the object; *b becomes empty. */
+/* Free the object (on its home node) and any copy *b holds; *b becomes
+ * empty.
+ */
 int odsm_box_drop(odsm_box *b);
 
-/* Ownership transfer: *dst takes the object, *src becomes empty. */
+/*
+ * Ownership transfer: *dst takes the object, *src becomes empty.  A copy
+ * the sender cached stays with the sender's node: its reference is
+ * dropped here (DRust drops the sender's cached copy on transfer).
+ */
 static inline void odsm_box_transfer(odsm_box *dst, odsm_box *src)
 {
+	if (__builtin_expect(odsm__copy_of(src->ext) != 0, 0))
+		odsm__drop_copy(src->g, &src->ext);
 	dst->g = src->g;
-	dst->ext = 0;	/* a cached copy stays with the sender's node */
+	dst->ext = 0;
 	src->g = 0;
 	src->ext = 0;
 }
 
-/* Read through the owner without a borrow (DRust Algorithm 7). */
+/*
+ * Read through the owner without a borrow (DRust Algorithm 7): a remote
+ * object is read from a copy in this node's cache, which the box keeps
+ * (and references) in ext until it writes, transfers or drops.
+ */
 static inline int odsm_box_read(odsm_box *b, const void **p)
 {
+	int ret;
+
 	if (__builtin_expect(!odsm_is_local(b->g), 0)) {
-		*p = NULL;
-		return odsm__remote(b->g);
+		if (!odsm__copy_of(b->ext)) {
+			ret = odsm__box_fetch(b);
+			if (ret) {
+				*p = NULL;
+				return ret;
+			}
+		}
+		*p = (const void *)(uintptr_t)odsm__copy_of(b->ext);
+		return 0;
 	}
 	*p = odsm_ptr(b->g);
 	return 0;
 }
 
-/* Write through the owner without a borrow (DRust Algorithm 8). */
+/*
+ * Write through the owner without a borrow (DRust Algorithm 8): a remote
+ * object moves here first (taking over the box's own cached copy when it
+ * is the only reader of it), then the color is bumped once per epoch.
+ */
 static inline int odsm_box_write(odsm_box *b, void **p)
 {
 	int ret;
 
+	ODSM__CHECK_P(ODSM_CHK_OWNER_WRITE, b, b->g, p);
 	if (__builtin_expect(!odsm_is_local(b->g), 0)) {
-		*p = NULL;
-		return odsm__remote(b->g);
+		ret = odsm__move_here(&b->g, &b->ext);
+		if (ret) {
+			*p = NULL;
+			return ret;
+		}
 	}
 	if (!(b->ext & ODSM_EXT_U)) {
 		ret = odsm__bump(&b->g);
@@ -212,11 +298,26 @@ static inline int odsm_box_write(odsm_box *b, void **p)
 
 /* ---- shared borrows (DRust Algorithm 2) -------------------------------- */
 
+/*
+ * Where to read a shared borrow: a local object in place; a remote one
+ * from this node's cache (the first call copies it there or finds the
+ * copy, and ext keeps it until odsm_return()).
+ */
 static inline int odsm_ref_get(odsm_ref *r, const void **p)
 {
+	int ret;
+
+	ODSM__CHECK_P(ODSM_CHK_USE, r, r->g, p);
 	if (__builtin_expect(!odsm_is_local(r->g), 0)) {
-		*p = NULL;
-		return odsm__remote(r->g);
+		if (!r->ext) {
+			ret = odsm__ref_fetch(r);
+			if (ret) {
+				*p = NULL;
+				return ret;
+			}
+		}
+		*p = (const void *)(uintptr_t)r->ext;
+		return 0;
 	}
 	*p = odsm_ptr(r->g);
 	return 0;
@@ -228,6 +329,7 @@ static inline int odsm_borrow(odsm_box *b, odsm_ref *r, const void **p)
 	b->ext &= ~ODSM_EXT_U;	/* the next write must bump again */
 	r->g = b->g;
 	r->ext = 0;
+	ODSM__CHECK_P(ODSM_CHK_BORROW, r, r->g, p);
 	return odsm_ref_get(r, p);
 }
 
@@ -238,6 +340,7 @@ static inline int odsm_borrow_from_mut(odsm_mut *m, odsm_ref *r,
 	m->ext &= ~ODSM_EXT_U;
 	r->g = m->g;
 	r->ext = 0;
+	ODSM__CHECK_P(ODSM_CHK_REBORROW, r, r->g, p);
 	return odsm_ref_get(r, p);
 }
 
@@ -247,24 +350,54 @@ static inline int odsm_ref_clone(const odsm_ref *src, odsm_ref *r,
 {
 	r->g = src->g;
 	r->ext = 0;
+	ODSM__CHECK_P(ODSM_CHK_BORROW, r, r->g, p);
 	return odsm_ref_get(r, p);
 }
 
-static inline void odsm_return(odsm_ref *r)
+/* End a shared borrow: a cached copy it referenced may be reclaimed. */
+static inline int odsm_return(odsm_ref *r)
 {
+	int ret = 0;
+
+	ODSM__CHECK(ODSM_CHK_RETURN, r, r->g);
+	if (__builtin_expect(r->ext != 0, 0))
+		ret = odsm__drop_copy(r->g, &r->ext);
 	r->g = 0;
 	r->ext = 0;
+	return ret;
 }
 
 /* ---- mutable borrows (DRust Algorithm 1 / 6) ---------------------------- */
 
+/* The owner box of a mutable borrow, if this process can store to it. */
+static inline odsm_box *odsm__owner_of(const odsm_mut *m)
+{
+	uint64_t o = m->ext & ~ODSM_EXT_U;
+
+	if (odsm_in_heap(o) && !odsm_is_local(o))
+		return NULL;	/* in another node's partition */
+	return (odsm_box *)(uintptr_t)o;
+}
+
+/*
+ * Where to write through a mutable borrow: a remote object moves here on
+ * the first call (DRust: a mutable borrow moves the object); the color is
+ * bumped once per epoch.
+ */
 static inline int odsm_mut_get(odsm_mut *m, void **p)
 {
+	odsm_box *owner;
 	int ret;
 
+	ODSM__CHECK_P(ODSM_CHK_USE_MUT, m, m->g, p);
 	if (__builtin_expect(!odsm_is_local(m->g), 0)) {
-		*p = NULL;
-		return odsm__remote(m->g);
+		owner = odsm__owner_of(m);
+		ret = odsm__move_here(&m->g, owner && owner->g == m->g ?
+					     &owner->ext : NULL);
+		if (ret) {
+			*p = NULL;
+			return ret;
+		}
 	}
 	if (!(m->ext & ODSM_EXT_U)) {
 		ret = odsm__bump(&m->g);
@@ -283,23 +416,82 @@ static inline int odsm_borrow_mut(odsm_box *b, odsm_mut *m, void **p)
 {
 	m->g = b->g;
 	m->ext = (uint64_t)(uintptr_t)b;	/* owner: for the write-back */
+	ODSM__CHECK_P(ODSM_CHK_MUT, m, m->g, p);
 	return odsm_mut_get(m, p);
 }
 
-/* End the mutable borrow: the owner learns the new colored address. */
-static inline void odsm_return_mut(odsm_mut *m)
-{
-	odsm_box *owner = (odsm_box *)(uintptr_t)(m->ext & ~ODSM_EXT_U);
+/*
+ * A mutable borrow through an owner box that lives in the heap at the
+ * global address owner, on any node (a box inside another object): the
+ * box is read with one remote read, and odsm_return_mut() writes it back
+ * there (ODSM_IOC_WRITE_BACK).
+ */
+int odsm__read_owner(uint64_t owner, uint64_t *g);
 
-	owner->g = m->g;
-	/* the owner continues the mut's epoch: if a reader saw the mut's
-	 * color (the U bit was cleared by a reborrow), the owner's next
-	 * write must bump it again
-	 */
-	owner->ext = (owner->ext & ~ODSM_EXT_U) | (m->ext & ODSM_EXT_U);
+static inline int odsm_borrow_mut_at(uint64_t owner, odsm_mut *m, void **p)
+{
+	int ret;
+
+	*p = NULL;
+	if (owner % 16 || !odsm_in_heap(owner))
+		return -EINVAL;
+	if (odsm_is_local(owner))	/* a box this process can store to */
+		return odsm_borrow_mut((odsm_box *)odsm_ptr(owner), m, p);
+	ret = odsm__read_owner(owner, &m->g);
+	if (ret)
+		return ret;
+	m->ext = owner;		/* odsm_return_mut() writes back there */
+	ODSM__CHECK_P(ODSM_CHK_MUT, m, m->g, p);
+	return odsm_mut_get(m, p);
+}
+
+/*
+ * End the mutable borrow: the owner learns the (new) colored address.  A
+ * plain store when the owner box is in this process or this node's
+ * partition; a write-back through the kernel when it lives in another
+ * node's partition.
+ */
+static inline int odsm_return_mut(odsm_mut *m)
+{
+	odsm_box *owner = odsm__owner_of(m);
+	int ret = 0;
+
+	ODSM__CHECK(ODSM_CHK_RETURN_MUT, m, m->g);
+	if (__builtin_expect(!owner, 0)) {
+		ret = odsm__write_back(m->ext & ~ODSM_EXT_U, m->g,
+				       m->ext & ODSM_EXT_U);
+	} else {
+		owner->g = m->g;
+		/* the owner continues the mut's epoch: if a reader saw the
+		 * mut's color (the U bit was cleared by a reborrow), the
+		 * owner's next write must bump it again.  A copy the owner
+		 * cached is of an older version: the move consumed it.
+		 */
+		owner->ext = (owner->ext & ~ODSM_EXT_U) | (m->ext & ODSM_EXT_U);
+	}
 	m->g = 0;
 	m->ext = 0;
+	return ret;
 }
+
+/* ---- library counters ----------------------------------------------------- */
+
+/*
+ * What this process did that the kernel cannot count because it never
+ * entered it: borrows of local objects.  Counted only in programs built
+ * with ODSM_CHECK (counting costs the fast path an atomic add); the
+ * kernel's counters (/sys/kernel/odsm/stats) count every remote event.
+ */
+struct odsm_lib_stats {
+	uint64_t local_borrows;		/* shared borrows of local objects */
+	uint64_t remote_borrows;	/* shared borrows of remote objects */
+	uint64_t local_muts;		/* mutable borrows of local objects */
+	uint64_t remote_muts;		/* mutable borrows that moved */
+	uint64_t returns;		/* shared borrows returned */
+	uint64_t returns_mut;		/* mutable borrows returned */
+	uint64_t violations;		/* misuses the checking mode caught */
+};
+void odsm_lib_stats(struct odsm_lib_stats *st);
 
 #ifdef __cplusplus
 }

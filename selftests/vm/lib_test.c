@@ -526,15 +526,15 @@ TEST_F(lib, box_write_color_overflow_moves_object)
 	BOX_DROP(&b);
 }
 
-/* An address outside this node's partition is -EREMOTE, with no pointer,
- * and changes nothing.
+/* An address outside the heap is -EINVAL, with no pointer, and changes
+ * nothing: the library refuses it without entering the kernel.
  */
-TEST_F(lib, non_local_is_eremote)
+TEST_F(lib, outside_heap_is_einval)
 {
 	const uint64_t addrs[] = {
-		t_color(odsm_rt.local_hi, 3),
-		t_color(odsm_rt.local_lo - 16, 0),
-		t_color(odsm_rt.info.heap_base + odsm_rt.info.heap_size, 9),
+		t_color(odsm_rt.info.heap_base + odsm_rt.info.heap_size, 3),
+		t_color(odsm_rt.info.heap_base - 16, 0),
+		t_color(odsm_rt.info.heap_base + odsm_rt.info.heap_size + 4096, 9),
 		0x10,
 	};
 	struct t_stats s0, s1;
@@ -553,29 +553,33 @@ TEST_F(lib, non_local_is_eremote)
 		EXPECT_FALSE(odsm_is_local(b.g));
 
 		p = &p;
-		EXPECT_EQ(-EREMOTE, odsm_borrow(&b, &r, &p));
+		EXPECT_EQ(-EINVAL, odsm_borrow(&b, &r, &p));
 		EXPECT_EQ(NULL, p);
 		EXPECT_EQ(addrs[i], r.g);
+		EXPECT_EQ(0ULL, r.ext);
 		p = &p;
-		EXPECT_EQ(-EREMOTE, odsm_ref_get(&r, &p));
+		EXPECT_EQ(-EINVAL, odsm_ref_get(&r, &p));
 		EXPECT_EQ(NULL, p);
 		w = &w;
-		EXPECT_EQ(-EREMOTE, odsm_borrow_mut(&b, &m, &w));
+		EXPECT_EQ(-EINVAL, odsm_borrow_mut(&b, &m, &w));
 		EXPECT_EQ(NULL, w);
 		EXPECT_EQ(addrs[i], m.g);	/* no bump */
 		p = &p;
-		EXPECT_EQ(-EREMOTE, odsm_box_read(&b, &p));
+		EXPECT_EQ(-EINVAL, odsm_box_read(&b, &p));
 		EXPECT_EQ(NULL, p);
 		w = &w;
-		EXPECT_EQ(-EREMOTE, odsm_box_write(&b, &w));
+		EXPECT_EQ(-EINVAL, odsm_box_write(&b, &w));
 		EXPECT_EQ(NULL, w);
 		EXPECT_EQ(addrs[i], b.g);
 		EXPECT_EQ(0ULL, b.ext);
+		EXPECT_EQ(-EINVAL, odsm_borrow_mut_at(addrs[i] & ODSM_ADDR_MASK,
+						      &m, &w));
 	}
 	SNAP(s1);
 	odsm_rt.fd = self->fd;
 	EXPECT_DELTA(s0, s1, "faults", 0);
 	EXPECT_DELTA(s0, s1, "moves", 0);
+	EXPECT_DELTA(s0, s1, "bad_ioctls", 0);
 }
 
 /* Another process of the node sees what one wrote through a box. */

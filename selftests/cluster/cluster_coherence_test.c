@@ -1,0 +1,487 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * DRust's coherence protocol through libodsm's fat pointers, on 2 or more
+ * nodes (node 0 is the home of the objects at first).
+ *
+ *   remote_shared_borrow   a box of another node's object: the borrow reads
+ *                          a cached copy, the right bytes; returning drops
+ *                          the kernel reference
+ *   owner_in_remote_partition  a mutable borrow through an owner box that
+ *                          lives in node 0's partition moves the object to
+ *                          node 1; its return writes the new address back
+ *                          there, and node 0 reads the new bytes through it
+ *   transfer_drops_copy    a box that read through the cache (Algorithm 7)
+ *                          and is transferred drops its copy's reference
+ *   owner_write_takes_copy Algorithm 8 with a local copy: no transfer, the
+ *                          copy becomes the object, the original is freed
+ *   address_reuse          an object freed and its address reused is never
+ *                          served from the stale copy another node cached
+ *   under_fire             objects with a version and a checksum; writers
+ *                          on every node take turns moving and modifying
+ *                          them while readers on every node borrow them; no
+ *                          reader ever sees a torn or stale version
+ *
+ * Words of node 0's directory: 420 .. 479; barriers 44 .. 59.
+ */
+#include <pthread.h>
+#include "odsm_cluster.h"
+
+#define SECS		180
+#define W_CO		420	/* 420 .. 427: objects and boxes of the small tests */
+#define W_TABLE		430	/* address of the owner table (under_fire) */
+#define W_LOCKS		431	/* address of the lock words */
+#define W_DONE		432	/* address of the completed-version words */
+#define B_CO		44
+
+#define NR_FIRE		4	/* objects under fire */
+#define FIRE_WRITES	12	/* per writer */
+#define FIRE_READS	16	/* per reader thread */
+#define FIRE_READERS	2	/* reader threads per node */
+#define FIRE_PAYLOAD	(KiB(2) - 16)
+
+struct fire_obj {
+	uint64_t version;
+	uint8_t payload[FIRE_PAYLOAD];
+	uint64_t sum;
+};
+
+static uint64_t stat_of(const char *name)
+{
+	char path[128];
+	unsigned long long v = ~0ULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/odsm/stats/%s", name);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%llu", &v) != 1)
+			v = ~0ULL;
+		fclose(f);
+	}
+	return v;
+}
+
+static int step(struct __test_metadata *_metadata, unsigned int id)
+{
+	int ret = c_dir_wait(0, SECS);
+
+	if (!ret)
+		ret = c_barrier(0, B_CO + id, C.nodes, SECS);
+	return ret;
+}
+
+/* A box for the object node 0 published at word w. */
+static odsm_box box_at(unsigned int w)
+{
+	odsm_box b = { 0, 0 };
+
+	c_get(0, w, &b.g);
+	return b;
+}
+
+TEST(remote_shared_borrow)
+{
+	uint64_t misses, returns;
+	const void *p;
+	odsm_box b;
+	odsm_ref r;
+
+	C_BEGIN();
+	if (C.self == 0) {
+		ASSERT_EQ(0, odsm_box_new(&b, 1000, 0));
+		c_fill(odsm_ptr(b.g), 1000, 0, 1);
+		ASSERT_EQ(0, c_put(0, W_CO, b.g));
+	}
+	ASSERT_EQ(0, step(_metadata, 0));
+	if (C.self == 1) {
+		b = box_at(W_CO);
+		ASSERT_FALSE(odsm_is_local(b.g));
+		misses = stat_of("borrow_misses");
+		returns = stat_of("borrow_returns");
+		ASSERT_EQ(0, odsm_borrow(&b, &r, &p));
+		EXPECT_NE(0ULL, r.ext);		/* it holds the cached copy */
+		EXPECT_TRUE(odsm_is_local((uintptr_t)p));
+		EXPECT_EQ(-1, c_check(p, 1000, 0, 1));
+		EXPECT_EQ(misses + 1, stat_of("borrow_misses"));
+		/* a second get through the same borrow enters no kernel */
+		ASSERT_EQ(0, odsm_ref_get(&r, &p));
+		EXPECT_EQ(misses + 1, stat_of("borrow_misses"));
+		EXPECT_EQ(0, odsm_return(&r));
+		EXPECT_EQ(returns + 1, stat_of("borrow_returns"));
+	}
+	ASSERT_EQ(0, step(_metadata, 1));
+}
+
+TEST(owner_in_remote_partition)
+{
+	uint64_t wb, moves, boxaddr, cg;
+	const void *p;
+	odsm_box *ob;
+	odsm_ref r;
+	odsm_mut m;
+	void *w;
+
+	C_BEGIN();
+	if (C.self == 0) {
+		/* the owner box lives inside an object of node 0 */
+		ASSERT_EQ(0, odsm_alloc(64, 16, ODSM_ALLOC_ZERO, &boxaddr));
+		ob = odsm_ptr(boxaddr);
+		ASSERT_EQ(0, odsm_box_new(ob, 3000, 0));
+		c_fill(odsm_ptr(ob->g), 3000, 0, 2);
+		ASSERT_EQ(0, c_put(0, W_CO + 1, odsm_addr_of(boxaddr)));
+	}
+	ASSERT_EQ(0, step(_metadata, 2));
+	ASSERT_EQ(0, c_get(0, W_CO + 1, &boxaddr));
+	if (C.self == 1) {
+		wb = stat_of("writebacks");
+		moves = stat_of("mut_moves");
+		ASSERT_EQ(0, odsm_borrow_mut_at(boxaddr, &m, &w));
+		EXPECT_TRUE(odsm_is_local(m.g));	/* it moved here */
+		EXPECT_EQ(moves + 1, stat_of("mut_moves"));
+		EXPECT_EQ(-1, c_check(w, 3000, 0, 2));
+		c_fill(w, 3000, 1, 3);
+		cg = m.g;
+		EXPECT_EQ(0, odsm_return_mut(&m));
+		EXPECT_EQ(wb + 1, stat_of("writebacks"));
+		ASSERT_EQ(0, c_put(0, W_CO + 2, cg));
+	}
+	ASSERT_EQ(0, step(_metadata, 3));
+	if (C.self == 0) {
+		ob = odsm_ptr(boxaddr);
+		ASSERT_EQ(0, c_get(0, W_CO + 2, &cg));
+		EXPECT_EQ(cg, ob->g);		/* written back here */
+		EXPECT_TRUE(c_in_part(ob->g, 1));
+		ASSERT_EQ(0, odsm_borrow(ob, &r, &p));
+		EXPECT_EQ(-1, c_check(p, 3000, 1, 3));
+		EXPECT_EQ(0, odsm_return(&r));
+		EXPECT_EQ(0, odsm_box_drop(ob));
+		EXPECT_EQ(0, odsm_free(boxaddr));
+	}
+	ASSERT_EQ(0, step(_metadata, 4));
+}
+
+TEST(transfer_drops_copy)
+{
+	uint64_t returns;
+	odsm_box b, b2;
+	const void *p;
+
+	C_BEGIN();
+	if (C.self == 0) {
+		ASSERT_EQ(0, odsm_box_new(&b, 500, 0));
+		c_fill(odsm_ptr(b.g), 500, 0, 4);
+		ASSERT_EQ(0, c_put(0, W_CO + 3, b.g));
+	}
+	ASSERT_EQ(0, step(_metadata, 5));
+	if (C.self == 1) {
+		b = box_at(W_CO + 3);
+		ASSERT_EQ(0, odsm_box_read(&b, &p));	/* Algorithm 7 */
+		EXPECT_NE(0ULL, b.ext);
+		EXPECT_EQ(-1, c_check(p, 500, 0, 4));
+		returns = stat_of("borrow_returns");
+		odsm_box_transfer(&b2, &b);
+		EXPECT_EQ(returns + 1, stat_of("borrow_returns"));
+		EXPECT_EQ(0ULL, b2.ext);
+		EXPECT_EQ(0ULL, b.g);
+		/* the receiver reads through a copy of its own */
+		ASSERT_EQ(0, odsm_box_read(&b2, &p));
+		EXPECT_EQ(-1, c_check(p, 500, 0, 4));
+		EXPECT_EQ(0, odsm_box_drop(&b2));	/* freed at its home */
+	}
+	ASSERT_EQ(0, step(_metadata, 6));
+}
+
+TEST(owner_write_takes_copy)
+{
+	uint64_t taken, fetched;
+	struct odsm_obj_info oi;
+	const void *p;
+	odsm_box b;
+	void *w;
+
+	C_BEGIN();
+	if (C.self == 0) {
+		ASSERT_EQ(0, odsm_box_new(&b, 700, 0));
+		c_fill(odsm_ptr(b.g), 700, 0, 5);
+		ASSERT_EQ(0, c_put(0, W_CO + 4, b.g));
+	}
+	ASSERT_EQ(0, step(_metadata, 7));
+	if (C.self == 1) {
+		b = box_at(W_CO + 4);
+		ASSERT_EQ(0, odsm_box_read(&b, &p));
+		taken = stat_of("mut_taken");
+		fetched = stat_of("bytes_fetched");
+		ASSERT_EQ(0, odsm_box_write(&b, &w));	/* Algorithm 8 */
+		EXPECT_EQ(taken + 1, stat_of("mut_taken"));
+		EXPECT_EQ(fetched, stat_of("bytes_fetched"));
+		EXPECT_TRUE(odsm_is_local(b.g));
+		EXPECT_EQ((uintptr_t)p, (uintptr_t)w);	/* the copy itself */
+		EXPECT_EQ(ODSM_EXT_U, b.ext);
+		EXPECT_EQ(-1, c_check(w, 700, 0, 5));
+		EXPECT_EQ(0, odsm_box_drop(&b));
+		c_sleep_ms(300);	/* the original's free reaches its home */
+	}
+	ASSERT_EQ(0, step(_metadata, 8));
+	if (C.self == 0) {
+		b = box_at(W_CO + 4);
+		EXPECT_EQ(-EINVAL, odsm_obj_info(b.g, &oi));
+	}
+}
+
+TEST(address_reuse)
+{
+	odsm_box extra[64];
+	uint64_t old, cg;
+	unsigned int n;
+	const void *p;
+	odsm_box b;
+	odsm_ref r;
+
+	C_BEGIN();
+	if (C.self == 0) {
+		ASSERT_EQ(0, odsm_box_new(&b, 4096, 0));
+		c_fill(odsm_ptr(b.g), 4096, 0, 6);
+		ASSERT_EQ(0, c_put(0, W_CO + 5, b.g));
+	}
+	ASSERT_EQ(0, step(_metadata, 9));
+	if (C.self == 1) {
+		/* cached, and kept idle after the return */
+		b = box_at(W_CO + 5);
+		ASSERT_EQ(0, odsm_borrow(&b, &r, &p));
+		EXPECT_EQ(-1, c_check(p, 4096, 0, 6));
+		EXPECT_EQ(0, odsm_return(&r));
+	}
+	ASSERT_EQ(0, step(_metadata, 10));
+	if (C.self == 0) {
+		/* free it; the next object of its size class takes the slot */
+		old = b.g;
+		ASSERT_EQ(0, odsm_box_drop(&b));
+		/* the allocator searches on from a hint: allocate until the
+		 * freed slot comes back, then give the others back
+		 */
+		for (n = 0; n < 64; n++) {
+			ASSERT_EQ(0, odsm_box_new(&extra[n], 4096, 0));
+			if (odsm_addr_of(extra[n].g) == odsm_addr_of(old))
+				break;
+		}
+		ASSERT_LT(n, 64U);
+		b = extra[n];
+		while (n--)
+			EXPECT_EQ(0, odsm_box_drop(&extra[n]));
+		ASSERT_EQ(odsm_addr_of(old), odsm_addr_of(b.g));
+		EXPECT_NE(odsm_color_of(old), odsm_color_of(b.g));
+		c_fill(odsm_ptr(b.g), 4096, 0, 7);
+		ASSERT_EQ(0, c_put(0, W_CO + 6, b.g));
+	}
+	ASSERT_EQ(0, step(_metadata, 11));
+	if (C.self == 1) {
+		ASSERT_EQ(0, c_get(0, W_CO + 6, &cg));
+		b.g = cg;
+		b.ext = 0;
+		ASSERT_EQ(0, odsm_borrow(&b, &r, &p));
+		EXPECT_EQ(-1, c_check(p, 4096, 0, 7));	/* the new bytes */
+		EXPECT_EQ(0, odsm_return(&r));
+	}
+	ASSERT_EQ(0, step(_metadata, 12));
+}
+
+/* ---- under fire -------------------------------------------------------- */
+
+static uint64_t fire_table, fire_locks, fire_done;
+static int fire_errors;
+
+static uint64_t fire_sum(const struct fire_obj *o)
+{
+	uint64_t s = o->version * 0x9e3779b97f4a7c15ULL;
+	unsigned int i;
+
+	for (i = 0; i < FIRE_PAYLOAD; i++)
+		s = (s ^ o->payload[i]) * 0x100000001b3ULL;
+	return s;
+}
+
+static void fire_fill(struct fire_obj *o, uint64_t version)
+{
+	unsigned int i;
+
+	o->version = version;
+	for (i = 0; i < FIRE_PAYLOAD; i++)
+		o->payload[i] = (uint8_t)(version * 31 + i * 7);
+	o->sum = fire_sum(o);
+}
+
+static void fire_fail(const char *what, unsigned int obj, uint64_t a,
+		      uint64_t b)
+{
+	fprintf(stderr, "# under_fire: node %u object %u: %s (%llu, %llu)\n",
+		C.self, obj, what, (unsigned long long)a,
+		(unsigned long long)b);
+	__atomic_add_fetch(&fire_errors, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * A readers-writer lock in a word of node 0: -1 held by a writer, n > 0 by
+ * n readers.  Remote compare-and-swap only.
+ */
+static void fire_lock(unsigned int i, bool write)
+{
+	uint64_t word = fire_locks + 8 * i, old = 0, want;
+	int ret;
+
+	for (;;) {
+		ret = odsm_cmp_swap(word, 0, 0, &old);	/* read it */
+		if (ret) {
+			fire_fail("lock read", i, (uint64_t)-ret, 0);
+			c_sleep_ms(10);
+			continue;
+		}
+		if (write ? old != 0 : old == (uint64_t)-1) {
+			c_sleep_ms(1);
+			continue;
+		}
+		want = write ? (uint64_t)-1 : old + 1;
+		if (!odsm_cmp_swap(word, old, want, &old) &&
+		    old == (write ? 0 : want - 1))
+			return;
+	}
+}
+
+static void fire_unlock(unsigned int i, bool write)
+{
+	uint64_t word = fire_locks + 8 * i;
+
+	if (write)
+		odsm_cmp_swap(word, (uint64_t)-1, 0, NULL);
+	else
+		odsm_fetch_add(word, (uint64_t)-1, NULL);
+}
+
+static void *fire_writer(void *arg)
+{
+	unsigned int n, i, seed = (unsigned int)(uintptr_t)arg;
+	struct fire_obj *o;
+	odsm_mut m;
+	void *w;
+	int ret;
+
+	for (n = 0; n < FIRE_WRITES; n++) {
+		seed = seed * 1103515245 + 12345;
+		i = (seed >> 16) % NR_FIRE;
+		fire_lock(i, true);
+		ret = odsm_borrow_mut_at(fire_table + 16 * i, &m, &w);
+		if (ret) {
+			fire_fail("mutable borrow", i, (uint64_t)-ret, 0);
+			fire_unlock(i, true);
+			continue;
+		}
+		o = w;
+		if (o->sum != fire_sum(o))
+			fire_fail("writer found a torn object", i, o->version, 0);
+		fire_fill(o, o->version + 1);
+		ret = odsm_return_mut(&m);
+		if (ret)
+			fire_fail("return of the mutable borrow", i, (uint64_t)-ret, 0);
+		/* the last completed write of object i */
+		if (odsm_write(fire_done + 8 * i, &o->version, 8))
+			fire_fail("publish version", i, o->version, 0);
+		fire_unlock(i, true);
+	}
+	return NULL;
+}
+
+static void *fire_reader(void *arg)
+{
+	unsigned int n, i, seed = (unsigned int)(uintptr_t)arg;
+	const struct fire_obj *o;
+	uint64_t before;
+	const void *p;
+	odsm_box b;
+	odsm_ref r;
+	int ret;
+
+	for (n = 0; n < FIRE_READS; n++) {
+		seed = seed * 1103515245 + 12345;
+		i = (seed >> 16) % NR_FIRE;
+		/* the last write completed before this borrow */
+		if (odsm_read(fire_done + 8 * i, &before, 8)) {
+			fire_fail("read version", i, 0, 0);
+			continue;
+		}
+		fire_lock(i, false);
+		ret = odsm_read(fire_table + 16 * i, &b, sizeof(b));
+		b.ext = 0;
+		if (!ret)
+			ret = odsm_borrow(&b, &r, &p);
+		if (ret) {
+			fire_fail("shared borrow", i, (uint64_t)-ret, 0);
+			fire_unlock(i, false);
+			continue;
+		}
+		o = p;
+		if (o->sum != fire_sum(o))
+			fire_fail("torn read", i, o->version, 0);
+		if (o->version < before)
+			fire_fail("stale read", i, o->version, before);
+		odsm_return(&r);
+		fire_unlock(i, false);
+	}
+	return NULL;
+}
+
+TEST(under_fire)
+{
+	pthread_t th[1 + FIRE_READERS];
+	unsigned int i, k, seed;
+	struct fire_obj *o;
+	odsm_box *tab;
+	uint64_t v;
+
+	C_BEGIN();
+	if (C.self == 0) {
+		ASSERT_EQ(0, odsm_alloc(16 * NR_FIRE, 16, ODSM_ALLOC_ZERO, &fire_table));
+		ASSERT_EQ(0, odsm_alloc(8 * NR_FIRE, 8, ODSM_ALLOC_ZERO, &fire_locks));
+		ASSERT_EQ(0, odsm_alloc(8 * NR_FIRE, 8, ODSM_ALLOC_ZERO, &fire_done));
+		tab = odsm_ptr(fire_table);
+		for (i = 0; i < NR_FIRE; i++) {
+			ASSERT_EQ(0, odsm_box_new(&tab[i], sizeof(*o), 0));
+			fire_fill(odsm_ptr(tab[i].g), 0);
+		}
+		ASSERT_EQ(0, c_put(0, W_TABLE, odsm_addr_of(fire_table)));
+		ASSERT_EQ(0, c_put(0, W_LOCKS, odsm_addr_of(fire_locks)));
+		ASSERT_EQ(0, c_put(0, W_DONE, odsm_addr_of(fire_done)));
+	}
+	ASSERT_EQ(0, step(_metadata, 13));
+	ASSERT_EQ(0, c_get(0, W_TABLE, &fire_table));
+	ASSERT_EQ(0, c_get(0, W_LOCKS, &fire_locks));
+	ASSERT_EQ(0, c_get(0, W_DONE, &fire_done));
+	fire_table = odsm_addr_of(fire_table);
+	fire_locks = odsm_addr_of(fire_locks);
+	fire_done = odsm_addr_of(fire_done);
+
+	seed = 1000 * (C.self + 1);
+	ASSERT_EQ(0, pthread_create(&th[0], NULL, fire_writer,
+				    (void *)(uintptr_t)seed));
+	for (k = 1; k <= FIRE_READERS; k++)
+		ASSERT_EQ(0, pthread_create(&th[k], NULL, fire_reader,
+					    (void *)(uintptr_t)(seed + k)));
+	for (k = 0; k <= FIRE_READERS; k++)
+		pthread_join(th[k], NULL);
+	EXPECT_EQ(0, fire_errors);
+	ASSERT_EQ(0, step(_metadata, 14));
+
+	/* every write counted: the versions add up to the writes made */
+	if (C.self == 0) {
+		tab = odsm_ptr(fire_table);
+		for (v = 0, i = 0; i < NR_FIRE; i++) {
+			struct fire_obj got;
+
+			ASSERT_EQ(0, odsm_read(tab[i].g, &got, sizeof(got)));
+			EXPECT_EQ(got.sum, fire_sum(&got));
+			v += got.version;
+		}
+		EXPECT_EQ((uint64_t)FIRE_WRITES * C.nodes, v);
+	}
+	ASSERT_EQ(0, step(_metadata, 15));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libodsm's checking mode (built with ODSM_CHECK): each misuse of the
+ * borrow discipline the library can see is caught, reported on stderr
+ * with the operation and the object, counted, and fails the call with
+ * -ENOTRECOVERABLE (abort() with ODSM_CHECK_ABORT); correct use passes
+ * untouched.
+ */
+#define ODSM_CHECK
+#include <signal.h>
+#include <sys/wait.h>
+#include "odsm_vm.h"
+
+FIXTURE(chk) {
+	odsm_box b;
+	FILE *err;		/* what the checker printed */
+	int saved;		/* the real stderr */
+};
+
+FIXTURE_SETUP(chk)
+{
+	ASSERT_EQ(0, odsm_init());
+	ASSERT_EQ(0, odsm_box_new(&self->b, 256, ODSM_ALLOC_ZERO));
+	self->err = tmpfile();
+	ASSERT_NE(NULL, self->err);
+	fflush(stderr);
+	self->saved = dup(2);
+	ASSERT_LE(0, self->saved);
+	ASSERT_EQ(2, dup2(fileno(self->err), 2));
+}
+
+FIXTURE_TEARDOWN(chk)
+{
+	fflush(stderr);
+	dup2(self->saved, 2);
+	close(self->saved);
+	fclose(self->err);
+	odsm_box_drop(&self->b);
+	odsm_fini();
+}
+
+/* What the checker printed since the last call, as one string. */
+static const char *printed(FILE *f)
+{
+	static char buf[4096];
+	size_t n;
+
+	fflush(stderr);
+	fseek(f, 0, SEEK_SET);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	ftruncate(fileno(f), 0);
+	fseek(f, 0, SEEK_SET);
+	return buf;
+}
+
+static uint64_t violations(void)
+{
+	struct odsm_lib_stats st;
+
+	odsm_lib_stats(&st);
+	return st.violations;
+}
+
+/* the message names the operation, the object and what was wrong */
+#define EXPECT_REPORT(f, op, why) do { \
+	const char *__m = printed(f); \
+	char __a[64]; \
+	snprintf(__a, sizeof(__a), "0x%llx", \
+		 (unsigned long long)odsm_addr_of(self->b.g)); \
+	EXPECT_NE(NULL, strstr(__m, "odsm: borrow check: " op)) TH_LOG("%s", __m); \
+	EXPECT_NE(NULL, strstr(__m, why)) TH_LOG("%s", __m); \
+	EXPECT_NE(NULL, strstr(__m, __a)) TH_LOG("%s", __m); \
+} while (0)
+
+TEST_F(chk, correct_use_passes)
+{
+	uint64_t v = violations();
+	struct odsm_lib_stats s0, s1;
+	const void *p, *q;
+	odsm_ref r, r2, rr;
+	odsm_mut m;
+	void *w;
+
+	odsm_lib_stats(&s0);
+	ASSERT_EQ(0, odsm_borrow(&self->b, &r, &p));
+	ASSERT_EQ(0, odsm_ref_clone(&r, &r2, &q));
+	ASSERT_EQ(0, odsm_ref_get(&r, &p));
+	EXPECT_EQ(0, odsm_return(&r2));
+	EXPECT_EQ(0, odsm_return(&r));
+	ASSERT_EQ(0, odsm_borrow_mut(&self->b, &m, &w));
+	memset(w, 1, 256);
+	ASSERT_EQ(0, odsm_borrow_from_mut(&m, &rr, &p));	/* a reborrow */
+	EXPECT_EQ(0, odsm_return(&rr));
+	ASSERT_EQ(0, odsm_mut_get(&m, &w));
+	EXPECT_EQ(0, odsm_return_mut(&m));
+	ASSERT_EQ(0, odsm_box_write(&self->b, &w));
+	EXPECT_EQ(v, violations());
+	EXPECT_STREQ("", printed(self->err));
+	odsm_lib_stats(&s1);
+	/* the local borrows the kernel never sees are counted here */
+	EXPECT_EQ(s0.local_borrows + 3, s1.local_borrows);
+	EXPECT_EQ(s0.local_muts + 1, s1.local_muts);
+	EXPECT_EQ(s0.returns + 3, s1.returns);
+	EXPECT_EQ(s0.returns_mut + 1, s1.returns_mut);
+}
+
+TEST_F(chk, mutable_borrow_while_shared_out)
+{
+	uint64_t v = violations();
+	const void *p;
+	odsm_ref r;
+	odsm_mut m;
+	void *w = &w;
+
+	ASSERT_EQ(0, odsm_borrow(&self->b, &r, &p));
+	EXPECT_EQ(-ENOTRECOVERABLE, odsm_borrow_mut(&self->b, &m, &w));
+	EXPECT_EQ(NULL, w);	/* a failed borrow gives no pointer */
+	EXPECT_REPORT(self->err, "mutable borrow", "1 shared and 0 mutable borrows of it are out");
+	EXPECT_EQ(v + 1, violations());
+	/* and an owner write */
+	EXPECT_EQ(-ENOTRECOVERABLE, odsm_box_write(&self->b, &w));
+	EXPECT_REPORT(self->err, "owner write", "1 shared and 0 mutable borrows of it are out");
+	EXPECT_EQ(0, odsm_return(&r));
+	/* with the borrow returned, both are fine */
+	ASSERT_EQ(0, odsm_borrow_mut(&self->b, &m, &w));
+	EXPECT_EQ(0, odsm_return_mut(&m));
+	EXPECT_EQ(0, odsm_box_write(&self->b, &w));
+	EXPECT_EQ(v + 2, violations());
+}
+
+TEST_F(chk, shared_borrow_while_mutable_out)
+{
+	const void *p;
+	odsm_ref r;
+	odsm_mut m;
+	void *w;
+
+	ASSERT_EQ(0, odsm_borrow_mut(&self->b, &m, &w));
+	EXPECT_EQ(-ENOTRECOVERABLE, odsm_borrow(&self->b, &r, &p));
+	EXPECT_REPORT(self->err, "shared borrow", "a mutable borrow of it is out");
+	EXPECT_EQ(0, odsm_return_mut(&m));
+}
+
+TEST_F(chk, write_through_mut_while_reborrowed)
+{
+	const void *p;
+	odsm_ref rr;
+	odsm_mut m;
+	void *w;
+
+	ASSERT_EQ(0, odsm_borrow_mut(&self->b, &m, &w));
+	ASSERT_EQ(0, odsm_borrow_from_mut(&m, &rr, &p));
+	EXPECT_EQ(-ENOTRECOVERABLE, odsm_mut_get(&m, &w));
+	EXPECT_REPORT(self->err, "use of a mutable borrow", "a shared reborrow of it is out");
+	EXPECT_EQ(0, odsm_return(&rr));
+	EXPECT_EQ(0, odsm_mut_get(&m, &w));
+	EXPECT_EQ(0, odsm_return_mut(&m));
+}
+
+TEST_F(chk, use_after_return)
+{
+	uint64_t v = violations();
+	odsm_ref r, copy;
+	const void *p;
+	odsm_mut m;
+	void *w;
+
+	ASSERT_EQ(0, odsm_borrow(&self->b, &r, &p));
+	copy = r;	/* a second, unchecked borrow: kept for later */
+	EXPECT_EQ(0, odsm_return(&r));
+	EXPECT_EQ(-ENOTRECOVERABLE, odsm_ref_get(&copy, &p));
+	EXPECT_REPORT(self->err, "use of a shared borrow", "the borrow was returned (or never taken)");
+	ASSERT_EQ(0, odsm_borrow_mut(&self->b, &m, &w));
+	EXPECT_EQ(0, odsm_return_mut(&m));
+	EXPECT_EQ(-ENOTRECOVERABLE, odsm_mut_get(&m, &w));
+	/* a returned borrow is empty: it names no object any more */
+	EXPECT_NE(NULL, strstr(printed(self->err), "odsm: borrow check: use of a mutable borrow of object 0x0: the borrow was returned (or never taken)"));
+	EXPECT_EQ(v + 2, violations());
+}
+
+TEST_F(chk, double_return)
+{
+	uint64_t v = violations();
+	const void *p;
+	odsm_ref r;
+	odsm_mut m;
+	void *w;
+
+	ASSERT_EQ(0, odsm_borrow(&self->b, &r, &p));
+	EXPECT_EQ(0, odsm_return(&r));
+	EXPECT_EQ(-ENOTRECOVERABLE, odsm_return(&r));
+	EXPECT_NE(NULL, strstr(printed(self->err), "odsm: borrow check: return of object 0x0: returned twice"));
+	ASSERT_EQ(0, odsm_borrow_mut(&self->b, &m, &w));
+	EXPECT_EQ(0, odsm_return_mut(&m));
+	EXPECT_EQ(-ENOTRECOVERABLE, odsm_return_mut(&m));
+	EXPECT_NE(NULL, strstr(printed(self->err), "return of a mutable borrow of object 0x0: returned twice"));
+	EXPECT_EQ(v + 2, violations());
+}
+
+/* ODSM_CHECK_ABORT: the first misuse aborts the program */
+TEST_F(chk, abort_on_request)
+{
+	const void *p;
+	int status;
+	odsm_ref r;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		setenv("ODSM_CHECK_ABORT", "1", 1);
+		if (odsm_borrow(&self->b, &r, &p) || odsm_return(&r))
+			_exit(2);
+		odsm_return(&r);	/* double: aborts */
+		_exit(3);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status));
+	EXPECT_EQ(SIGABRT, WTERMSIG(status));
+}
+
+TEST_HARNESS_MAIN
