@@ -340,9 +340,7 @@ TEST_F_TIMEOUT(cl, full_partition, 300)
 		ASSERT_EQ(0, c_barrier(0, B_RW_FULL_DONE, C.nodes, 180));
 		return;
 	}
-	/* whole blocks until none is left: a few objects, as the free
-	 * blocks are mostly one run
-	 */
+	/* whole blocks until none is left */
 	size = free_blocks() * KiB(64);
 	if (size > C.in.max_alloc)
 		size = C.in.max_alloc & ~(KiB(64) - 1);
@@ -353,7 +351,12 @@ TEST_F_TIMEOUT(cl, full_partition, 300)
 			continue;
 		}
 		ASSERT_EQ(-ENOMEM, ret);
-		size /= 2;
+		/* halve, down to single blocks: earlier programs may have
+		 * left the free blocks in many runs
+		 */
+		if (size == KiB(64))
+			break;
+		size = size / 2 > KiB(64) ? size / 2 : KiB(64);
 	}
 	ASSERT_EQ(0ULL, free_blocks());
 	TH_LOG("node 0 full with %u objects", nf);
