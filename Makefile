@@ -47,7 +47,7 @@ VM_TESTS   := $(patsubst selftests/vm/%.c,$(BUILD)/tests/vm/%,\
 CLUSTER_TESTS := $(patsubst selftests/cluster/%.c,$(BUILD)/tests/cluster/%,\
 		$(wildcard selftests/cluster/*_test.c))
 TOOLS	   := $(BUILD)/bin/odsmctl $(BUILD)/bin/odsm-bench $(BUILD)/bin/odsm-rbench \
-	      $(BUILD)/bin/odsm-demo $(BUILD)/bin/odsm-kvs
+	      $(BUILD)/bin/odsm-demo $(BUILD)/bin/odsm-kvs $(BUILD)/bin/odsm-coherence
 
 MODULE	:= $(BUILD)/kmod/$(KVER)/kmod/odsm.ko
 
@@ -117,6 +117,10 @@ $(BUILD)/bin/odsm-rbench: tools/bench/odsm-rbench.c $(LIB_HDR)
 $(BUILD)/bin/odsm-kvs: tools/examples/odsm-kvs.c $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -static -o $@ $<
+
+$(BUILD)/bin/odsm-coherence: tools/examples/odsm-coherence.c $(LIB_A) $(LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(UCFLAGS) -static -o $@ $< $(LIB_A)
 
 $(BUILD)/bin/odsm-demo: tools/examples/odsm-demo.c $(LIB_A) $(LIB_HDR)
 	@mkdir -p $(@D)

@@ -6,7 +6,11 @@
 #  2. a cluster of three nodes over kernel TCP: every node at once builds a
 #     key-value table spread over all partitions with remote compare-and-
 #     swap, writes and fetch-and-add (tools/examples/odsm-kvs.c), then
-#     checks every key of every node.
+#     checks every key of every node; then a bank ledger that the nodes
+#     update in turns through mutable borrows (each account moves to the
+#     node that writes it) and audit through shared borrows (copies in
+#     each node's cache), balanced after every turn
+#     (tools/examples/odsm-coherence.c).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KVER=${KVER:-$(tools/rig/kernels.sh --newest)}
@@ -30,7 +34,7 @@ show demo 0
 tail -n 1 build/logs/demo-run.txt
 
 echo
-echo "demo 2/2: a cluster of $NODES nodes over kernel TCP ($NODES QEMU guests, ~30 s)"
+echo "demo 2/2: a cluster of $NODES nodes over kernel TCP ($NODES QEMU guests, ~60 s)"
 rc2=0
 tools/rig/run.sh -k "$KVER" -n "$NODES" -s demo-cluster -i "$img" -l build/logs -t 600 \
 	>build/logs/demo-cluster-run.txt 2>&1 || rc2=$?
@@ -39,7 +43,7 @@ for k in $(seq 0 $((NODES - 1))); do
 		show demo-cluster "$k"
 	else
 		# the other nodes: what their odsm-kvs said
-		show demo-cluster "$k" | grep -E '^\s*\[node[0-9]+\] node [0-9]+:'
+		show demo-cluster "$k" | grep -E '^\s*\[node[0-9]+\] node [0-9]+[:,]'
 	fi
 done
 tail -n 1 build/logs/demo-cluster-run.txt
