@@ -44,6 +44,15 @@ struct odsm_heap {
 
 extern struct odsm_heap odsm_heap;
 
+/* Are the n reserved words of an ABI structure all zero? */
+static inline bool odsm_reserved_zero(const u64 *r, size_t n)
+{
+	while (n--)
+		if (r[n])
+			return false;
+	return true;
+}
+
 /* odsm_main.c */
 u64 odsm_user_top(void);
 

@@ -99,38 +99,43 @@ static int home_of_object(u64 cg, bool *local)
 	return node;
 }
 
-static bool reserved_zero(const u64 *r, size_t n)
+/*
+ * A borrow of a local object: where it is and its size.  -EINVAL unless
+ * cg is the start of a live object with a color it may carry.
+ */
+static int local_object(u64 cg, u64 *addr, u64 *size)
 {
-	while (n--)
-		if (r[n])
-			return false;
-	return true;
+	struct odsm_objinfo oi;
+	int ret = odsm_heap_obj_info(&odsm_heap, cg, &oi);
+
+	if (!ret && odsm_color(cg) < oi.color)
+		ret = -EINVAL;
+	if (ret)
+		return ret;
+	*addr = oi.addr;
+	*size = oi.size;
+	return 0;
 }
 
 /* ---- the ioctls ---------------------------------------------------------- */
 
 long odsm_ioc_borrow(struct odsm_fref *f, void __user *arg)
 {
-	struct odsm_objinfo oi;
 	struct odsm_borrow b;
 	bool local;
 	int node, ret;
 
 	if (copy_from_user(&b, arg, sizeof(b)))
 		return -EFAULT;
-	if (b.flags || !reserved_zero(b.reserved, ARRAY_SIZE(b.reserved)))
+	if (b.flags || !odsm_reserved_zero(b.reserved, ARRAY_SIZE(b.reserved)))
 		return -EINVAL;
 	node = home_of_object(b.gaddr, &local);
 	if (node < 0)
 		return node;
 	if (local) {
-		ret = odsm_heap_obj_info(&odsm_heap, b.gaddr, &oi);
-		if (!ret && odsm_color(b.gaddr) < oi.color)
-			ret = -EINVAL;
+		ret = local_object(b.gaddr, &b.addr, &b.size);
 		if (ret)
 			return ret;
-		b.addr = oi.addr;
-		b.size = oi.size;
 		b.result = ODSM_BORROWED_LOCAL;
 		return copy_to_user(arg, &b, sizeof(b)) ? -EFAULT : 0;
 	}
@@ -153,7 +158,7 @@ long odsm_ioc_return(struct odsm_fref *f, void __user *arg)
 
 	if (copy_from_user(&b, arg, sizeof(b)))
 		return -EFAULT;
-	if (b.flags || !reserved_zero(b.reserved, ARRAY_SIZE(b.reserved)))
+	if (b.flags || !odsm_reserved_zero(b.reserved, ARRAY_SIZE(b.reserved)))
 		return -EINVAL;
 	node = home_of_object(b.gaddr, &local);
 	if (node < 0)
@@ -169,9 +174,9 @@ long odsm_ioc_return(struct odsm_fref *f, void __user *arg)
  */
 static int move_here(u32 node, u64 cg, u64 *new_cg, u64 *size)
 {
-	u64 osize, usable, dst, from;
-	u32 got, chunk;
+	u64 usable, dst;
 	void *buf;
+	u32 got;
 	int ret;
 
 	buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
@@ -191,54 +196,35 @@ static int move_here(u32 node, u64 cg, u64 *new_cg, u64 *size)
 	dst = odsm_clear_color(*new_cg);
 	ret = odsm_store_rw(&odsm_heap, dst, buf + ODSM_WIRE_FETCH_REPLY_SIZE,
 			    got, true);
-	kfree(buf);
-	buf = NULL;
-	chunk = min_t(u64, *size - got, ODSM_WIRE_MAX_DATA);
-	if (!ret && chunk) {
-		buf = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + chunk, GFP_KERNEL);
-		if (!buf)
-			ret = -ENOMEM;
-	}
-	for (from = got; !ret && from < *size; from += chunk) {
-		chunk = min_t(u64, *size - from, ODSM_WIRE_MAX_DATA);
-		ret = odsm_fetch(node, cg, from, buf, chunk, &osize, &got);
-		if (!ret && (osize != *size || got != chunk))
-			ret = -EPROTO;
-		if (!ret)
-			ret = odsm_store_rw(&odsm_heap, dst + from,
-					    buf + ODSM_WIRE_FETCH_REPLY_SIZE,
-					    chunk, true);
-	}
+	if (!ret)
+		ret = odsm_fetch_rest(node, cg, got, *size, dst);
 	if (ret)	/* nothing moved: the original stays the object */
 		odsm_heap_free(&odsm_heap, *new_cg);
 out:
-	kvfree(buf);
+	kfree(buf);
 	return ret;
 }
 
 long odsm_ioc_borrow_mut(struct odsm_fref *f, void __user *arg)
 {
 	struct odsm_borrow_mut m;
-	struct odsm_objinfo oi;
 	bool local;
 	int node, ret;
+	u64 addr;
 
 	if (copy_from_user(&m, arg, sizeof(m)))
 		return -EFAULT;
 	if ((m.flags & ~ODSM_MUT_FLAGS) ||
-	    !reserved_zero(m.reserved, ARRAY_SIZE(m.reserved)))
+	    !odsm_reserved_zero(m.reserved, ARRAY_SIZE(m.reserved)))
 		return -EINVAL;
 	node = home_of_object(m.gaddr, &local);
 	if (node < 0)
 		return node;
 	if (local) {
-		ret = odsm_heap_obj_info(&odsm_heap, m.gaddr, &oi);
-		if (!ret && odsm_color(m.gaddr) < oi.color)
-			ret = -EINVAL;
+		ret = local_object(m.gaddr, &addr, &m.size);
 		if (ret)
 			return ret;
 		m.new_gaddr = m.gaddr;
-		m.size = oi.size;
 		m.result = ODSM_BORROWED_LOCAL;
 		return copy_to_user(arg, &m, sizeof(m)) ? -EFAULT : 0;
 	}
@@ -279,7 +265,7 @@ long odsm_ioc_write_back(void __user *arg)
 
 	if (copy_from_user(&w, arg, sizeof(w)))
 		return -EFAULT;
-	if (!reserved_zero(w.reserved, ARRAY_SIZE(w.reserved)) ||
+	if (!odsm_reserved_zero(w.reserved, ARRAY_SIZE(w.reserved)) ||
 	    w.owner % 16 || !odsm_in_heap(g, w.owner) ||
 	    odsm_heap_end(g) - w.owner < sizeof(box))
 		return -EINVAL;

@@ -150,8 +150,8 @@ int odsm_fetch(u32 node, u64 cg, u64 offset, void *rbuf, u32 len, u64 *size,
 	return 0;
 }
 
-/* Fetch [from, size) of the object into the slot at dst, chunk by chunk. */
-static int fetch_rest(u32 node, u64 cg, u64 from, u64 size, u64 dst)
+/* Fetch [from, size) of the object into the local range at dst, by chunks. */
+int odsm_fetch_rest(u32 node, u64 cg, u64 from, u64 size, u64 dst)
 {
 	u32 chunk = min_t(u64, size - from, ODSM_WIRE_MAX_DATA), got;
 	u64 osize;
@@ -420,7 +420,8 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 				    first + ODSM_WIRE_FETCH_REPLY_SIZE, got,
 				    true);
 		if (!ret)
-			ret = fetch_rest(node, cg, got, size, slot_addr(e));
+			ret = odsm_fetch_rest(node, cg, got, size,
+					      slot_addr(e));
 		if (ret) {
 			odsm_heap_free(&odsm_heap, e->local_cg);
 			goto out;

@@ -79,6 +79,8 @@ u64 odsm_cache_bytes(void);
  */
 int odsm_fetch(u32 node, u64 cg, u64 offset, void *buf, u32 len, u64 *size,
 	       u32 *got);
+/* The object's bytes [from, size) into the local range at dst. */
+int odsm_fetch_rest(u32 node, u64 cg, u64 from, u64 size, u64 dst);
 
 /* odsm_borrow.c: the ioctls of the ownership protocol */
 long odsm_ioc_borrow(struct odsm_fref *f, void __user *arg);

@@ -78,14 +78,6 @@ out:
 	return ret;
 }
 
-static bool reserved_zero(const u64 *r, size_t n)
-{
-	while (n--)
-		if (r[n])
-			return false;
-	return true;
-}
-
 static long ioc_info(void __user *arg)
 {
 	const struct odsm_geom *g = &odsm_heap.geom;
@@ -114,7 +106,7 @@ static long ioc_set_config(void __user *arg)
 		return -EPERM;
 	if (copy_from_user(&c, arg, sizeof(c)))
 		return -EFAULT;
-	if (!reserved_zero(c.reserved, ARRAY_SIZE(c.reserved)))
+	if (!odsm_reserved_zero(c.reserved, ARRAY_SIZE(c.reserved)))
 		return -EINVAL;
 	g.node_id = c.node_id;
 	g.nr_nodes = c.nr_nodes;
@@ -197,7 +189,7 @@ static long ioc_free(void __user *arg)
 
 	if (copy_from_user(&f, arg, sizeof(f)))
 		return -EFAULT;
-	if (!reserved_zero(f.reserved, ARRAY_SIZE(f.reserved))) {
+	if (!odsm_reserved_zero(f.reserved, ARRAY_SIZE(f.reserved))) {
 		odsm_stat_inc(ODSM_STAT_bad_frees);
 		return -EINVAL;
 	}
@@ -282,7 +274,7 @@ static long ioc_move(void __user *arg)
 
 	if (copy_from_user(&m, arg, sizeof(m)))
 		return -EFAULT;
-	if (!reserved_zero(m.reserved, ARRAY_SIZE(m.reserved)) ||
+	if (!odsm_reserved_zero(m.reserved, ARRAY_SIZE(m.reserved)) ||
 	    odsm_cache_is_slot(odsm_clear_color(m.gaddr)))
 		return -EINVAL;
 	ret = odsm_heap_move(&odsm_heap, m.gaddr, &m.new_gaddr);
@@ -302,7 +294,7 @@ static long ioc_obj_info(void __user *arg)
 
 	if (copy_from_user(&o, arg, sizeof(o)))
 		return -EFAULT;
-	if (!reserved_zero(o.reserved, ARRAY_SIZE(o.reserved)) || o.reserved0)
+	if (!odsm_reserved_zero(o.reserved, ARRAY_SIZE(o.reserved)) || o.reserved0)
 		return -EINVAL;
 	ret = odsm_heap_obj_info(&odsm_heap, o.gaddr, &oi);
 	if (ret)

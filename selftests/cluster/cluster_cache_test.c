@@ -57,22 +57,6 @@ static uint64_t obj_size(int o)
 	return SMALL_SIZE;
 }
 
-static uint64_t stat_of(const char *name)
-{
-	char path[128];
-	unsigned long long v = ~0ULL;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/kernel/odsm/stats/%s", name);
-	f = fopen(path, "r");
-	if (f) {
-		if (fscanf(f, "%llu", &v) != 1)
-			v = ~0ULL;
-		fclose(f);
-	}
-	return v;
-}
-
 static int set_knob(const char *name, uint64_t v)
 {
 	char path[128];
@@ -165,17 +149,17 @@ CC_TEST(hit_miss_return, 0)
 	uint64_t hits, misses, returns, fetched, moved;
 	struct odsm_borrow b, b2;
 
-	hits = stat_of("borrow_hits");
-	misses = stat_of("borrow_misses");
-	returns = stat_of("borrow_returns");
-	fetched = stat_of("bytes_fetched");
+	hits = c_stat("borrow_hits");
+	misses = c_stat("borrow_misses");
+	returns = c_stat("borrow_returns");
+	fetched = c_stat("bytes_fetched");
 	ASSERT_EQ(0, borrow(fd, cc[O_TINY], &b));
 	EXPECT_EQ((unsigned int)ODSM_BORROWED_MISS, b.result);
 	EXPECT_EQ(512U, b.size);
 	EXPECT_TRUE(odsm_is_local(b.addr));
 	EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)b.addr, 512, HOME, O_TINY));
-	EXPECT_EQ(misses + 1, stat_of("borrow_misses"));
-	EXPECT_EQ(fetched + 512, stat_of("bytes_fetched"));
+	EXPECT_EQ(misses + 1, c_stat("borrow_misses"));
+	EXPECT_EQ(fetched + 512, c_stat("bytes_fetched"));
 	/* the copy is the cache's: not the caller's to free or move */
 	EXPECT_EQ(-EINVAL, odsm_free(b.addr));
 	moved = b.addr;
@@ -184,8 +168,8 @@ CC_TEST(hit_miss_return, 0)
 	ASSERT_EQ(0, borrow(fd2, cc[O_TINY], &b2));
 	EXPECT_EQ((unsigned int)ODSM_BORROWED_HIT, b2.result);
 	EXPECT_EQ(b.addr, b2.addr);
-	EXPECT_EQ(hits + 1, stat_of("borrow_hits"));
-	EXPECT_EQ(fetched + 512, stat_of("bytes_fetched"));
+	EXPECT_EQ(hits + 1, c_stat("borrow_hits"));
+	EXPECT_EQ(fetched + 512, c_stat("bytes_fetched"));
 	/* another color is another version: another copy */
 	ASSERT_EQ(0, borrow(fd, cc[O_TINY] + (1ULL << ODSM_COLOR_SHIFT), &b2));
 	EXPECT_EQ((unsigned int)ODSM_BORROWED_MISS, b2.result);
@@ -196,7 +180,7 @@ CC_TEST(hit_miss_return, 0)
 	EXPECT_EQ(-ENOENT, give_back(fd2, cc[O_TINY]));
 	EXPECT_EQ(0, give_back(fd, cc[O_TINY]));
 	EXPECT_EQ(-ENOENT, give_back(fd, cc[O_TINY]));
-	EXPECT_EQ(returns + 3, stat_of("borrow_returns"));
+	EXPECT_EQ(returns + 3, c_stat("borrow_returns"));
 	/* a multi-block object under the lazy threshold: eager, whole */
 	ASSERT_EQ(0, borrow(fd, cc[O_MID], &b));
 	EXPECT_EQ(KiB(100), b.size);
@@ -221,20 +205,20 @@ CC_TEST(budget_eviction, 1)
 
 	/* start empty: a budget of 0 keeps nothing idle */
 	ASSERT_EQ(0, set_knob("cache_budget_bytes", 0));
-	EXPECT_EQ(0U, stat_of("cache_entries"));
+	EXPECT_EQ(0U, c_stat("cache_entries"));
 	ASSERT_EQ(0, set_knob("cache_budget_bytes", MiB(64)));
-	evict = stat_of("cache_evictions");
+	evict = c_stat("cache_evictions");
 	for (o = O_SMALL0; o < NR_OBJ; o++) {
 		ASSERT_EQ(0, borrow(fd, cc[o], &b));
 		ASSERT_EQ(0, give_back(fd, cc[o]));
 	}
-	EXPECT_GE(stat_of("cache_bytes"), NR_SMALL * SMALL_SIZE);
+	EXPECT_GE(c_stat("cache_bytes"), NR_SMALL * SMALL_SIZE);
 	/* hold the first; a budget of 2 objects evicts the oldest others */
 	ASSERT_EQ(0, borrow(fd, cc[O_SMALL0], &b));
 	EXPECT_EQ((unsigned int)ODSM_BORROWED_HIT, b.result);
 	ASSERT_EQ(0, set_knob("cache_budget_bytes", 2 * SMALL_SIZE));
-	EXPECT_LE(stat_of("cache_bytes"), 2 * SMALL_SIZE);
-	EXPECT_EQ(evict + NR_SMALL - 2, stat_of("cache_evictions"));
+	EXPECT_LE(c_stat("cache_bytes"), 2 * SMALL_SIZE);
+	EXPECT_EQ(evict + NR_SMALL - 2, c_stat("cache_evictions"));
 	/* the newest idle one survived, the oldest did not */
 	ASSERT_EQ(0, borrow(fd, cc[NR_OBJ - 1], &b2));
 	EXPECT_EQ((unsigned int)ODSM_BORROWED_HIT, b2.result);
@@ -244,12 +228,12 @@ CC_TEST(budget_eviction, 1)
 	EXPECT_EQ(0, give_back(fd, cc[O_SMALL0 + 1]));
 	/* nothing idle may stay; the referenced copy does, intact */
 	ASSERT_EQ(0, set_knob("cache_budget_bytes", 0));
-	EXPECT_EQ(1U, stat_of("cache_entries"));
+	EXPECT_EQ(1U, c_stat("cache_entries"));
 	EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)b.addr, SMALL_SIZE, HOME,
 			      O_SMALL0));
 	EXPECT_EQ(0, give_back(fd, cc[O_SMALL0]));
-	EXPECT_EQ(0U, stat_of("cache_entries"));
-	EXPECT_EQ(0U, stat_of("cache_bytes"));
+	EXPECT_EQ(0U, c_stat("cache_entries"));
+	EXPECT_EQ(0U, c_stat("cache_bytes"));
 }
 
 CC_TEST(shrinker, 2)
@@ -264,18 +248,18 @@ CC_TEST(shrinker, 2)
 		if (o != O_SMALL0)
 			ASSERT_EQ(0, give_back(fd, cc[o]));
 	}
-	EXPECT_EQ((uint64_t)NR_SMALL, stat_of("cache_entries"));
-	shrunk = stat_of("cache_shrunk");
+	EXPECT_EQ((uint64_t)NR_SMALL, c_stat("cache_entries"));
+	shrunk = c_stat("cache_shrunk");
 	/* every shrinker of the kernel is asked to free all it can */
 	dc = open("/proc/sys/vm/drop_caches", O_WRONLY);
 	ASSERT_LE(0, dc);
 	ASSERT_EQ(2, write(dc, "2\n", 2));
 	close(dc);
 	/* the reaper frees the slots in the background */
-	for (o = 0; o < 100 && stat_of("cache_entries") > 1; o++)
+	for (o = 0; o < 100 && c_stat("cache_entries") > 1; o++)
 		c_sleep_ms(20);
-	EXPECT_EQ(1U, stat_of("cache_entries"));
-	EXPECT_EQ(shrunk + NR_SMALL - 1, stat_of("cache_shrunk"));
+	EXPECT_EQ(1U, c_stat("cache_entries"));
+	EXPECT_EQ(shrunk + NR_SMALL - 1, c_stat("cache_shrunk"));
 	ASSERT_EQ(0, borrow(fd, cc[O_SMALL0], &b2));
 	EXPECT_EQ((unsigned int)ODSM_BORROWED_HIT, b2.result);
 	EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)b2.addr, SMALL_SIZE, HOME,
@@ -290,32 +274,32 @@ CC_TEST(lazy_fetch, 3)
 	const volatile uint8_t *p;
 	struct odsm_borrow b;
 
-	fetched = stat_of("bytes_fetched");
-	lazyf = stat_of("lazy_faults");
-	lazyp = stat_of("lazy_pages");
-	evict = stat_of("cache_evictions");
+	fetched = c_stat("bytes_fetched");
+	lazyf = c_stat("lazy_faults");
+	lazyp = c_stat("lazy_pages");
+	evict = c_stat("cache_evictions");
 	ASSERT_EQ(0, borrow(fd, cc[O_LAZY], &b));
 	EXPECT_EQ((unsigned int)ODSM_BORROWED_MISS, b.result);
 	EXPECT_EQ(LAZY_SIZE, b.size);
 	/* only the first small fetch that learns the size */
-	EXPECT_GE(fetched + KiB(4), stat_of("bytes_fetched"));
+	EXPECT_GE(fetched + KiB(4), c_stat("bytes_fetched"));
 	p = (const uint8_t *)(uintptr_t)b.addr;
 	at = MiB(2) + 5;
 	EXPECT_EQ(c_pat(HOME, O_LAZY, at), p[at]);
-	EXPECT_EQ(lazyf + 1, stat_of("lazy_faults"));
-	EXPECT_EQ(lazyp + 16, stat_of("lazy_pages"));
-	EXPECT_GE(fetched + KiB(4) + KiB(64), stat_of("bytes_fetched"));
+	EXPECT_EQ(lazyf + 1, c_stat("lazy_faults"));
+	EXPECT_EQ(lazyp + 16, c_stat("lazy_pages"));
+	EXPECT_GE(fetched + KiB(4) + KiB(64), c_stat("bytes_fetched"));
 	/* the window read ahead is there: no fault for it */
 	for (k = MiB(2); k < MiB(2) + KiB(64); k += 4096)
 		EXPECT_EQ(c_pat(HOME, O_LAZY, k), p[k]);
-	EXPECT_EQ(lazyf + 1, stat_of("lazy_faults"));
+	EXPECT_EQ(lazyf + 1, c_stat("lazy_faults"));
 	/* every byte */
 	EXPECT_EQ(-1, c_check((const uint8_t *)p, LAZY_SIZE, HOME, O_LAZY));
-	EXPECT_EQ(lazyp + LAZY_SIZE / 4096, stat_of("lazy_pages"));
-	EXPECT_EQ(lazyf + LAZY_SIZE / KiB(64), stat_of("lazy_faults"));
+	EXPECT_EQ(lazyp + LAZY_SIZE / 4096, c_stat("lazy_pages"));
+	EXPECT_EQ(lazyf + LAZY_SIZE / KiB(64), c_stat("lazy_faults"));
 	/* a lazy copy is kept only while borrowed */
 	EXPECT_EQ(0, give_back(fd, cc[O_LAZY]));
-	EXPECT_EQ(evict + 1, stat_of("cache_evictions"));
+	EXPECT_EQ(evict + 1, c_stat("cache_evictions"));
 }
 
 /* on HOME, after the test: see home_sees_take_and_write_back */
@@ -328,12 +312,12 @@ CC_TEST(take_and_write_back, 4)
 
 	ASSERT_EQ(0, borrow(fd, cc[O_TAKE], &b));
 	ASSERT_EQ(0, give_back(fd, cc[O_TAKE]));
-	fetched = stat_of("bytes_fetched");
+	fetched = c_stat("bytes_fetched");
 	memset(&m, 0, sizeof(m));
 	m.gaddr = cc[O_TAKE];
 	ASSERT_EQ(0, ioctl(fd, ODSM_IOC_BORROW_MUT, &m));
 	EXPECT_EQ((unsigned int)ODSM_BORROWED_TAKEN, m.result);
-	EXPECT_EQ(fetched, stat_of("bytes_fetched"));
+	EXPECT_EQ(fetched, c_stat("bytes_fetched"));
 	EXPECT_TRUE(odsm_is_local(m.new_gaddr));
 	EXPECT_EQ(-1, c_check(odsm_ptr(m.new_gaddr), KiB(4), HOME, O_TAKE));
 	memset(&w, 0, sizeof(w));

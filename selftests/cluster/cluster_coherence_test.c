@@ -45,22 +45,6 @@ struct fire_obj {
 	uint64_t sum;
 };
 
-static uint64_t stat_of(const char *name)
-{
-	char path[128];
-	unsigned long long v = ~0ULL;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/kernel/odsm/stats/%s", name);
-	f = fopen(path, "r");
-	if (f) {
-		if (fscanf(f, "%llu", &v) != 1)
-			v = ~0ULL;
-		fclose(f);
-	}
-	return v;
-}
-
 static int step(struct __test_metadata *_metadata, unsigned int id)
 {
 	int ret = c_dir_wait(0, SECS);
@@ -96,18 +80,18 @@ TEST(remote_shared_borrow)
 	if (C.self == 1) {
 		b = box_at(W_CO);
 		ASSERT_FALSE(odsm_is_local(b.g));
-		misses = stat_of("borrow_misses");
-		returns = stat_of("borrow_returns");
+		misses = c_stat("borrow_misses");
+		returns = c_stat("borrow_returns");
 		ASSERT_EQ(0, odsm_borrow(&b, &r, &p));
 		EXPECT_NE(0ULL, r.ext);		/* it holds the cached copy */
 		EXPECT_TRUE(odsm_is_local((uintptr_t)p));
 		EXPECT_EQ(-1, c_check(p, 1000, 0, 1));
-		EXPECT_EQ(misses + 1, stat_of("borrow_misses"));
+		EXPECT_EQ(misses + 1, c_stat("borrow_misses"));
 		/* a second get through the same borrow enters no kernel */
 		ASSERT_EQ(0, odsm_ref_get(&r, &p));
-		EXPECT_EQ(misses + 1, stat_of("borrow_misses"));
+		EXPECT_EQ(misses + 1, c_stat("borrow_misses"));
 		EXPECT_EQ(0, odsm_return(&r));
-		EXPECT_EQ(returns + 1, stat_of("borrow_returns"));
+		EXPECT_EQ(returns + 1, c_stat("borrow_returns"));
 	}
 	ASSERT_EQ(0, step(_metadata, 1));
 }
@@ -133,16 +117,16 @@ TEST(owner_in_remote_partition)
 	ASSERT_EQ(0, step(_metadata, 2));
 	ASSERT_EQ(0, c_get(0, W_CO + 1, &boxaddr));
 	if (C.self == 1) {
-		wb = stat_of("writebacks");
-		moves = stat_of("mut_moves");
+		wb = c_stat("writebacks");
+		moves = c_stat("mut_moves");
 		ASSERT_EQ(0, odsm_borrow_mut_at(boxaddr, &m, &w));
 		EXPECT_TRUE(odsm_is_local(m.g));	/* it moved here */
-		EXPECT_EQ(moves + 1, stat_of("mut_moves"));
+		EXPECT_EQ(moves + 1, c_stat("mut_moves"));
 		EXPECT_EQ(-1, c_check(w, 3000, 0, 2));
 		c_fill(w, 3000, 1, 3);
 		cg = m.g;
 		EXPECT_EQ(0, odsm_return_mut(&m));
-		EXPECT_EQ(wb + 1, stat_of("writebacks"));
+		EXPECT_EQ(wb + 1, c_stat("writebacks"));
 		ASSERT_EQ(0, c_put(0, W_CO + 2, cg));
 	}
 	ASSERT_EQ(0, step(_metadata, 3));
@@ -178,9 +162,9 @@ TEST(transfer_drops_copy)
 		ASSERT_EQ(0, odsm_box_read(&b, &p));	/* Algorithm 7 */
 		EXPECT_NE(0ULL, b.ext);
 		EXPECT_EQ(-1, c_check(p, 500, 0, 4));
-		returns = stat_of("borrow_returns");
+		returns = c_stat("borrow_returns");
 		odsm_box_transfer(&b2, &b);
-		EXPECT_EQ(returns + 1, stat_of("borrow_returns"));
+		EXPECT_EQ(returns + 1, c_stat("borrow_returns"));
 		EXPECT_EQ(0ULL, b2.ext);
 		EXPECT_EQ(0ULL, b.g);
 		/* the receiver reads through a copy of its own */
@@ -209,11 +193,11 @@ TEST(owner_write_takes_copy)
 	if (C.self == 1) {
 		b = box_at(W_CO + 4);
 		ASSERT_EQ(0, odsm_box_read(&b, &p));
-		taken = stat_of("mut_taken");
-		fetched = stat_of("bytes_fetched");
+		taken = c_stat("mut_taken");
+		fetched = c_stat("bytes_fetched");
 		ASSERT_EQ(0, odsm_box_write(&b, &w));	/* Algorithm 8 */
-		EXPECT_EQ(taken + 1, stat_of("mut_taken"));
-		EXPECT_EQ(fetched, stat_of("bytes_fetched"));
+		EXPECT_EQ(taken + 1, c_stat("mut_taken"));
+		EXPECT_EQ(fetched, c_stat("bytes_fetched"));
 		EXPECT_TRUE(odsm_is_local(b.g));
 		EXPECT_EQ((uintptr_t)p, (uintptr_t)w);	/* the copy itself */
 		EXPECT_EQ(ODSM_EXT_U, b.ext);

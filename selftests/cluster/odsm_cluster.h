@@ -177,6 +177,25 @@ static C_UNUSED int64_t c_check(const uint8_t *p, uint64_t n,
 	return -1;
 }
 
+/* ---- this node's counters ------------------------------------------------ */
+
+/* /sys/kernel/odsm/stats/NAME, or ~0 when it cannot be read */
+static C_UNUSED uint64_t c_stat(const char *name)
+{
+	char path[128];
+	unsigned long long v = ~0ULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/odsm/stats/%s", name);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%llu", &v) != 1)
+			v = ~0ULL;
+		fclose(f);
+	}
+	return v;
+}
+
 /* ---- words ------------------------------------------------------------ */
 
 static C_UNUSED int c_get(unsigned int node, unsigned int idx, uint64_t *v)

@@ -21,13 +21,17 @@ done
 echo "RIG_MARK demo_begin"
 echo "\$ odsmctl join --transport tcp --node-id $rig_node --nodes $nodes --key-file /tmp/odsm.key"
 cluster_key /tmp/odsm.key
-odsmctl join --transport tcp --node-id "$rig_node" --nodes "$nodes" --key-file /tmp/odsm.key
-i=0
-until [ "$(odsmctl status --raw | grep -c ' state=up ')" -eq $((rig_nodes - 1)) ]; do
-	i=$((i + 1))
-	[ "$i" -lt 300 ] || { odsmctl status; echo "peers never came up"; exit 1; }
-	sleep 0.2
-done
+# join, and wait (60 s at most) until every peer is up
+join() {
+	odsmctl join --transport tcp --node-id "$rig_node" --nodes "$nodes" --key-file /tmp/odsm.key
+	i=0
+	until [ "$(odsmctl status --raw | grep -c ' state=up ')" -eq $((rig_nodes - 1)) ]; do
+		i=$((i + 1))
+		[ "$i" -lt 300 ] || { odsmctl status; echo "peers never came up"; exit 1; }
+		sleep 0.2
+	done
+}
+join
 barrier 60
 echo "\$ odsm-kvs ${rig_keys:-150}"
 odsm-kvs "${rig_keys:-150}"
@@ -42,13 +46,7 @@ barrier 60
 odsmctl leave
 rmmod odsm
 modprobe odsm
-odsmctl join --transport tcp --node-id "$rig_node" --nodes "$nodes" --key-file /tmp/odsm.key
-i=0
-until [ "$(odsmctl status --raw | grep -c ' state=up ')" -eq $((rig_nodes - 1)) ]; do
-	i=$((i + 1))
-	[ "$i" -lt 300 ] || { odsmctl status; echo "peers never came up"; exit 1; }
-	sleep 0.2
-done
+join
 barrier 60
 echo "\$ odsm-coherence ${rig_rounds:-3}"
 odsm-coherence "${rig_rounds:-3}"
