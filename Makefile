@@ -46,6 +46,9 @@ VM_TESTS   := $(patsubst selftests/vm/%.c,$(BUILD)/tests/vm/%,\
 		$(wildcard selftests/vm/*.c))
 CLUSTER_TESTS := $(patsubst selftests/cluster/%.c,$(BUILD)/tests/cluster/%,\
 		$(wildcard selftests/cluster/*_test.c))
+# libodsm itself on the host, against a fake /dev/odsm (selftests/lib)
+LIB_TESTS  := $(patsubst selftests/lib/%.c,$(BUILD)/tests/lib/%,\
+		$(wildcard selftests/lib/*_test.c))
 TOOLS	   := $(BUILD)/bin/odsmctl $(BUILD)/bin/odsm-bench $(BUILD)/bin/odsm-rbench \
 	      $(BUILD)/bin/odsm-demo $(BUILD)/bin/odsm-kvs $(BUILD)/bin/odsm-coherence
 
@@ -127,7 +130,7 @@ $(BUILD)/bin/odsm-demo: tools/examples/odsm-demo.c $(LIB_A) $(LIB_HDR)
 	$(CC) $(UCFLAGS) -static -o $@ $< $(LIB_A)
 
 # ---- tests ------------------------------------------------------------------
-tests: $(HOST_TESTS) $(VM_TESTS) $(CLUSTER_TESTS)
+tests: $(HOST_TESTS) $(LIB_TESTS) $(VM_TESTS) $(CLUSTER_TESTS)
 
 $(KSFT)/kselftest_harness.h:
 	@test -f /usr/src/linux-source-6.1.tar.xz || \
@@ -142,6 +145,14 @@ $(BUILD)/tests/host/%: selftests/host/%.c $(wildcard selftests/host/*.h) $(CORE_
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -I$(KSFT) -Ikmod -fsanitize=address,undefined \
 		-fno-sanitize-recover=all -o $@ $< $(CORE_SRC)
+
+# the library's sources compiled in, their ioctl() answered by the fake
+$(BUILD)/tests/lib/%: selftests/lib/%.c $(wildcard selftests/lib/*.h) $(LIB_SRC) $(LIB_HDR) \
+		selftests/host/ksft_host.h $(KSFT)/kselftest_harness.h
+	@mkdir -p $(@D)
+	$(CC) $(UCFLAGS) -I$(KSFT) -Iselftests/host -fsanitize=address,undefined \
+		-fno-sanitize-recover=all -pthread -Dioctl=fake_ioctl \
+		-Wl,--wrap=odsm__check -o $@ $< $(LIB_SRC)
 
 $(BUILD)/tests/vm/%: selftests/vm/%.c $(wildcard selftests/vm/*.h) $(LIB_A) $(LIB_HDR) \
 		$(KSFT)/kselftest_harness.h

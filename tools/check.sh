@@ -3,7 +3,8 @@
 #
 #   build     the module builds with W=1 and no warning on each kernel;
 #             checkpatch --strict is clean on kmod/ and uapi/
-#   host      unit tests of the pure logic (ASan + UBSan)
+#   host      unit tests of the pure logic, and of libodsm against a fake
+#             /dev/odsm (ASan + UBSan)
 #   rig       the VM rig's own checks: guests boot, Soft-RoCE comes up,
 #             a kernel WARN or panic is judged a failure
 #   vm-KVER   kselftest programs in a QEMU/TCG guest of each kernel, and the
@@ -89,7 +90,7 @@ suite_end build $bp $bf
 
 # ---- host unit tests ------------------------------------------------------------
 hp=0 hf=0
-for t in build/tests/host/*; do
+for t in build/tests/host/* build/tests/lib/*; do
 	[ -x "$t" ] || continue
 	step "host: $(basename "$t")"
 	out=$LOGS/host-$(basename "$t").txt

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 #include "odsm.h"
 
@@ -21,8 +23,24 @@ static int xioctl(unsigned long cmd, void *arg)
 	return ioctl(odsm_rt.fd, cmd, arg) ? -errno : 0;
 }
 
+/*
+ * A tag for this process's copy words, 1..0xffff and not the last one
+ * (odsm_fini() closed the file its references belonged to).
+ */
+static uint64_t new_tag(uint64_t old)
+{
+	uint16_t t = 0;
+
+	if (getrandom(&t, sizeof(t), GRND_NONBLOCK) != sizeof(t))
+		t = (uint16_t)(getpid() * 2654435761u ^ (unsigned int)time(NULL));
+	while (!t || t == old)
+		t = (uint16_t)(t * 40503u + 1);
+	return t;
+}
+
 int odsm_init(void)
 {
+	static uint64_t last_tag;
 	const char *path = getenv("ODSM_DEVICE");
 	struct odsm_info info;
 	void *p;
@@ -51,6 +69,7 @@ int odsm_init(void)
 	odsm_rt.info = info;
 	odsm_rt.local_lo = info.heap_base + (uint64_t)info.node_id * info.part_size;
 	odsm_rt.local_hi = odsm_rt.local_lo + info.part_size;
+	odsm_rt.tag = last_tag = new_tag(last_tag);
 	return 0;
 err:
 	close(fd);
@@ -65,6 +84,7 @@ void odsm_fini(void)
 	close(odsm_rt.fd);
 	odsm_rt.fd = -1;
 	odsm_rt.local_lo = odsm_rt.local_hi = 0;
+	odsm_rt.tag = 0;	/* the references went with the file */
 }
 
 const char *odsm_strerror(int err)
@@ -299,7 +319,7 @@ int odsm__ref_fetch(odsm_ref *r)
 	ret = xioctl(ODSM_IOC_BORROW, &b);
 	if (ret)
 		return ret;
-	r->ext = b.addr;
+	r->ext = odsm__copy_word(b.addr);
 	return 0;
 }
 
@@ -313,7 +333,7 @@ int odsm__box_fetch(odsm_box *b)
 	ret = xioctl(ODSM_IOC_BORROW, &br);
 	if (ret)
 		return ret;
-	b->ext = br.addr | (b->ext & ODSM_EXT_U);
+	b->ext = odsm__copy_word(br.addr) | (b->ext & ODSM_EXT_U);
 	return 0;
 }
 
@@ -321,6 +341,9 @@ int odsm__box_fetch(odsm_box *b)
  * Move the remote object at *g here.  copy_ext, when not NULL, is the ext
  * word of an owner box that may hold a cached copy of exactly *g: the
  * kernel may take it over (ODSM_MUT_HELD_REF); it is consumed either way.
+ * The kernel consumes a held reference even when the move then fails, so
+ * the copy word goes on error too: a word that outlived its reference
+ * would be read later (Algorithm 7) while the slot serves someone else.
  */
 int odsm__move_here(uint64_t *g, uint64_t *copy_ext)
 {
@@ -333,22 +356,33 @@ int odsm__move_here(uint64_t *g, uint64_t *copy_ext)
 	if (held)
 		m.flags = ODSM_MUT_HELD_REF;
 	ret = xioctl(ODSM_IOC_BORROW_MUT, &m);
-	if (ret)
-		return ret;
 	if (held)
 		*copy_ext &= ODSM_EXT_U;
+	if (ret)
+		return ret;
 	*g = m.new_gaddr;
 	return 0;
 }
 
-/* Drop the reference *ext holds on the cached copy of g. */
+/*
+ * Drop the reference *ext holds on the cached copy of g, if this process
+ * holds it (a copy word of another process is only forgotten).
+ */
 int odsm__drop_copy(uint64_t g, uint64_t *ext)
 {
 	struct odsm_borrow b = { .gaddr = g };
-	int ret = xioctl(ODSM_IOC_RETURN, &b);
+	int ret = 0;
 
+	if (odsm__copy_of(*ext))
+		ret = xioctl(ODSM_IOC_RETURN, &b);
 	*ext &= ODSM_EXT_U;
 	return ret;
+}
+
+/* The remote half of odsm_return(). */
+int odsm__drop_ref(odsm_ref *r)
+{
+	return odsm__drop_copy(r->g, &r->ext);
 }
 
 int odsm__write_back(uint64_t owner, uint64_t g, uint64_t ext)
@@ -384,6 +418,13 @@ int odsm_box_drop(odsm_box *b)
 {
 	int ret;
 
+	/*
+	 * Checked in every program: only a program built with ODSM_CHECK
+	 * records borrows, and next to the FREE ioctl the lookup is free.
+	 */
+	ret = odsm__check(ODSM_CHK_OWNER_DROP, b, b->g);
+	if (ret)
+		return ret;
 	/* this node's copy goes first: the object is about to */
 	if (odsm__copy_of(b->ext))
 		odsm__drop_copy(b->g, &b->ext);

@@ -11,12 +11,27 @@
  *
  * The color (bits 63..48 of the address) is the object's version: a write
  * bumps it, so a copy cached under an older colored address never matches
- * again.  ext is the extension word: for a box or ref, the address of a
- * node-local cached copy of a remote object (0 if none); for a mut, the
- * address of the owner box to write the new colored address back to.  Its
- * bit 0 is the U bit: "this entity already bumped the color in this epoch",
- * so a run of writes through the same owner or mut bumps it only once; a
- * shared borrow taken from it clears the bit.
+ * again.  ext is the extension word:
+ *
+ *   box  bits 47..4: a cached copy of the remote object it reads through
+ *        (Algorithm 7), bits 63..48: the tag of the process holding the
+ *        copy's reference (odsm_rt.tag), bit 0: the U bit
+ *   ref  bits 47..4 and 63..48: the cached copy this borrow references
+ *        (remote objects only) and the holder's tag, the low bits 0
+ *   mut  the address of the owner box to write the new colored address back
+ *        to (a pointer in this process or a global address of the heap,
+ *        bits 63..48 zero either way), bit 0: the U bit
+ *
+ * 0 in the copy bits means "no copy".  A copy reference belongs to the open
+ * /dev/odsm file of the process that took it, so a copy word with another
+ * process's tag (a fat pointer read out of the heap, written there by
+ * another process or node) is ignored, never followed and never returned.
+ * The U bit means "this entity already bumped the color in this epoch", so
+ * a run of writes through the same owner or mut bumps it only once; a
+ * shared borrow taken from it clears the bit.  A box that lives in the heap
+ * never keeps the U bit: any process may read its address there and borrow
+ * it without telling the owner, so each write through it starts a new
+ * epoch.
  *
  * Borrowing an object of this node's partition never enters the kernel:
  * the functions below are inline and take a few instructions.  When a
@@ -51,6 +66,9 @@ struct odsm_runtime {
 	int fd;
 	struct odsm_info info;
 	uint64_t local_lo, local_hi;	/* this node's partition */
+	uint64_t tag;	/* this process's copy-word tag: 1..0xffff, 0 before
+			 * odsm_init()
+			 */
 };
 extern struct odsm_runtime odsm_rt;
 
@@ -158,10 +176,32 @@ static inline bool odsm_in_heap(uint64_t cg)
 	       a - odsm_rt.info.heap_base < odsm_rt.info.heap_size;
 }
 
-/* The cached-copy address an ext word holds (0: none). */
+#define ODSM_EXT_TAG_SHIFT	48
+#define ODSM_EXT_LOW		15ULL	/* below the 16-byte alignment */
+
+/*
+ * The cached-copy address an ext word of a box or ref holds: 0 for none,
+ * and for a copy word of another process (its reference is not ours).
+ */
 static inline uint64_t odsm__copy_of(uint64_t ext)
 {
-	return ext & ~ODSM_EXT_U;
+	uint64_t c = ext & ~ODSM_EXT_LOW;
+
+	if ((c >> ODSM_EXT_TAG_SHIFT) != odsm_rt.tag)
+		return 0;
+	return c & ODSM_ADDR_MASK;
+}
+
+/* The copy word for a cached copy at addr, tagged as this process's. */
+static inline uint64_t odsm__copy_word(uint64_t addr)
+{
+	return addr | odsm_rt.tag << ODSM_EXT_TAG_SHIFT;
+}
+
+/* Whether the fat pointer at p lives in the heap (seen by every process). */
+static inline bool odsm__in_heap_ptr(const void *p)
+{
+	return odsm_in_heap((uint64_t)(uintptr_t)p);
 }
 
 /*
@@ -173,6 +213,7 @@ int odsm__ref_fetch(odsm_ref *r);
 int odsm__box_fetch(odsm_box *b);
 int odsm__move_here(uint64_t *g, uint64_t *copy_ext);
 int odsm__drop_copy(uint64_t g, uint64_t *ext);
+int odsm__drop_ref(odsm_ref *r);
 int odsm__write_back(uint64_t owner, uint64_t g, uint64_t ext);
 
 /*
@@ -189,6 +230,10 @@ int odsm__write_back(uint64_t owner, uint64_t g, uint64_t ext);
 #define ODSM_CHK_USE_MUT	6	/* mutable borrow dereferenced */
 #define ODSM_CHK_OWNER_WRITE	7	/* owner writes without a borrow */
 #define ODSM_CHK_REBORROW	8	/* shared borrow taken from a mut */
+#define ODSM_CHK_OWNER_READ	9	/* owner reads without a borrow */
+#define ODSM_CHK_OWNER_MOVE	10	/* owner transferred */
+#define ODSM_CHK_FAILED		11	/* the borrow just taken failed */
+#define ODSM_CHK_OWNER_DROP	12	/* owner dropped */
 int odsm__check(int event, const void *who, uint64_t g);
 
 #ifdef ODSM_CHECK
@@ -205,9 +250,12 @@ int odsm__check(int event, const void *who, uint64_t g);
 		return __c;						\
 	}								\
 } while (0)
+/* ... a borrow that failed after its check: it is not out */
+#define ODSM__UNDO(who) ((void)odsm__check(ODSM_CHK_FAILED, who, 0))
 #else
 #define ODSM__CHECK(ev, who, g) do { } while (0)
 #define ODSM__CHECK_P(ev, who, g, p) do { } while (0)
+#define ODSM__UNDO(who) do { } while (0)
 #endif
 
 /* Bump the color of *g, moving the object when the color is spent. */
@@ -224,7 +272,8 @@ static inline int odsm__bump(uint64_t *g)
 /* A new object of size bytes owned by *b (flags: ODSM_ALLOC_ZERO). */
 int odsm_box_new(odsm_box *b, size_t size, unsigned int flags);
 /* Free the object (on its home node) and any copy *b holds; *b becomes
- * empty.
+ * empty.  Refused (checking mode's -ENOTRECOVERABLE) while a checked
+ * borrow of the object is out in this process.
  */
 int odsm_box_drop(odsm_box *b);
 
@@ -235,7 +284,12 @@ int odsm_box_drop(odsm_box *b);
  */
 static inline void odsm_box_transfer(odsm_box *dst, odsm_box *src)
 {
-	if (__builtin_expect(odsm__copy_of(src->ext) != 0, 0))
+#ifdef ODSM_CHECK
+	if (odsm__check(ODSM_CHK_OWNER_MOVE, src, src->g))
+		return;		/* reported; nothing moves */
+#endif
+	if (__builtin_expect(src->ext > ODSM_EXT_U, 0) &&
+	    odsm__copy_of(src->ext))
 		odsm__drop_copy(src->g, &src->ext);
 	dst->g = src->g;
 	dst->ext = 0;
@@ -250,17 +304,21 @@ static inline void odsm_box_transfer(odsm_box *dst, odsm_box *src)
  */
 static inline int odsm_box_read(odsm_box *b, const void **p)
 {
+	uint64_t c;
 	int ret;
 
+	ODSM__CHECK_P(ODSM_CHK_OWNER_READ, b, b->g, p);
 	if (__builtin_expect(!odsm_is_local(b->g), 0)) {
-		if (!odsm__copy_of(b->ext)) {
+		c = odsm__copy_of(b->ext);
+		if (!c) {
 			ret = odsm__box_fetch(b);
 			if (ret) {
 				*p = NULL;
 				return ret;
 			}
+			c = odsm__copy_of(b->ext);
 		}
-		*p = (const void *)(uintptr_t)odsm__copy_of(b->ext);
+		*p = (const void *)(uintptr_t)c;
 		return 0;
 	}
 	*p = odsm_ptr(b->g);
@@ -290,10 +348,24 @@ static inline int odsm_box_write(odsm_box *b, void **p)
 			*p = NULL;
 			return ret;
 		}
-		b->ext |= ODSM_EXT_U;
+		/* a box in the heap is read by others behind its back */
+		if (!odsm__in_heap_ptr(b))
+			b->ext |= ODSM_EXT_U;
 	}
 	*p = odsm_ptr(b->g);
 	return 0;
+}
+
+/*
+ * The colored address to hand another process or node (a directory word,
+ * a message) so it can borrow the object: the owner's epoch ends, so its
+ * next write bumps the color and a copy the receiver caches can never be
+ * served after that write.  Copying b->g out by hand skips this.
+ */
+static inline uint64_t odsm_box_share(odsm_box *b)
+{
+	b->ext &= ~ODSM_EXT_U;
+	return b->g;
 }
 
 /* ---- shared borrows (DRust Algorithm 2) -------------------------------- */
@@ -305,22 +377,35 @@ static inline int odsm_box_write(odsm_box *b, void **p)
  */
 static inline int odsm_ref_get(odsm_ref *r, const void **p)
 {
+	uint64_t c;
 	int ret;
 
 	ODSM__CHECK_P(ODSM_CHK_USE, r, r->g, p);
 	if (__builtin_expect(!odsm_is_local(r->g), 0)) {
-		if (!r->ext) {
+		c = odsm__copy_of(r->ext);
+		if (!c) {
 			ret = odsm__ref_fetch(r);
 			if (ret) {
 				*p = NULL;
 				return ret;
 			}
+			c = odsm__copy_of(r->ext);
 		}
-		*p = (const void *)(uintptr_t)r->ext;
+		*p = (const void *)(uintptr_t)c;
 		return 0;
 	}
 	*p = odsm_ptr(r->g);
 	return 0;
+}
+
+/* The first access of a new shared borrow: one that fails is not out. */
+static inline int odsm__ref_first(odsm_ref *r, const void **p)
+{
+	int ret = odsm_ref_get(r, p);
+
+	if (__builtin_expect(ret != 0, 0))
+		ODSM__UNDO(r);
+	return ret;
 }
 
 /* Borrow the owner's object for reading; *p points at its bytes. */
@@ -330,7 +415,7 @@ static inline int odsm_borrow(odsm_box *b, odsm_ref *r, const void **p)
 	r->g = b->g;
 	r->ext = 0;
 	ODSM__CHECK_P(ODSM_CHK_BORROW, r, r->g, p);
-	return odsm_ref_get(r, p);
+	return odsm__ref_first(r, p);
 }
 
 /* A shared borrow of what a mutable borrow holds (a reborrow). */
@@ -341,7 +426,7 @@ static inline int odsm_borrow_from_mut(odsm_mut *m, odsm_ref *r,
 	r->g = m->g;
 	r->ext = 0;
 	ODSM__CHECK_P(ODSM_CHK_REBORROW, r, r->g, p);
-	return odsm_ref_get(r, p);
+	return odsm__ref_first(r, p);
 }
 
 /* Another shared borrow from a shared borrow. */
@@ -351,7 +436,7 @@ static inline int odsm_ref_clone(const odsm_ref *src, odsm_ref *r,
 	r->g = src->g;
 	r->ext = 0;
 	ODSM__CHECK_P(ODSM_CHK_BORROW, r, r->g, p);
-	return odsm_ref_get(r, p);
+	return odsm__ref_first(r, p);
 }
 
 /* End a shared borrow: a cached copy it referenced may be reclaimed. */
@@ -361,7 +446,7 @@ static inline int odsm_return(odsm_ref *r)
 
 	ODSM__CHECK(ODSM_CHK_RETURN, r, r->g);
 	if (__builtin_expect(r->ext != 0, 0))
-		ret = odsm__drop_copy(r->g, &r->ext);
+		ret = odsm__drop_ref(r);
 	r->g = 0;
 	r->ext = 0;
 	return ret;
@@ -411,13 +496,23 @@ static inline int odsm_mut_get(odsm_mut *m, void **p)
 	return 0;
 }
 
+/* The first access of a new mutable borrow: one that fails is not out. */
+static inline int odsm__mut_first(odsm_mut *m, void **p)
+{
+	int ret = odsm_mut_get(m, p);
+
+	if (__builtin_expect(ret != 0, 0))
+		ODSM__UNDO(m);
+	return ret;
+}
+
 /* Borrow the owner's object for writing; *p points at its bytes. */
 static inline int odsm_borrow_mut(odsm_box *b, odsm_mut *m, void **p)
 {
 	m->g = b->g;
 	m->ext = (uint64_t)(uintptr_t)b;	/* owner: for the write-back */
 	ODSM__CHECK_P(ODSM_CHK_MUT, m, m->g, p);
-	return odsm_mut_get(m, p);
+	return odsm__mut_first(m, p);
 }
 
 /*
@@ -442,7 +537,7 @@ static inline int odsm_borrow_mut_at(uint64_t owner, odsm_mut *m, void **p)
 		return ret;
 	m->ext = owner;		/* odsm_return_mut() writes back there */
 	ODSM__CHECK_P(ODSM_CHK_MUT, m, m->g, p);
-	return odsm_mut_get(m, p);
+	return odsm__mut_first(m, p);
 }
 
 /*
@@ -458,16 +553,20 @@ static inline int odsm_return_mut(odsm_mut *m)
 
 	ODSM__CHECK(ODSM_CHK_RETURN_MUT, m, m->g);
 	if (__builtin_expect(!owner, 0)) {
-		ret = odsm__write_back(m->ext & ~ODSM_EXT_U, m->g,
-				       m->ext & ODSM_EXT_U);
+		/* a box in the heap keeps no U bit (see the top) */
+		ret = odsm__write_back(m->ext & ~ODSM_EXT_U, m->g, 0);
 	} else {
 		owner->g = m->g;
 		/* the owner continues the mut's epoch: if a reader saw the
 		 * mut's color (the U bit was cleared by a reborrow), the
-		 * owner's next write must bump it again.  A copy the owner
-		 * cached is of an older version: the move consumed it.
+		 * owner's next write must bump it again; and a box in the
+		 * heap, read by others behind its back, always bumps.  A
+		 * copy the owner cached is of an older version: the move
+		 * consumed it.
 		 */
-		owner->ext = (owner->ext & ~ODSM_EXT_U) | (m->ext & ODSM_EXT_U);
+		owner->ext &= ~ODSM_EXT_U;
+		if (!odsm__in_heap_ptr(owner))
+			owner->ext |= m->ext & ODSM_EXT_U;
 	}
 	m->g = 0;
 	m->ext = 0;

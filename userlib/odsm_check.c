@@ -2,8 +2,10 @@
 /*
  * libodsm's checking mode: what a borrow checker would have refused,
  * caught at run time.  A program built with -DODSM_CHECK calls
- * odsm__check() from every borrow, dereference and return (userlib/odsm.h);
- * a program built without it never does and pays nothing.
+ * odsm__check() from every borrow, dereference, owner access and return
+ * (userlib/odsm.h); a program built without it never does and pays
+ * nothing (odsm_box_drop(), out of line and next to an ioctl, asks in
+ * every program: with no borrow recorded the answer is always yes).
  *
  * What it can see is this process: a table of the borrows it holds, keyed
  * by the address of the odsm_ref / odsm_mut that holds each one (a borrow
@@ -11,14 +13,22 @@
  * It reports
  *   - a mutable borrow, or an owner write, while shared borrows of the same
  *     object are out, or while another mutable borrow of it is out;
- *   - a shared borrow while a mutable borrow of the object is out (a
- *     reborrow from that mutable borrow is fine), and a write through the
- *     mutable borrow while such a reborrow is out;
+ *   - a shared borrow, or an owner read, while a mutable borrow of the
+ *     object is out (a reborrow from that mutable borrow is fine), and a
+ *     write through the mutable borrow while such a reborrow is out;
+ *   - an ownership transfer or drop while borrows of the object are out;
  *   - a use of a borrow after it was returned (or that was never taken);
  *   - a double return.
  * Each is a line on stderr naming the operation, the object and what was
  * wrong, a count (odsm_lib_stats()), the error -ENOTRECOVERABLE from the
  * call, and abort() when ODSM_CHECK_ABORT is set in the environment.
+ *
+ * A returned borrow is empty (its g is 0), so to name the object of a use
+ * after return or a double return the last ODSM_CHECK_TOMBS returns are
+ * remembered, by holder.
+ *
+ * Locking: one mutex around the table, the tombstones and the counters;
+ * every operation is a scan of the borrows out in this process.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -27,15 +37,24 @@
 #include <string.h>
 #include "odsm.h"
 
+#define ODSM_CHECK_TOMBS	256
+
 struct rec {
 	const void *who;	/* the odsm_ref / odsm_mut holding it */
-	uint64_t addr;		/* the object (uncolored) when borrowed */
-	int mut;
+	uint64_t addr;		/* the object (uncolored), where it is now */
+	uint64_t orig;		/* where it was when borrowed (a mutable
+				 * borrow moves a remote object here: its
+				 * owner still names the old address)
+				 */
+	unsigned char mut;	/* a mutable borrow */
+	unsigned char local;	/* of a local object when taken */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rec *recs;
 static size_t nr, cap;
+static struct rec tombs[ODSM_CHECK_TOMBS];	/* returned, newest last */
+static unsigned int tomb_next;
 static struct odsm_lib_stats stats;
 
 static struct rec *find(const void *who)
@@ -48,6 +67,19 @@ static struct rec *find(const void *who)
 	return NULL;
 }
 
+/* The newest return by who, if it is still remembered. */
+static const struct rec *find_tomb(const void *who)
+{
+	unsigned int i, k;
+
+	for (i = 1; i <= ODSM_CHECK_TOMBS; i++) {
+		k = (tomb_next - i) % ODSM_CHECK_TOMBS;
+		if (tombs[k].who == who)
+			return &tombs[k];
+	}
+	return NULL;
+}
+
 /* borrows of addr out now: shared ones into *shared, mutable into *muts */
 static void count(uint64_t addr, const void *except, unsigned int *shared,
 		  unsigned int *muts)
@@ -56,7 +88,8 @@ static void count(uint64_t addr, const void *except, unsigned int *shared,
 
 	*shared = *muts = 0;
 	for (i = 0; i < nr; i++) {
-		if (recs[i].addr != addr || recs[i].who == except)
+		if ((recs[i].addr != addr && recs[i].orig != addr) ||
+		    recs[i].who == except)
 			continue;
 		if (recs[i].mut)
 			(*muts)++;
@@ -65,7 +98,7 @@ static void count(uint64_t addr, const void *except, unsigned int *shared,
 	}
 }
 
-static int add(const void *who, uint64_t addr, int mut)
+static int add(const void *who, uint64_t g, int mut)
 {
 	struct rec *r;
 
@@ -77,14 +110,38 @@ static int add(const void *who, uint64_t addr, int mut)
 		cap = cap ? cap * 2 : 64;
 	}
 	recs[nr].who = who;
-	recs[nr].addr = addr;
-	recs[nr].mut = mut;
+	recs[nr].addr = recs[nr].orig = odsm_addr_of(g);
+	recs[nr].mut = (unsigned char)mut;
+	recs[nr].local = odsm_is_local(g);
 	nr++;
+	if (mut)
+		stats.local_muts += recs[nr - 1].local;
+	else
+		stats.local_borrows += recs[nr - 1].local;
+	if (mut)
+		stats.remote_muts += !recs[nr - 1].local;
+	else
+		stats.remote_borrows += !recs[nr - 1].local;
 	return 0;
 }
 
-static void del(struct rec *r)
+/* forget r: returned (remembered as a tombstone) or failed (not) */
+static void del(struct rec *r, bool returned)
 {
+	if (returned) {
+		tombs[tomb_next % ODSM_CHECK_TOMBS] = *r;
+		tomb_next++;
+		if (r->mut)
+			stats.returns_mut++;
+		else
+			stats.returns++;
+	} else if (r->mut) {
+		stats.local_muts -= r->local;
+		stats.remote_muts -= !r->local;
+	} else {
+		stats.local_borrows -= r->local;
+		stats.remote_borrows -= !r->local;
+	}
 	*r = recs[--nr];
 }
 
@@ -97,30 +154,56 @@ static const char *const ops[] = {
 	[ODSM_CHK_USE_MUT] = "use of a mutable borrow",
 	[ODSM_CHK_OWNER_WRITE] = "owner write",
 	[ODSM_CHK_REBORROW] = "shared reborrow from a mutable borrow",
+	[ODSM_CHK_OWNER_READ] = "owner read",
+	[ODSM_CHK_OWNER_MOVE] = "ownership transfer",
+	[ODSM_CHK_FAILED] = "failed borrow",
+	[ODSM_CHK_OWNER_DROP] = "owner drop",
 };
 
-static int violation(int event, uint64_t g, const char *what)
+static int violation(int event, uint64_t addr, const char *what)
 {
-	__atomic_add_fetch(&stats.violations, 1, __ATOMIC_RELAXED);
+	stats.violations++;
 	fprintf(stderr, "odsm: borrow check: %s of object 0x%llx: %s\n",
-		ops[event], (unsigned long long)odsm_addr_of(g), what);
+		ops[event], (unsigned long long)addr, what);
 	if (getenv("ODSM_CHECK_ABORT"))
 		abort();
 	return -ENOTRECOVERABLE;
 }
 
-static void inc(uint64_t *c)
+static int out_of_borrows(int event, uint64_t addr, unsigned int shared,
+			  unsigned int muts)
 {
-	__atomic_add_fetch(c, 1, __ATOMIC_RELAXED);
+	char msg[96];
+
+	snprintf(msg, sizeof(msg), "%u shared and %u mutable borrows of it are out",
+		 shared, muts);
+	return violation(event, addr, msg);
+}
+
+/* A use or return by who, which holds no borrow of that kind. */
+static int not_held(int event, const void *who, uint64_t g, bool use)
+{
+	const struct rec *t = find_tomb(who);
+	uint64_t addr = odsm_addr_of(g);
+
+	if (!addr && t)
+		addr = t->addr;
+	if (t && t->addr == addr)
+		return violation(event, addr, use ?
+				 "the borrow was already returned" :
+				 "returned twice");
+	return violation(event, addr, use ?
+			 "no such borrow is out (never taken, or it failed)" :
+			 "no such borrow is out to return (never taken, or it failed)");
 }
 
 int odsm__check(int event, const void *who, uint64_t g)
 {
 	uint64_t addr = odsm_addr_of(g);
 	unsigned int shared, muts;
+	bool mutev;
 	struct rec *r;
 	int ret = 0;
-	char msg[160];
 
 	pthread_mutex_lock(&lock);
 	r = find(who);
@@ -129,61 +212,61 @@ int odsm__check(int event, const void *who, uint64_t g)
 	case ODSM_CHK_REBORROW:
 		count(addr, who, &shared, &muts);
 		if (r)
-			ret = violation(event, g, "this odsm_ref still holds a borrow that was never returned");
+			ret = violation(event, addr, "this odsm_ref still holds a borrow that was never returned");
 		else if (muts && event == ODSM_CHK_BORROW)
-			ret = violation(event, g, "a mutable borrow of it is out");
+			ret = violation(event, addr, "a mutable borrow of it is out");
 		else
-			ret = add(who, addr, 0);
-		if (!ret)
-			inc(odsm_is_local(g) ? &stats.local_borrows :
-					       &stats.remote_borrows);
+			ret = add(who, g, 0);
 		break;
 	case ODSM_CHK_MUT:
 		count(addr, who, &shared, &muts);
-		if (r) {
-			ret = violation(event, g, "this odsm_mut still holds a borrow that was never returned");
-		} else if (shared || muts) {
-			snprintf(msg, sizeof(msg), "%u shared and %u mutable borrows of it are out",
-				 shared, muts);
-			ret = violation(event, g, msg);
-		} else {
-			ret = add(who, addr, 1);
-		}
-		if (!ret)
-			inc(odsm_is_local(g) ? &stats.local_muts :
-					       &stats.remote_muts);
+		if (r)
+			ret = violation(event, addr, "this odsm_mut still holds a borrow that was never returned");
+		else if (shared || muts)
+			ret = out_of_borrows(event, addr, shared, muts);
+		else
+			ret = add(who, g, 1);
 		break;
 	case ODSM_CHK_OWNER_WRITE:
+	case ODSM_CHK_OWNER_MOVE:
+	case ODSM_CHK_OWNER_DROP:
+		if (!nr)
+			break;
 		count(addr, NULL, &shared, &muts);
-		if (shared || muts) {
-			snprintf(msg, sizeof(msg), "%u shared and %u mutable borrows of it are out",
-				 shared, muts);
-			ret = violation(event, g, msg);
-		}
+		if (shared || muts)
+			ret = out_of_borrows(event, addr, shared, muts);
+		break;
+	case ODSM_CHK_OWNER_READ:
+		count(addr, NULL, &shared, &muts);
+		if (muts)
+			ret = violation(event, addr, "a mutable borrow of it is out");
 		break;
 	case ODSM_CHK_USE:
 	case ODSM_CHK_USE_MUT:
-		if (!r || !g || r->mut != (event == ODSM_CHK_USE_MUT)) {
-			ret = violation(event, g, "the borrow was returned (or never taken)");
+		mutev = event == ODSM_CHK_USE_MUT;
+		if (!r || !g || r->mut != mutev) {
+			ret = not_held(event, who, g, true);
 			break;
 		}
-		if (event == ODSM_CHK_USE)
+		if (!mutev)
 			break;
 		/* a write through the mut while a reborrow reads it */
 		count(addr, who, &shared, &muts);
 		if (shared)
-			ret = violation(event, g, "a shared reborrow of it is out");
+			ret = violation(event, addr, "a shared reborrow of it is out");
 		r->addr = addr;	/* it may have moved since it was taken */
 		break;
 	case ODSM_CHK_RETURN:
 	case ODSM_CHK_RETURN_MUT:
-		if (!r || !g || r->mut != (event == ODSM_CHK_RETURN_MUT)) {
-			ret = violation(event, g, "returned twice (or never taken)");
-		} else {
-			del(r);
-			inc(event == ODSM_CHK_RETURN ? &stats.returns :
-						       &stats.returns_mut);
-		}
+		mutev = event == ODSM_CHK_RETURN_MUT;
+		if (!r || !g || r->mut != mutev)
+			ret = not_held(event, who, g, false);
+		else
+			del(r, true);
+		break;
+	case ODSM_CHK_FAILED:
+		if (r)
+			del(r, false);
 		break;
 	default:
 		ret = -EINVAL;
