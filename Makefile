@@ -50,6 +50,7 @@ CLUSTER_TESTS := $(patsubst selftests/cluster/%.c,$(BUILD)/tests/cluster/%,\
 LIB_TESTS  := $(patsubst selftests/lib/%.c,$(BUILD)/tests/lib/%,\
 		$(wildcard selftests/lib/*_test.c))
 TOOLS	   := $(BUILD)/bin/odsmctl $(BUILD)/bin/odsm-bench $(BUILD)/bin/odsm-rbench \
+	      $(BUILD)/bin/odsm-cbench \
 	      $(BUILD)/bin/odsm-demo $(BUILD)/bin/odsm-kvs $(BUILD)/bin/odsm-coherence
 
 MODULE	:= $(BUILD)/kmod/$(KVER)/kmod/odsm.ko
@@ -110,6 +111,10 @@ $(BUILD)/bin/odsmctl: tools/odsmctl/odsmctl.c $(LIB_A) $(LIB_HDR)
 	$(CC) $(UCFLAGS) -static -o $@ $< $(LIB_A)
 
 $(BUILD)/bin/odsm-bench: tools/bench/odsm-bench.c $(LIB_A) $(LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(UCFLAGS) -static -o $@ $< $(LIB_A)
+
+$(BUILD)/bin/odsm-cbench: tools/bench/odsm-cbench.c $(LIB_A) $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -static -o $@ $< $(LIB_A)
 

@@ -19,4 +19,12 @@ tools/rig/run.sh -k "$KVER" -n 2 -s bench-cluster -i "$img" -l build/logs -t 900
 tr -d '\r' <"build/logs/bench-cluster-$KVER-node1.log" | grep '^ODSM_BENCH' |
 	sed 's/^ODSM_BENCH /  /'
 [ "$rc2" = 0 ] || tail -n 30 build/logs/bench-cluster-run.txt
-[ "$rc" = 0 ] && [ "$rc2" = 0 ]
+
+echo "bench: two guests, the coherence protocol against raw operations, over TCP then RDMA (Soft-RoCE)"
+rc3=0
+tools/rig/run.sh -k "$KVER" -n 2 -s bench-coherence -i "$img" -l build/logs -t 1200 \
+	>build/logs/bench-coherence-run.txt 2>&1 || rc3=$?
+tr -d '\r' <"build/logs/bench-coherence-$KVER-node1.log" | grep '^ODSM_BENCH' |
+	sed 's/^ODSM_BENCH coherence /  /'
+[ "$rc3" = 0 ] || tail -n 30 build/logs/bench-coherence-run.txt
+[ "$rc" = 0 ] && [ "$rc2" = 0 ] && [ "$rc3" = 0 ]

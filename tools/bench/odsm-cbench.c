@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * odsm-cbench: what the coherence protocol costs, against the raw
+ * operations on the same objects and link.  Run on one node against
+ * objects it places on another (ODSM_ALLOC_ON_NODE):
+ *
+ *   uncached    a shared borrow that misses (ODSM_IOC_BORROW + RETURN with
+ *               cache_budget_bytes 0, so every borrow copies) vs a raw
+ *               ODSM_IOC_READ of the same size
+ *   hit         a shared borrow of a cached copy (BORROW + RETURN) vs a
+ *               borrow of a local object through libodsm's inline path
+ *   mut         a mutable borrow of a remote object (it moves here) vs a
+ *               raw read of the same size
+ *   move_bw     1 MiB moves in MiB/s vs 1 MiB raw reads
+ *   first_byte  borrow a 64 MiB remote object and touch its first byte,
+ *               lazily (lazy_threshold 1 MiB) and eagerly (threshold above
+ *               the object); then the time to touch every page lazily for
+ *               readahead_pages 1, 4, 16, 64
+ *
+ * Medians (and 90th percentiles) in microseconds, one ODSM_BENCH line per
+ * row.  A benchmark: it reports and judges nothing.
+ *
+ *   odsm-cbench NODE [ITERATIONS]
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include "odsm.h"
+
+#define MiB(x)	((uint64_t)(x) << 20)
+
+static unsigned int node;
+static const char *xport = "";
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* median and p90 of n samples (sorts them) */
+static void stats(double *t, int n, double *med, double *p90)
+{
+	qsort(t, n, sizeof(*t), cmp_double);
+	*med = t[n / 2];
+	*p90 = t[n * 9 / 10];
+}
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "odsm-cbench: %s: %s\n", what, odsm_strerror(err));
+	exit(1);
+}
+
+static void knob(const char *name, uint64_t v)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/odsm/%s", name);
+	f = fopen(path, "w");
+	if (!f || fprintf(f, "%llu\n", (unsigned long long)v) < 0 || fclose(f))
+		die(path, -errno);
+}
+
+static uint64_t remote_obj(uint64_t size)
+{
+	uint64_t cg;
+	int ret = odsm_alloc_on(node, size, 0, ODSM_ALLOC_ZERO, &cg);
+
+	if (ret)
+		die("alloc on the remote node", ret);
+	return cg;
+}
+
+static int borrow(uint64_t cg, struct odsm_borrow *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->gaddr = cg;
+	return ioctl(odsm_rt.fd, ODSM_IOC_BORROW, b) ? -errno : 0;
+}
+
+static void give_back(uint64_t cg)
+{
+	struct odsm_borrow b = { .gaddr = cg };
+
+	if (ioctl(odsm_rt.fd, ODSM_IOC_RETURN, &b))
+		die("return", -errno);
+}
+
+/* one raw read of len bytes at cg, in µs */
+static double raw_read(uint64_t cg, void *buf, size_t len)
+{
+	double t0 = now_us();
+	int ret = odsm_read(cg, buf, len);
+
+	if (ret)
+		die("read", ret);
+	return now_us() - t0;
+}
+
+static void uncached_vs_raw(int iters)
+{
+	static const size_t sizes[] = { 512, 4096, 65536 };
+	double *tb = calloc(iters, sizeof(double)), *tr = calloc(iters, sizeof(double));
+	double bm, b9, rm, r9;
+	struct odsm_borrow b;
+	char *buf = malloc(65536);
+	unsigned int s;
+	int i, ret;
+
+	knob("cache_budget_bytes", 0);	/* every borrow misses */
+	for (s = 0; s < 3; s++) {
+		uint64_t cg = remote_obj(sizes[s]);
+
+		for (i = 0; i < iters; i++) {
+			double t0 = now_us();
+
+			ret = borrow(cg, &b);
+			if (ret || b.result != ODSM_BORROWED_MISS)
+				die("uncached borrow", ret ? ret : -EEXIST);
+			tb[i] = now_us() - t0;
+			give_back(cg);
+			tr[i] = raw_read(cg, buf, sizes[s]);
+		}
+		stats(tb, iters, &bm, &b9);
+		stats(tr, iters, &rm, &r9);
+		printf("ODSM_BENCH coherence %s uncached_borrow_%zu_us=%.1f (p90 %.1f) raw_read_%zu_us=%.1f (p90 %.1f) ratio=%.2f\n",
+		       xport, sizes[s], bm, b9, sizes[s], rm, r9, bm / rm);
+		odsm_free(cg);
+	}
+	knob("cache_budget_bytes", MiB(64));
+	free(tb);
+	free(tr);
+	free(buf);
+}
+
+static void hit_vs_local(int iters)
+{
+	double *t = calloc(iters, sizeof(double)), hm, h9, t0, local_ns;
+	struct odsm_borrow b;
+	uint64_t cg = remote_obj(512);
+	const void *p;
+	odsm_box lb;
+	odsm_ref r;
+	long k, n = 1000000;
+	int i, ret;
+
+	ret = borrow(cg, &b);	/* the miss that fills the cache */
+	if (ret)
+		die("borrow", ret);
+	give_back(cg);
+	for (i = 0; i < iters; i++) {
+		double s = now_us();
+
+		ret = borrow(cg, &b);
+		if (ret || b.result != ODSM_BORROWED_HIT)
+			die("cached borrow", ret ? ret : -EEXIST);
+		give_back(cg);
+		t[i] = now_us() - s;
+	}
+	stats(t, iters, &hm, &h9);
+	ret = odsm_box_new(&lb, 512, ODSM_ALLOC_ZERO);
+	if (ret)
+		die("local box", ret);
+	t0 = now_us();
+	for (k = 0; k < n; k++) {
+		odsm_borrow(&lb, &r, &p);
+		__asm__ volatile("" : : "r"(p) : "memory");
+		odsm_return(&r);
+	}
+	local_ns = (now_us() - t0) * 1000 / n;
+	printf("ODSM_BENCH coherence %s cached_hit_borrow_return_us=%.2f (p90 %.2f) local_borrow_return_ns=%.1f ratio=%.0f\n",
+	       xport, hm, h9, local_ns, hm * 1000 / local_ns);
+	odsm_box_drop(&lb);
+	odsm_free(cg);
+	free(t);
+}
+
+static void mut_vs_raw(int iters)
+{
+	static const size_t sizes[] = { 512, 4096 };
+	double *tm = calloc(iters, sizeof(double)), *tr = calloc(iters, sizeof(double));
+	struct odsm_borrow_mut m;
+	double mm, m9, rm, r9;
+	char buf[4096];
+	uint64_t *objs = calloc(iters, sizeof(uint64_t));
+	unsigned int s;
+	int i;
+
+	for (s = 0; s < 2; s++) {
+		for (i = 0; i < iters; i++)
+			objs[i] = remote_obj(sizes[s]);
+		for (i = 0; i < iters; i++) {
+			double t0;
+
+			tr[i] = raw_read(objs[i], buf, sizes[s]);
+			memset(&m, 0, sizeof(m));
+			m.gaddr = objs[i];
+			t0 = now_us();
+			if (ioctl(odsm_rt.fd, ODSM_IOC_BORROW_MUT, &m) ||
+			    m.result != ODSM_BORROWED_MOVED)
+				die("mutable borrow", -errno);
+			tm[i] = now_us() - t0;
+			odsm_free(m.new_gaddr);
+		}
+		stats(tm, iters, &mm, &m9);
+		stats(tr, iters, &rm, &r9);
+		printf("ODSM_BENCH coherence %s mut_borrow_move_%zu_us=%.1f (p90 %.1f) raw_read_%zu_us=%.1f (p90 %.1f) ratio=%.2f\n",
+		       xport, sizes[s], mm, m9, sizes[s], rm, r9, mm / rm);
+	}
+	free(objs);
+	free(tm);
+	free(tr);
+}
+
+static void move_bw(int n)
+{
+	struct odsm_borrow_mut m;
+	uint64_t *objs = calloc(n, sizeof(uint64_t)), cg;
+	char *buf = malloc(MiB(1));
+	double t0, moves, reads;
+	int i;
+
+	for (i = 0; i < n; i++)
+		objs[i] = remote_obj(MiB(1));
+	t0 = now_us();
+	for (i = 0; i < n; i++) {
+		memset(&m, 0, sizeof(m));
+		m.gaddr = objs[i];
+		if (ioctl(odsm_rt.fd, ODSM_IOC_BORROW_MUT, &m))
+			die("1 MiB move", -errno);
+		objs[i] = m.new_gaddr;
+	}
+	moves = n / ((now_us() - t0) / 1e6);
+	for (i = 0; i < n; i++)
+		odsm_free(objs[i]);
+	cg = remote_obj(MiB(1));
+	t0 = now_us();
+	for (i = 0; i < n; i++)
+		raw_read(cg, buf, MiB(1));
+	reads = n / ((now_us() - t0) / 1e6);
+	odsm_free(cg);
+	printf("ODSM_BENCH coherence %s move_1MiB_MiB_s=%.1f raw_read_1MiB_MiB_s=%.1f ratio=%.2f\n",
+	       xport, moves, reads, moves / reads);
+	free(objs);
+	free(buf);
+}
+
+/* borrow the object and touch its first byte: µs */
+static double first_byte(uint64_t cg)
+{
+	struct odsm_borrow b;
+	double t0 = now_us(), t;
+	int ret = borrow(cg, &b);
+
+	if (ret)
+		die("borrow 64 MiB", ret);
+	(void)*(volatile const char *)(uintptr_t)b.addr;
+	t = now_us() - t0;
+	give_back(cg);
+	return t;
+}
+
+static void big(void)
+{
+	static const unsigned int ras[] = { 1, 4, 16, 64 };
+	uint64_t cg = remote_obj(MiB(64));
+	double lazy, eager, t0;
+	struct odsm_borrow b;
+	unsigned int i;
+	uint64_t off;
+	int ret;
+
+	knob("lazy_threshold", MiB(1));
+	lazy = first_byte(cg);
+	knob("lazy_threshold", MiB(128));
+	eager = first_byte(cg);
+	knob("cache_budget_bytes", 0);		/* drop the eager copy */
+	knob("cache_budget_bytes", MiB(256));
+	printf("ODSM_BENCH coherence %s first_byte_64MiB_lazy_us=%.0f eager_us=%.0f ratio=%.4f\n",
+	       xport, lazy, eager, lazy / eager);
+	knob("lazy_threshold", MiB(1));
+	for (i = 0; i < 4; i++) {
+		knob("readahead_pages", ras[i]);
+		t0 = now_us();
+		ret = borrow(cg, &b);
+		if (ret)
+			die("borrow 64 MiB", ret);
+		for (off = 0; off < MiB(64); off += 4096)
+			(void)*(volatile const char *)(uintptr_t)(b.addr + off);
+		printf("ODSM_BENCH coherence %s lazy_64MiB_touch_all readahead_pages=%u ms=%.0f MiB_s=%.1f\n",
+		       xport, ras[i], (now_us() - t0) / 1e3,
+		       64 / ((now_us() - t0) / 1e6));
+		give_back(cg);
+	}
+	knob("readahead_pages", 16);
+	odsm_free(cg);
+}
+
+int main(int argc, char **argv)
+{
+	int iters, ret;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: odsm-cbench NODE [ITERATIONS] [LABEL]\n");
+		return 2;
+	}
+	node = strtoul(argv[1], NULL, 0);
+	iters = argc > 2 ? atoi(argv[2]) : 100;
+	if (argc > 3)
+		xport = argv[3];
+	if (iters < 10)
+		iters = 10;
+	ret = odsm_init();
+	if (ret)
+		die("odsm_init", ret);
+	printf("ODSM_BENCH coherence %s: node %u against node %u, %d iterations per row\n",
+	       xport, odsm_rt.info.node_id, node, iters);
+	fflush(stdout);
+	uncached_vs_raw(iters);
+	hit_vs_local(iters);
+	mut_vs_raw(iters);
+	move_bw(8);
+	big();
+	odsm_fini();
+	return 0;
+}
