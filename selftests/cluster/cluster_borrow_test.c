@@ -102,15 +102,15 @@ static void read_through_box(struct __test_metadata *_metadata, uint64_t at,
 
 TEST(heap_box_write_bumps)
 {
-	uint64_t at = 0, g1 = 0, g2 = 0;
+	uint64_t at = 0, atc = 0, g1 = 0, g2 = 0;
 	odsm_box *hb = NULL;
 	void *w;
 
 	C_BEGIN();
 	if (C.self == 0) {
 		/* the owner box inside an object of node 0 (a table) */
-		ASSERT_EQ(0, odsm_alloc(64, 16, ODSM_ALLOC_ZERO, &at));
-		at = odsm_addr_of(at);
+		ASSERT_EQ(0, odsm_alloc(64, 16, ODSM_ALLOC_ZERO, &atc));
+		at = odsm_addr_of(atc);
 		hb = odsm_ptr(at);
 		ASSERT_EQ(0, odsm_box_new(hb, SZ, 0));
 		ASSERT_EQ(0, odsm_box_write(hb, &w));
@@ -136,7 +136,7 @@ TEST(heap_box_write_bumps)
 	ASSERT_EQ(0, step(5));
 	if (C.self == 0) {
 		EXPECT_EQ(0, odsm_box_drop(hb));
-		EXPECT_EQ(0, odsm_free(at));
+		EXPECT_EQ(0, odsm_free(atc));
 	}
 }
 
@@ -191,15 +191,15 @@ TEST(share_ends_the_epoch)
 
 TEST(write_back_clears_u)
 {
-	uint64_t at = 0, wb;
+	uint64_t at = 0, atc = 0, wb;
 	odsm_box *hb, got;
 	odsm_mut m;
 	void *w;
 
 	C_BEGIN();
 	if (C.self == 0) {
-		ASSERT_EQ(0, odsm_alloc(64, 16, ODSM_ALLOC_ZERO, &at));
-		at = odsm_addr_of(at);
+		ASSERT_EQ(0, odsm_alloc(64, 16, ODSM_ALLOC_ZERO, &atc));
+		at = odsm_addr_of(atc);
 		hb = odsm_ptr(at);
 		ASSERT_EQ(0, odsm_box_new(hb, SZ, 0));
 		c_fill(odsm_ptr(hb->g), SZ, 0, 26);
@@ -228,7 +228,7 @@ TEST(write_back_clears_u)
 		ASSERT_EQ(0, odsm_box_read(hb, &p));	/* Algorithm 7 */
 		EXPECT_EQ(-1, c_check(p, SZ, 1, 27));
 		EXPECT_EQ(0, odsm_box_drop(hb));	/* freed on node 1 */
-		EXPECT_EQ(0, odsm_free(at));
+		EXPECT_EQ(0, odsm_free(atc));
 	}
 	ASSERT_EQ(0, step(12));
 }

@@ -98,7 +98,7 @@ TEST(remote_shared_borrow)
 
 TEST(owner_in_remote_partition)
 {
-	uint64_t wb, moves, boxaddr, cg;
+	uint64_t wb, moves, boxaddr, boxcg = 0, cg;
 	const void *p;
 	odsm_box *ob;
 	odsm_ref r;
@@ -108,7 +108,8 @@ TEST(owner_in_remote_partition)
 	C_BEGIN();
 	if (C.self == 0) {
 		/* the owner box lives inside an object of node 0 */
-		ASSERT_EQ(0, odsm_alloc(64, 16, ODSM_ALLOC_ZERO, &boxaddr));
+		ASSERT_EQ(0, odsm_alloc(64, 16, ODSM_ALLOC_ZERO, &boxcg));
+		boxaddr = boxcg;
 		ob = odsm_ptr(boxaddr);
 		ASSERT_EQ(0, odsm_box_new(ob, 3000, 0));
 		c_fill(odsm_ptr(ob->g), 3000, 0, 2);
@@ -139,7 +140,8 @@ TEST(owner_in_remote_partition)
 		EXPECT_EQ(-1, c_check(p, 3000, 1, 3));
 		EXPECT_EQ(0, odsm_return(&r));
 		EXPECT_EQ(0, odsm_box_drop(ob));
-		EXPECT_EQ(0, odsm_free(boxaddr));
+		/* its colored address: a reused one is not at color 0 */
+		EXPECT_EQ(0, odsm_free(boxcg));
 	}
 	ASSERT_EQ(0, step(_metadata, 4));
 }
