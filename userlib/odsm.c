@@ -344,6 +344,8 @@ int odsm__box_fetch(odsm_box *b)
  * The kernel consumes a held reference even when the move then fails, so
  * the copy word goes on error too: a word that outlived its reference
  * would be read later (Algorithm 7) while the slot serves someone else.
+ * After a move any copy word there is of an older version, another
+ * process's included: it goes too.
  */
 int odsm__move_here(uint64_t *g, uint64_t *copy_ext)
 {
@@ -356,7 +358,7 @@ int odsm__move_here(uint64_t *g, uint64_t *copy_ext)
 	if (held)
 		m.flags = ODSM_MUT_HELD_REF;
 	ret = xioctl(ODSM_IOC_BORROW_MUT, &m);
-	if (held)
+	if (copy_ext && (held || !ret))
 		*copy_ext &= ODSM_EXT_U;
 	if (ret)
 		return ret;

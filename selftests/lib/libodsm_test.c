@@ -114,6 +114,7 @@ TEST_F(lib, foreign_copy_words_are_ignored)
 	const void *p;
 	odsm_box d;
 	odsm_ref r;
+	void *w;
 
 	/* a copy word another process (or node) left in a fat pointer */
 	foreign = (fk_part(0) + 4096) |
@@ -145,6 +146,16 @@ TEST_F(lib, foreign_copy_words_are_ignored)
 	odsm_box_transfer(&d, &b);
 	EXPECT_EQ(1UL, fk_snap().returns);
 	EXPECT_EQ(0ULL, d.ext);
+
+	/* a write moves the object: the foreign word is of an older
+	 * version and goes (nothing returned, not passed as held)
+	 */
+	d.ext = foreign;
+	ASSERT_EQ(0, odsm_box_write(&d, &w));
+	EXPECT_EQ(0U, fk.last_mut_flags);
+	EXPECT_EQ(1UL, fk_snap().moved);
+	EXPECT_EQ(ODSM_EXT_U, d.ext);
+	EXPECT_EQ(1UL, fk_snap().returns);
 }
 
 TEST_F(lib, owner_read_keeps_a_copy_and_owner_write_takes_it)
