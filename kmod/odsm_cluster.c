@@ -378,6 +378,8 @@ static bool peer_authed(struct odsm_cluster *c, struct odsm_conn *conn,
 	spin_unlock(&c->lock);
 
 	if (old) {
+		pr_info("odsm: node %u connected again: the old connection is closed\n",
+			id);
 		odsm_conn_kill(old);
 		fail_calls(c, id, -EHOSTDOWN);
 		odsm_conn_put(old);

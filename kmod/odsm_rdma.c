@@ -82,7 +82,7 @@
 /* one-sided: work requests of one READ/WRITE (a piece per 64 KiB block) */
 #define RDMA_OS_WRS		(ODSM_WIRE_MAX_DATA / ODSM_WIRE_MAP_LEN + 1)
 #define RDMA_MAX_REGS		4096	/* 256 MiB registered per connection */
-#define RDMA_RD_ATOM		8	/* RDMA READs in flight per QP */
+#define RDMA_RD_ATOM		1	/* RDMA READs in flight per QP */
 /* send queue: SENDs, one-sided work requests, one REG_MR, ib_drain_qp */
 #define RDMA_SQ_DEPTH		(RDMA_SENDS + RDMA_OS_WRS + 1 + 1)
 
@@ -287,8 +287,10 @@ static void send_credits(struct rdma_conn *x)
 	x->owed = 0;
 	spin_unlock(&x->lock);
 	wr.ex.imm_data = cpu_to_be32(imm);
-	if (ib_post_send(x->qp, &wr, NULL))
+	if (ib_post_send(x->qp, &wr, NULL)) {
+		pr_notice_ratelimited("odsm: rdma: credits not returned (send queue full): connection closed\n");
 		rdma_fail(x);
+	}
 }
 
 /* A SEND completed: its slot is free again. */
@@ -334,7 +336,7 @@ static int rdma_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	};
 	struct ib_sge sge;
 	struct rdma_tx *t;
-	int got = 0;
+	int got = 0, ret;
 	long left;
 
 	if (total > RDMA_MSG_MAX)
@@ -381,8 +383,11 @@ static int rdma_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	wr.wr_cqe = &t->cqe;
 	wr.sg_list = &sge;
 	wr.ex.imm_data = cpu_to_be32(imm);
-	if (ib_post_send(x->qp, &wr, NULL)) {
+	ret = ib_post_send(x->qp, &wr, NULL);
+	if (ret) {
 		ib_dma_unmap_single(x->dev, t->dma, total, DMA_TO_DEVICE);
+		pr_notice_ratelimited("odsm: rdma SEND not posted (%d): connection closed\n",
+				      ret);
 		goto err_kill;
 	}
 	up_read(&x->res_sem);
@@ -594,9 +599,8 @@ static void wr_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct rdma_wait *w = container_of(wc->wr_cqe, struct rdma_wait, cqe);
 
 	if (wc->status != IB_WC_SUCCESS) {
-		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			pr_notice_ratelimited("odsm: rdma one-sided work request failed: %s\n",
-					      ib_wc_status_msg(wc->status));
+		pr_notice_ratelimited("odsm: rdma one-sided work request failed: %s\n",
+				      ib_wc_status_msg(wc->status));
 		WRITE_ONCE(w->status, -EHOSTDOWN);
 		/* the QP is in error: the connection is over */
 		odsm_conn_kill(w->x->conn);
@@ -957,6 +961,8 @@ static int rdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		rdma_fail(x);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
+		pr_info_ratelimited("odsm: rdma: the peer disconnected\n");
+		fallthrough;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 	case RDMA_CM_EVENT_ADDR_CHANGE:
 		/* a removal: the core waits until the tick reaps the id */
@@ -1079,8 +1085,11 @@ int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 	reinit_completion(&w->done);
 	w->status = 0;
 	atomic_set(&w->pending, n);
-	if (ib_post_send(x->qp, &wrs[0].wr, NULL)) {
+	ret = ib_post_send(x->qp, &wrs[0].wr, NULL);
+	if (ret) {
 		/* some may be posted: they flush when the QP goes */
+		pr_notice_ratelimited("odsm: rdma %s of %u bytes not posted (%d): connection closed\n",
+				      write ? "WRITE" : "READ", len, ret);
 		odsm_conn_kill(conn);
 		ret = -EHOSTDOWN;
 		goto out_unlock;
@@ -1209,6 +1218,8 @@ int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
 err_kill:
 	/* stays on the list, half set up: the teardown frees it */
 	up_read(&x->res_sem);
+	pr_notice_ratelimited("odsm: rdma registration failed (%d): connection closed\n",
+			      ret);
 	odsm_conn_kill(conn);
 	goto out;
 err_unpin:

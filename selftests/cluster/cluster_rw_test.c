@@ -230,6 +230,19 @@ static uint64_t c_stat(const char *name)
 	return v;
 }
 
+/* Is one-sided RDMA turned on (the module parameter onesided)? */
+static bool onesided_on(void)
+{
+	FILE *f = fopen("/sys/module/odsm/parameters/onesided", "r");
+	int ch = 0;
+
+	if (f) {
+		ch = fgetc(f);
+		fclose(f);
+	}
+	return ch == 'Y';
+}
+
 /*
  * Over RDMA, reads and writes of a peer's objects (8 bytes, 4 KiB, 1 MiB)
  * go one-sided, straight from/to the peer's registered pages: this node's
@@ -246,7 +259,7 @@ TEST_F_TIMEOUT(cl, onesided, 300)
 	bool rdma;
 
 	C_BEGIN();
-	rdma = C.transport == ODSM_TRANSPORT_RDMA;
+	rdma = C.transport == ODSM_TRANSPORT_RDMA && onesided_on();
 	next = (C.self + 1) % C.nodes;
 	buf = malloc(MiB(1));
 	in = malloc(MiB(1));
@@ -289,11 +302,12 @@ TEST_F_TIMEOUT(cl, onesided, 300)
 	fb1 = c_stat("onesided_fallbacks");
 	rr1 = c_stat("remote_reads");
 	rw1 = c_stat("remote_writes");
-	TH_LOG("%s: one-sided reads +%" PRIu64 " writes +%" PRIu64
+	TH_LOG("%s%s: one-sided reads +%" PRIu64 " writes +%" PRIu64
 	       " bytes +%" PRIu64 " fallbacks +%" PRIu64
 	       ", READ requests +%" PRIu64 " WRITE requests +%" PRIu64
 	       ", blocks registered here %" PRIu64,
-	       rdma ? "rdma" : "tcp", rd1 - rd0, wr1 - wr0, by1 - by0,
+	       C.transport == ODSM_TRANSPORT_RDMA ? "rdma" : "tcp",
+	       rdma ? " one-sided" : "", rd1 - rd0, wr1 - wr0, by1 - by0,
 	       fb1 - fb0, rr1 - rr0, rw1 - rw0, c_stat("mr_registrations"));
 	if (rdma) {
 		/* 1 MiB is four 256 KiB pieces */
@@ -306,14 +320,25 @@ TEST_F_TIMEOUT(cl, onesided, 300)
 		/* the peers read and wrote this node's objects one-sided */
 		EXPECT_LT(0ULL, c_stat("mr_registrations"));
 	} else {
+		/* TCP, or RDMA with one-sided turned off: requests only */
 		EXPECT_EQ(0ULL, rd1 - rd0);
 		EXPECT_EQ(0ULL, wr1 - wr0);
 		EXPECT_EQ(0ULL, by1 - by0);
-		EXPECT_EQ(0ULL, fb1 - fb0);
+		EXPECT_EQ(C.transport == ODSM_TRANSPORT_RDMA ?
+			  (rr1 - rr0) + (rw1 - rw0) : 0ULL, fb1 - fb0);
 		EXPECT_LE(4U * (2 + 4) + 4, rr1 - rr0);
 		EXPECT_LE(4U * (2 + 4), rw1 - rw0);
 		EXPECT_EQ(0ULL, c_stat("mr_registrations"));
 	}
+	/* a block with no object is never registered: the request path
+	 * refuses the access, as before
+	 */
+	fb0 = c_stat("onesided_fallbacks");
+	rr0 = c_stat("remote_reads");
+	EXPECT_NE(0, odsm_read(c_part(next) + C.in.part_size - KiB(64), buf, 8));
+	EXPECT_EQ(C.transport == ODSM_TRANSPORT_RDMA ? 1ULL : 0ULL,
+		  c_stat("onesided_fallbacks") - fb0);
+	EXPECT_EQ(1ULL, c_stat("remote_reads") - rr0);
 	free(buf);
 	free(in);
 	free(in2);
