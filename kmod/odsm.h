@@ -37,6 +37,7 @@ struct odsm_heap {
 	struct odsm_geom geom;
 	struct odsm_palloc pa;
 	struct xarray pages;		/* partition page index -> page */
+	struct xarray pinned;		/* block index -> pin count (value) */
 	atomic_long_t nr_pages;
 	atomic_t maps;			/* live VMAs of the heap */
 	struct inode *inode;		/* every open file's f_mapping */
@@ -78,13 +79,17 @@ extern const struct vm_operations_struct odsm_vm_ops;
 int odsm_store_zero(struct odsm_heap *h, u64 addr, u64 len);
 int odsm_store_copy(struct odsm_heap *h, u64 dst, u64 src, u64 len);
 void odsm_store_release(struct odsm_heap *h, u64 addr, u64 len);
-void odsm_store_discard(struct odsm_heap *h, u64 addr, u64 len);
+int odsm_store_discard(struct odsm_heap *h, u64 addr, u64 len);
 int odsm_store_fill_locked(struct odsm_heap *h, u64 addr, const void *buf,
 			   u64 len);
 int odsm_store_read_locked(struct odsm_heap *h, u64 addr, void *buf, u64 len);
 int odsm_store_rw(struct odsm_heap *h, u64 addr, void *buf, u64 len,
 		  bool write);
 int odsm_store_check(struct odsm_heap *h, u64 addr, u64 len);
+/* Pins of whole 64 KiB blocks for RDMA registrations (odsm_store.c). */
+#define ODSM_BLOCK_PAGES	(ODSM_BLOCK_SIZE >> PAGE_SHIFT)
+int odsm_store_pin(struct odsm_heap *h, u64 addr, struct page **pages);
+void odsm_store_unpin(struct odsm_heap *h, u64 addr, struct page **pages);
 int odsm_store_atomic(struct odsm_heap *h, u64 addr, u32 op, u64 operand,
 		      u64 compare, u64 *old);
 

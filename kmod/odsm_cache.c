@@ -106,6 +106,12 @@ static inline unsigned long slot_index(u64 addr)
  * or move one on a caller's behalf: the cache would go on serving a slot
  * that holds another object.
  */
+/* Does the 64 KiB block at addr hold (part of) a lazily filled copy? */
+bool odsm_cache_lazy_block(u64 addr)
+{
+	return !!xa_load(&cache.lazy, block_of(addr));
+}
+
 bool odsm_cache_is_slot(u64 addr)
 {
 	return !!xa_load(&cache.slots, slot_index(addr));
@@ -409,13 +415,14 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 	kref_init(&e->kref);
 	e->lazy = size >= READ_ONCE(odsm_lazy_threshold) &&
 		  size >= ODSM_LAZY_MIN;
-	if (e->lazy) {
-		/* a reused block keeps its pages: the fault handler must
-		 * find none, so that every first touch fetches
-		 */
-		odsm_store_discard(&odsm_heap, slot_addr(e),
-				   round_up(size, ODSM_BLOCK_SIZE));
-	} else {
+	/* a reused block keeps its pages: the fault handler must find
+	 * none, so that every first touch fetches; a block pinned for RDMA
+	 * keeps them, so that copy is filled now instead
+	 */
+	if (e->lazy && odsm_store_discard(&odsm_heap, slot_addr(e),
+					  round_up(size, ODSM_BLOCK_SIZE)))
+		e->lazy = false;
+	if (!e->lazy) {
 		ret = odsm_store_rw(&odsm_heap, slot_addr(e),
 				    first + ODSM_WIRE_FETCH_REPLY_SIZE, got,
 				    true);

@@ -68,6 +68,7 @@ void odsm_cache_trim_to(u64 budget);
 
 /* Is the local object at addr a cached copy (not the caller's to free)? */
 bool odsm_cache_is_slot(u64 addr);
+bool odsm_cache_lazy_block(u64 addr);
 
 /* Gauges */
 u64 odsm_cache_entries(void);

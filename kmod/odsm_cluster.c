@@ -248,6 +248,7 @@ static bool is_reply(u8 type)
 	case ODSM_MSG_FREE_REPLY:
 	case ODSM_MSG_ATOMIC_REPLY:
 	case ODSM_MSG_FETCH_REPLY:
+	case ODSM_MSG_MAP_REPLY:
 		return true;
 	}
 	return false;
@@ -377,6 +378,8 @@ static bool peer_authed(struct odsm_cluster *c, struct odsm_conn *conn,
 	spin_unlock(&c->lock);
 
 	if (old) {
+		pr_info("odsm: node %u connected again: the old connection is closed\n",
+			id);
 		odsm_conn_kill(old);
 		fail_calls(c, id, -EHOSTDOWN);
 		odsm_conn_put(old);
@@ -507,7 +510,12 @@ static void serve_work(struct work_struct *w)
 	u32 rlen = 0, dlen = 0;
 	int status;
 
-	status = odsm_serve(&req->h, req->payload, reply, &rlen, &data, &dlen);
+	if (req->h.type == ODSM_MSG_MAP)
+		status = odsm_serve_map(req->conn, &req->h, req->payload, reply,
+					&rlen);
+	else
+		status = odsm_serve(&req->h, req->payload, reply, &rlen, &data,
+				    &dlen);
 	if (status == -EPROTO) {
 		/* malformed payload: dropped and counted, no answer */
 		odsm_stat_inc(ODSM_STAT_bad_msgs);
@@ -644,6 +652,79 @@ out:
 	odsm_conn_put(conn);
 	up_read(&c->users);
 	return ret;
+}
+
+bool odsm_cluster_is_rdma(void)
+{
+#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
+	struct odsm_cluster *c = &odsm_cluster;
+
+	return READ_ONCE(c->joined) && c->ops == &odsm_rdma_ops;
+#else
+	return false;
+#endif
+}
+
+#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
+/* Ask node to register the block at blk for us; its key goes to conn. */
+static int map_block(struct odsm_conn *conn, u32 node, u64 blk)
+{
+	struct odsm_wire_map m = { .gaddr = blk };
+	struct odsm_wire_map_reply r;
+	u8 p[ODSM_WIRE_MAP_REPLY_SIZE];
+	u32 n = odsm_wire_put_map(p, &m), got = 0;
+	int ret;
+
+	odsm_stat_inc(ODSM_STAT_map_requests);
+	ret = odsm_rpc(node, ODSM_MSG_MAP, p, n, NULL, 0, p, sizeof(p), &got);
+	if (!ret)
+		ret = odsm_wire_get_map_reply(p, got, &r);
+	if (!ret && r.gaddr != blk)
+		ret = -EPROTO;
+	if (ret == -EPROTO)
+		odsm_stat_inc(ODSM_STAT_bad_msgs);
+	if (ret == -ENOSPC || ret == -EOPNOTSUPP)
+		odsm_rdma_no_maps(conn);	/* it registers no more */
+	if (ret)
+		return ret;
+	return odsm_rdma_add_key(conn, &r);
+}
+#endif
+
+int odsm_onesided_rw(u32 node, u64 addr, void *buf, u32 len, bool write)
+{
+#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
+	struct odsm_cluster *c = &odsm_cluster;
+	struct odsm_conn *conn;
+	u64 blk;
+	int ret;
+
+	if (!READ_ONCE(odsm_onesided) || !odsm_cluster_is_rdma())
+		return -EOPNOTSUPP;
+	if (!down_read_trylock(&c->users))
+		return -EOPNOTSUPP;
+	conn = peer_conn(c, node, true);
+	if (!conn || conn->ops != &odsm_rdma_ops) {
+		ret = -EOPNOTSUPP;
+		goto out;
+	}
+	while (odsm_rdma_missing(conn, addr, len, &blk)) {
+		if (!odsm_rdma_can_map(conn) || map_block(conn, node, blk)) {
+			ret = -EOPNOTSUPP;
+			goto out;
+		}
+	}
+	ret = odsm_rdma_rw(conn, addr, buf, len, write);
+	if (ret == -ENOKEY)
+		ret = -EOPNOTSUPP;
+out:
+	if (conn)
+		odsm_conn_put(conn);
+	up_read(&c->users);
+	return ret;
+#else
+	return -EOPNOTSUPP;
+#endif
 }
 
 /* ---- the tick: heartbeat, timeouts, re-dial, reaping ------------------ */

@@ -153,6 +153,21 @@ extern const struct odsm_transport_ops odsm_tcp_ops;
 extern const struct odsm_transport_ops odsm_rdma_ops;
 int odsm_rdma_init(void);	/* at module load: watch RDMA devices */
 void odsm_rdma_exit(void);
+/*
+ * One-sided access over an RDMA connection (see odsm_rdma.c).  The
+ * caller holds a reference on conn.  odsm_rdma_rw: -ENOKEY when a block of
+ * the range has no key yet; odsm_rdma_missing names the first such block.
+ */
+int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
+		 bool write);
+bool odsm_rdma_missing(struct odsm_conn *conn, u64 addr, u32 len, u64 *blk);
+int odsm_rdma_add_key(struct odsm_conn *conn,
+		      const struct odsm_wire_map_reply *r);
+bool odsm_rdma_can_map(struct odsm_conn *conn);
+void odsm_rdma_no_maps(struct odsm_conn *conn);
+/* The home's side of a MAP: register our block at addr for conn's peer. */
+int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
+		  struct odsm_wire_map_reply *r);
 #else
 static inline int odsm_rdma_init(void) { return 0; }
 static inline void odsm_rdma_exit(void) { }
@@ -177,6 +192,18 @@ void odsm_cluster_conn_failed(struct odsm_conn *conn);
 /* odsm_remote.c: serving requests, and the ioctls that may go remote */
 int odsm_serve(const struct odsm_wire_hdr *h, const u8 *payload, u8 *reply,
 	       u32 *rlen, const void **data, u32 *dlen);
+int odsm_serve_map(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
+		   const u8 *payload, u8 *reply, u32 *rlen);
+/*
+ * One-sided RDMA READ/WRITE of len (<= ODSM_WIRE_MAX_DATA) bytes at addr
+ * of node's partition, registering its blocks first (MAP) where needed:
+ * -EOPNOTSUPP when the request path must do it instead (not RDMA, a block
+ * the home does not register, one-sided turned off).
+ */
+int odsm_onesided_rw(u32 node, u64 addr, void *buf, u32 len, bool write);
+/* Is the cluster joined over RDMA? */
+bool odsm_cluster_is_rdma(void);
+extern bool odsm_onesided;	/* module parameter: use one-sided RDMA */
 long odsm_ioc_rw(void __user *arg, bool write);
 /*
  * Copy len (<= ODSM_WIRE_MAX_DATA) bytes between buf and [addr, addr + len)

@@ -23,6 +23,7 @@ int odsm_heap_init(struct odsm_heap *h, const struct odsm_geom *g)
 		return ret;
 	mutex_init(&h->lock);
 	xa_init(&h->pages);
+	xa_init(&h->pinned);
 	atomic_long_set(&h->nr_pages, 0);
 	atomic_set(&h->maps, 0);
 	h->geom = *g;
@@ -48,6 +49,7 @@ void odsm_heap_destroy(struct odsm_heap *h)
 {
 	store_drop_all(h);
 	xa_destroy(&h->pages);
+	xa_destroy(&h->pinned);
 	odsm_palloc_destroy(&h->pa);
 }
 

@@ -36,6 +36,28 @@
  * left.  A device going away (ib_client remove, which runs before the
  * RDMA CM's own) tears down the listener and every connection on it at
  * once; the cluster sees the peers fail.
+ *
+ * One-sided RDMA READ/WRITE (odsm_rdma_rw): the home node registers the
+ * 64 KiB blocks of its partition a peer asks for (a MAP request, served by
+ * odsm_rdma_map on the connection it came on): it pins the block's pages
+ * in the store (odsm_store_pin: present, zeroed where absent, kept while
+ * pinned), maps them for DMA and registers them in the connection's PD
+ * with fast registration (ib_alloc_mr + ib_map_mr_sg + IB_WR_REG_MR,
+ * REMOTE_READ | REMOTE_WRITE, never a global rkey), and answers with the
+ * rkey and iova.  The peer caches block -> (iova, rkey) on its side of the
+ * connection and from then on reads and writes the block with RDMA
+ * READ/WRITE through a per-connection DMA-mapped bounce buffer, one
+ * operation at a time per connection (os_lock), every work request
+ * signalled and waited for at most timeout_ms.  A registration lives as
+ * long as the connection: the teardown drains the QP, then deregisters
+ * and unpins (a removed device and rmmod tear down the connection, so
+ * them too); a connection registers at most RDMA_MAX_REGS blocks.  A
+ * remote access error moves the QP to the error state: the connection
+ * fails and the cluster redials, like any other failure.
+ *
+ * Locks: reg_lock (one MAP at a time) -> res_sem -> heap->lock (pinning
+ * takes heap->lock before res_sem and drops it; the teardown holds
+ * res_sem for writing and then takes heap->lock to unpin).
  */
 #include <linux/kthread.h>
 #include <linux/slab.h>
@@ -57,8 +79,38 @@
  * to 257 packets, and a call has timeout_ms in all).
  */
 #define RDMA_ACK_TIMEOUT	14
+/* one-sided: work requests of one READ/WRITE (a piece per 64 KiB block) */
+#define RDMA_OS_WRS		(ODSM_WIRE_MAX_DATA / ODSM_WIRE_MAP_LEN + 1)
+#define RDMA_MAX_REGS		4096	/* 256 MiB registered per connection */
+#define RDMA_RD_ATOM		1	/* RDMA READs in flight per QP */
+/* send queue: SENDs, one-sided work requests, one REG_MR, ib_drain_qp */
+#define RDMA_SQ_DEPTH		(RDMA_SENDS + RDMA_OS_WRS + 1 + 1)
 
 struct rdma_conn;
+
+/* Signalled work requests waited for together: one-sided ones, REG_MR. */
+struct rdma_wait {
+	struct ib_cqe cqe;
+	struct rdma_conn *x;
+	atomic_t pending;
+	int status;
+	struct completion done;
+};
+
+/* A block of our partition registered for the peer. */
+struct rdma_reg {
+	u64 addr;
+	struct ib_mr *mr;
+	int nents;			/* DMA-mapped entries of sg */
+	struct scatterlist sg[ODSM_BLOCK_PAGES];
+	struct page *pages[ODSM_BLOCK_PAGES];
+};
+
+/* A block of the peer's partition it registered for us. */
+struct rdma_key {
+	u64 iova;
+	u32 rkey;
+};
 
 /* A posted receive buffer. */
 struct rdma_rbuf {
@@ -120,6 +172,18 @@ struct rdma_conn {
 	struct work_struct disc_work;
 	struct list_head node;		/* on rdma_conns, under rdma_lock */
 	struct list_head rm_node;	/* a device removal's list */
+	/* one-sided, our side: the bounce buffer, one operation at a time */
+	struct mutex os_lock;
+	void *os_buf;			/* ODSM_WIRE_MAX_DATA, DMA-mapped */
+	u64 os_dma;
+	struct rdma_wait os_wait;
+	struct xarray keys;		/* peer's block (gaddr >> 16) -> key */
+	bool no_maps;			/* the peer registers no more */
+	/* one-sided, the peer's side: our blocks registered for it */
+	struct mutex reg_lock;		/* one MAP at a time */
+	struct rdma_wait reg_wait;
+	struct xarray regs;		/* our block (gaddr >> 16) -> reg */
+	u32 nr_regs;			/* under reg_lock */
 };
 
 /* The accepting side: its id is NULL once gone (leave or device removal). */
@@ -223,8 +287,10 @@ static void send_credits(struct rdma_conn *x)
 	x->owed = 0;
 	spin_unlock(&x->lock);
 	wr.ex.imm_data = cpu_to_be32(imm);
-	if (ib_post_send(x->qp, &wr, NULL))
+	if (ib_post_send(x->qp, &wr, NULL)) {
+		pr_notice_ratelimited("odsm: rdma: credits not returned (send queue full): connection closed\n");
 		rdma_fail(x);
+	}
 }
 
 /* A SEND completed: its slot is free again. */
@@ -270,7 +336,7 @@ static int rdma_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	};
 	struct ib_sge sge;
 	struct rdma_tx *t;
-	int got = 0;
+	int got = 0, ret;
 	long left;
 
 	if (total > RDMA_MSG_MAX)
@@ -317,8 +383,11 @@ static int rdma_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	wr.wr_cqe = &t->cqe;
 	wr.sg_list = &sge;
 	wr.ex.imm_data = cpu_to_be32(imm);
-	if (ib_post_send(x->qp, &wr, NULL)) {
+	ret = ib_post_send(x->qp, &wr, NULL);
+	if (ret) {
 		ib_dma_unmap_single(x->dev, t->dma, total, DMA_TO_DEVICE);
+		pr_notice_ratelimited("odsm: rdma SEND not posted (%d): connection closed\n",
+				      ret);
 		goto err_kill;
 	}
 	up_read(&x->res_sem);
@@ -524,6 +593,22 @@ static void qp_event(struct ib_event *ev, void *ctx)
 	}
 }
 
+/* A one-sided or REG_MR work request completed. */
+static void wr_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rdma_wait *w = container_of(wc->wr_cqe, struct rdma_wait, cqe);
+
+	if (wc->status != IB_WC_SUCCESS) {
+		pr_notice_ratelimited("odsm: rdma one-sided work request failed: %s\n",
+				      ib_wc_status_msg(wc->status));
+		WRITE_ONCE(w->status, -EHOSTDOWN);
+		/* the QP is in error: the connection is over */
+		odsm_conn_kill(w->x->conn);
+	}
+	if (atomic_dec_and_test(&w->pending))
+		complete(&w->done);
+}
+
 static struct rdma_conn *conn_alloc(struct odsm_cluster *c, u32 peer,
 				    bool dialled)
 {
@@ -548,6 +633,16 @@ static struct rdma_conn *conn_alloc(struct odsm_cluster *c, u32 peer,
 	INIT_WORK(&x->disc_work, disc_work);
 	INIT_LIST_HEAD(&x->node);
 	INIT_LIST_HEAD(&x->rm_node);
+	mutex_init(&x->os_lock);
+	mutex_init(&x->reg_lock);
+	xa_init(&x->keys);
+	xa_init(&x->regs);
+	x->os_wait.x = x;
+	x->os_wait.cqe.done = wr_done;
+	init_completion(&x->os_wait.done);
+	x->reg_wait.x = x;
+	x->reg_wait.cqe.done = wr_done;
+	init_completion(&x->reg_wait.done);
 	odsm_conn_init(conn, &odsm_rdma_ops, x, peer, dialled);
 	x->conn = conn;
 	return x;
@@ -563,7 +658,7 @@ static int conn_setup(struct rdma_conn *x)
 		.qp_type = IB_QPT_RC,
 		/* +1 each for ib_drain_qp */
 		.cap = {
-			.max_send_wr = RDMA_SENDS + 1,
+			.max_send_wr = RDMA_SQ_DEPTH,
 			.max_recv_wr = RDMA_RECVS + 1,
 			.max_send_sge = 1,
 			.max_recv_sge = 1,
@@ -571,6 +666,7 @@ static int conn_setup(struct rdma_conn *x)
 	};
 	struct ib_pd *pd;
 	struct ib_cq *cq;
+	void *buf;
 	int i, ret;
 
 	x->dev = x->id->device;
@@ -578,7 +674,7 @@ static int conn_setup(struct rdma_conn *x)
 	if (IS_ERR(pd))
 		return PTR_ERR(pd);
 	x->pd = pd;
-	cq = ib_alloc_cq(x->dev, x, RDMA_SENDS + RDMA_RECVS + 2, 0,
+	cq = ib_alloc_cq(x->dev, x, RDMA_SQ_DEPTH + RDMA_RECVS + 1, 0,
 			 IB_POLL_WORKQUEUE);
 	if (IS_ERR(cq))
 		return PTR_ERR(cq);
@@ -591,7 +687,6 @@ static int conn_setup(struct rdma_conn *x)
 	x->qp = x->id->qp;
 	for (i = 0; i < RDMA_RECVS; i++) {
 		struct rdma_rbuf *r = &x->rbufs[i];
-		void *buf;
 
 		buf = alloc_pages_exact(RDMA_MSG_MAX, GFP_KERNEL | __GFP_NOWARN);
 		if (!buf)
@@ -609,7 +704,38 @@ static int conn_setup(struct rdma_conn *x)
 		if (ret)
 			return ret;
 	}
+	buf = alloc_pages_exact(ODSM_WIRE_MAX_DATA, GFP_KERNEL | __GFP_NOWARN);
+	if (!buf)
+		return -ENOMEM;
+	x->os_dma = ib_dma_map_single(x->dev, buf, ODSM_WIRE_MAX_DATA,
+				      DMA_BIDIRECTIONAL);
+	if (ib_dma_mapping_error(x->dev, x->os_dma)) {
+		free_pages_exact(buf, ODSM_WIRE_MAX_DATA);
+		return -ENOMEM;
+	}
+	x->os_buf = buf;
 	return 0;
+}
+
+/*
+ * Deregister and unpin every block registered for the peer.  From the
+ * teardown, after the QP is gone: nobody reaches them any more.
+ */
+static void regs_free(struct rdma_conn *x)
+{
+	struct rdma_reg *g;
+	unsigned long i;
+
+	xa_for_each(&x->regs, i, g) {
+		xa_erase(&x->regs, i);
+		if (g->mr)
+			ib_dereg_mr(g->mr);
+		if (g->nents)
+			ib_dma_unmap_sg(x->dev, g->sg, ODSM_BLOCK_PAGES,
+					DMA_BIDIRECTIONAL);
+		odsm_store_unpin(&odsm_heap, g->addr, g->pages);
+		kfree(g);
+	}
 }
 
 /*
@@ -650,6 +776,13 @@ static void conn_teardown(struct rdma_conn *x, bool keep_id)
 		free_pages_exact(r->buf, RDMA_MSG_MAX);
 		r->buf = NULL;
 	}
+	if (x->os_buf) {
+		ib_dma_unmap_single(x->dev, x->os_dma, ODSM_WIRE_MAX_DATA,
+				    DMA_BIDIRECTIONAL);
+		free_pages_exact(x->os_buf, ODSM_WIRE_MAX_DATA);
+		x->os_buf = NULL;
+	}
+	regs_free(x);
 	if (x->pd) {
 		ib_dealloc_pd(x->pd);
 		x->pd = NULL;
@@ -663,10 +796,16 @@ static void conn_teardown(struct rdma_conn *x, bool keep_id)
 
 static void conn_free(struct rdma_conn *x)
 {
+	struct rdma_key *k;
 	struct rdma_msg *m;
+	unsigned long i;
 
 	while ((m = rx_pop(x)))
 		kvfree(m);
+	xa_for_each(&x->keys, i, k)
+		kfree(k);
+	xa_destroy(&x->keys);
+	xa_destroy(&x->regs);
 	kfree(x);
 }
 
@@ -728,11 +867,21 @@ static int cm_wait(struct rdma_conn *x)
 }
 
 /* A connection request on the listener: set up, accept and publish. */
-static int on_connect_req(struct rdma_cm_id *id)
+static int on_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct odsm_cluster *c = &odsm_cluster;
 	struct sockaddr_in *from = (struct sockaddr_in *)&id->route.addr.dst_addr;
-	struct rdma_conn_param p = { .rnr_retry_count = 7 };
+	const struct ib_device_attr *a = &id->device->attrs;
+	/* RDMA READs both ways, no more than the dialler offers */
+	struct rdma_conn_param p = {
+		.rnr_retry_count = 7,
+		.responder_resources = min3((u32)ev->param.conn.initiator_depth,
+					    (u32)RDMA_RD_ATOM,
+					    (u32)a->max_qp_rd_atom),
+		.initiator_depth = min3((u32)ev->param.conn.responder_resources,
+					(u32)RDMA_RD_ATOM,
+					(u32)a->max_qp_init_rd_atom),
+	};
 	struct rdma_conn *x;
 	int ret;
 
@@ -789,7 +938,7 @@ static int rdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 
 	/* only the listener's new ids see these: context is the listener */
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
-		return on_connect_req(id);
+		return on_connect_req(id, ev);
 	if (id->context == &rdma_lis)
 		return on_listener_event(id, ev);
 	if (!x)
@@ -812,6 +961,8 @@ static int rdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		rdma_fail(x);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
+		pr_info_ratelimited("odsm: rdma: the peer disconnected\n");
+		fallthrough;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 	case RDMA_CM_EVENT_ADDR_CHANGE:
 		/* a removal: the core waits until the tick reaps the id */
@@ -822,6 +973,263 @@ static int rdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		break;
 	}
 	return 0;
+}
+
+/* ---- one-sided ----------------------------------------------------------- */
+
+/* Wait for w's work requests; false (connection killed) after timeout_ms. */
+static bool wait_wrs(struct rdma_conn *x, struct rdma_wait *w)
+{
+	if (wait_for_completion_timeout(&w->done,
+					msecs_to_jiffies(x->timeout_ms)))
+		return true;
+	pr_notice_ratelimited("odsm: rdma: no completion in %u ms: connection closed\n",
+			      x->timeout_ms);
+	odsm_conn_kill(x->conn);
+	return false;
+}
+
+bool odsm_rdma_can_map(struct odsm_conn *conn)
+{
+	return !READ_ONCE(rc(conn)->no_maps);
+}
+
+void odsm_rdma_no_maps(struct odsm_conn *conn)
+{
+	WRITE_ONCE(rc(conn)->no_maps, true);
+}
+
+int odsm_rdma_add_key(struct odsm_conn *conn,
+		      const struct odsm_wire_map_reply *r)
+{
+	struct rdma_conn *x = rc(conn);
+	struct rdma_key *k = kmalloc(sizeof(*k), GFP_KERNEL);
+	int ret;
+
+	if (!k)
+		return -ENOMEM;
+	k->iova = r->iova;
+	k->rkey = r->rkey;
+	/* keys are only ever added, freed with the connection: lookups
+	 * need no lock
+	 */
+	ret = xa_insert(&x->keys, r->gaddr >> ODSM_BLOCK_SHIFT, k, GFP_KERNEL);
+	if (ret)
+		kfree(k);
+	return ret == -EBUSY ? 0 : ret;
+}
+
+/* The first block of [addr, addr + len) the peer has not registered for us. */
+bool odsm_rdma_missing(struct odsm_conn *conn, u64 addr, u32 len, u64 *blk)
+{
+	struct rdma_conn *x = rc(conn);
+	u64 b, last = (addr + len - 1) >> ODSM_BLOCK_SHIFT;
+
+	for (b = addr >> ODSM_BLOCK_SHIFT; b <= last; b++) {
+		if (!xa_load(&x->keys, b)) {
+			*blk = b << ODSM_BLOCK_SHIFT;
+			return true;
+		}
+	}
+	return false;
+}
+
+int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
+		 bool write)
+{
+	struct rdma_conn *x = rc(conn);
+	struct ib_rdma_wr wrs[RDMA_OS_WRS];
+	struct ib_sge sges[RDMA_OS_WRS];
+	struct rdma_wait *w = &x->os_wait;
+	u32 off, n = 0, piece, in;
+	struct rdma_key *k;
+	int ret = 0;
+	u64 a;
+
+	if (!len || len > ODSM_WIRE_MAX_DATA)
+		return -EINVAL;
+	memset(wrs, 0, sizeof(wrs));
+	mutex_lock(&x->os_lock);
+	down_read(&x->res_sem);
+	if (x->torn || READ_ONCE(x->broken) || READ_ONCE(conn->dead)) {
+		ret = -EHOSTDOWN;
+		goto out_unlock;
+	}
+	for (off = 0; off < len; off += piece, n++) {
+		a = addr + off;
+		k = xa_load(&x->keys, a >> ODSM_BLOCK_SHIFT);
+		if (!k) {
+			ret = -ENOKEY;
+			goto out_unlock;
+		}
+		in = a & (ODSM_WIRE_MAP_LEN - 1);
+		piece = min(len - off, ODSM_WIRE_MAP_LEN - in);
+		sges[n].addr = x->os_dma + off;
+		sges[n].length = piece;
+		sges[n].lkey = x->pd->local_dma_lkey;
+		wrs[n].wr.wr_cqe = &w->cqe;
+		wrs[n].wr.opcode = write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ;
+		wrs[n].wr.send_flags = IB_SEND_SIGNALED;
+		wrs[n].wr.sg_list = &sges[n];
+		wrs[n].wr.num_sge = 1;
+		wrs[n].remote_addr = k->iova + in;
+		wrs[n].rkey = k->rkey;
+		if (n)
+			wrs[n - 1].wr.next = &wrs[n].wr;
+	}
+	if (write) {
+		memcpy(x->os_buf, buf, len);
+		ib_dma_sync_single_for_device(x->dev, x->os_dma, len,
+					      DMA_BIDIRECTIONAL);
+	}
+	reinit_completion(&w->done);
+	w->status = 0;
+	atomic_set(&w->pending, n);
+	ret = ib_post_send(x->qp, &wrs[0].wr, NULL);
+	if (ret) {
+		/* some may be posted: they flush when the QP goes */
+		pr_notice_ratelimited("odsm: rdma %s of %u bytes not posted (%d): connection closed\n",
+				      write ? "WRITE" : "READ", len, ret);
+		odsm_conn_kill(conn);
+		ret = -EHOSTDOWN;
+		goto out_unlock;
+	}
+	up_read(&x->res_sem);
+
+	/* the teardown drains the QP: it need not wait for us */
+	if (!wait_wrs(x, w)) {
+		ret = -ETIMEDOUT;
+		goto out;
+	}
+	ret = READ_ONCE(w->status);
+	if (ret || write)
+		goto out;
+	down_read(&x->res_sem);
+	if (x->torn) {
+		ret = -EHOSTDOWN;
+		goto out_unlock;
+	}
+	ib_dma_sync_single_for_cpu(x->dev, x->os_dma, len, DMA_BIDIRECTIONAL);
+	memcpy(buf, x->os_buf, len);
+out_unlock:
+	up_read(&x->res_sem);
+out:
+	mutex_unlock(&x->os_lock);
+	if (!ret) {
+		odsm_stat_inc(write ? ODSM_STAT_onesided_writes :
+				      ODSM_STAT_onesided_reads);
+		odsm_stat_add(ODSM_STAT_onesided_bytes, len);
+	}
+	return ret;
+}
+
+/*
+ * Register the block at addr of our partition (checked by the caller) for
+ * the peer of conn; its iova and rkey go to *r.
+ */
+int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
+		  struct odsm_wire_map_reply *r)
+{
+	struct rdma_conn *x = rc(conn);
+	unsigned long blk = addr >> ODSM_BLOCK_SHIFT;
+	struct rdma_wait *w = &x->reg_wait;
+	struct ib_reg_wr wr = {};
+	struct rdma_reg *g;
+	int i, ret;
+
+	mutex_lock(&x->reg_lock);
+	g = xa_load(&x->regs, blk);
+	if (g) {
+		/* asked again (a race, or a lost reply): the same one */
+		ret = -EHOSTDOWN;
+		if (g->mr) {
+			r->iova = g->mr->iova;
+			r->rkey = g->mr->rkey;
+			ret = 0;
+		}
+		goto out;
+	}
+	ret = -ENOSPC;
+	if (x->nr_regs >= RDMA_MAX_REGS)
+		goto out;
+	ret = -EOPNOTSUPP;
+	if (x->dev->attrs.max_fast_reg_page_list_len < ODSM_BLOCK_PAGES)
+		goto out;
+	ret = -ENOMEM;
+	g = kzalloc(sizeof(*g), GFP_KERNEL);
+	if (!g)
+		goto out;
+	g->addr = addr;
+	ret = odsm_store_pin(&odsm_heap, addr, g->pages);
+	if (ret)
+		goto err_free;
+
+	down_read(&x->res_sem);
+	ret = -EHOSTDOWN;
+	if (x->torn || READ_ONCE(x->broken))
+		goto err_unpin;
+	/* on the list first: from here on the teardown cleans it up */
+	ret = xa_insert(&x->regs, blk, g, GFP_KERNEL);
+	if (ret)
+		goto err_unpin;
+	x->nr_regs++;
+	sg_init_table(g->sg, ODSM_BLOCK_PAGES);
+	for (i = 0; i < ODSM_BLOCK_PAGES; i++)
+		sg_set_page(&g->sg[i], g->pages[i], PAGE_SIZE, 0);
+	ret = -ENOMEM;
+	g->nents = ib_dma_map_sg(x->dev, g->sg, ODSM_BLOCK_PAGES,
+				 DMA_BIDIRECTIONAL);
+	if (!g->nents)
+		goto err_kill;
+	g->mr = ib_alloc_mr(x->pd, IB_MR_TYPE_MEM_REG, ODSM_BLOCK_PAGES);
+	if (IS_ERR(g->mr)) {
+		ret = PTR_ERR(g->mr);
+		g->mr = NULL;
+		goto err_kill;
+	}
+	ret = ib_map_mr_sg(g->mr, g->sg, g->nents, NULL, PAGE_SIZE);
+	if (ret != g->nents) {
+		ret = ret < 0 ? ret : -EINVAL;
+		goto err_kill;
+	}
+	wr.wr.opcode = IB_WR_REG_MR;
+	wr.wr.wr_cqe = &w->cqe;
+	wr.wr.send_flags = IB_SEND_SIGNALED;
+	wr.mr = g->mr;
+	wr.key = g->mr->rkey;
+	wr.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ |
+		    IB_ACCESS_REMOTE_WRITE;
+	r->iova = g->mr->iova;
+	r->rkey = g->mr->rkey;
+	reinit_completion(&w->done);
+	w->status = 0;
+	atomic_set(&w->pending, 1);
+	if (ib_post_send(x->qp, &wr.wr, NULL)) {
+		ret = -EHOSTDOWN;
+		goto err_kill;
+	}
+	up_read(&x->res_sem);
+	/* g belongs to the teardown now: not touched after this */
+	ret = wait_wrs(x, w) ? READ_ONCE(w->status) : -ETIMEDOUT;
+	if (!ret)
+		odsm_stat_inc(ODSM_STAT_mr_registrations);
+	goto out;
+
+err_kill:
+	/* stays on the list, half set up: the teardown frees it */
+	up_read(&x->res_sem);
+	pr_notice_ratelimited("odsm: rdma registration failed (%d): connection closed\n",
+			      ret);
+	odsm_conn_kill(conn);
+	goto out;
+err_unpin:
+	up_read(&x->res_sem);
+	odsm_store_unpin(&odsm_heap, addr, g->pages);
+err_free:
+	kfree(g);
+out:
+	mutex_unlock(&x->reg_lock);
+	return ret;
 }
 
 /* ---- transport ops ------------------------------------------------------- */
@@ -958,6 +1366,10 @@ static struct odsm_conn *rdma_dial(struct odsm_cluster *c, u32 peer)
 	if (ret)
 		goto err;
 	rdma_set_ack_timeout(id, RDMA_ACK_TIMEOUT);
+	p.initiator_depth = min_t(u32, RDMA_RD_ATOM,
+				  id->device->attrs.max_qp_init_rd_atom);
+	p.responder_resources = min_t(u32, RDMA_RD_ATOM,
+				      id->device->attrs.max_qp_rd_atom);
 	ret = conn_setup(x);
 	if (ret)
 		goto err;

@@ -10,6 +10,7 @@
  * objects; frees and allocations go through the same checks as local ones.
  */
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -140,12 +141,58 @@ static int home_of(u64 addr, u64 len, bool *local)
 	return node;
 }
 
+bool odsm_onesided = true;
+module_param_named(onesided, odsm_onesided, bool, 0644);
+MODULE_PARM_DESC(onesided, "Read and write peers' memory with one-sided RDMA over the RDMA transport (default: on)");
+
+/*
+ * The home's side of a MAP (RDMA only): register the block for the peer
+ * that asked, on the connection it asked on.  A block that holds no object
+ * (odsm_store_pin checks), or part of a lazily filled copy (whose pages
+ * must stay absent until fetched), is refused: the peer uses requests.
+ */
+int odsm_serve_map(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
+		   const u8 *payload, u8 *reply, u32 *rlen)
+{
+	struct odsm_wire_map_reply r = { .len = ODSM_WIRE_MAP_LEN };
+	struct odsm_wire_map m;
+	int ret;
+
+	*rlen = 0;
+	if (odsm_wire_get_map(payload, h->len, &m))
+		return -EPROTO;
+	r.gaddr = m.gaddr;
+	ret = -EOPNOTSUPP;
+#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
+	if (conn->ops == &odsm_rdma_ops) {
+		ret = -EINVAL;
+		if (odsm_range_is_local(&odsm_heap.geom, m.gaddr,
+					ODSM_WIRE_MAP_LEN) &&
+		    !odsm_cache_lazy_block(m.gaddr))
+			ret = odsm_rdma_map(conn, m.gaddr, &r);
+	}
+#endif
+	if (ret) {
+		odsm_stat_inc(ODSM_STAT_map_refused);
+		return ret;
+	}
+	*rlen = odsm_wire_put_map_reply(reply, &r);
+	return 0;
+}
+
 int odsm_remote_rw(u32 node, u64 addr, void *buf, u32 len, bool write)
 {
 	struct odsm_wire_rw rw = { .gaddr = addr, .len = len };
 	u8 p[32];
 	u32 n = odsm_wire_put_rw(p, &rw), got = 0;
 	int ret;
+
+	/* over RDMA: straight from/to the home's pages where it lets us */
+	ret = odsm_onesided_rw(node, addr, buf, len, write);
+	if (ret != -EOPNOTSUPP)
+		return ret;
+	if (odsm_cluster_is_rdma())
+		odsm_stat_inc(ODSM_STAT_onesided_fallbacks);
 
 	if (write) {
 		odsm_stat_inc(ODSM_STAT_remote_writes);
@@ -264,6 +311,9 @@ long odsm_ioc_atomic(void __user *arg)
 		at.compare = a.compare;
 		n = odsm_wire_put_atomic(p, &at);
 		odsm_stat_inc(ODSM_STAT_remote_atomics);
+		/* no one-sided atomics: see design.rst, "One-sided RDMA" */
+		if (odsm_cluster_is_rdma())
+			odsm_stat_inc(ODSM_STAT_onesided_fallbacks);
 		ret = odsm_rpc(node, ODSM_MSG_ATOMIC, p, n, NULL, 0, p,
 			       sizeof(p), &got);
 		if (!ret)

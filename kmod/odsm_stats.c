@@ -49,6 +49,13 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_lazy_pages] = "lazy_pages",
 	[ODSM_STAT_sigbus_lazy] = "sigbus_lazy",
 	[ODSM_STAT_auth_failures] = "auth_failures",
+	[ODSM_STAT_onesided_reads] = "onesided_reads",
+	[ODSM_STAT_onesided_writes] = "onesided_writes",
+	[ODSM_STAT_onesided_bytes] = "onesided_bytes",
+	[ODSM_STAT_onesided_fallbacks] = "onesided_fallbacks",
+	[ODSM_STAT_map_requests] = "map_requests",
+	[ODSM_STAT_mr_registrations] = "mr_registrations",
+	[ODSM_STAT_map_refused] = "map_refused",
 };
 
 u64 odsm_stat_read(enum odsm_stat s)

@@ -55,6 +55,13 @@ enum odsm_stat {
 	ODSM_STAT_lazy_pages,		/* pages those faults filled */
 	ODSM_STAT_sigbus_lazy,		/* touches of a lazy copy that failed */
 	ODSM_STAT_auth_failures,	/* handshakes refused: no proof of the key */
+	ODSM_STAT_onesided_reads,	/* one-sided RDMA READs of peers' memory */
+	ODSM_STAT_onesided_writes,	/* one-sided RDMA WRITEs to peers' memory */
+	ODSM_STAT_onesided_bytes,	/* bytes those READs and WRITEs moved */
+	ODSM_STAT_onesided_fallbacks,	/* requests over RDMA instead */
+	ODSM_STAT_map_requests,		/* MAP requests sent */
+	ODSM_STAT_mr_registrations,	/* blocks registered for peers */
+	ODSM_STAT_map_refused,		/* MAP requests refused */
 	ODSM_STAT_NR
 };
 

@@ -236,13 +236,28 @@ int odsm_store_copy(struct odsm_heap *h, u64 dst, u64 src, u64 len)
  * nothing can fail.  See the comment at the top for the ordering of page
  * lock, unmap and put against a racing fault and a reallocation.
  */
-static void store_drop(struct odsm_heap *h, u64 addr, u64 len, bool backed_too)
+static unsigned long pin_count(struct odsm_heap *h, pgoff_t idx)
+{
+	void *v = xa_load(&h->pinned, idx >> (ODSM_BLOCK_SHIFT - PAGE_SHIFT));
+
+	return v ? xa_to_value(v) : 0;
+}
+
+/*
+ * Pages of a block pinned by an RDMA registration stay in the store: they
+ * are unmapped and zeroed instead of freed, so the registration and the
+ * store keep naming the same pages (see odsm_store_pin).  Returns how many
+ * pages were kept that way.
+ */
+static unsigned long store_drop(struct odsm_heap *h, u64 addr, u64 len,
+				bool backed_too)
 {
 	u64 part = odsm_part_start(&h->geom, h->geom.node_id);
 	pgoff_t idx = store_index(h, addr), end = idx + (len >> PAGE_SHIFT);
 	struct page *page, *batch[32];
-	unsigned long i, at[32];
-	unsigned int n, k;
+	unsigned long i, at[32], kept = 0;
+	bool keep[32];
+	unsigned int n, k, freed;
 
 	while (idx < end) {
 		n = 0;
@@ -251,7 +266,9 @@ static void store_drop(struct odsm_heap *h, u64 addr, u64 len, bool backed_too)
 			if (!backed_too &&
 			    odsm_palloc_backed(&h->pa, part + ((u64)i << PAGE_SHIFT)))
 				continue;
-			xa_erase(&h->pages, i);
+			keep[n] = pin_count(h, i) != 0;
+			if (!keep[n])
+				xa_erase(&h->pages, i);
 			at[n] = i;
 			batch[n++] = page;
 			if (n == ARRAY_SIZE(batch))
@@ -271,13 +288,24 @@ static void store_drop(struct odsm_heap *h, u64 addr, u64 len, bool backed_too)
 		unmap_mapping_range(h->inode->i_mapping,
 				    part - h->geom.base + ((u64)at[0] << PAGE_SHIFT),
 				    (u64)(at[n - 1] - at[0] + 1) << PAGE_SHIFT, 1);
-		mutex_unlock(&h->lock);
+		/* a pinned page starts its block's next object zeroed too */
 		for (k = 0; k < n; k++)
+			if (keep[k])
+				clear_highpage(batch[k]);
+		mutex_unlock(&h->lock);
+		for (k = 0, freed = 0; k < n; k++) {
+			if (keep[k]) {
+				kept++;
+				continue;
+			}
 			put_page(batch[k]);
-		atomic_long_sub(n, &h->nr_pages);
-		odsm_stat_add(ODSM_STAT_page_frees, n);
+			freed++;
+		}
+		atomic_long_sub(freed, &h->nr_pages);
+		odsm_stat_add(ODSM_STAT_page_frees, freed);
 		cond_resched();
 	}
+	return kept;
 }
 
 void odsm_store_release(struct odsm_heap *h, u64 addr, u64 len)
@@ -289,10 +317,89 @@ void odsm_store_release(struct odsm_heap *h, u64 addr, u64 len)
  * Give back every page behind [addr, addr + len) of an object that its
  * allocator just handed out and nobody has seen yet, whatever a former
  * object there left: a lazily filled copy must start with no page at all.
+ * -EBUSY when a pinned block kept (zeroed) pages: the range cannot be
+ * filled lazily.
  */
-void odsm_store_discard(struct odsm_heap *h, u64 addr, u64 len)
+int odsm_store_discard(struct odsm_heap *h, u64 addr, u64 len)
 {
-	store_drop(h, addr, len, true);
+	return store_drop(h, addr, len, true) ? -EBUSY : 0;
+}
+
+/*
+ * Pin the 64 KiB block at addr of the local partition (which must hold an
+ * object) for an RDMA registration: every page present (zeroed ones added
+ * where absent), a reference on each in pages[ODSM_BLOCK_PAGES], and a pin
+ * count that keeps store_drop from freeing them until odsm_store_unpin.
+ * While pinned, a block that empties keeps its pages, zeroed, so a peer's
+ * one-sided access never reaches a page the store no longer serves.
+ * Under heap->lock.
+ */
+int odsm_store_pin(struct odsm_heap *h, u64 addr, struct page **pages)
+{
+	unsigned long n, blk;
+	struct page *page;
+	unsigned int i;
+	pgoff_t idx;
+	int ret;
+
+	if (addr % ODSM_BLOCK_SIZE ||
+	    !odsm_range_is_local(&h->geom, addr, ODSM_BLOCK_SIZE))
+		return -EINVAL;
+	idx = store_index(h, addr);
+	blk = idx >> (ODSM_BLOCK_SHIFT - PAGE_SHIFT);
+	mutex_lock(&h->lock);
+	ret = -EFAULT;
+	if (!odsm_palloc_backed(&h->pa, addr))
+		goto out;
+	n = pin_count(h, idx);
+	ret = xa_err(xa_store(&h->pinned, blk, xa_mk_value(n + 1),
+			      GFP_KERNEL));
+	if (ret)
+		goto out;
+	for (i = 0; i < ODSM_BLOCK_PAGES; i++) {
+		page = store_get_locked(h, idx + i);
+		if (IS_ERR(page)) {
+			ret = PTR_ERR(page);
+			goto err_undo;
+		}
+		pages[i] = page;
+	}
+	mutex_unlock(&h->lock);
+	return 0;
+
+err_undo:
+	while (i--)
+		put_page(pages[i]);
+	if (n)
+		xa_store(&h->pinned, blk, xa_mk_value(n), GFP_KERNEL);
+	else
+		xa_erase(&h->pinned, blk);
+out:
+	mutex_unlock(&h->lock);
+	return ret;
+}
+
+/* Undo one odsm_store_pin; an empty block then gives its pages back. */
+void odsm_store_unpin(struct odsm_heap *h, u64 addr, struct page **pages)
+{
+	pgoff_t idx = store_index(h, addr);
+	unsigned long n, blk = idx >> (ODSM_BLOCK_SHIFT - PAGE_SHIFT);
+	bool drop;
+	unsigned int i;
+
+	mutex_lock(&h->lock);
+	n = pin_count(h, idx);
+	if (n > 1)	/* replaces a present entry: allocates nothing */
+		xa_store(&h->pinned, blk, xa_mk_value(n - 1), GFP_KERNEL);
+	else
+		xa_erase(&h->pinned, blk);
+	drop = n <= 1 && !odsm_palloc_backed(&h->pa, addr);
+	mutex_unlock(&h->lock);
+	for (i = 0; i < ODSM_BLOCK_PAGES; i++)
+		put_page(pages[i]);
+	/* a block allocated meanwhile keeps its pages: store_drop skips it */
+	if (drop)
+		store_drop(h, addr, ODSM_BLOCK_SIZE, false);
 }
 
 /*

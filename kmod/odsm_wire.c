@@ -92,6 +92,10 @@ static const struct wire_type wire_types[ODSM_MSG_TYPE_MAX] = {
 	[ODSM_MSG_FETCH_REPLY]	= { ODSM_WIRE_FETCH_REPLY_SIZE,
 				    ODSM_WIRE_FETCH_REPLY_SIZE +
 				    ODSM_WIRE_MAX_DATA, true },
+	[ODSM_MSG_MAP]		= { ODSM_WIRE_MAP_SIZE, ODSM_WIRE_MAP_SIZE,
+				    false },
+	[ODSM_MSG_MAP_REPLY]	= { ODSM_WIRE_MAP_REPLY_SIZE,
+				    ODSM_WIRE_MAP_REPLY_SIZE, true },
 };
 
 void odsm_wire_put_hdr(u8 *buf, const struct odsm_wire_hdr *h)
@@ -411,6 +415,49 @@ int odsm_wire_get_fetch_reply(const u8 *buf, u32 len,
 	    len != ODSM_WIRE_FETCH_REPLY_SIZE + p->len)
 		return -EMSGSIZE;
 	if (p->reserved || p->len > p->size)
+		return -EPROTO;
+	return 0;
+}
+
+u32 odsm_wire_put_map(u8 *buf, const struct odsm_wire_map *p)
+{
+	wire_put_le64(buf, p->gaddr);
+	return ODSM_WIRE_MAP_SIZE;
+}
+
+static bool wire_map_addr_ok(u64 gaddr)
+{
+	return gaddr < WIRE_ADDR_LIMIT && !(gaddr % ODSM_WIRE_MAP_LEN);
+}
+
+int odsm_wire_get_map(const u8 *buf, u32 len, struct odsm_wire_map *p)
+{
+	if (len != ODSM_WIRE_MAP_SIZE)
+		return -EMSGSIZE;
+	p->gaddr = wire_get_le64(buf);
+	return wire_map_addr_ok(p->gaddr) ? 0 : -EPROTO;
+}
+
+u32 odsm_wire_put_map_reply(u8 *buf, const struct odsm_wire_map_reply *p)
+{
+	wire_put_le64(buf, p->gaddr);
+	wire_put_le64(buf + 8, p->iova);
+	wire_put_le32(buf + 16, p->len);
+	wire_put_le32(buf + 20, p->rkey);
+	return ODSM_WIRE_MAP_REPLY_SIZE;
+}
+
+int odsm_wire_get_map_reply(const u8 *buf, u32 len,
+			    struct odsm_wire_map_reply *p)
+{
+	if (len != ODSM_WIRE_MAP_REPLY_SIZE)
+		return -EMSGSIZE;
+	p->gaddr = wire_get_le64(buf);
+	p->iova = wire_get_le64(buf + 8);
+	p->len = wire_get_le32(buf + 16);
+	p->rkey = wire_get_le32(buf + 20);
+	if (!wire_map_addr_ok(p->gaddr) || p->len != ODSM_WIRE_MAP_LEN ||
+	    p->iova % 4096 || p->iova > ~0ULL - (ODSM_WIRE_MAP_LEN - 1))
 		return -EPROTO;
 	return 0;
 }

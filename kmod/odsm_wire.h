@@ -19,7 +19,7 @@
 #include "odsm_portable.h"
 
 #define ODSM_WIRE_MAGIC		0x4d53444fU	/* "ODSM" in LE byte order */
-#define ODSM_WIRE_VERSION	2
+#define ODSM_WIRE_VERSION	3
 #define ODSM_WIRE_HDR_SIZE	32
 /* largest payload: one chunk of a read or write, plus its fixed part */
 #define ODSM_WIRE_MAX_DATA	(256U << 10)
@@ -37,6 +37,10 @@
 #define ODSM_WIRE_ATOMIC_REPLY_SIZE	8
 #define ODSM_WIRE_FETCH_SIZE		24
 #define ODSM_WIRE_FETCH_REPLY_SIZE	16	/* then its data */
+#define ODSM_WIRE_MAP_SIZE		8
+#define ODSM_WIRE_MAP_REPLY_SIZE	24
+/* what one MAP registers: one 64 KiB block of the partition */
+#define ODSM_WIRE_MAP_LEN		(64U << 10)
 
 /* A reply's status: 0 or STATUS_MIN..-1; a negative one has no payload. */
 #define ODSM_WIRE_STATUS_MIN	(-4095)
@@ -57,6 +61,8 @@ enum odsm_msg_type {
 	ODSM_MSG_ATOMIC_REPLY,
 	ODSM_MSG_FETCH,		/* an object's size and bytes, for a borrow */
 	ODSM_MSG_FETCH_REPLY,
+	ODSM_MSG_MAP,		/* register a block for one-sided RDMA */
+	ODSM_MSG_MAP_REPLY,
 	ODSM_MSG_TYPE_MAX,
 };
 
@@ -196,6 +202,24 @@ struct odsm_wire_fetch_reply {
 	u32 len;		/* bytes of data that follow */
 };
 
+/*
+ * MAP (RDMA transport only): register the 64 KiB block at gaddr of the
+ * receiver's partition for one-sided RDMA READ/WRITE by the sender, on the
+ * connection the request came on.  The reply names the registration: the
+ * sender then reads/writes [gaddr, gaddr + len) at [iova, iova + len) with
+ * rkey.
+ */
+struct odsm_wire_map {
+	u64 gaddr;		/* ODSM_WIRE_MAP_LEN aligned, < 2^48 */
+};
+
+struct odsm_wire_map_reply {
+	u64 gaddr;		/* the block, as asked */
+	u64 iova;		/* its first byte in the registration */
+	u32 len;		/* ODSM_WIRE_MAP_LEN */
+	u32 rkey;
+};
+
 /* Encode a header into 32 wire bytes. */
 void odsm_wire_put_hdr(u8 *buf, const struct odsm_wire_hdr *h);
 
@@ -263,5 +287,15 @@ u32 odsm_wire_put_fetch_reply(u8 *buf, const struct odsm_wire_fetch_reply *p);
  */
 int odsm_wire_get_fetch_reply(const u8 *buf, u32 len,
 			      struct odsm_wire_fetch_reply *p);
+u32 odsm_wire_put_map(u8 *buf, const struct odsm_wire_map *p);
+/* gaddr ODSM_WIRE_MAP_LEN aligned and < 2^48 */
+int odsm_wire_get_map(const u8 *buf, u32 len, struct odsm_wire_map *p);
+u32 odsm_wire_put_map_reply(u8 *buf, const struct odsm_wire_map_reply *p);
+/*
+ * gaddr as for MAP, len == ODSM_WIRE_MAP_LEN, iova 4 KiB aligned, its last byte
+ * addressable (no wrap)
+ */
+int odsm_wire_get_map_reply(const u8 *buf, u32 len,
+			    struct odsm_wire_map_reply *p);
 
 #endif /* _ODSM_WIRE_H */

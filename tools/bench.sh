@@ -12,7 +12,7 @@ tools/rig/run.sh -k "$KVER" -n 1 -s bench -i "$img" -l build/logs -c 1 >build/lo
 echo "bench: kernel $KVER, one QEMU/TCG guest (emulated CPU: compare ratios, not absolute cycles)"
 tr -d '\r' <"build/logs/bench-$KVER-node0.log" | grep '^ODSM_BENCH' | sed 's/^ODSM_BENCH /  /'
 
-echo "bench: two guests, remote operations over kernel TCP, perftest over Soft-RoCE on the same link"
+echo "bench: two guests, remote operations over kernel TCP and over RDMA (one-sided, two-sided), perftest over Soft-RoCE on the same link"
 rc2=0
 tools/rig/run.sh -k "$KVER" -n 2 -s bench-cluster -i "$img" -l build/logs -t 900 \
 	>build/logs/bench-cluster-run.txt 2>&1 || rc2=$?

@@ -213,6 +213,137 @@ TEST_F_TIMEOUT(cl, remote_write, 300)
 	ASSERT_EQ(0, c_barrier(0, B_RW_VERIFIED, C.nodes, 180));
 }
 
+/* A counter of this node (/sys/kernel/odsm/stats/NAME); 0 when unreadable. */
+static uint64_t c_stat(const char *name)
+{
+	char path[128];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/odsm/stats/%s", name);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%llu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
+/* Is one-sided RDMA turned on (the module parameter onesided)? */
+static bool onesided_on(void)
+{
+	FILE *f = fopen("/sys/module/odsm/parameters/onesided", "r");
+	int ch = 0;
+
+	if (f) {
+		ch = fgetc(f);
+		fclose(f);
+	}
+	return ch == 'Y';
+}
+
+/*
+ * Over RDMA, reads and writes of a peer's objects (8 bytes, 4 KiB, 1 MiB)
+ * go one-sided, straight from/to the peer's registered pages: this node's
+ * one-sided counters move and no READ or WRITE request leaves it; every
+ * node registered blocks for its peers.  Over TCP, nothing one-sided
+ * happens.  The bytes written are the ones remote_write left there.
+ */
+TEST_F_TIMEOUT(cl, onesided, 300)
+{
+	uint64_t rd0, wr0, by0, fb0, rr0, rw0, rd1, wr1, by1, fb1, rr1, rw1;
+	uint64_t inbox, big, slot;
+	unsigned int next, i;
+	uint8_t *buf, *in, *in2;
+	bool rdma;
+
+	C_BEGIN();
+	rdma = C.transport == ODSM_TRANSPORT_RDMA && onesided_on();
+	next = (C.self + 1) % C.nodes;
+	buf = malloc(MiB(1));
+	in = malloc(MiB(1));
+	in2 = malloc(KiB(4));
+	ASSERT_NE(NULL, buf);
+	ASSERT_NE(NULL, in);
+	ASSERT_NE(NULL, in2);
+	ASSERT_EQ(0, c_get(next, W_RW_INBOX, &inbox));
+	ASSERT_EQ(0, c_get(next, W_RW_BIG, &big));
+	ASSERT_TRUE(c_in_part(inbox, next));
+	ASSERT_TRUE(c_in_part(big, next));
+	slot = inbox + C.self * KiB(4);
+	c_fill(in, MiB(1), C.self, 20);
+	c_fill(in2, KiB(4), C.self, 10 + next);
+
+	rd0 = c_stat("onesided_reads");
+	wr0 = c_stat("onesided_writes");
+	by0 = c_stat("onesided_bytes");
+	fb0 = c_stat("onesided_fallbacks");
+	rr0 = c_stat("remote_reads");
+	rw0 = c_stat("remote_writes");
+	for (i = 0; i < 4; i++) {
+		memset(buf, 0, MiB(1));
+		ASSERT_EQ(0, odsm_read(slot, buf, 8));
+		EXPECT_EQ(0, memcmp(in2, buf, 8));
+		ASSERT_EQ(0, odsm_read(slot, buf, KiB(4)));
+		EXPECT_EQ(0, memcmp(in2, buf, KiB(4)));
+		ASSERT_EQ(0, odsm_read(big, buf, MiB(1)));
+		EXPECT_EQ(0, memcmp(in, buf, MiB(1)));
+		ASSERT_EQ(0, odsm_write(slot, in2, 8));
+		ASSERT_EQ(0, odsm_write(slot, in2, KiB(4)));
+		ASSERT_EQ(0, odsm_write(big, in, MiB(1)));
+	}
+	/* and what was written is there */
+	ASSERT_EQ(0, odsm_read(big, buf, MiB(1)));
+	EXPECT_EQ(0, memcmp(in, buf, MiB(1)));
+	rd1 = c_stat("onesided_reads");
+	wr1 = c_stat("onesided_writes");
+	by1 = c_stat("onesided_bytes");
+	fb1 = c_stat("onesided_fallbacks");
+	rr1 = c_stat("remote_reads");
+	rw1 = c_stat("remote_writes");
+	TH_LOG("%s%s: one-sided reads +%" PRIu64 " writes +%" PRIu64
+	       " bytes +%" PRIu64 " fallbacks +%" PRIu64
+	       ", READ requests +%" PRIu64 " WRITE requests +%" PRIu64
+	       ", blocks registered here %" PRIu64,
+	       C.transport == ODSM_TRANSPORT_RDMA ? "rdma" : "tcp",
+	       rdma ? " one-sided" : "", rd1 - rd0, wr1 - wr0, by1 - by0,
+	       fb1 - fb0, rr1 - rr0, rw1 - rw0, c_stat("mr_registrations"));
+	if (rdma) {
+		/* 1 MiB is four 256 KiB pieces */
+		EXPECT_LE(4U * (2 + 4) + 4, rd1 - rd0);
+		EXPECT_LE(4U * (2 + 4), wr1 - wr0);
+		EXPECT_LE(9ULL * MiB(1), by1 - by0);
+		EXPECT_EQ(0ULL, fb1 - fb0);
+		EXPECT_EQ(0ULL, rr1 - rr0);
+		EXPECT_EQ(0ULL, rw1 - rw0);
+		/* the peers read and wrote this node's objects one-sided */
+		EXPECT_LT(0ULL, c_stat("mr_registrations"));
+	} else {
+		/* TCP, or RDMA with one-sided turned off: requests only */
+		EXPECT_EQ(0ULL, rd1 - rd0);
+		EXPECT_EQ(0ULL, wr1 - wr0);
+		EXPECT_EQ(0ULL, by1 - by0);
+		EXPECT_EQ(C.transport == ODSM_TRANSPORT_RDMA ?
+			  (rr1 - rr0) + (rw1 - rw0) : 0ULL, fb1 - fb0);
+		EXPECT_LE(4U * (2 + 4) + 4, rr1 - rr0);
+		EXPECT_LE(4U * (2 + 4), rw1 - rw0);
+		EXPECT_EQ(0ULL, c_stat("mr_registrations"));
+	}
+	/* a block with no object is never registered: the request path
+	 * refuses the access, as before
+	 */
+	fb0 = c_stat("onesided_fallbacks");
+	rr0 = c_stat("remote_reads");
+	EXPECT_NE(0, odsm_read(c_part(next) + C.in.part_size - KiB(64), buf, 8));
+	EXPECT_EQ(C.transport == ODSM_TRANSPORT_RDMA ? 1ULL : 0ULL,
+		  c_stat("onesided_fallbacks") - fb0);
+	EXPECT_EQ(1ULL, c_stat("remote_reads") - rr0);
+	free(buf);
+	free(in);
+	free(in2);
+}
+
 /* Objects allocated in every peer's partition, used and freed. */
 TEST_F_TIMEOUT(cl, remote_alloc_free, 300)
 {

@@ -49,6 +49,7 @@ static bool ref_is_reply(unsigned int type)
 	case ODSM_MSG_FREE_REPLY:
 	case ODSM_MSG_ATOMIC_REPLY:
 	case ODSM_MSG_FETCH_REPLY:
+	case ODSM_MSG_MAP_REPLY:
 		return true;
 	}
 	return false;
@@ -62,7 +63,11 @@ static void ref_bounds(unsigned int type, u32 *min, u32 *max)
 		*min = *max = 104;
 		break;
 	case ODSM_MSG_PING:
+	case ODSM_MSG_MAP:
 		*min = *max = 8;
+		break;
+	case ODSM_MSG_MAP_REPLY:
+		*min = *max = 24;
 		break;
 	case ODSM_MSG_PONG:
 	case ODSM_MSG_READ:
@@ -110,9 +115,9 @@ static int ref_check_hdr(const u8 *b, u32 self, u32 nr)
 	u32 min, max;
 
 	if (b[0] != 'O' || b[1] != 'D' || b[2] != 'S' || b[3] != 'M' ||
-	    magic != 0x4d53444f || b[4] != 2)
+	    magic != 0x4d53444f || b[4] != 3)
 		return -EPROTO;
-	if (type < 1 || type > 15 || (flags & ~1) ||
+	if (type < 1 || type > 17 || (flags & ~1) ||
 	    reply != ref_is_reply(type))
 		return -EPROTO;
 	if (src >= nr || src == self || dst != self)
@@ -179,7 +184,7 @@ TEST(constants)
 	u8 raw[4];
 
 	ASSERT_EQ(32, ODSM_WIRE_HDR_SIZE);
-	ASSERT_EQ(2, ODSM_WIRE_VERSION);
+	ASSERT_EQ(3, ODSM_WIRE_VERSION);
 	ref_put_le(raw, ODSM_WIRE_MAGIC, 4);
 	ASSERT_EQ(0, memcmp(raw, "ODSM", 4));
 	ASSERT_EQ(262144U, ODSM_WIRE_MAX_DATA);
@@ -201,7 +206,12 @@ TEST(constants)
 	ASSERT_EQ(13, ODSM_MSG_ATOMIC_REPLY);
 	ASSERT_EQ(14, ODSM_MSG_FETCH);
 	ASSERT_EQ(15, ODSM_MSG_FETCH_REPLY);
-	ASSERT_EQ(16, ODSM_MSG_TYPE_MAX);
+	ASSERT_EQ(16, ODSM_MSG_MAP);
+	ASSERT_EQ(17, ODSM_MSG_MAP_REPLY);
+	ASSERT_EQ(18, ODSM_MSG_TYPE_MAX);
+	ASSERT_EQ(8, ODSM_WIRE_MAP_SIZE);
+	ASSERT_EQ(24, ODSM_WIRE_MAP_REPLY_SIZE);
+	ASSERT_EQ(65536U, ODSM_WIRE_MAP_LEN);
 
 	ASSERT_EQ(104, ODSM_WIRE_HELLO_SIZE);
 	ASSERT_EQ(104, ODSM_WIRE_AUTH_SIZE);
@@ -243,7 +253,7 @@ TEST(hdr_golden)
 {
 	static const u8 golden[ODSM_WIRE_HDR_SIZE] = {
 		'O', 'D', 'S', 'M',		/* magic */
-		0x02,				/* version */
+		0x03,				/* version */
 		0x05,				/* type: READ_REPLY */
 		0x01, 0x00,			/* flags: REPLY */
 		0x44, 0x33, 0x22, 0x11,		/* src_node */
@@ -254,7 +264,7 @@ TEST(hdr_golden)
 	};
 	struct odsm_wire_hdr h = {
 		.magic = ODSM_WIRE_MAGIC,
-		.version = 2,
+		.version = 3,
 		.type = ODSM_MSG_READ_REPLY,
 		.flags = ODSM_WIRE_F_REPLY,
 		.src_node = 0x11223344,
@@ -278,7 +288,7 @@ TEST(hdr_golden)
 	memset(&out, 0, sizeof(out));
 	ASSERT_EQ(0, odsm_wire_get_hdr(golden, &out, 0x55667788, 0xffffffff));
 	ASSERT_EQ(ODSM_WIRE_MAGIC, out.magic);
-	ASSERT_EQ(2, out.version);
+	ASSERT_EQ(3, out.version);
 	ASSERT_EQ(ODSM_MSG_READ_REPLY, out.type);
 	ASSERT_EQ(ODSM_WIRE_F_REPLY, out.flags);
 	ASSERT_EQ(0x11223344U, out.src_node);
@@ -383,7 +393,7 @@ TEST(auth_golden)
 {
 	static const u8 golden[ODSM_WIRE_AUTH_SIZE] = {
 		'O', 'D', 'S', 'M',				/* magic */
-		0x02, 0x00, 0x00, 0x00,				/* version, 0 */
+		0x03, 0x00, 0x00, 0x00,				/* version, 0 */
 		0x03, 0x00, 0x00, 0x00,				/* step */
 		0x04, 0x03, 0x02, 0x01,				/* prover */
 		0x08, 0x07, 0x06, 0x05,				/* verifier */
@@ -1166,6 +1176,61 @@ TEST(atomic_fields)
 	ASSERT_EQ(-EPROTO, atomic_ret(0x1000, ODSM_WIRE_FETCH_ADD, 1U << 31));
 }
 
+/* MAP: golden bytes, and every rule of the request and its reply */
+TEST(map_fields)
+{
+	static const u8 golden[24] = {
+		0x00, 0x00, 0x01, 0x00, 0x10, 0x71, 0x00, 0x00,
+		0x00, 0x30, 0x02, 0x01, 0x88, 0xff, 0xff, 0xff,
+		0x00, 0x00, 0x01, 0x00, 0x44, 0x33, 0x22, 0x11,
+	};
+	struct odsm_wire_map m = { .gaddr = 0x0000711000010000ULL }, mo;
+	struct odsm_wire_map_reply r = { .gaddr = 0x0000711000010000ULL,
+					 .iova = 0xffffff8801023000ULL,
+					 .len = 65536, .rkey = 0x11223344 };
+	struct odsm_wire_map_reply ro;
+	u8 raw[24];
+
+	ASSERT_EQ(8U, odsm_wire_put_map(raw, &m));
+	ASSERT_EQ(0, memcmp(raw, golden, 8));
+	ASSERT_EQ(0, odsm_wire_get_map(raw, 8, &mo));
+	ASSERT_EQ(m.gaddr, mo.gaddr);
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_map(raw, 7, &mo));
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_map(raw, 9, &mo));
+	m.gaddr += 4096;		/* not a block */
+	odsm_wire_put_map(raw, &m);
+	ASSERT_EQ(-EPROTO, odsm_wire_get_map(raw, 8, &mo));
+	m.gaddr = 1ULL << 48;		/* past any heap */
+	odsm_wire_put_map(raw, &m);
+	ASSERT_EQ(-EPROTO, odsm_wire_get_map(raw, 8, &mo));
+
+	ASSERT_EQ(24U, odsm_wire_put_map_reply(raw, &r));
+	ASSERT_EQ(0, memcmp(raw, golden, 24));
+	ASSERT_EQ(0, odsm_wire_get_map_reply(raw, 24, &ro));
+	ASSERT_EQ(r.gaddr, ro.gaddr);
+	ASSERT_EQ(r.iova, ro.iova);
+	ASSERT_EQ(r.len, ro.len);
+	ASSERT_EQ(r.rkey, ro.rkey);
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_map_reply(raw, 23, &ro));
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_map_reply(raw, 25, &ro));
+	r.len = 4096;			/* only whole blocks */
+	odsm_wire_put_map_reply(raw, &r);
+	ASSERT_EQ(-EPROTO, odsm_wire_get_map_reply(raw, 24, &ro));
+	r.len = 65536;
+	r.iova += 8;			/* not page aligned */
+	odsm_wire_put_map_reply(raw, &r);
+	ASSERT_EQ(-EPROTO, odsm_wire_get_map_reply(raw, 24, &ro));
+	r.iova = 0xffffffffffff1000ULL;	/* its last byte wraps */
+	odsm_wire_put_map_reply(raw, &r);
+	ASSERT_EQ(-EPROTO, odsm_wire_get_map_reply(raw, 24, &ro));
+	r.iova = ~0ULL - 65535;	/* the last block that fits */
+	odsm_wire_put_map_reply(raw, &r);
+	ASSERT_EQ(0, odsm_wire_get_map_reply(raw, 24, &ro));
+	r.gaddr += 512;
+	odsm_wire_put_map_reply(raw, &r);
+	ASSERT_EQ(-EPROTO, odsm_wire_get_map_reply(raw, 24, &ro));
+}
+
 /* FETCH: golden bytes, and every rule of the request and its reply */
 TEST(fetch_fields)
 {
@@ -1410,6 +1475,10 @@ static int decode(const struct odsm_wire_hdr *h, const u8 *p, u32 len,
 		return odsm_wire_get_fetch(p, len, out);
 	case ODSM_MSG_FETCH_REPLY:
 		return odsm_wire_get_fetch_reply(p, len, out);
+	case ODSM_MSG_MAP:
+		return odsm_wire_get_map(p, len, out);
+	case ODSM_MSG_MAP_REPLY:
+		return odsm_wire_get_map_reply(p, len, out);
 	}
 	return 1;	/* no fixed payload: READ_REPLY data, empty replies */
 }
@@ -1424,6 +1493,7 @@ static bool payload_ok(unsigned int type, const u8 *p, u32 len,
 	const struct odsm_wire_atomic *at = out;
 	const struct odsm_wire_fetch *fe = out;
 	const struct odsm_wire_fetch_reply *fr = out;
+	const struct odsm_wire_map_reply *mr = out;
 
 	switch (type) {
 	case ODSM_MSG_HELLO:
@@ -1478,6 +1548,18 @@ static bool payload_ok(unsigned int type, const u8 *p, u32 len,
 		return fr->size == ref_le(p, 8) && fr->color == ref_le(p + 8, 2) &&
 		       fr->reserved == 0 && fr->len == ref_le(p + 12, 4) &&
 		       fr->len <= fr->size && len == 16 + fr->len;
+	case ODSM_MSG_MAP:
+		return len == 8 && ((const u64 *)out)[0] == ref_le(p, 8) &&
+		       ((const u64 *)out)[0] < (1ULL << 48) &&
+		       ((const u64 *)out)[0] % 65536 == 0;
+	case ODSM_MSG_MAP_REPLY:
+		return len == 24 && mr->gaddr == ref_le(p, 8) &&
+		       mr->iova == ref_le(p + 8, 8) &&
+		       mr->len == ref_le(p + 16, 4) &&
+		       mr->rkey == ref_le(p + 20, 4) &&
+		       mr->gaddr < (1ULL << 48) && mr->gaddr % 65536 == 0 &&
+		       mr->len == 65536 && mr->iova % 4096 == 0 &&
+		       mr->iova <= ~0ULL - 65535;
 	}
 	return false;
 }

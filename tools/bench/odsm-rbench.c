@@ -5,7 +5,11 @@
  * on another node (ODSM_ALLOC_ON_NODE); the same on a local object as the
  * cost of the ioctl path itself.  Prints ODSM_BENCH lines; judges nothing.
  *
- *   odsm-rbench NODE [ITERATIONS]
+ *   odsm-rbench NODE [ITERATIONS [LABEL]]
+ *
+ * With LABEL, only the remote figures, tagged LABEL instead of "remote"
+ * (e.g. one run per transport), and the node's one-sided counters moved
+ * during the run.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +22,22 @@
 #include <linux/odsm.h>
 
 static int fd;
+
+static unsigned long long stat_of(const char *name)
+{
+	char path[128];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/odsm/stats/%s", name);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%llu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
 
 static double now_us(void)
 {
@@ -141,7 +161,7 @@ int main(int argc, char **argv)
 	int iters;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: odsm-rbench NODE [ITERATIONS]\n");
+		fprintf(stderr, "usage: odsm-rbench NODE [ITERATIONS [LABEL]]\n");
 		return 2;
 	}
 	node = strtoul(argv[1], NULL, 0);
@@ -150,6 +170,18 @@ int main(int argc, char **argv)
 	if (fd < 0 || ioctl(fd, ODSM_IOC_INFO, &in)) {
 		perror("odsm-rbench: /dev/odsm");
 		return 1;
+	}
+	if (argc > 3) {
+		unsigned long long r0 = stat_of("onesided_reads"),
+				   w0 = stat_of("onesided_writes"),
+				   f0 = stat_of("onesided_fallbacks");
+
+		run(argv[3], node, iters);
+		printf("ODSM_BENCH %s counters: onesided_reads +%llu onesided_writes +%llu onesided_fallbacks +%llu\n",
+		       argv[3], stat_of("onesided_reads") - r0,
+		       stat_of("onesided_writes") - w0,
+		       stat_of("onesided_fallbacks") - f0);
+		return 0;
 	}
 	printf("ODSM_BENCH remote ops from node %u to node %u, median of %d (1 MiB: %d)\n",
 	       in.node_id, node, iters, iters / 10 + 1);

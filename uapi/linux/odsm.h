@@ -228,7 +228,11 @@ struct odsm_rw {
  * anywhere in the heap: FETCH_ADD adds operand; CMP_SWAP stores operand if
  * the word equals compare.  out: old, the word's value before.  Atomic
  * against every other ODSM_IOC_ATOMIC and against CPU atomics on the word's
- * home node.
+ * home node.  A remote word is always operated on by its home node's CPU
+ * (an ATOMIC request, over TCP and RDMA alike), never by a one-sided RDMA
+ * atomic: no device the transport may meet guarantees those atomic against
+ * the home's CPU atomics (Soft-RoCE reports IB_ATOMIC_HCA), so the
+ * guarantee above holds on every transport.
  */
 struct odsm_atomic {
 	__u64 gaddr;

@@ -1,8 +1,10 @@
 #!/bin/sh
-# Guest side of `make bench`, two nodes: odsm's remote operations over the
-# kernel-TCP transport (odsm-rbench, node 1 against objects it places on
-# node 0), then Debian's perftest over the same emulated link with
-# Soft-RoCE as the raw-link reference.  Numbers only; nothing is judged.
+# Guest side of `make bench`, two nodes: odsm's remote operations
+# (odsm-rbench, node 1 against objects it places on node 0) over the
+# kernel-TCP transport, then over RDMA (Soft-RoCE) one-sided and with
+# one-sided turned off (requests in SEND messages), then Debian's perftest
+# over the same emulated link with Soft-RoCE as the raw-link reference.
+# Numbers only; nothing is judged.
 # shellcheck shell=dash disable=SC1091,SC2154
 . /rig/lib.sh
 set -e
@@ -17,16 +19,32 @@ while [ "$k" -lt "$rig_nodes" ]; do
 	k=$((k + 1))
 done
 cluster_key /tmp/odsm.key
-odsmctl join --transport tcp --node-id "$rig_node" --nodes "$nodes" --key-file /tmp/odsm.key
-i=0
-until odsmctl status --raw | grep -q 'state=up'; do
-	i=$((i + 1))
-	[ "$i" -lt 300 ] || { echo "peer never came up"; exit 1; }
-	sleep 0.2
-done
-barrier 60
+join() {	# transport
+	odsmctl join --transport "$1" --node-id "$rig_node" --nodes "$nodes" \
+		--key-file /tmp/odsm.key
+	i=0
+	until odsmctl status --raw | grep -q 'state=up'; do
+		i=$((i + 1))
+		[ "$i" -lt 300 ] || { echo "peer never came up"; exit 1; }
+		sleep 0.2
+	done
+	barrier 60
+}
+join tcp
 [ "$rig_node" = 1 ] && odsm-rbench 0 200
+[ "$rig_node" = 1 ] && odsm-rbench 0 200 tcp
 barrier 300
+odsmctl leave
+barrier 60
+join rdma
+[ "$rig_node" = 1 ] && odsm-rbench 0 200 rdma-onesided
+barrier 300
+echo N >/sys/module/odsm/parameters/onesided
+[ "$rig_node" = 1 ] && odsm-rbench 0 200 rdma-twosided
+barrier 300
+echo Y >/sys/module/odsm/parameters/onesided
+odsmctl leave
+barrier 60
 
 # perftest: node 0 serves, node 1 measures; one tool at a time
 perf() {	# name args...
