@@ -213,23 +213,6 @@ TEST_F_TIMEOUT(cl, remote_write, 300)
 	ASSERT_EQ(0, c_barrier(0, B_RW_VERIFIED, C.nodes, 180));
 }
 
-/* A counter of this node (/sys/kernel/odsm/stats/NAME); 0 when unreadable. */
-static uint64_t c_stat(const char *name)
-{
-	char path[128];
-	unsigned long long v = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/kernel/odsm/stats/%s", name);
-	f = fopen(path, "r");
-	if (f) {
-		if (fscanf(f, "%llu", &v) != 1)
-			v = 0;
-		fclose(f);
-	}
-	return v;
-}
-
 /* Is one-sided RDMA turned on (the module parameter onesided)? */
 static bool onesided_on(void)
 {
