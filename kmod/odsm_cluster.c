@@ -691,40 +691,94 @@ static int map_block(struct odsm_conn *conn, u32 node, u64 blk)
 }
 #endif
 
-int odsm_onesided_rw(u32 node, u64 addr, void *buf, u32 len, bool write)
-{
+/*
+ * The RDMA connection to node with keys for every block of [addr, addr +
+ * len), registering them first (MAP) where needed, with a reference and
+ * c->users held for reading; NULL (nothing held) when the request path
+ * must do it instead: not RDMA, one-sided turned off, a block the home
+ * does not register, a leave under way.
+ */
 #if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
-	struct odsm_cluster *c = &odsm_cluster;
+static struct odsm_conn *onesided_conn(struct odsm_cluster *c, u32 node,
+				       u64 addr, u32 len)
+{
 	struct odsm_conn *conn;
 	u64 blk;
-	int ret;
 
 	if (!READ_ONCE(odsm_onesided) || !odsm_cluster_is_rdma())
-		return -EOPNOTSUPP;
+		return NULL;
 	if (!down_read_trylock(&c->users))
-		return -EOPNOTSUPP;
+		return NULL;
 	conn = peer_conn(c, node, true);
-	if (!conn || conn->ops != &odsm_rdma_ops) {
-		ret = -EOPNOTSUPP;
+	if (!conn || conn->ops != &odsm_rdma_ops)
 		goto out;
-	}
-	while (odsm_rdma_missing(conn, addr, len, &blk)) {
-		if (!odsm_rdma_can_map(conn) || map_block(conn, node, blk)) {
-			ret = -EOPNOTSUPP;
+	while (odsm_rdma_missing(conn, addr, len, &blk))
+		if (!odsm_rdma_can_map(conn) || map_block(conn, node, blk))
 			goto out;
-		}
-	}
-	ret = odsm_rdma_rw(conn, addr, buf, len, write);
-	if (ret == -ENOKEY)
-		ret = -EOPNOTSUPP;
+	return conn;
 out:
 	if (conn)
 		odsm_conn_put(conn);
 	up_read(&c->users);
-	return ret;
+	return NULL;
+}
+
+static void onesided_put(struct odsm_cluster *c, struct odsm_conn *conn)
+{
+	odsm_conn_put(conn);
+	up_read(&c->users);
+}
+#endif
+
+int odsm_onesided_rw(u32 node, u64 addr, void *buf, u32 len, bool write)
+{
+#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
+	struct odsm_cluster *c = &odsm_cluster;
+	struct odsm_conn *conn = onesided_conn(c, node, addr, len);
+	int ret;
+
+	if (!conn)
+		return -EOPNOTSUPP;
+	ret = odsm_rdma_rw(conn, addr, buf, len, write);
+	onesided_put(c, conn);
+	return ret == -ENOKEY ? -EOPNOTSUPP : ret;
 #else
 	return -EOPNOTSUPP;
 #endif
+}
+
+int odsm_onesided_atomic(u32 node, u64 addr, u32 op, u64 operand,
+			 u64 compare, u64 *old)
+{
+#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
+	struct odsm_cluster *c = &odsm_cluster;
+	struct odsm_conn *conn = onesided_conn(c, node, addr, 8);
+	int ret;
+
+	if (!conn)
+		return -EOPNOTSUPP;
+	ret = odsm_rdma_atomic(conn, addr, op, operand, compare, old);
+	onesided_put(c, conn);
+	if (!ret)
+		odsm_stat_inc(ODSM_STAT_onesided_atomics);
+	return ret == -ENOKEY ? -EOPNOTSUPP : ret;
+#else
+	return -EOPNOTSUPP;
+#endif
+}
+
+int odsm_nic_atomic_here(u64 addr, u32 op, u64 operand, u64 compare,
+			 u64 *old)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	int ret;
+
+	/* a leave under way: it waits for us, we must not wait for it */
+	if (!down_read_trylock(&c->users))
+		return -EHOSTDOWN;
+	ret = odsm_rdma_loop_atomic(addr, op, operand, compare, old);
+	up_read(&c->users);
+	return ret;
 }
 
 /* ---- the tick: heartbeat, timeouts, re-dial, reaping ------------------ */

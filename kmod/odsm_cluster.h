@@ -168,9 +168,30 @@ void odsm_rdma_no_maps(struct odsm_conn *conn);
 /* The home's side of a MAP: register our block at addr for conn's peer. */
 int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
 		  struct odsm_wire_map_reply *r);
+/*
+ * A one-sided RDMA atomic on the 8-byte word at addr of conn's peer:
+ * -ENOKEY as for odsm_rdma_rw, -EOPNOTSUPP when the peer's registration
+ * takes no atomics.
+ */
+int odsm_rdma_atomic(struct odsm_conn *conn, u64 addr, u32 op, u64 operand,
+		     u64 compare, u64 *old);
+/*
+ * Does this node run its flagged (F_NIC) atomics through its RDMA device?
+ * Yes when it is joined over RDMA on a device with atomics: then so must
+ * it, since peers run theirs one-sided.
+ */
+bool odsm_rdma_nic_atomics(void);
+int odsm_rdma_loop_atomic(u64 addr, u32 op, u64 operand, u64 compare,
+			  u64 *old);
 #else
 static inline int odsm_rdma_init(void) { return 0; }
 static inline void odsm_rdma_exit(void) { }
+static inline bool odsm_rdma_nic_atomics(void) { return false; }
+static inline int odsm_rdma_loop_atomic(u64 addr, u32 op, u64 operand,
+					u64 compare, u64 *old)
+{
+	return -EOPNOTSUPP;
+}
 #endif
 
 /* Connections, for transports: set up, then publish when ready to run. */
@@ -201,6 +222,12 @@ int odsm_serve_map(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
  * the home does not register, one-sided turned off).
  */
 int odsm_onesided_rw(u32 node, u64 addr, void *buf, u32 len, bool write);
+/* The same for an atomic on a word of node's partition (ODSM_ATOMIC_F_NIC). */
+int odsm_onesided_atomic(u32 node, u64 addr, u32 op, u64 operand,
+			 u64 compare, u64 *old);
+/* A flagged atomic on our own word, run by our RDMA device (loopback). */
+int odsm_nic_atomic_here(u64 addr, u32 op, u64 operand, u64 compare,
+			 u64 *old);
 /* Is the cluster joined over RDMA? */
 bool odsm_cluster_is_rdma(void);
 extern bool odsm_onesided;	/* module parameter: use one-sided RDMA */

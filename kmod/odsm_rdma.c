@@ -64,127 +64,7 @@
 #include <linux/mm.h>
 #include <linux/gfp.h>
 #include <linux/sched/task.h>
-#include <rdma/ib_verbs.h>
-#include <rdma/rdma_cm.h>
-#include "odsm.h"
-#include "odsm_cluster.h"
-
-#define RDMA_RECVS		16	/* receive buffers = credits, per side */
-#define RDMA_SENDS		(2 * RDMA_RECVS)	/* send queue slots */
-#define RDMA_CREDIT_BATCH	(RDMA_RECVS / 2)
-#define RDMA_MSG_MAX		(ODSM_WIRE_HDR_SIZE + ODSM_WIRE_MAX_PAYLOAD)
-/*
- * Local ACK timeout, 4.096 us << 14 = 67 ms: a lost packet costs that
- * much, not the half second the CM would choose for RoCE (a message is up
- * to 257 packets, and a call has timeout_ms in all).
- */
-#define RDMA_ACK_TIMEOUT	14
-/* one-sided: work requests of one READ/WRITE (a piece per 64 KiB block) */
-#define RDMA_OS_WRS		(ODSM_WIRE_MAX_DATA / ODSM_WIRE_MAP_LEN + 1)
-#define RDMA_MAX_REGS		4096	/* 256 MiB registered per connection */
-#define RDMA_RD_ATOM		1	/* RDMA READs in flight per QP */
-/* send queue: SENDs, one-sided work requests, one REG_MR, ib_drain_qp */
-#define RDMA_SQ_DEPTH		(RDMA_SENDS + RDMA_OS_WRS + 1 + 1)
-
-struct rdma_conn;
-
-/* Signalled work requests waited for together: one-sided ones, REG_MR. */
-struct rdma_wait {
-	struct ib_cqe cqe;
-	struct rdma_conn *x;
-	atomic_t pending;
-	int status;
-	struct completion done;
-};
-
-/* A block of our partition registered for the peer. */
-struct rdma_reg {
-	u64 addr;
-	struct ib_mr *mr;
-	int nents;			/* DMA-mapped entries of sg */
-	struct scatterlist sg[ODSM_BLOCK_PAGES];
-	struct page *pages[ODSM_BLOCK_PAGES];
-};
-
-/* A block of the peer's partition it registered for us. */
-struct rdma_key {
-	u64 iova;
-	u32 rkey;
-};
-
-/* A posted receive buffer. */
-struct rdma_rbuf {
-	struct ib_cqe cqe;
-	struct rdma_conn *x;
-	void *buf;
-	u64 dma;
-};
-
-/* A SEND in flight: freed by its completion. */
-struct rdma_tx {
-	struct ib_cqe cqe;
-	struct rdma_conn *x;
-	void *buf;
-	u64 dma;
-	u32 len;
-};
-
-/* A received message, copied out for the receiver thread. */
-struct rdma_msg {
-	struct list_head node;
-	u32 len;
-	u8 data[];
-};
-
-struct rdma_conn {
-	struct odsm_conn *conn;
-	u32 timeout_ms;
-	__be32 peer_ip;
-	/* the CM while connecting: the last event's verdict */
-	struct completion cm_done;
-	int cm_status;
-	/*
-	 * Verbs resources: set up before the connection is published; torn
-	 * down once, under res_sem held for writing.  Senders post under it
-	 * for reading; the CQ handler runs only while the CQ exists and the
-	 * teardown drains the QP before destroying anything.
-	 */
-	struct rw_semaphore res_sem;
-	bool torn;
-	bool live;			/* connected once: drain before destroy */
-	struct rdma_cm_id *id;
-	struct ib_device *dev;
-	struct ib_pd *pd;
-	struct ib_cq *cq;
-	struct ib_qp *qp;
-	struct rdma_rbuf rbufs[RDMA_RECVS];
-	struct ib_cqe credit_cqe;
-	bool broken;			/* no more traffic */
-	/* under lock */
-	spinlock_t lock;
-	u32 credits;			/* SENDs the peer has room for */
-	u32 owed;			/* credits to return to the peer */
-	u32 sq_free;			/* send queue slots */
-	struct list_head rxq;		/* rdma_msg, for the receiver */
-	wait_queue_head_t tx_wait;
-	wait_queue_head_t rx_wait;
-	struct task_struct *rx;
-	struct work_struct disc_work;
-	struct list_head node;		/* on rdma_conns, under rdma_lock */
-	struct list_head rm_node;	/* a device removal's list */
-	/* one-sided, our side: the bounce buffer, one operation at a time */
-	struct mutex os_lock;
-	void *os_buf;			/* ODSM_WIRE_MAX_DATA, DMA-mapped */
-	u64 os_dma;
-	struct rdma_wait os_wait;
-	struct xarray keys;		/* peer's block (gaddr >> 16) -> key */
-	bool no_maps;			/* the peer registers no more */
-	/* one-sided, the peer's side: our blocks registered for it */
-	struct mutex reg_lock;		/* one MAP at a time */
-	struct rdma_wait reg_wait;
-	struct xarray regs;		/* our block (gaddr >> 16) -> reg */
-	u32 nr_regs;			/* under reg_lock */
-};
+#include "odsm_rdma.h"
 
 /* The accepting side: its id is NULL once gone (leave or device removal). */
 struct rdma_listener {
@@ -196,19 +76,6 @@ static LIST_HEAD(rdma_conns);		/* connections with resources */
 static struct rdma_listener rdma_lis;	/* static: CM ids point at it */
 
 static void disc_work(struct work_struct *w);
-
-static inline struct rdma_conn *rc(struct odsm_conn *conn)
-{
-	return conn->xprt;
-}
-
-/* No more traffic: wake everyone waiting so they see it. */
-static void rdma_fail(struct rdma_conn *x)
-{
-	WRITE_ONCE(x->broken, true);
-	wake_up_all(&x->tx_wait);
-	wake_up_all(&x->rx_wait);
-}
 
 /* ---- sending ------------------------------------------------------------- */
 
@@ -593,22 +460,6 @@ static void qp_event(struct ib_event *ev, void *ctx)
 	}
 }
 
-/* A one-sided or REG_MR work request completed. */
-static void wr_done(struct ib_cq *cq, struct ib_wc *wc)
-{
-	struct rdma_wait *w = container_of(wc->wr_cqe, struct rdma_wait, cqe);
-
-	if (wc->status != IB_WC_SUCCESS) {
-		pr_notice_ratelimited("odsm: rdma one-sided work request failed: %s\n",
-				      ib_wc_status_msg(wc->status));
-		WRITE_ONCE(w->status, -EHOSTDOWN);
-		/* the QP is in error: the connection is over */
-		odsm_conn_kill(w->x->conn);
-	}
-	if (atomic_dec_and_test(&w->pending))
-		complete(&w->done);
-}
-
 static struct rdma_conn *conn_alloc(struct odsm_cluster *c, u32 peer,
 				    bool dialled)
 {
@@ -633,15 +484,16 @@ static struct rdma_conn *conn_alloc(struct odsm_cluster *c, u32 peer,
 	INIT_WORK(&x->disc_work, disc_work);
 	INIT_LIST_HEAD(&x->node);
 	INIT_LIST_HEAD(&x->rm_node);
+	INIT_LIST_HEAD(&x->loop_node);
 	mutex_init(&x->os_lock);
 	mutex_init(&x->reg_lock);
 	xa_init(&x->keys);
 	xa_init(&x->regs);
 	x->os_wait.x = x;
-	x->os_wait.cqe.done = wr_done;
+	x->os_wait.cqe.done = odsm_rdma_wr_done;
 	init_completion(&x->os_wait.done);
 	x->reg_wait.x = x;
-	x->reg_wait.cqe.done = wr_done;
+	x->reg_wait.cqe.done = odsm_rdma_wr_done;
 	init_completion(&x->reg_wait.done);
 	odsm_conn_init(conn, &odsm_rdma_ops, x, peer, dialled);
 	x->conn = conn;
@@ -718,27 +570,6 @@ static int conn_setup(struct rdma_conn *x)
 }
 
 /*
- * Deregister and unpin every block registered for the peer.  From the
- * teardown, after the QP is gone: nobody reaches them any more.
- */
-static void regs_free(struct rdma_conn *x)
-{
-	struct rdma_reg *g;
-	unsigned long i;
-
-	xa_for_each(&x->regs, i, g) {
-		xa_erase(&x->regs, i);
-		if (g->mr)
-			ib_dereg_mr(g->mr);
-		if (g->nents)
-			ib_dma_unmap_sg(x->dev, g->sg, ODSM_BLOCK_PAGES,
-					DMA_BIDIRECTIONAL);
-		odsm_store_unpin(&odsm_heap, g->addr, g->pages);
-		kfree(g);
-	}
-}
-
-/*
  * Drain and free the verbs resources, then the CM id unless keep_id (a CM
  * handler refusing a connection: the core destroys that id).  Once; may
  * sleep; never from a CM or CQ handler of this connection except as said.
@@ -782,7 +613,7 @@ static void conn_teardown(struct rdma_conn *x, bool keep_id)
 		free_pages_exact(x->os_buf, ODSM_WIRE_MAX_DATA);
 		x->os_buf = NULL;
 	}
-	regs_free(x);
+	odsm_rdma_regs_free(x);
 	if (x->pd) {
 		ib_dealloc_pd(x->pd);
 		x->pd = NULL;
@@ -866,27 +697,39 @@ static int cm_wait(struct rdma_conn *x)
 	return x->cm_status;
 }
 
+/* What an accepted connection agrees to, given what the dialler offers. */
+static void accept_param(struct rdma_cm_id *id, struct rdma_cm_event *ev,
+			 struct rdma_conn_param *p)
+{
+	const struct ib_device_attr *a = &id->device->attrs;
+
+	/* RDMA READs and atomics both ways, no more than the dialler offers */
+	memset(p, 0, sizeof(*p));
+	p->rnr_retry_count = 7;
+	p->responder_resources = min3((u32)ev->param.conn.initiator_depth,
+				      (u32)RDMA_RD_ATOM, (u32)a->max_qp_rd_atom);
+	p->initiator_depth = min3((u32)ev->param.conn.responder_resources,
+				  (u32)RDMA_RD_ATOM,
+				  (u32)a->max_qp_init_rd_atom);
+}
+
+static bool is_loop_req(struct rdma_cm_event *ev, struct sockaddr_in *from);
+static int on_loop_req(struct rdma_cm_id *id, struct rdma_cm_event *ev);
+
 /* A connection request on the listener: set up, accept and publish. */
 static int on_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct odsm_cluster *c = &odsm_cluster;
 	struct sockaddr_in *from = (struct sockaddr_in *)&id->route.addr.dst_addr;
-	const struct ib_device_attr *a = &id->device->attrs;
-	/* RDMA READs both ways, no more than the dialler offers */
-	struct rdma_conn_param p = {
-		.rnr_retry_count = 7,
-		.responder_resources = min3((u32)ev->param.conn.initiator_depth,
-					    (u32)RDMA_RD_ATOM,
-					    (u32)a->max_qp_rd_atom),
-		.initiator_depth = min3((u32)ev->param.conn.responder_resources,
-					(u32)RDMA_RD_ATOM,
-					(u32)a->max_qp_init_rd_atom),
-	};
+	struct rdma_conn_param p;
 	struct rdma_conn *x;
 	int ret;
 
 	if (from->sin_family != AF_INET)
 		return -EAFNOSUPPORT;	/* the core destroys the id */
+	if (is_loop_req(ev, from))
+		return on_loop_req(id, ev);
+	accept_param(id, ev, &p);
 	x = conn_alloc(c, U32_MAX, false);
 	if (!x)
 		return -ENOMEM;
@@ -975,263 +818,6 @@ static int rdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	return 0;
 }
 
-/* ---- one-sided ----------------------------------------------------------- */
-
-/* Wait for w's work requests; false (connection killed) after timeout_ms. */
-static bool wait_wrs(struct rdma_conn *x, struct rdma_wait *w)
-{
-	if (wait_for_completion_timeout(&w->done,
-					msecs_to_jiffies(x->timeout_ms)))
-		return true;
-	pr_notice_ratelimited("odsm: rdma: no completion in %u ms: connection closed\n",
-			      x->timeout_ms);
-	odsm_conn_kill(x->conn);
-	return false;
-}
-
-bool odsm_rdma_can_map(struct odsm_conn *conn)
-{
-	return !READ_ONCE(rc(conn)->no_maps);
-}
-
-void odsm_rdma_no_maps(struct odsm_conn *conn)
-{
-	WRITE_ONCE(rc(conn)->no_maps, true);
-}
-
-int odsm_rdma_add_key(struct odsm_conn *conn,
-		      const struct odsm_wire_map_reply *r)
-{
-	struct rdma_conn *x = rc(conn);
-	struct rdma_key *k = kmalloc(sizeof(*k), GFP_KERNEL);
-	int ret;
-
-	if (!k)
-		return -ENOMEM;
-	k->iova = r->iova;
-	k->rkey = r->rkey;
-	/* keys are only ever added, freed with the connection: lookups
-	 * need no lock
-	 */
-	ret = xa_insert(&x->keys, r->gaddr >> ODSM_BLOCK_SHIFT, k, GFP_KERNEL);
-	if (ret)
-		kfree(k);
-	return ret == -EBUSY ? 0 : ret;
-}
-
-/* The first block of [addr, addr + len) the peer has not registered for us. */
-bool odsm_rdma_missing(struct odsm_conn *conn, u64 addr, u32 len, u64 *blk)
-{
-	struct rdma_conn *x = rc(conn);
-	u64 b, last = (addr + len - 1) >> ODSM_BLOCK_SHIFT;
-
-	for (b = addr >> ODSM_BLOCK_SHIFT; b <= last; b++) {
-		if (!xa_load(&x->keys, b)) {
-			*blk = b << ODSM_BLOCK_SHIFT;
-			return true;
-		}
-	}
-	return false;
-}
-
-int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
-		 bool write)
-{
-	struct rdma_conn *x = rc(conn);
-	struct ib_rdma_wr wrs[RDMA_OS_WRS];
-	struct ib_sge sges[RDMA_OS_WRS];
-	struct rdma_wait *w = &x->os_wait;
-	u32 off, n = 0, piece, in;
-	struct rdma_key *k;
-	int ret = 0;
-	u64 a;
-
-	if (!len || len > ODSM_WIRE_MAX_DATA)
-		return -EINVAL;
-	memset(wrs, 0, sizeof(wrs));
-	mutex_lock(&x->os_lock);
-	down_read(&x->res_sem);
-	if (x->torn || READ_ONCE(x->broken) || READ_ONCE(conn->dead)) {
-		ret = -EHOSTDOWN;
-		goto out_unlock;
-	}
-	for (off = 0; off < len; off += piece, n++) {
-		a = addr + off;
-		k = xa_load(&x->keys, a >> ODSM_BLOCK_SHIFT);
-		if (!k) {
-			ret = -ENOKEY;
-			goto out_unlock;
-		}
-		in = a & (ODSM_WIRE_MAP_LEN - 1);
-		piece = min(len - off, ODSM_WIRE_MAP_LEN - in);
-		sges[n].addr = x->os_dma + off;
-		sges[n].length = piece;
-		sges[n].lkey = x->pd->local_dma_lkey;
-		wrs[n].wr.wr_cqe = &w->cqe;
-		wrs[n].wr.opcode = write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ;
-		wrs[n].wr.send_flags = IB_SEND_SIGNALED;
-		wrs[n].wr.sg_list = &sges[n];
-		wrs[n].wr.num_sge = 1;
-		wrs[n].remote_addr = k->iova + in;
-		wrs[n].rkey = k->rkey;
-		if (n)
-			wrs[n - 1].wr.next = &wrs[n].wr;
-	}
-	if (write) {
-		memcpy(x->os_buf, buf, len);
-		ib_dma_sync_single_for_device(x->dev, x->os_dma, len,
-					      DMA_BIDIRECTIONAL);
-	}
-	reinit_completion(&w->done);
-	w->status = 0;
-	atomic_set(&w->pending, n);
-	ret = ib_post_send(x->qp, &wrs[0].wr, NULL);
-	if (ret) {
-		/* some may be posted: they flush when the QP goes */
-		pr_notice_ratelimited("odsm: rdma %s of %u bytes not posted (%d): connection closed\n",
-				      write ? "WRITE" : "READ", len, ret);
-		odsm_conn_kill(conn);
-		ret = -EHOSTDOWN;
-		goto out_unlock;
-	}
-	up_read(&x->res_sem);
-
-	/* the teardown drains the QP: it need not wait for us */
-	if (!wait_wrs(x, w)) {
-		ret = -ETIMEDOUT;
-		goto out;
-	}
-	ret = READ_ONCE(w->status);
-	if (ret || write)
-		goto out;
-	down_read(&x->res_sem);
-	if (x->torn) {
-		ret = -EHOSTDOWN;
-		goto out_unlock;
-	}
-	ib_dma_sync_single_for_cpu(x->dev, x->os_dma, len, DMA_BIDIRECTIONAL);
-	memcpy(buf, x->os_buf, len);
-out_unlock:
-	up_read(&x->res_sem);
-out:
-	mutex_unlock(&x->os_lock);
-	if (!ret) {
-		odsm_stat_inc(write ? ODSM_STAT_onesided_writes :
-				      ODSM_STAT_onesided_reads);
-		odsm_stat_add(ODSM_STAT_onesided_bytes, len);
-	}
-	return ret;
-}
-
-/*
- * Register the block at addr of our partition (checked by the caller) for
- * the peer of conn; its iova and rkey go to *r.
- */
-int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
-		  struct odsm_wire_map_reply *r)
-{
-	struct rdma_conn *x = rc(conn);
-	unsigned long blk = addr >> ODSM_BLOCK_SHIFT;
-	struct rdma_wait *w = &x->reg_wait;
-	struct ib_reg_wr wr = {};
-	struct rdma_reg *g;
-	int i, ret;
-
-	mutex_lock(&x->reg_lock);
-	g = xa_load(&x->regs, blk);
-	if (g) {
-		/* asked again (a race, or a lost reply): the same one */
-		ret = -EHOSTDOWN;
-		if (g->mr) {
-			r->iova = g->mr->iova;
-			r->rkey = g->mr->rkey;
-			ret = 0;
-		}
-		goto out;
-	}
-	ret = -ENOSPC;
-	if (x->nr_regs >= RDMA_MAX_REGS)
-		goto out;
-	ret = -EOPNOTSUPP;
-	if (x->dev->attrs.max_fast_reg_page_list_len < ODSM_BLOCK_PAGES)
-		goto out;
-	ret = -ENOMEM;
-	g = kzalloc(sizeof(*g), GFP_KERNEL);
-	if (!g)
-		goto out;
-	g->addr = addr;
-	ret = odsm_store_pin(&odsm_heap, addr, g->pages);
-	if (ret)
-		goto err_free;
-
-	down_read(&x->res_sem);
-	ret = -EHOSTDOWN;
-	if (x->torn || READ_ONCE(x->broken))
-		goto err_unpin;
-	/* on the list first: from here on the teardown cleans it up */
-	ret = xa_insert(&x->regs, blk, g, GFP_KERNEL);
-	if (ret)
-		goto err_unpin;
-	x->nr_regs++;
-	sg_init_table(g->sg, ODSM_BLOCK_PAGES);
-	for (i = 0; i < ODSM_BLOCK_PAGES; i++)
-		sg_set_page(&g->sg[i], g->pages[i], PAGE_SIZE, 0);
-	ret = -ENOMEM;
-	g->nents = ib_dma_map_sg(x->dev, g->sg, ODSM_BLOCK_PAGES,
-				 DMA_BIDIRECTIONAL);
-	if (!g->nents)
-		goto err_kill;
-	g->mr = ib_alloc_mr(x->pd, IB_MR_TYPE_MEM_REG, ODSM_BLOCK_PAGES);
-	if (IS_ERR(g->mr)) {
-		ret = PTR_ERR(g->mr);
-		g->mr = NULL;
-		goto err_kill;
-	}
-	ret = ib_map_mr_sg(g->mr, g->sg, g->nents, NULL, PAGE_SIZE);
-	if (ret != g->nents) {
-		ret = ret < 0 ? ret : -EINVAL;
-		goto err_kill;
-	}
-	wr.wr.opcode = IB_WR_REG_MR;
-	wr.wr.wr_cqe = &w->cqe;
-	wr.wr.send_flags = IB_SEND_SIGNALED;
-	wr.mr = g->mr;
-	wr.key = g->mr->rkey;
-	wr.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ |
-		    IB_ACCESS_REMOTE_WRITE;
-	r->iova = g->mr->iova;
-	r->rkey = g->mr->rkey;
-	reinit_completion(&w->done);
-	w->status = 0;
-	atomic_set(&w->pending, 1);
-	if (ib_post_send(x->qp, &wr.wr, NULL)) {
-		ret = -EHOSTDOWN;
-		goto err_kill;
-	}
-	up_read(&x->res_sem);
-	/* g belongs to the teardown now: not touched after this */
-	ret = wait_wrs(x, w) ? READ_ONCE(w->status) : -ETIMEDOUT;
-	if (!ret)
-		odsm_stat_inc(ODSM_STAT_mr_registrations);
-	goto out;
-
-err_kill:
-	/* stays on the list, half set up: the teardown frees it */
-	up_read(&x->res_sem);
-	pr_notice_ratelimited("odsm: rdma registration failed (%d): connection closed\n",
-			      ret);
-	odsm_conn_kill(conn);
-	goto out;
-err_unpin:
-	up_read(&x->res_sem);
-	odsm_store_unpin(&odsm_heap, addr, g->pages);
-err_free:
-	kfree(g);
-out:
-	mutex_unlock(&x->reg_lock);
-	return ret;
-}
-
 /* ---- transport ops ------------------------------------------------------- */
 
 static void disc_work(struct work_struct *w)
@@ -1315,10 +901,13 @@ err:
 	return ret;
 }
 
+static void loop_destroy(void);
+
 static void rdma_unlisten(struct odsm_cluster *c)
 {
 	struct rdma_cm_id *id;
 
+	loop_destroy();
 	mutex_lock(&rdma_lock);
 	id = rdma_lis.id;
 	rdma_lis.id = NULL;
@@ -1329,26 +918,22 @@ static void rdma_unlisten(struct odsm_cluster *c)
 	c->listener = NULL;
 }
 
-/* Connect to peer; the new connection, with a reference for the caller. */
-static struct odsm_conn *rdma_dial(struct odsm_cluster *c, u32 peer)
+/*
+ * Resolve dst (from our own address) and set up x's resources on the
+ * device that reaches it: everything a dial does before connecting.
+ */
+static int dial_prepare(struct odsm_cluster *c, struct rdma_conn *x,
+			struct sockaddr_in dst, struct rdma_conn_param *p)
 {
 	struct sockaddr_in src = c->peers[c->self].addr;
-	struct sockaddr_in dst = c->peers[peer].addr;
-	struct rdma_conn_param p = { .retry_count = 7, .rnr_retry_count = 7 };
 	struct rdma_cm_id *id;
-	struct rdma_conn *x;
 	int ret;
 
 	src.sin_port = 0;
-	x = conn_alloc(c, peer, true);
-	if (!x)
-		return ERR_PTR(-ENOMEM);
 	id = rdma_create_id(&init_net, rdma_cm_handler, x, RDMA_PS_TCP,
 			    IB_QPT_RC);
-	if (IS_ERR(id)) {
-		ret = PTR_ERR(id);
-		goto err;
-	}
+	if (IS_ERR(id))
+		return PTR_ERR(id);
 	x->id = id;
 	x->peer_ip = dst.sin_addr.s_addr;
 
@@ -1358,31 +943,57 @@ static struct odsm_conn *rdma_dial(struct odsm_cluster *c, u32 peer)
 	if (!ret)
 		ret = cm_wait(x);
 	if (ret)
-		goto err;
+		return ret;
 	reinit_completion(&x->cm_done);
 	ret = rdma_resolve_route(id, x->timeout_ms);
 	if (!ret)
 		ret = cm_wait(x);
 	if (ret)
-		goto err;
+		return ret;
 	rdma_set_ack_timeout(id, RDMA_ACK_TIMEOUT);
-	p.initiator_depth = min_t(u32, RDMA_RD_ATOM,
-				  id->device->attrs.max_qp_init_rd_atom);
-	p.responder_resources = min_t(u32, RDMA_RD_ATOM,
-				      id->device->attrs.max_qp_rd_atom);
-	ret = conn_setup(x);
+	memset(p, 0, sizeof(*p));
+	p->retry_count = 7;
+	p->rnr_retry_count = 7;
+	p->initiator_depth = min_t(u32, RDMA_RD_ATOM,
+				   id->device->attrs.max_qp_init_rd_atom);
+	p->responder_resources = min_t(u32, RDMA_RD_ATOM,
+				       id->device->attrs.max_qp_rd_atom);
+	return conn_setup(x);
+}
+
+/* Connect x, prepared; 0 once established. */
+static int dial_connect(struct rdma_conn *x, struct rdma_conn_param *p)
+{
+	int ret;
+
+	reinit_completion(&x->cm_done);
+	ret = rdma_connect(x->id, p);
+	if (!ret)
+		ret = cm_wait(x);
+	if (!ret)
+		x->live = true;
+	return ret;
+}
+
+/* Connect to peer; the new connection, with a reference for the caller. */
+static struct odsm_conn *rdma_dial(struct odsm_cluster *c, u32 peer)
+{
+	struct rdma_conn_param p;
+	struct rdma_conn *x;
+	int ret;
+
+	x = conn_alloc(c, peer, true);
+	if (!x)
+		return ERR_PTR(-ENOMEM);
+	ret = dial_prepare(c, x, c->peers[peer].addr, &p);
 	if (ret)
 		goto err;
 	ret = rx_create(x, peer);
 	if (ret)
 		goto err;
-	reinit_completion(&x->cm_done);
-	ret = rdma_connect(id, &p);
-	if (!ret)
-		ret = cm_wait(x);
+	ret = dial_connect(x, &p);
 	if (ret)
 		goto err_rx;
-	x->live = true;
 	conn_publish(c, x);
 	kref_get(&x->conn->ref);
 	return x->conn;
@@ -1391,6 +1002,240 @@ err_rx:
 err:
 	conn_abort(x, false);
 	return ERR_PTR(ret);
+}
+
+/* ---- the loopback pair ----------------------------------------------------- */
+
+/*
+ * A connection from this node to itself, through its own device: the way
+ * the node runs RDMA atomics on its own memory (odsm_rdma_loop_atomic).
+ * Set up on first use, one for the node, outside the cluster's connection
+ * table (it is no peer: no HELLO, no heartbeat, no receiver thread);
+ * torn down on leave, and with its device (it is on rdma_conns), after
+ * which the next use sets up a new one.
+ *
+ * The dialled end's request carries LOOP_MAGIC, this module instance's
+ * incarnation and the attempt's number; the listener accepts it as the
+ * pair's other end only from our own address with our incarnation, and
+ * the dialler takes the accepted end of its own attempt only (a late
+ * request of an abandoned attempt is an orphan that it frees).  The
+ * accepted end holds the registrations of our blocks, in its own PD.
+ */
+#define LOOP_MAGIC	0x504f4f4c4d53444fULL	/* "ODSMLOOP" in LE */
+
+struct loop_pdata {
+	__le64 magic;
+	__le64 incarnation;
+	__le64 attempt;
+};
+
+static DEFINE_MUTEX(loop_lock);		/* loop, loop_attempt */
+static struct rdma_loop loop;
+static u64 loop_attempt;
+/* accepted ends not yet taken by their dialler, on loop_node */
+static DEFINE_SPINLOCK(loop_acc_lock);
+static LIST_HEAD(loop_acc);
+static DECLARE_WAIT_QUEUE_HEAD(loop_acc_wait);
+
+static bool is_loop_req(struct rdma_cm_event *ev, struct sockaddr_in *from)
+{
+	const struct loop_pdata *d = ev->param.conn.private_data;
+	struct odsm_cluster *c = &odsm_cluster;
+
+	return d && ev->param.conn.private_data_len >= sizeof(*d) &&
+	       le64_to_cpu(d->magic) == LOOP_MAGIC &&
+	       le64_to_cpu(d->incarnation) == c->incarnation &&
+	       from->sin_addr.s_addr == c->peers[c->self].addr.sin_addr.s_addr;
+}
+
+/* Free a loop end: it was never published, its reference is ours. */
+static void loop_end_free(struct rdma_conn *x)
+{
+	if (!x)
+		return;
+	odsm_conn_kill(x->conn);
+	odsm_conn_put(x->conn);
+}
+
+/*
+ * The listener's side: set up and accept the pair's other end, and leave
+ * it for the dialler, which frees it if it is not its own.  Only then:
+ * freeing it destroys its CM id, which waits for this handler to return.
+ */
+static int on_loop_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	const struct loop_pdata *d = ev->param.conn.private_data;
+	struct odsm_cluster *c = &odsm_cluster;
+	struct rdma_conn_param p;
+	struct rdma_conn *x;
+	int ret;
+
+	accept_param(id, ev, &p);
+	x = conn_alloc(c, c->self, false);
+	if (!x)
+		return -ENOMEM;
+	x->id = id;
+	id->context = x;
+	x->peer_ip = c->peers[c->self].addr.sin_addr.s_addr;
+	x->loop_attempt = le64_to_cpu(d->attempt);
+	rdma_set_ack_timeout(id, RDMA_ACK_TIMEOUT);
+	ret = conn_setup(x);
+	if (!ret)
+		ret = rdma_accept(id, &p);
+	if (ret) {
+		id->context = NULL;
+		conn_abort(x, true);
+		return ret;
+	}
+	x->live = true;
+	mutex_lock(&rdma_lock);
+	list_add(&x->node, &rdma_conns);
+	mutex_unlock(&rdma_lock);
+	spin_lock(&loop_acc_lock);
+	list_add_tail(&x->loop_node, &loop_acc);
+	spin_unlock(&loop_acc_lock);
+	wake_up_all(&loop_acc_wait);
+	return 0;
+}
+
+static bool loop_acc_has(u64 attempt)
+{
+	struct rdma_conn *x;
+	bool found = false;
+
+	spin_lock(&loop_acc_lock);
+	list_for_each_entry(x, &loop_acc, loop_node)
+		found |= x->loop_attempt == attempt;
+	spin_unlock(&loop_acc_lock);
+	return found;
+}
+
+/*
+ * The accepted end of attempt (waiting for it up to timeout_ms when
+ * wait_ms), or NULL; every other accepted end is an orphan and is freed.
+ */
+static struct rdma_conn *loop_take_accepted(u64 attempt, u32 wait_ms)
+{
+	struct rdma_conn *x, *tmp, *mine = NULL;
+	LIST_HEAD(all);
+
+	if (wait_ms)
+		wait_event_timeout(loop_acc_wait, loop_acc_has(attempt),
+				   msecs_to_jiffies(wait_ms));
+	spin_lock(&loop_acc_lock);
+	list_splice_init(&loop_acc, &all);
+	spin_unlock(&loop_acc_lock);
+	list_for_each_entry_safe(x, tmp, &all, loop_node) {
+		list_del_init(&x->loop_node);
+		if (!mine && attempt && x->loop_attempt == attempt)
+			mine = x;
+		else
+			loop_end_free(x);
+	}
+	return mine;
+}
+
+static bool loop_end_ok(struct rdma_conn *x)
+{
+	return x && !READ_ONCE(x->broken) && !READ_ONCE(x->conn->dead);
+}
+
+/* Dial ourselves: both ends of a new pair into loop.  Under loop_lock. */
+static int loop_dial(struct odsm_cluster *c)
+{
+	struct loop_pdata d = {
+		.magic = cpu_to_le64(LOOP_MAGIC),
+		.incarnation = cpu_to_le64(c->incarnation),
+		.attempt = cpu_to_le64(++loop_attempt),
+	};
+	struct rdma_conn_param p;
+	struct rdma_conn *x, *resp;
+	int ret;
+
+	x = conn_alloc(c, c->self, true);
+	if (!x)
+		return -ENOMEM;
+	ret = dial_prepare(c, x, c->peers[c->self].addr, &p);
+	if (ret)
+		goto err;
+	ret = -EOPNOTSUPP;
+	if (!odsm_rdma_dev_atomics(x->dev))
+		goto err;
+	p.private_data = &d;
+	p.private_data_len = sizeof(d);
+	ret = dial_connect(x, &p);
+	resp = loop_take_accepted(loop_attempt, ret ? 0 : x->timeout_ms);
+	if (!ret && !resp)
+		ret = -ECONNRESET;	/* accepted, and gone already */
+	if (ret) {
+		loop_end_free(resp);
+		goto err;
+	}
+	mutex_lock(&rdma_lock);
+	list_add(&x->node, &rdma_conns);
+	mutex_unlock(&rdma_lock);
+	loop.req = x;
+	loop.resp = resp;
+	return 0;
+err:
+	conn_abort(x, false);
+	return ret;
+}
+
+static void loop_destroy_locked(void)
+{
+	loop_end_free(loop.req);
+	loop_end_free(loop.resp);
+	loop.req = NULL;
+	loop.resp = NULL;
+}
+
+static void loop_destroy(void)
+{
+	mutex_lock(&loop_lock);
+	loop_destroy_locked();
+	loop_take_accepted(0, 0);
+	mutex_unlock(&loop_lock);
+}
+
+int odsm_rdma_loop_get(struct rdma_loop *lp)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	int ret = 0;
+
+	mutex_lock(&loop_lock);
+	if (!loop_end_ok(loop.req) || !loop_end_ok(loop.resp)) {
+		loop_destroy_locked();
+		ret = -EHOSTDOWN;
+		if (READ_ONCE(c->joined) && c->ops == &odsm_rdma_ops)
+			ret = loop_dial(c);
+	}
+	if (!ret) {
+		*lp = loop;
+		kref_get(&lp->req->conn->ref);
+		kref_get(&lp->resp->conn->ref);
+	}
+	mutex_unlock(&loop_lock);
+	return ret;
+}
+
+void odsm_rdma_loop_put(struct rdma_loop *lp)
+{
+	odsm_conn_put(lp->req->conn);
+	odsm_conn_put(lp->resp->conn);
+}
+
+bool odsm_rdma_nic_atomics(void)
+{
+	bool yes = false;
+
+	if (!odsm_cluster_is_rdma())
+		return false;
+	mutex_lock(&rdma_lock);
+	if (rdma_lis.id && rdma_lis.id->device)
+		yes = odsm_rdma_dev_atomics(rdma_lis.id->device);
+	mutex_unlock(&rdma_lock);
+	return yes;
 }
 
 const struct odsm_transport_ops odsm_rdma_ops = {

@@ -23,6 +23,43 @@
 /* ---- the home node's side ----------------------------------------------- */
 
 /*
+ * May the block at gaddr be registered for one-sided RDMA?  Only a block
+ * of our partition, and not part of a lazily filled copy (whose pages
+ * must stay absent until fetched; pinning would fill them).
+ */
+static bool map_allowed(u64 gaddr)
+{
+	return odsm_range_is_local(&odsm_heap.geom, gaddr, ODSM_WIRE_MAP_LEN) &&
+	       !odsm_cache_lazy_block(gaddr);
+}
+
+/*
+ * An atomic on the word at addr of our partition, for a process of ours
+ * or a peer's request.  A flagged one (ODSM_ATOMIC_F_NIC) is run by our
+ * RDMA device when peers may run theirs one-sided: a CPU atomic would not
+ * be atomic against those.
+ */
+static int odsm_home_atomic(u64 addr, u32 op, u32 flags, u64 operand,
+			    u64 compare, u64 *old)
+{
+	struct odsm_heap *heap = &odsm_heap;
+	int ret;
+
+	if ((flags & ODSM_ATOMIC_F_NIC) && odsm_rdma_nic_atomics()) {
+		if (addr % 8 || (op != ODSM_ATOMIC_FETCH_ADD &&
+				 op != ODSM_ATOMIC_CMP_SWAP))
+			return -EINVAL;
+		ret = odsm_store_check(heap, addr, 8);
+		if (ret)
+			return ret;
+		if (!map_allowed(addr & ~(u64)(ODSM_WIRE_MAP_LEN - 1)))
+			return -EINVAL;
+		return odsm_nic_atomic_here(addr, op, operand, compare, old);
+	}
+	return odsm_store_atomic(heap, addr, op, operand, compare, old);
+}
+
+/*
  * Serve one request.  The reply's fixed part goes to reply (64 bytes of
  * room), bulk data (a READ's bytes) to *data, which the caller frees.
  * Returns the status to send, or -EPROTO for a malformed payload (dropped,
@@ -106,11 +143,12 @@ int odsm_serve(const struct odsm_wire_hdr *h, const u8 *payload, u8 *reply,
 	case ODSM_MSG_ATOMIC:
 		if (odsm_wire_get_atomic(payload, h->len, &at))
 			return -EPROTO;
-		ret = odsm_store_atomic(heap, at.gaddr,
-					at.op == ODSM_WIRE_FETCH_ADD ?
-					ODSM_ATOMIC_FETCH_ADD :
-					ODSM_ATOMIC_CMP_SWAP,
-					at.operand, at.compare, &xr.old);
+		ret = odsm_home_atomic(at.gaddr, at.op == ODSM_WIRE_FETCH_ADD ?
+				       ODSM_ATOMIC_FETCH_ADD :
+				       ODSM_ATOMIC_CMP_SWAP,
+				       at.flags & ODSM_WIRE_ATOMIC_F_NIC ?
+				       ODSM_ATOMIC_F_NIC : 0,
+				       at.operand, at.compare, &xr.old);
 		if (!ret)
 			*rlen = odsm_wire_put_atomic_reply(reply, &xr);
 		return ret;
@@ -166,9 +204,7 @@ int odsm_serve_map(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 #if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
 	if (conn->ops == &odsm_rdma_ops) {
 		ret = -EINVAL;
-		if (odsm_range_is_local(&odsm_heap.geom, m.gaddr,
-					ODSM_WIRE_MAP_LEN) &&
-		    !odsm_cache_lazy_block(m.gaddr))
+		if (map_allowed(m.gaddr))
 			ret = odsm_rdma_map(conn, m.gaddr, &r);
 	}
 #endif
@@ -278,19 +314,42 @@ long odsm_ioc_rw(void __user *arg, bool write)
 	return ret;
 }
 
+/* An ATOMIC request to node, the word's home. */
+static int atomic_rpc(u32 node, struct odsm_atomic *a)
+{
+	struct odsm_wire_atomic at = {
+		.gaddr = a->gaddr,
+		.op = a->op == ODSM_ATOMIC_FETCH_ADD ? ODSM_WIRE_FETCH_ADD :
+						       ODSM_WIRE_CMP_SWAP,
+		.flags = a->flags & ODSM_ATOMIC_F_NIC ? ODSM_WIRE_ATOMIC_F_NIC : 0,
+		.operand = a->operand,
+		.compare = a->compare,
+	};
+	struct odsm_wire_atomic_reply xr;
+	u8 p[48];
+	u32 n = odsm_wire_put_atomic(p, &at), got = 0;
+	int ret;
+
+	odsm_stat_inc(ODSM_STAT_remote_atomics);
+	if (odsm_cluster_is_rdma())
+		odsm_stat_inc(ODSM_STAT_onesided_fallbacks);
+	ret = odsm_rpc(node, ODSM_MSG_ATOMIC, p, n, NULL, 0, p, sizeof(p), &got);
+	if (!ret)
+		ret = odsm_wire_get_atomic_reply(p, got, &xr);
+	if (!ret)
+		a->old = xr.old;
+	return ret;
+}
+
 long odsm_ioc_atomic(void __user *arg)
 {
-	struct odsm_wire_atomic_reply xr;
-	struct odsm_wire_atomic at;
 	struct odsm_atomic a;
 	bool local;
-	u8 p[48];
 	int node, ret;
-	u32 n, got = 0;
 
 	if (copy_from_user(&a, arg, sizeof(a)))
 		return -EFAULT;
-	if (a.reserved0 || a.reserved[0] || a.reserved[1] ||
+	if ((a.flags & ~ODSM_ATOMIC_F_NIC) || a.reserved[0] || a.reserved[1] ||
 	    (a.op != ODSM_ATOMIC_FETCH_ADD && a.op != ODSM_ATOMIC_CMP_SWAP))
 		return -EINVAL;
 	a.gaddr = odsm_clear_color(a.gaddr);
@@ -300,26 +359,17 @@ long odsm_ioc_atomic(void __user *arg)
 	if (node < 0)
 		return node;
 	if (local) {
-		ret = odsm_store_atomic(&odsm_heap, a.gaddr, a.op, a.operand,
-					a.compare, &a.old);
+		ret = odsm_home_atomic(a.gaddr, a.op, a.flags, a.operand,
+				       a.compare, &a.old);
 	} else {
-		at.gaddr = a.gaddr;
-		at.op = a.op == ODSM_ATOMIC_FETCH_ADD ? ODSM_WIRE_FETCH_ADD :
-							ODSM_WIRE_CMP_SWAP;
-		at.reserved = 0;
-		at.operand = a.operand;
-		at.compare = a.compare;
-		n = odsm_wire_put_atomic(p, &at);
-		odsm_stat_inc(ODSM_STAT_remote_atomics);
-		/* no one-sided atomics: see design.rst, "One-sided RDMA" */
-		if (odsm_cluster_is_rdma())
-			odsm_stat_inc(ODSM_STAT_onesided_fallbacks);
-		ret = odsm_rpc(node, ODSM_MSG_ATOMIC, p, n, NULL, 0, p,
-			       sizeof(p), &got);
-		if (!ret)
-			ret = odsm_wire_get_atomic_reply(p, got, &xr);
-		if (!ret)
-			a.old = xr.old;
+		/* flagged: straight at the home's memory where it lets us */
+		ret = -EOPNOTSUPP;
+		if (a.flags & ODSM_ATOMIC_F_NIC)
+			ret = odsm_onesided_atomic(node, a.gaddr, a.op,
+						   a.operand, a.compare,
+						   &a.old);
+		if (ret == -EOPNOTSUPP)
+			ret = atomic_rpc(node, &a);
 	}
 	if (ret)
 		return ret;

@@ -59,6 +59,10 @@ enum odsm_stat {
 	ODSM_STAT_onesided_writes,	/* one-sided RDMA WRITEs to peers' memory */
 	ODSM_STAT_onesided_bytes,	/* bytes those READs and WRITEs moved */
 	ODSM_STAT_onesided_fallbacks,	/* requests over RDMA instead */
+	ODSM_STAT_onesided_atomics,	/* one-sided RDMA atomics on peers */
+	ODSM_STAT_loop_atomics,		/* flagged atomics of our own words,
+					 * run by our device (loopback)
+					 */
 	ODSM_STAT_map_requests,		/* MAP requests sent */
 	ODSM_STAT_mr_registrations,	/* blocks registered for peers */
 	ODSM_STAT_map_refused,		/* MAP requests refused */

@@ -332,7 +332,7 @@ u32 odsm_wire_put_atomic(u8 *buf, const struct odsm_wire_atomic *p)
 {
 	wire_put_le64(buf, p->gaddr);
 	wire_put_le32(buf + 8, p->op);
-	wire_put_le32(buf + 12, p->reserved);
+	wire_put_le32(buf + 12, p->flags);
 	wire_put_le64(buf + 16, p->operand);
 	wire_put_le64(buf + 24, p->compare);
 	return ODSM_WIRE_ATOMIC_SIZE;
@@ -344,12 +344,12 @@ int odsm_wire_get_atomic(const u8 *buf, u32 len, struct odsm_wire_atomic *p)
 		return -EMSGSIZE;
 	p->gaddr = wire_get_le64(buf);
 	p->op = wire_get_le32(buf + 8);
-	p->reserved = wire_get_le32(buf + 12);
+	p->flags = wire_get_le32(buf + 12);
 	p->operand = wire_get_le64(buf + 16);
 	p->compare = wire_get_le64(buf + 24);
 	if (p->op != ODSM_WIRE_FETCH_ADD && p->op != ODSM_WIRE_CMP_SWAP)
 		return -EPROTO;
-	if (p->reserved || (p->gaddr & 7))
+	if ((p->flags & ~ODSM_WIRE_ATOMIC_F_ALL) || (p->gaddr & 7))
 		return -EPROTO;
 	return 0;
 }
@@ -444,6 +444,8 @@ u32 odsm_wire_put_map_reply(u8 *buf, const struct odsm_wire_map_reply *p)
 	wire_put_le64(buf + 8, p->iova);
 	wire_put_le32(buf + 16, p->len);
 	wire_put_le32(buf + 20, p->rkey);
+	wire_put_le32(buf + 24, p->flags);
+	wire_put_le32(buf + 28, p->reserved);
 	return ODSM_WIRE_MAP_REPLY_SIZE;
 }
 
@@ -456,6 +458,10 @@ int odsm_wire_get_map_reply(const u8 *buf, u32 len,
 	p->iova = wire_get_le64(buf + 8);
 	p->len = wire_get_le32(buf + 16);
 	p->rkey = wire_get_le32(buf + 20);
+	p->flags = wire_get_le32(buf + 24);
+	p->reserved = wire_get_le32(buf + 28);
+	if ((p->flags & ~ODSM_WIRE_MAP_F_ALL) || p->reserved)
+		return -EPROTO;
 	if (!wire_map_addr_ok(p->gaddr) || p->len != ODSM_WIRE_MAP_LEN ||
 	    p->iova % 4096 || p->iova > ~0ULL - (ODSM_WIRE_MAP_LEN - 1))
 		return -EPROTO;

@@ -19,7 +19,7 @@
 #include "odsm_portable.h"
 
 #define ODSM_WIRE_MAGIC		0x4d53444fU	/* "ODSM" in LE byte order */
-#define ODSM_WIRE_VERSION	3
+#define ODSM_WIRE_VERSION	4
 #define ODSM_WIRE_HDR_SIZE	32
 /* largest payload: one chunk of a read or write, plus its fixed part */
 #define ODSM_WIRE_MAX_DATA	(256U << 10)
@@ -38,7 +38,7 @@
 #define ODSM_WIRE_FETCH_SIZE		24
 #define ODSM_WIRE_FETCH_REPLY_SIZE	16	/* then its data */
 #define ODSM_WIRE_MAP_SIZE		8
-#define ODSM_WIRE_MAP_REPLY_SIZE	24
+#define ODSM_WIRE_MAP_REPLY_SIZE	32
 /* what one MAP registers: one 64 KiB block of the partition */
 #define ODSM_WIRE_MAP_LEN		(64U << 10)
 
@@ -169,10 +169,18 @@ enum odsm_wire_atomic_op {
 	ODSM_WIRE_CMP_SWAP = 2,
 };
 
+/*
+ * ATOMIC flags.  F_NIC: the word is in its home's NIC atomic domain (see
+ * uapi ODSM_ATOMIC_F_NIC): a home whose RDMA device runs atomics runs this
+ * one through it too, never with a CPU atomic.
+ */
+#define ODSM_WIRE_ATOMIC_F_NIC	0x1
+#define ODSM_WIRE_ATOMIC_F_ALL	ODSM_WIRE_ATOMIC_F_NIC
+
 struct odsm_wire_atomic {
 	u64 gaddr;		/* 8-byte aligned */
 	u32 op;
-	u32 reserved;
+	u32 flags;		/* ODSM_WIRE_ATOMIC_F_* */
 	u64 operand;		/* FETCH_ADD: addend; CMP_SWAP: new value */
 	u64 compare;		/* CMP_SWAP: expected value */
 };
@@ -207,8 +215,13 @@ struct odsm_wire_fetch_reply {
  * receiver's partition for one-sided RDMA READ/WRITE by the sender, on the
  * connection the request came on.  The reply names the registration: the
  * sender then reads/writes [gaddr, gaddr + len) at [iova, iova + len) with
- * rkey.
+ * rkey.  With MAP_F_ATOMIC, the registration also takes RDMA atomics, and
+ * the home runs every flagged (F_NIC) atomic of its own through its RDMA
+ * device: the sender may then run F_NIC atomics one-sided.
  */
+#define ODSM_WIRE_MAP_F_ATOMIC	0x1
+#define ODSM_WIRE_MAP_F_ALL	ODSM_WIRE_MAP_F_ATOMIC
+
 struct odsm_wire_map {
 	u64 gaddr;		/* ODSM_WIRE_MAP_LEN aligned, < 2^48 */
 };
@@ -218,6 +231,8 @@ struct odsm_wire_map_reply {
 	u64 iova;		/* its first byte in the registration */
 	u32 len;		/* ODSM_WIRE_MAP_LEN */
 	u32 rkey;
+	u32 flags;		/* ODSM_WIRE_MAP_F_* */
+	u32 reserved;
 };
 
 /* Encode a header into 32 wire bytes. */

@@ -251,10 +251,10 @@ int odsm_write(uint64_t gaddr, const void *buf, size_t len)
 	return dev_ioctl(ODSM_IOC_WRITE, &r);
 }
 
-static int atomic_op(uint64_t gaddr, uint32_t op, uint64_t operand,
-		     uint64_t compare, uint64_t *old)
+static int atomic_op(uint64_t gaddr, uint32_t op, uint32_t flags,
+		     uint64_t operand, uint64_t compare, uint64_t *old)
 {
-	struct odsm_atomic a = { .gaddr = gaddr, .op = op,
+	struct odsm_atomic a = { .gaddr = gaddr, .op = op, .flags = flags,
 				 .operand = operand, .compare = compare };
 	int ret = dev_ioctl(ODSM_IOC_ATOMIC, &a);
 
@@ -265,13 +265,26 @@ static int atomic_op(uint64_t gaddr, uint32_t op, uint64_t operand,
 
 int odsm_fetch_add(uint64_t gaddr, uint64_t add, uint64_t *old)
 {
-	return atomic_op(gaddr, ODSM_ATOMIC_FETCH_ADD, add, 0, old);
+	return atomic_op(gaddr, ODSM_ATOMIC_FETCH_ADD, 0, add, 0, old);
 }
 
 int odsm_cmp_swap(uint64_t gaddr, uint64_t expect, uint64_t desired,
 		  uint64_t *old)
 {
-	return atomic_op(gaddr, ODSM_ATOMIC_CMP_SWAP, desired, expect, old);
+	return atomic_op(gaddr, ODSM_ATOMIC_CMP_SWAP, 0, desired, expect, old);
+}
+
+int odsm_fetch_add_nic(uint64_t gaddr, uint64_t add, uint64_t *old)
+{
+	return atomic_op(gaddr, ODSM_ATOMIC_FETCH_ADD, ODSM_ATOMIC_F_NIC, add,
+			 0, old);
+}
+
+int odsm_cmp_swap_nic(uint64_t gaddr, uint64_t expect, uint64_t desired,
+		      uint64_t *old)
+{
+	return atomic_op(gaddr, ODSM_ATOMIC_CMP_SWAP, ODSM_ATOMIC_F_NIC,
+			 desired, expect, old);
 }
 
 static int alloc_placed(unsigned int node, size_t size, size_t align,

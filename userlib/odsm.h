@@ -133,6 +133,15 @@ int odsm_write(uint64_t gaddr, const void *buf, size_t len);
 int odsm_fetch_add(uint64_t gaddr, uint64_t add, uint64_t *old);
 int odsm_cmp_swap(uint64_t gaddr, uint64_t expect, uint64_t desired,
 		  uint64_t *old);
+/*
+ * The same on a word of the NIC atomic domain (ODSM_ATOMIC_F_NIC): over
+ * RDMA, a peer's run one-sided by the devices, never by the home's CPU.
+ * Every atomic on such a word, on every node, must be one of these, and
+ * nothing else may write it meanwhile (reads are fine).
+ */
+int odsm_fetch_add_nic(uint64_t gaddr, uint64_t add, uint64_t *old);
+int odsm_cmp_swap_nic(uint64_t gaddr, uint64_t expect, uint64_t desired,
+		      uint64_t *old);
 /* An object in node's partition (ODSM_ALLOC_ON_NODE); flags may add
  * ODSM_ALLOC_ZERO.  Free it with odsm_free().
  */

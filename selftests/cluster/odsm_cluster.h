@@ -75,6 +75,9 @@ enum {
 	W_AT_BITMAP,		/* colored address of this node's bitmap of
 				 * the olds its fetch-adds returned
 				 */
+	W_AT_NIC_COUNT,		/* the same three for ODSM_ATOMIC_F_NIC */
+	W_AT_NIC_CAS,
+	W_AT_NIC_BITMAP,
 	/* cluster_badmsg_test: handshakes between node 0 and node 1 */
 	W_BAD_READY = 32,	/* node 0: 1 + bad_msgs before the first case */
 	W_BAD_SENT,		/* node 1: number of the last case sent */
@@ -97,6 +100,7 @@ enum {
 	B_RW_FULL, B_RW_FULL_DONE, B_RW_ALLOCS_DONE,
 	B_AT_COUNTED = 8, B_AT_CAS, B_AT_END, B_AT_ADD_GO, B_AT_CAS_GO,
 	B_DOWN_END = 16,
+	B_AT_NIC_ADD_GO = 17, B_AT_NIC_COUNTED, B_AT_NIC_CAS_GO, B_AT_NIC_CAS,
 	B_REJOIN_END = 28,
 };
 

@@ -67,7 +67,7 @@ static void ref_bounds(unsigned int type, u32 *min, u32 *max)
 		*min = *max = 8;
 		break;
 	case ODSM_MSG_MAP_REPLY:
-		*min = *max = 24;
+		*min = *max = 32;
 		break;
 	case ODSM_MSG_PONG:
 	case ODSM_MSG_READ:
@@ -115,7 +115,7 @@ static int ref_check_hdr(const u8 *b, u32 self, u32 nr)
 	u32 min, max;
 
 	if (b[0] != 'O' || b[1] != 'D' || b[2] != 'S' || b[3] != 'M' ||
-	    magic != 0x4d53444f || b[4] != 3)
+	    magic != 0x4d53444f || b[4] != 4)
 		return -EPROTO;
 	if (type < 1 || type > 17 || (flags & ~1) ||
 	    reply != ref_is_reply(type))
@@ -184,7 +184,7 @@ TEST(constants)
 	u8 raw[4];
 
 	ASSERT_EQ(32, ODSM_WIRE_HDR_SIZE);
-	ASSERT_EQ(3, ODSM_WIRE_VERSION);
+	ASSERT_EQ(4, ODSM_WIRE_VERSION);
 	ref_put_le(raw, ODSM_WIRE_MAGIC, 4);
 	ASSERT_EQ(0, memcmp(raw, "ODSM", 4));
 	ASSERT_EQ(262144U, ODSM_WIRE_MAX_DATA);
@@ -210,7 +210,9 @@ TEST(constants)
 	ASSERT_EQ(17, ODSM_MSG_MAP_REPLY);
 	ASSERT_EQ(18, ODSM_MSG_TYPE_MAX);
 	ASSERT_EQ(8, ODSM_WIRE_MAP_SIZE);
-	ASSERT_EQ(24, ODSM_WIRE_MAP_REPLY_SIZE);
+	ASSERT_EQ(32, ODSM_WIRE_MAP_REPLY_SIZE);
+	ASSERT_EQ(1, ODSM_WIRE_MAP_F_ATOMIC);
+	ASSERT_EQ(1, ODSM_WIRE_ATOMIC_F_NIC);
 	ASSERT_EQ(65536U, ODSM_WIRE_MAP_LEN);
 
 	ASSERT_EQ(104, ODSM_WIRE_HELLO_SIZE);
@@ -253,7 +255,7 @@ TEST(hdr_golden)
 {
 	static const u8 golden[ODSM_WIRE_HDR_SIZE] = {
 		'O', 'D', 'S', 'M',		/* magic */
-		0x03,				/* version */
+		0x04,				/* version */
 		0x05,				/* type: READ_REPLY */
 		0x01, 0x00,			/* flags: REPLY */
 		0x44, 0x33, 0x22, 0x11,		/* src_node */
@@ -264,7 +266,7 @@ TEST(hdr_golden)
 	};
 	struct odsm_wire_hdr h = {
 		.magic = ODSM_WIRE_MAGIC,
-		.version = 3,
+		.version = 4,
 		.type = ODSM_MSG_READ_REPLY,
 		.flags = ODSM_WIRE_F_REPLY,
 		.src_node = 0x11223344,
@@ -288,7 +290,7 @@ TEST(hdr_golden)
 	memset(&out, 0, sizeof(out));
 	ASSERT_EQ(0, odsm_wire_get_hdr(golden, &out, 0x55667788, 0xffffffff));
 	ASSERT_EQ(ODSM_WIRE_MAGIC, out.magic);
-	ASSERT_EQ(3, out.version);
+	ASSERT_EQ(4, out.version);
 	ASSERT_EQ(ODSM_MSG_READ_REPLY, out.type);
 	ASSERT_EQ(ODSM_WIRE_F_REPLY, out.flags);
 	ASSERT_EQ(0x11223344U, out.src_node);
@@ -374,7 +376,7 @@ TEST(payload_golden)
 	free(p);
 	ASSERT_EQ(a.gaddr, a2.gaddr);
 	ASSERT_EQ(a.op, a2.op);
-	ASSERT_EQ(0U, a2.reserved);
+	ASSERT_EQ(0U, a2.flags);
 	ASSERT_EQ(a.operand, a2.operand);
 	ASSERT_EQ(a.compare, a2.compare);
 
@@ -393,7 +395,7 @@ TEST(auth_golden)
 {
 	static const u8 golden[ODSM_WIRE_AUTH_SIZE] = {
 		'O', 'D', 'S', 'M',				/* magic */
-		0x03, 0x00, 0x00, 0x00,				/* version, 0 */
+		0x04, 0x00, 0x00, 0x00,				/* version, 0 */
 		0x03, 0x00, 0x00, 0x00,				/* step */
 		0x04, 0x03, 0x02, 0x01,				/* prover */
 		0x08, 0x07, 0x06, 0x05,				/* verifier */
@@ -616,7 +618,7 @@ TEST(payload_round_trips)
 	free(p);
 	ASSERT_EQ(at.gaddr, at2.gaddr);
 	ASSERT_EQ(at.op, at2.op);
-	ASSERT_EQ(at.reserved, at2.reserved);
+	ASSERT_EQ(at.flags, at2.flags);
 	ASSERT_EQ(at.operand, at2.operand);
 	ASSERT_EQ(at.compare, at2.compare);
 
@@ -1148,9 +1150,9 @@ TEST(alloc_fields)
 	}
 }
 
-static int atomic_ret(u64 gaddr, u32 op, u32 reserved)
+static int atomic_ret(u64 gaddr, u32 op, u32 flags)
 {
-	struct odsm_wire_atomic at = { gaddr, op, reserved, 5, 6 }, out;
+	struct odsm_wire_atomic at = { gaddr, op, flags, 5, 6 }, out;
 	u8 raw[32];
 
 	odsm_wire_put_atomic(raw, &at);
@@ -1172,24 +1174,32 @@ TEST(atomic_fields)
 			TH_LOG("gaddr +%u", i);
 	}
 	ASSERT_EQ(0, atomic_ret(0xfffffffffffffff8ULL, ODSM_WIRE_CMP_SWAP, 0));
-	ASSERT_EQ(-EPROTO, atomic_ret(0x1000, ODSM_WIRE_FETCH_ADD, 1));
-	ASSERT_EQ(-EPROTO, atomic_ret(0x1000, ODSM_WIRE_FETCH_ADD, 1U << 31));
+	/* F_NIC is the one flag */
+	ASSERT_EQ(0, atomic_ret(0x1000, ODSM_WIRE_FETCH_ADD,
+				ODSM_WIRE_ATOMIC_F_NIC));
+	for (i = 1; i < 32; i++) {
+		ASSERT_EQ(-EPROTO, atomic_ret(0x1000, ODSM_WIRE_FETCH_ADD, 1U << i))
+			TH_LOG("flag bit %u", i);
+	}
 }
 
 /* MAP: golden bytes, and every rule of the request and its reply */
 TEST(map_fields)
 {
-	static const u8 golden[24] = {
-		0x00, 0x00, 0x01, 0x00, 0x10, 0x71, 0x00, 0x00,
-		0x00, 0x30, 0x02, 0x01, 0x88, 0xff, 0xff, 0xff,
-		0x00, 0x00, 0x01, 0x00, 0x44, 0x33, 0x22, 0x11,
+	static const u8 golden[32] = {
+		0x00, 0x00, 0x01, 0x00, 0x10, 0x71, 0x00, 0x00,	/* gaddr */
+		0x00, 0x30, 0x02, 0x01, 0x88, 0xff, 0xff, 0xff,	/* iova */
+		0x00, 0x00, 0x01, 0x00, 0x44, 0x33, 0x22, 0x11,	/* len, rkey */
+		0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,	/* flags, 0 */
 	};
 	struct odsm_wire_map m = { .gaddr = 0x0000711000010000ULL }, mo;
 	struct odsm_wire_map_reply r = { .gaddr = 0x0000711000010000ULL,
 					 .iova = 0xffffff8801023000ULL,
-					 .len = 65536, .rkey = 0x11223344 };
+					 .len = 65536, .rkey = 0x11223344,
+					 .flags = ODSM_WIRE_MAP_F_ATOMIC };
 	struct odsm_wire_map_reply ro;
-	u8 raw[24];
+	unsigned int i;
+	u8 raw[32];
 
 	ASSERT_EQ(8U, odsm_wire_put_map(raw, &m));
 	ASSERT_EQ(0, memcmp(raw, golden, 8));
@@ -1204,31 +1214,43 @@ TEST(map_fields)
 	odsm_wire_put_map(raw, &m);
 	ASSERT_EQ(-EPROTO, odsm_wire_get_map(raw, 8, &mo));
 
-	ASSERT_EQ(24U, odsm_wire_put_map_reply(raw, &r));
-	ASSERT_EQ(0, memcmp(raw, golden, 24));
-	ASSERT_EQ(0, odsm_wire_get_map_reply(raw, 24, &ro));
+	ASSERT_EQ(32U, odsm_wire_put_map_reply(raw, &r));
+	ASSERT_EQ(0, memcmp(raw, golden, 32));
+	ASSERT_EQ(0, odsm_wire_get_map_reply(raw, 32, &ro));
 	ASSERT_EQ(r.gaddr, ro.gaddr);
 	ASSERT_EQ(r.iova, ro.iova);
 	ASSERT_EQ(r.len, ro.len);
 	ASSERT_EQ(r.rkey, ro.rkey);
-	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_map_reply(raw, 23, &ro));
-	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_map_reply(raw, 25, &ro));
+	ASSERT_EQ(r.flags, ro.flags);
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_map_reply(raw, 31, &ro));
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_map_reply(raw, 33, &ro));
+	for (i = 1; i < 32; i++) {	/* unknown flags */
+		r.flags = 1U << i;
+		odsm_wire_put_map_reply(raw, &r);
+		ASSERT_EQ(-EPROTO, odsm_wire_get_map_reply(raw, 32, &ro))
+			TH_LOG("flag bit %u", i);
+	}
+	r.flags = 0;
+	r.reserved = 1;
+	odsm_wire_put_map_reply(raw, &r);
+	ASSERT_EQ(-EPROTO, odsm_wire_get_map_reply(raw, 32, &ro));
+	r.reserved = 0;
 	r.len = 4096;			/* only whole blocks */
 	odsm_wire_put_map_reply(raw, &r);
-	ASSERT_EQ(-EPROTO, odsm_wire_get_map_reply(raw, 24, &ro));
+	ASSERT_EQ(-EPROTO, odsm_wire_get_map_reply(raw, 32, &ro));
 	r.len = 65536;
 	r.iova += 8;			/* not page aligned */
 	odsm_wire_put_map_reply(raw, &r);
-	ASSERT_EQ(-EPROTO, odsm_wire_get_map_reply(raw, 24, &ro));
+	ASSERT_EQ(-EPROTO, odsm_wire_get_map_reply(raw, 32, &ro));
 	r.iova = 0xffffffffffff1000ULL;	/* its last byte wraps */
 	odsm_wire_put_map_reply(raw, &r);
-	ASSERT_EQ(-EPROTO, odsm_wire_get_map_reply(raw, 24, &ro));
+	ASSERT_EQ(-EPROTO, odsm_wire_get_map_reply(raw, 32, &ro));
 	r.iova = ~0ULL - 65535;	/* the last block that fits */
 	odsm_wire_put_map_reply(raw, &r);
-	ASSERT_EQ(0, odsm_wire_get_map_reply(raw, 24, &ro));
+	ASSERT_EQ(0, odsm_wire_get_map_reply(raw, 32, &ro));
 	r.gaddr += 512;
 	odsm_wire_put_map_reply(raw, &r);
-	ASSERT_EQ(-EPROTO, odsm_wire_get_map_reply(raw, 24, &ro));
+	ASSERT_EQ(-EPROTO, odsm_wire_get_map_reply(raw, 32, &ro));
 }
 
 /* FETCH: golden bytes, and every rule of the request and its reply */
@@ -1534,7 +1556,8 @@ static bool payload_ok(unsigned int type, const u8 *p, u32 len,
 		       (al->flags & ~1U) == 0;
 	case ODSM_MSG_ATOMIC:
 		return len == 32 && at->gaddr == ref_le(p, 8) &&
-		       at->gaddr % 8 == 0 && at->reserved == 0 &&
+		       at->gaddr % 8 == 0 && at->flags <= 1 &&
+		       at->flags == ref_le(p + 12, 4) &&
 		       (at->op == 1 || at->op == 2) &&
 		       at->operand == ref_le(p + 16, 8) &&
 		       at->compare == ref_le(p + 24, 8);
@@ -1553,10 +1576,12 @@ static bool payload_ok(unsigned int type, const u8 *p, u32 len,
 		       ((const u64 *)out)[0] < (1ULL << 48) &&
 		       ((const u64 *)out)[0] % 65536 == 0;
 	case ODSM_MSG_MAP_REPLY:
-		return len == 24 && mr->gaddr == ref_le(p, 8) &&
+		return len == 32 && mr->gaddr == ref_le(p, 8) &&
 		       mr->iova == ref_le(p + 8, 8) &&
 		       mr->len == ref_le(p + 16, 4) &&
 		       mr->rkey == ref_le(p + 20, 4) &&
+		       mr->flags <= 1 && mr->flags == ref_le(p + 24, 4) &&
+		       mr->reserved == 0 && !ref_le(p + 28, 4) &&
 		       mr->gaddr < (1ULL << 48) && mr->gaddr % 65536 == 0 &&
 		       mr->len == 65536 && mr->iova % 4096 == 0 &&
 		       mr->iova <= ~0ULL - 65535;

@@ -224,20 +224,36 @@ struct odsm_rw {
 #define ODSM_ATOMIC_CMP_SWAP	2
 
 /*
+ * ODSM_ATOMIC_F_NIC: the word is in its home node's NIC atomic domain.  A
+ * caller promises that every atomic on the word, from any node (its home
+ * included), carries this flag, and that nothing else writes the word
+ * while such atomics may run.  In return, over the RDMA transport, a peer
+ * runs the atomic one-sided (an RDMA FETCH_AND_ADD or CMP_AND_SWP straight
+ * at the home's memory, no request served by its CPU), and the home runs
+ * its own through its RDMA device too (a loopback queue pair): RDMA
+ * devices that report IB_ATOMIC_HCA, Soft-RoCE among them, make atomics
+ * atomic only against atomics of the same device, never against CPU
+ * atomics.  Where the home has no RDMA atomics (the TCP transport, a
+ * device without them) the flag changes nothing.
+ */
+#define ODSM_ATOMIC_F_NIC	0x1
+
+/*
  * ODSM_IOC_ATOMIC: an atomic operation on the 8-byte aligned word at gaddr,
  * anywhere in the heap: FETCH_ADD adds operand; CMP_SWAP stores operand if
- * the word equals compare.  out: old, the word's value before.  Atomic
- * against every other ODSM_IOC_ATOMIC and against CPU atomics on the word's
- * home node.  A remote word is always operated on by its home node's CPU
- * (an ATOMIC request, over TCP and RDMA alike), never by a one-sided RDMA
- * atomic: no device the transport may meet guarantees those atomic against
- * the home's CPU atomics (Soft-RoCE reports IB_ATOMIC_HCA), so the
- * guarantee above holds on every transport.
+ * the word equals compare.  out: old, the word's value before.
+ *
+ * Without flags: atomic against every other unflagged ODSM_IOC_ATOMIC and
+ * against CPU atomics on the word's home node.  A remote word is operated
+ * on by its home node's CPU (an ATOMIC request, over TCP and RDMA alike).
+ * With ODSM_ATOMIC_F_NIC: atomic against every other flagged one on the
+ * word, see above.  -EINVAL for an unknown op or flag, a word that is not
+ * 8-byte aligned or not in a block holding an object.
  */
 struct odsm_atomic {
 	__u64 gaddr;
 	__u32 op;
-	__u32 reserved0;
+	__u32 flags;		/* ODSM_ATOMIC_F_* */
 	__u64 operand;
 	__u64 compare;
 	__u64 old;

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The RDMA transport's insides, shared by its files: odsm_rdma.c (the
+ * connection manager, SEND/RECV, connection lifecycle, the loopback pair)
+ * and odsm_rdma_onesided.c (registrations, one-sided READ/WRITE and
+ * atomics).  The rest of the module sees odsm_cluster.h only.
+ */
+#ifndef _ODSM_RDMA_H
+#define _ODSM_RDMA_H
+
+#include <linux/rwsem.h>
+#include <linux/xarray.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
+#include "odsm.h"
+#include "odsm_cluster.h"
+
+#define RDMA_RECVS		16	/* receive buffers = credits, per side */
+#define RDMA_SENDS		(2 * RDMA_RECVS)	/* send queue slots */
+#define RDMA_CREDIT_BATCH	(RDMA_RECVS / 2)
+#define RDMA_MSG_MAX		(ODSM_WIRE_HDR_SIZE + ODSM_WIRE_MAX_PAYLOAD)
+/*
+ * Local ACK timeout, 4.096 us << 14 = 67 ms: a lost packet costs that
+ * much, not the half second the CM would choose for RoCE (a message is up
+ * to 257 packets, and a call has timeout_ms in all).
+ */
+#define RDMA_ACK_TIMEOUT	14
+/* one-sided: work requests of one READ/WRITE (a piece per 64 KiB block) */
+#define RDMA_OS_WRS		(ODSM_WIRE_MAX_DATA / ODSM_WIRE_MAP_LEN + 1)
+#define RDMA_MAX_REGS		4096	/* 256 MiB registered per connection */
+#define RDMA_RD_ATOM		1	/* RDMA READs in flight per QP */
+/* send queue: SENDs, one-sided work requests, one REG_MR, ib_drain_qp */
+#define RDMA_SQ_DEPTH		(RDMA_SENDS + RDMA_OS_WRS + 1 + 1)
+
+struct rdma_conn;
+
+/* Signalled work requests waited for together: one-sided ones, REG_MR. */
+struct rdma_wait {
+	struct ib_cqe cqe;
+	struct rdma_conn *x;
+	atomic_t pending;
+	int status;
+	struct completion done;
+};
+
+/* A block of our partition registered for the peer. */
+struct rdma_reg {
+	u64 addr;
+	struct ib_mr *mr;
+	int nents;			/* DMA-mapped entries of sg */
+	struct scatterlist sg[ODSM_BLOCK_PAGES];
+	struct page *pages[ODSM_BLOCK_PAGES];
+};
+
+/* A block of the peer's partition it registered for us. */
+struct rdma_key {
+	u64 iova;
+	u32 rkey;
+	u32 flags;			/* ODSM_WIRE_MAP_F_* */
+};
+
+/* A posted receive buffer. */
+struct rdma_rbuf {
+	struct ib_cqe cqe;
+	struct rdma_conn *x;
+	void *buf;
+	u64 dma;
+};
+
+/* A SEND in flight: freed by its completion. */
+struct rdma_tx {
+	struct ib_cqe cqe;
+	struct rdma_conn *x;
+	void *buf;
+	u64 dma;
+	u32 len;
+};
+
+/* A received message, copied out for the receiver thread. */
+struct rdma_msg {
+	struct list_head node;
+	u32 len;
+	u8 data[];
+};
+
+struct rdma_conn {
+	struct odsm_conn *conn;
+	u32 timeout_ms;
+	__be32 peer_ip;
+	/* the CM while connecting: the last event's verdict */
+	struct completion cm_done;
+	int cm_status;
+	/*
+	 * Verbs resources: set up before the connection is published; torn
+	 * down once, under res_sem held for writing.  Senders post under it
+	 * for reading; the CQ handler runs only while the CQ exists and the
+	 * teardown drains the QP before destroying anything.
+	 */
+	struct rw_semaphore res_sem;
+	bool torn;
+	bool live;			/* connected once: drain before destroy */
+	struct rdma_cm_id *id;
+	struct ib_device *dev;
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+	struct rdma_rbuf rbufs[RDMA_RECVS];
+	struct ib_cqe credit_cqe;
+	bool broken;			/* no more traffic */
+	/* under lock */
+	spinlock_t lock;
+	u32 credits;			/* SENDs the peer has room for */
+	u32 owed;			/* credits to return to the peer */
+	u32 sq_free;			/* send queue slots */
+	struct list_head rxq;		/* rdma_msg, for the receiver */
+	wait_queue_head_t tx_wait;
+	wait_queue_head_t rx_wait;
+	struct task_struct *rx;
+	struct work_struct disc_work;
+	struct list_head node;		/* on rdma_conns, under rdma_lock */
+	struct list_head rm_node;	/* a device removal's list */
+	/* one-sided, our side: the bounce buffer, one operation at a time */
+	struct mutex os_lock;
+	void *os_buf;			/* ODSM_WIRE_MAX_DATA, DMA-mapped */
+	u64 os_dma;
+	struct rdma_wait os_wait;
+	struct xarray keys;		/* peer's block (gaddr >> 16) -> key */
+	bool no_maps;			/* the peer registers no more */
+	/* one-sided, the peer's side: our blocks registered for it */
+	struct mutex reg_lock;		/* one MAP at a time */
+	struct rdma_wait reg_wait;
+	struct xarray regs;		/* our block (gaddr >> 16) -> reg */
+	u32 nr_regs;			/* under reg_lock */
+	/* the loopback pair's accepted end (odsm_rdma.c) */
+	struct list_head loop_node;
+	u64 loop_attempt;
+};
+
+static inline struct rdma_conn *rc(struct odsm_conn *conn)
+{
+	return conn->xprt;
+}
+
+/* No more traffic: wake everyone waiting so they see it. */
+static inline void rdma_fail(struct rdma_conn *x)
+{
+	WRITE_ONCE(x->broken, true);
+	wake_up_all(&x->tx_wait);
+	wake_up_all(&x->rx_wait);
+}
+
+/* odsm_rdma_onesided.c */
+void odsm_rdma_wr_done(struct ib_cq *cq, struct ib_wc *wc);
+void odsm_rdma_regs_free(struct rdma_conn *x);
+
+/* Do the device's RDMA atomics work at all (atomic to each other)? */
+static inline bool odsm_rdma_dev_atomics(struct ib_device *dev)
+{
+	return dev->attrs.atomic_cap != IB_ATOMIC_NONE;
+}
+
+/*
+ * odsm_rdma.c: the loopback pair, a connection from this node to itself
+ * on its own device.  odsm_rdma_loop_get sets it up on first use and
+ * takes a reference on both ends; -EOPNOTSUPP where the device has no
+ * atomics, -EHOSTDOWN and the like when it cannot be set up.
+ */
+struct rdma_loop {
+	struct rdma_conn *req;		/* dialled: posts the operations */
+	struct rdma_conn *resp;		/* accepted: holds the registrations */
+};
+
+int odsm_rdma_loop_get(struct rdma_loop *lp);
+void odsm_rdma_loop_put(struct rdma_loop *lp);
+
+#endif /* _ODSM_RDMA_H */

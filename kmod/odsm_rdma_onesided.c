@@ -1,0 +1,443 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * One-sided RDMA over the RDMA transport's connections: READ, WRITE and
+ * atomics straight at a peer's partition, and the registrations that let
+ * a peer do the same to ours.
+ *
+ * Registrations: the home node registers the 64 KiB blocks of its
+ * partition a peer asks for (a MAP request, served by odsm_rdma_map on the
+ * connection it came on): it pins the block's pages in the store
+ * (odsm_store_pin: present, zeroed where absent, kept while pinned, so a
+ * block that empties and is reused keeps the same pages), maps them for
+ * DMA and registers them in the connection's PD with fast registration
+ * (ib_alloc_mr + ib_map_mr_sg + IB_WR_REG_MR, REMOTE_READ | REMOTE_WRITE,
+ * and REMOTE_ATOMIC where the device has atomics; never a global rkey),
+ * and answers with the rkey and iova.  The peer caches block -> (iova,
+ * rkey, flags) on its side of the connection.  A registration lives as
+ * long as the connection: the teardown drains the QP, then deregisters
+ * and unpins (a removed device and rmmod tear down the connection, so
+ * them too); a connection registers at most RDMA_MAX_REGS blocks.
+ *
+ * Operations: READ/WRITE through a per-connection DMA-mapped bounce
+ * buffer, an atomic's old value into its first 8 bytes; one operation at
+ * a time per connection (os_lock), every work request signalled and
+ * waited for at most timeout_ms.  A remote access error moves the QP to
+ * the error state: the connection fails and the cluster redials, like any
+ * other failure.
+ *
+ * Atomics (ODSM_ATOMIC_F_NIC only): devices that report IB_ATOMIC_HCA,
+ * Soft-RoCE among them, make RDMA atomics indivisible against the same
+ * device's atomics only, never against the CPU's.  So a home whose
+ * registrations take atomics (MAP_F_ATOMIC) runs every flagged atomic on
+ * its own words through its own device as well, over the loopback pair
+ * (odsm_rdma_loop_atomic), whether its own process asked or a peer's
+ * request did; unflagged atomics stay CPU atomics at the home.
+ *
+ * Locks: reg_lock (one MAP at a time) -> res_sem -> heap->lock (pinning
+ * takes heap->lock before res_sem and drops it; the teardown holds
+ * res_sem for writing and then takes heap->lock to unpin).  os_lock ->
+ * res_sem; res_sem is dropped while waiting for completions.
+ */
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include "odsm_rdma.h"
+
+/* A one-sided or REG_MR work request completed. */
+void odsm_rdma_wr_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rdma_wait *w = container_of(wc->wr_cqe, struct rdma_wait, cqe);
+
+	if (wc->status != IB_WC_SUCCESS) {
+		pr_notice_ratelimited("odsm: rdma one-sided work request failed: %s\n",
+				      ib_wc_status_msg(wc->status));
+		WRITE_ONCE(w->status, -EHOSTDOWN);
+		/* the QP is in error: the connection is over */
+		odsm_conn_kill(w->x->conn);
+	}
+	if (atomic_dec_and_test(&w->pending))
+		complete(&w->done);
+}
+
+/*
+ * Deregister and unpin every block registered for the peer.  From the
+ * teardown, after the QP is gone: nobody reaches them any more.
+ */
+void odsm_rdma_regs_free(struct rdma_conn *x)
+{
+	struct rdma_reg *g;
+	unsigned long i;
+
+	xa_for_each(&x->regs, i, g) {
+		xa_erase(&x->regs, i);
+		if (g->mr)
+			ib_dereg_mr(g->mr);
+		if (g->nents)
+			ib_dma_unmap_sg(x->dev, g->sg, ODSM_BLOCK_PAGES,
+					DMA_BIDIRECTIONAL);
+		odsm_store_unpin(&odsm_heap, g->addr, g->pages);
+		kfree(g);
+	}
+}
+
+/* Wait for w's work requests; false (connection killed) after timeout_ms. */
+static bool wait_wrs(struct rdma_conn *x, struct rdma_wait *w)
+{
+	if (wait_for_completion_timeout(&w->done,
+					msecs_to_jiffies(x->timeout_ms)))
+		return true;
+	pr_notice_ratelimited("odsm: rdma: no completion in %u ms: connection closed\n",
+			      x->timeout_ms);
+	odsm_conn_kill(x->conn);
+	return false;
+}
+
+bool odsm_rdma_can_map(struct odsm_conn *conn)
+{
+	return !READ_ONCE(rc(conn)->no_maps);
+}
+
+void odsm_rdma_no_maps(struct odsm_conn *conn)
+{
+	WRITE_ONCE(rc(conn)->no_maps, true);
+}
+
+int odsm_rdma_add_key(struct odsm_conn *conn,
+		      const struct odsm_wire_map_reply *r)
+{
+	struct rdma_conn *x = rc(conn);
+	struct rdma_key *k = kmalloc(sizeof(*k), GFP_KERNEL);
+	int ret;
+
+	if (!k)
+		return -ENOMEM;
+	k->iova = r->iova;
+	k->rkey = r->rkey;
+	k->flags = r->flags;
+	/* keys are only ever added, freed with the connection: lookups
+	 * need no lock
+	 */
+	ret = xa_insert(&x->keys, r->gaddr >> ODSM_BLOCK_SHIFT, k, GFP_KERNEL);
+	if (ret)
+		kfree(k);
+	return ret == -EBUSY ? 0 : ret;
+}
+
+/* The first block of [addr, addr + len) the peer has not registered for us. */
+bool odsm_rdma_missing(struct odsm_conn *conn, u64 addr, u32 len, u64 *blk)
+{
+	struct rdma_conn *x = rc(conn);
+	u64 b, last = (addr + len - 1) >> ODSM_BLOCK_SHIFT;
+
+	for (b = addr >> ODSM_BLOCK_SHIFT; b <= last; b++) {
+		if (!xa_load(&x->keys, b)) {
+			*blk = b << ODSM_BLOCK_SHIFT;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Post the chain wr of n signalled work requests on os_wait and wait for
+ * them.  The caller holds os_lock and res_sem for reading, and still holds
+ * both on return; 0 means every request succeeded and the connection's
+ * resources (the bounce buffer) are still there.
+ */
+static int os_run(struct rdma_conn *x, const struct ib_send_wr *wr, u32 n,
+		  const char *what, u32 len)
+{
+	struct rdma_wait *w = &x->os_wait;
+	int ret;
+
+	reinit_completion(&w->done);
+	w->status = 0;
+	atomic_set(&w->pending, n);
+	ret = ib_post_send(x->qp, wr, NULL);
+	if (ret) {
+		/* some may be posted: they flush when the QP goes */
+		pr_notice_ratelimited("odsm: rdma %s of %u bytes not posted (%d): connection closed\n",
+				      what, len, ret);
+		odsm_conn_kill(x->conn);
+		return -EHOSTDOWN;
+	}
+	up_read(&x->res_sem);
+	/* the teardown drains the QP: it need not wait for us */
+	ret = wait_wrs(x, w) ? READ_ONCE(w->status) : -ETIMEDOUT;
+	down_read(&x->res_sem);
+	if (!ret && x->torn)
+		ret = -EHOSTDOWN;
+	return ret;
+}
+
+/* Lock the connection for a one-sided operation: 0, or -EHOSTDOWN. */
+static int os_begin(struct rdma_conn *x)
+{
+	mutex_lock(&x->os_lock);
+	down_read(&x->res_sem);
+	if (x->torn || READ_ONCE(x->broken) || READ_ONCE(x->conn->dead)) {
+		up_read(&x->res_sem);
+		mutex_unlock(&x->os_lock);
+		return -EHOSTDOWN;
+	}
+	return 0;
+}
+
+static void os_end(struct rdma_conn *x)
+{
+	up_read(&x->res_sem);
+	mutex_unlock(&x->os_lock);
+}
+
+int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
+		 bool write)
+{
+	struct rdma_conn *x = rc(conn);
+	struct ib_rdma_wr wrs[RDMA_OS_WRS];
+	struct ib_sge sges[RDMA_OS_WRS];
+	u32 off, n = 0, piece, in;
+	struct rdma_key *k;
+	int ret;
+	u64 a;
+
+	if (!len || len > ODSM_WIRE_MAX_DATA)
+		return -EINVAL;
+	memset(wrs, 0, sizeof(wrs));
+	ret = os_begin(x);
+	if (ret)
+		return ret;
+	for (off = 0; off < len; off += piece, n++) {
+		a = addr + off;
+		k = xa_load(&x->keys, a >> ODSM_BLOCK_SHIFT);
+		if (!k) {
+			ret = -ENOKEY;
+			goto out;
+		}
+		in = a & (ODSM_WIRE_MAP_LEN - 1);
+		piece = min(len - off, ODSM_WIRE_MAP_LEN - in);
+		sges[n].addr = x->os_dma + off;
+		sges[n].length = piece;
+		sges[n].lkey = x->pd->local_dma_lkey;
+		wrs[n].wr.wr_cqe = &x->os_wait.cqe;
+		wrs[n].wr.opcode = write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ;
+		wrs[n].wr.send_flags = IB_SEND_SIGNALED;
+		wrs[n].wr.sg_list = &sges[n];
+		wrs[n].wr.num_sge = 1;
+		wrs[n].remote_addr = k->iova + in;
+		wrs[n].rkey = k->rkey;
+		if (n)
+			wrs[n - 1].wr.next = &wrs[n].wr;
+	}
+	if (write) {
+		memcpy(x->os_buf, buf, len);
+		ib_dma_sync_single_for_device(x->dev, x->os_dma, len,
+					      DMA_BIDIRECTIONAL);
+	}
+	ret = os_run(x, &wrs[0].wr, n, write ? "WRITE" : "READ", len);
+	if (!ret && !write) {
+		ib_dma_sync_single_for_cpu(x->dev, x->os_dma, len,
+					   DMA_BIDIRECTIONAL);
+		memcpy(buf, x->os_buf, len);
+	}
+out:
+	os_end(x);
+	if (!ret) {
+		odsm_stat_inc(write ? ODSM_STAT_onesided_writes :
+				      ODSM_STAT_onesided_reads);
+		odsm_stat_add(ODSM_STAT_onesided_bytes, len);
+	}
+	return ret;
+}
+
+int odsm_rdma_atomic(struct odsm_conn *conn, u64 addr, u32 op, u64 operand,
+		     u64 compare, u64 *old)
+{
+	struct rdma_conn *x = rc(conn);
+	struct ib_atomic_wr wr = {};
+	struct rdma_key *k;
+	struct ib_sge sge;
+	int ret;
+
+	if (addr % 8)
+		return -EINVAL;
+	k = xa_load(&x->keys, addr >> ODSM_BLOCK_SHIFT);
+	if (!k)
+		return -ENOKEY;
+	if (!(k->flags & ODSM_WIRE_MAP_F_ATOMIC))
+		return -EOPNOTSUPP;
+	ret = os_begin(x);
+	if (ret)
+		return ret;
+	sge.addr = x->os_dma;
+	sge.length = sizeof(u64);
+	sge.lkey = x->pd->local_dma_lkey;
+	wr.wr.wr_cqe = &x->os_wait.cqe;
+	wr.wr.send_flags = IB_SEND_SIGNALED;
+	wr.wr.sg_list = &sge;
+	wr.wr.num_sge = 1;
+	wr.remote_addr = k->iova + (addr & (ODSM_WIRE_MAP_LEN - 1));
+	wr.rkey = k->rkey;
+	if (op == ODSM_ATOMIC_FETCH_ADD) {
+		wr.wr.opcode = IB_WR_ATOMIC_FETCH_AND_ADD;
+		wr.compare_add = operand;
+	} else {
+		wr.wr.opcode = IB_WR_ATOMIC_CMP_AND_SWP;
+		wr.compare_add = compare;
+		wr.swap = operand;
+	}
+	ret = os_run(x, &wr.wr, 1, "atomic", 8);
+	if (!ret) {
+		/* the device writes the old value in host byte order */
+		ib_dma_sync_single_for_cpu(x->dev, x->os_dma, sizeof(u64),
+					   DMA_BIDIRECTIONAL);
+		*old = *(u64 *)x->os_buf;
+	}
+	os_end(x);
+	return ret;
+}
+
+/*
+ * Register the block at addr of our partition (checked by the caller) for
+ * the peer of conn; its iova and rkey go to *r.
+ */
+int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
+		  struct odsm_wire_map_reply *r)
+{
+	struct rdma_conn *x = rc(conn);
+	unsigned long blk = addr >> ODSM_BLOCK_SHIFT;
+	struct rdma_wait *w = &x->reg_wait;
+	struct ib_reg_wr wr = {};
+	struct rdma_reg *g;
+	int i, ret;
+
+	if (odsm_rdma_dev_atomics(x->dev))
+		r->flags = ODSM_WIRE_MAP_F_ATOMIC;
+	mutex_lock(&x->reg_lock);
+	g = xa_load(&x->regs, blk);
+	if (g) {
+		/* asked again (a race, or a lost reply): the same one */
+		ret = -EHOSTDOWN;
+		if (g->mr) {
+			r->iova = g->mr->iova;
+			r->rkey = g->mr->rkey;
+			ret = 0;
+		}
+		goto out;
+	}
+	ret = -ENOSPC;
+	if (x->nr_regs >= RDMA_MAX_REGS)
+		goto out;
+	ret = -EOPNOTSUPP;
+	if (x->dev->attrs.max_fast_reg_page_list_len < ODSM_BLOCK_PAGES)
+		goto out;
+	ret = -ENOMEM;
+	g = kzalloc(sizeof(*g), GFP_KERNEL);
+	if (!g)
+		goto out;
+	g->addr = addr;
+	ret = odsm_store_pin(&odsm_heap, addr, g->pages);
+	if (ret)
+		goto err_free;
+
+	down_read(&x->res_sem);
+	ret = -EHOSTDOWN;
+	if (x->torn || READ_ONCE(x->broken))
+		goto err_unpin;
+	/* on the list first: from here on the teardown cleans it up */
+	ret = xa_insert(&x->regs, blk, g, GFP_KERNEL);
+	if (ret)
+		goto err_unpin;
+	x->nr_regs++;
+	sg_init_table(g->sg, ODSM_BLOCK_PAGES);
+	for (i = 0; i < ODSM_BLOCK_PAGES; i++)
+		sg_set_page(&g->sg[i], g->pages[i], PAGE_SIZE, 0);
+	ret = -ENOMEM;
+	g->nents = ib_dma_map_sg(x->dev, g->sg, ODSM_BLOCK_PAGES,
+				 DMA_BIDIRECTIONAL);
+	if (!g->nents)
+		goto err_kill;
+	g->mr = ib_alloc_mr(x->pd, IB_MR_TYPE_MEM_REG, ODSM_BLOCK_PAGES);
+	if (IS_ERR(g->mr)) {
+		ret = PTR_ERR(g->mr);
+		g->mr = NULL;
+		goto err_kill;
+	}
+	ret = ib_map_mr_sg(g->mr, g->sg, g->nents, NULL, PAGE_SIZE);
+	if (ret != g->nents) {
+		ret = ret < 0 ? ret : -EINVAL;
+		goto err_kill;
+	}
+	wr.wr.opcode = IB_WR_REG_MR;
+	wr.wr.wr_cqe = &w->cqe;
+	wr.wr.send_flags = IB_SEND_SIGNALED;
+	wr.mr = g->mr;
+	wr.key = g->mr->rkey;
+	wr.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ |
+		    IB_ACCESS_REMOTE_WRITE;
+	if (r->flags & ODSM_WIRE_MAP_F_ATOMIC)
+		wr.access |= IB_ACCESS_REMOTE_ATOMIC;
+	r->iova = g->mr->iova;
+	r->rkey = g->mr->rkey;
+	reinit_completion(&w->done);
+	w->status = 0;
+	atomic_set(&w->pending, 1);
+	if (ib_post_send(x->qp, &wr.wr, NULL)) {
+		ret = -EHOSTDOWN;
+		goto err_kill;
+	}
+	up_read(&x->res_sem);
+	/* g belongs to the teardown now: not touched after this */
+	ret = wait_wrs(x, w) ? READ_ONCE(w->status) : -ETIMEDOUT;
+	if (!ret)
+		odsm_stat_inc(ODSM_STAT_mr_registrations);
+	goto out;
+
+err_kill:
+	/* stays on the list, half set up: the teardown frees it */
+	up_read(&x->res_sem);
+	pr_notice_ratelimited("odsm: rdma registration failed (%d): connection closed\n",
+			      ret);
+	odsm_conn_kill(conn);
+	goto out;
+err_unpin:
+	up_read(&x->res_sem);
+	odsm_store_unpin(&odsm_heap, addr, g->pages);
+err_free:
+	kfree(g);
+out:
+	mutex_unlock(&x->reg_lock);
+	return ret;
+}
+
+/*
+ * A flagged atomic on the word at addr of our own partition (backed, not
+ * part of a lazily filled copy: the caller checked), run by our device
+ * over the loopback pair, so that it is atomic against the peers'
+ * one-sided ones.  Never falls back to a CPU atomic: an error instead.
+ */
+int odsm_rdma_loop_atomic(u64 addr, u32 op, u64 operand, u64 compare,
+			  u64 *old)
+{
+	u64 blk = addr & ~(u64)(ODSM_WIRE_MAP_LEN - 1);
+	struct odsm_wire_map_reply r = { .gaddr = blk };
+	struct rdma_loop lp;
+	int ret;
+
+	ret = odsm_rdma_loop_get(&lp);
+	if (ret)
+		return ret;
+	if (!xa_load(&lp.req->keys, blk >> ODSM_BLOCK_SHIFT)) {
+		ret = odsm_rdma_map(lp.resp->conn, blk, &r);
+		if (!ret)
+			ret = odsm_rdma_add_key(lp.req->conn, &r);
+	}
+	if (!ret)
+		ret = odsm_rdma_atomic(lp.req->conn, addr, op, operand, compare,
+				       old);
+	/* the device has atomics, or there would be no pair: not refused */
+	if (ret == -EOPNOTSUPP || ret == -ENOKEY)
+		ret = -EIO;
+	if (!ret)
+		odsm_stat_inc(ODSM_STAT_loop_atomics);
+	odsm_rdma_loop_put(&lp);
+	return ret;
+}
