@@ -327,6 +327,101 @@ TEST_F_TIMEOUT(cl, onesided, 300)
 	free(in2);
 }
 
+static int set_onesided(bool on)
+{
+	FILE *f = fopen("/sys/module/odsm/parameters/onesided", "w");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = fputs(on ? "Y" : "N", f) < 0 ? -EIO : 0;
+	if (fclose(f))
+		ret = -errno;
+	return ret;
+}
+
+/*
+ * A registered block that empties and is reused keeps its registration,
+ * and it names the right pages: a peer's one-sided reads and writes of
+ * the block's next object reach that object (the home kept the pinned
+ * pages, zeroed, instead of freeing them), with no new MAP.  The home's
+ * store serves the same bytes to a READ request.  Each node works in the
+ * next node's partition, where nobody else allocates meanwhile.
+ */
+TEST_F_TIMEOUT(cl, onesided_reuse, 300)
+{
+	uint64_t cg, cg2, *keep, max, map0, rd0, wr0, reg0;
+	uint8_t a[KiB(4)], b[KiB(4)], got[KiB(4)], zero[KiB(4)];
+	unsigned int next, n = 0, i;
+	bool rdma;
+
+	C_BEGIN();
+	rdma = C.transport == ODSM_TRANSPORT_RDMA && onesided_on();
+	next = (C.self + 1) % C.nodes;
+	memset(a, 0xa1 + C.self, sizeof(a));
+	memset(zero, 0, sizeof(zero));
+	c_fill(b, sizeof(b), C.self, 77);
+
+	/* a whole block: one-sided once it is registered */
+	ASSERT_EQ(0, odsm_alloc_on(next, KiB(64), 0, ODSM_ALLOC_ZERO, &cg));
+	ASSERT_EQ(0ULL, odsm_addr_of(cg) % KiB(64));
+	ASSERT_EQ(0, odsm_write(cg, a, sizeof(a)));
+	ASSERT_EQ(0, odsm_read(cg, got, sizeof(got)));
+	EXPECT_EQ(0, memcmp(a, got, sizeof(a)));
+	ASSERT_EQ(0, odsm_free(cg));
+
+	/*
+	 * The same block again: the allocator's next-fit search hands out
+	 * every other free block first, so hold those until it comes back.
+	 * Not zeroed by the allocator: the store's pinned pages are.
+	 */
+	max = C.in.part_size / KiB(64);
+	keep = calloc(max, sizeof(*keep));
+	ASSERT_NE(NULL, keep);
+	for (;;) {
+		ASSERT_EQ(0, odsm_alloc_on(next, KiB(64), 0, 0, &cg2)) {
+			TH_LOG("the block at %#" PRIx64 " never came back",
+			       odsm_addr_of(cg));
+		}
+		if (odsm_addr_of(cg2) == odsm_addr_of(cg))
+			break;
+		ASSERT_GT(max, n);
+		keep[n++] = cg2;
+	}
+	TH_LOG("the block came back after %u others", n);
+	EXPECT_NE(odsm_color_of(cg), odsm_color_of(cg2));
+
+	map0 = c_stat("map_requests");
+	rd0 = c_stat("onesided_reads");
+	wr0 = c_stat("onesided_writes");
+	reg0 = c_stat("mr_registrations");
+	/* the new object is zero, not the freed one's bytes */
+	ASSERT_EQ(0, odsm_read(cg2, got, sizeof(got)));
+	EXPECT_EQ(0, memcmp(zero, got, sizeof(got)));
+	ASSERT_EQ(0, odsm_write(cg2, b, sizeof(b)));
+	ASSERT_EQ(0, odsm_read(cg2, got, sizeof(got)));
+	EXPECT_EQ(0, memcmp(b, got, sizeof(got)));
+	/* the old registration did it: nothing asked, nothing registered */
+	EXPECT_EQ(0ULL, c_stat("map_requests") - map0);
+	EXPECT_EQ(0ULL, c_stat("mr_registrations") - reg0);
+	EXPECT_EQ(rdma ? 2ULL : 0ULL, c_stat("onesided_reads") - rd0);
+	EXPECT_EQ(rdma ? 1ULL : 0ULL, c_stat("onesided_writes") - wr0);
+
+	/* the home's store has the bytes: read them with a request */
+	if (rdma)
+		ASSERT_EQ(0, set_onesided(false));
+	memset(got, 0, sizeof(got));
+	EXPECT_EQ(0, odsm_read(cg2, got, sizeof(got)));
+	if (rdma)
+		ASSERT_EQ(0, set_onesided(true));
+	EXPECT_EQ(0, memcmp(b, got, sizeof(got)));
+
+	for (i = 0; i < n; i++)
+		EXPECT_EQ(0, odsm_free(keep[i]));
+	free(keep);
+	EXPECT_EQ(0, odsm_free(cg2));
+}
+
 /* Objects allocated in every peer's partition, used and freed. */
 TEST_F_TIMEOUT(cl, remote_alloc_free, 300)
 {

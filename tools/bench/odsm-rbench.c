@@ -97,10 +97,11 @@ static double rw_median(unsigned long long ga, void *buf, size_t len,
 	return m;
 }
 
-static double atomic_median(unsigned long long ga, int n)
+/* fetch-adds of 1 on ga, with flags (0 or ODSM_ATOMIC_F_NIC) */
+static double atomic_median(unsigned long long ga, unsigned int flags, int n)
 {
 	struct odsm_atomic a = { .gaddr = ga, .op = ODSM_ATOMIC_FETCH_ADD,
-				 .operand = 1 };
+				 .flags = flags, .operand = 1 };
 	double *t = calloc(n, sizeof(*t)), m;
 	int i;
 
@@ -136,8 +137,10 @@ static void run(const char *where, unsigned int node, int iters)
 		       sizes[i], rw_median(obj[i], buf, sizes[i], ODSM_IOC_READ, n),
 		       sizes[i], rw_median(obj[i], buf, sizes[i], ODSM_IOC_WRITE, n));
 	}
-	printf("ODSM_BENCH %s fetch_add_us=%.1f\n", where,
-	       atomic_median(obj[0] & ODSM_ADDR_MASK, iters));
+	printf("ODSM_BENCH %s fetch_add_us=%.1f fetch_add_nic_us=%.1f\n", where,
+	       atomic_median(obj[0] & ODSM_ADDR_MASK, 0, iters),
+	       atomic_median((obj[1] & ODSM_ADDR_MASK) + 8, ODSM_ATOMIC_F_NIC,
+			     iters));
 	n = iters / 10 + 2;
 	t0 = now_us();
 	for (i = 0; i < n; i++) {
@@ -174,12 +177,14 @@ int main(int argc, char **argv)
 	if (argc > 3) {
 		unsigned long long r0 = stat_of("onesided_reads"),
 				   w0 = stat_of("onesided_writes"),
+				   a0 = stat_of("onesided_atomics"),
 				   f0 = stat_of("onesided_fallbacks");
 
 		run(argv[3], node, iters);
-		printf("ODSM_BENCH %s counters: onesided_reads +%llu onesided_writes +%llu onesided_fallbacks +%llu\n",
+		printf("ODSM_BENCH %s counters: onesided_reads +%llu onesided_writes +%llu onesided_atomics +%llu onesided_fallbacks +%llu\n",
 		       argv[3], stat_of("onesided_reads") - r0,
 		       stat_of("onesided_writes") - w0,
+		       stat_of("onesided_atomics") - a0,
 		       stat_of("onesided_fallbacks") - f0);
 		return 0;
 	}
