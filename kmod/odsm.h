@@ -71,6 +71,7 @@ int odsm_heap_free(struct odsm_heap *h, u64 cgaddr);
 int odsm_heap_move(struct odsm_heap *h, u64 cgaddr, u64 *new_cgaddr);
 int odsm_heap_obj_info(struct odsm_heap *h, u64 cgaddr,
 		       struct odsm_objinfo *oi);
+u32 odsm_heap_backed_blocks(struct odsm_heap *h, u64 *out, u32 max);
 int odsm_heap_fetch(struct odsm_heap *h, u64 cgaddr, u64 offset, void *buf,
 		    u32 len, u64 *size, u16 *color, u32 *got);
 

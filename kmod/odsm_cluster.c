@@ -347,6 +347,132 @@ static int send_hello(struct odsm_cluster *c, struct odsm_conn *conn, u32 dst,
 	return send_msg(c, conn, dst, ODSM_MSG_HELLO, 0, 0, buf, n, NULL, 0);
 }
 
+/* ---- keys at connect (RDMA) ---------------------------------------------- */
+
+/*
+ * When an RDMA connection comes up, each side registers for its peer the
+ * blocks of its partition that hold objects then (up to premap_blocks)
+ * and sends their keys unasked, in one KEYS message: the peer's first
+ * one-sided access of them needs no MAP round trip.  Blocks allocated
+ * later are registered when first asked (MAP), because the partition's
+ * pages come with first touch and registering the rest would pin it all.
+ */
+#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
+struct keys_work {
+	struct work_struct work;
+	struct odsm_conn *conn;
+	u32 peer;
+};
+
+static void keys_send_work(struct work_struct *w)
+{
+	struct keys_work *kw = container_of(w, struct keys_work, work);
+	u32 max = min(READ_ONCE(odsm_premap_blocks), ODSM_WIRE_KEYS_MAX);
+	struct odsm_cluster *c = &odsm_cluster;
+	struct odsm_wire_map_reply r;
+	struct odsm_wire_keys k = {};
+	u8 *buf = NULL, *e;
+	u64 *blks = NULL;
+	u32 n, i;
+
+	if (!max)
+		goto out;
+	blks = kvmalloc_array(max, sizeof(*blks), GFP_KERNEL);
+	buf = kvmalloc(ODSM_WIRE_KEYS_HDR_SIZE +
+		       max * ODSM_WIRE_MAP_REPLY_SIZE, GFP_KERNEL);
+	if (!blks || !buf)
+		goto out;
+	n = odsm_heap_backed_blocks(&odsm_heap, blks, max);
+	for (i = 0; i < n && !READ_ONCE(kw->conn->dead); i++) {
+		/* a block refused (a lazily filled copy) is left out */
+		if (odsm_map_for(kw->conn, blks[i], &r))
+			continue;
+		e = buf + ODSM_WIRE_KEYS_HDR_SIZE +
+		    k.nr * ODSM_WIRE_MAP_REPLY_SIZE;
+		odsm_wire_put_map_reply(e, &r);
+		k.nr++;
+	}
+	if (!k.nr || READ_ONCE(kw->conn->dead))
+		goto out;
+	odsm_wire_put_keys(buf, &k);
+	if (!send_msg(c, kw->conn, kw->peer, ODSM_MSG_KEYS, 0, 0, buf,
+		      ODSM_WIRE_KEYS_HDR_SIZE +
+		      k.nr * ODSM_WIRE_MAP_REPLY_SIZE, NULL, 0))
+		odsm_stat_add(ODSM_STAT_keys_sent, k.nr);
+out:
+	kvfree(blks);
+	kvfree(buf);
+	odsm_conn_put(kw->conn);
+	kfree(kw);
+}
+
+/* The handshake on conn completed: send the peer our keys (RDMA only). */
+static void keys_send(struct odsm_cluster *c, struct odsm_conn *conn, u32 id)
+{
+	struct keys_work *kw;
+
+	if (conn->ops != &odsm_rdma_ops || !READ_ONCE(odsm_premap_blocks))
+		return;
+	kw = kzalloc(sizeof(*kw), GFP_KERNEL);
+	if (!kw)
+		return;		/* the peer asks with MAP instead */
+	INIT_WORK(&kw->work, keys_send_work);
+	kref_get(&conn->ref);
+	kw->conn = conn;
+	kw->peer = id;
+	queue_work(c->wq, &kw->work);
+}
+
+/*
+ * A peer's KEYS: every entry checked (a block of the sender's own
+ * partition, a well-formed registration) before any is used.
+ */
+static void on_keys(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
+		    const u8 *payload)
+{
+	const struct odsm_geom *g = &odsm_heap.geom;
+	struct odsm_wire_map_reply r;
+	struct odsm_wire_keys k;
+	const u8 *e;
+	u32 i;
+
+	if (conn->ops != &odsm_rdma_ops ||
+	    odsm_wire_get_keys(payload, h->len, &k))
+		goto bad;
+	for (i = 0; i < k.nr; i++) {
+		e = payload + ODSM_WIRE_KEYS_HDR_SIZE +
+		    i * ODSM_WIRE_MAP_REPLY_SIZE;
+		if (odsm_wire_get_map_reply(e, ODSM_WIRE_MAP_REPLY_SIZE, &r) ||
+		    !odsm_in_heap(g, r.gaddr) ||
+		    odsm_node_of(g, r.gaddr) != h->src_node)
+			goto bad;
+	}
+	for (i = 0; i < k.nr; i++) {
+		e = payload + ODSM_WIRE_KEYS_HDR_SIZE +
+		    i * ODSM_WIRE_MAP_REPLY_SIZE;
+		odsm_wire_get_map_reply(e, ODSM_WIRE_MAP_REPLY_SIZE, &r);
+		if (odsm_rdma_add_key(conn, &r))
+			return;		/* no memory: MAP asks for the rest */
+	}
+	odsm_stat_add(ODSM_STAT_keys_received, k.nr);
+	return;
+bad:
+	odsm_stat_inc(ODSM_STAT_bad_msgs);
+	pr_notice_ratelimited("odsm: a malformed KEYS message from node %u: dropped\n",
+			      h->src_node);
+}
+#else
+static void keys_send(struct odsm_cluster *c, struct odsm_conn *conn, u32 id)
+{
+}
+
+static void on_keys(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
+		    const u8 *payload)
+{
+	odsm_stat_inc(ODSM_STAT_bad_msgs);	/* no RDMA: never sent */
+}
+#endif
+
 /* ---- receiving ---------------------------------------------------------- */
 
 /*
@@ -387,6 +513,7 @@ static bool peer_authed(struct odsm_cluster *c, struct odsm_conn *conn,
 	if (restarted)
 		odsm_cache_forget(id);
 	pr_info("odsm: node %u is up (%pI4)\n", id, &c->peers[id].addr.sin_addr);
+	keys_send(c, conn, id);
 	return true;
 }
 
@@ -575,6 +702,9 @@ void odsm_cluster_rx(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		p->rtt_ns = ktime_get_ns() - pong.echo_ns;
 		p->free_bytes = pong.free_bytes;
 		spin_unlock(&c->lock);
+		return;
+	case ODSM_MSG_KEYS:
+		on_keys(conn, h, payload);
 		return;
 	}
 	if (h->flags & ODSM_WIRE_F_REPLY) {
@@ -1079,6 +1209,21 @@ void odsm_cluster_leave(void)
 	pr_info("odsm: left the cluster\n");
 }
 
+/* One-sided keys and registrations with node, over RDMA. */
+static void peer_rdma_counts(struct odsm_cluster *c, u32 node,
+			     struct odsm_peer_info *o)
+{
+#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
+	struct odsm_conn *conn = peer_conn(c, node, false);
+
+	if (!conn)
+		return;
+	if (conn->ops == &odsm_rdma_ops)
+		odsm_rdma_counts(conn, &o->keys, &o->regs);
+	odsm_conn_put(conn);
+#endif
+}
+
 int odsm_cluster_status(struct odsm_status *st, struct odsm_peer_info *out,
 			u32 room)
 {
@@ -1105,6 +1250,7 @@ int odsm_cluster_status(struct odsm_status *st, struct odsm_peer_info *out,
 		o->msgs_rx = atomic64_read(&p->msgs_rx);
 		o->bytes_tx = atomic64_read(&p->bytes_tx);
 		o->bytes_rx = atomic64_read(&p->bytes_rx);
+		peer_rdma_counts(c, i, o);
 	}
 	mutex_unlock(&c->join_lock);
 	return 0;

@@ -181,6 +181,8 @@ int odsm_rdma_atomic(struct odsm_conn *conn, u64 addr, u32 op, u64 operand,
  * it, since peers run theirs one-sided.
  */
 bool odsm_rdma_nic_atomics(void);
+/* Keys this node holds for the peer's blocks, blocks it registered for it. */
+void odsm_rdma_counts(struct odsm_conn *conn, u32 *keys, u32 *regs);
 int odsm_rdma_loop_atomic(u64 addr, u32 op, u64 operand, u64 compare,
 			  u64 *old);
 #else
@@ -215,6 +217,14 @@ int odsm_serve(const struct odsm_wire_hdr *h, const u8 *payload, u8 *reply,
 	       u32 *rlen, const void **data, u32 *dlen);
 int odsm_serve_map(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		   const u8 *payload, u8 *reply, u32 *rlen);
+/*
+ * Register our block at gaddr for conn's peer, if it may be (RDMA, ours,
+ * not a lazily filled copy's); what a MAP_REPLY says into *r.  Refusals
+ * are counted in map_refused.
+ */
+int odsm_map_for(struct odsm_conn *conn, u64 gaddr,
+		 struct odsm_wire_map_reply *r);
+extern unsigned int odsm_premap_blocks;	/* module parameter */
 /*
  * One-sided RDMA READ/WRITE of len (<= ODSM_WIRE_MAX_DATA) bytes at addr
  * of node's partition, registering its blocks first (MAP) where needed:

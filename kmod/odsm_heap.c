@@ -204,3 +204,25 @@ int odsm_heap_fetch(struct odsm_heap *h, u64 cgaddr, u64 offset, void *buf,
 	*got = n;
 	return 0;
 }
+
+/*
+ * The first max blocks of the local partition that hold objects, in
+ * address order, into out; how many.  What a new RDMA connection
+ * registers for its peer up front.
+ */
+u32 odsm_heap_backed_blocks(struct odsm_heap *h, u64 *out, u32 max)
+{
+	u64 a, part = odsm_part_start(&h->geom, h->geom.node_id);
+	u64 end = part + h->geom.part_size;
+	u32 n = 0, i = 0;
+
+	mutex_lock(&h->lock);
+	for (a = part; a < end && n < max; a += ODSM_BLOCK_SIZE) {
+		if (odsm_palloc_backed(&h->pa, a))
+			out[n++] = a;
+		if (!(++i % 4096))
+			cond_resched();
+	}
+	mutex_unlock(&h->lock);
+	return n;
+}

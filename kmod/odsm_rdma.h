@@ -125,6 +125,7 @@ struct rdma_conn {
 	u64 os_dma;
 	struct rdma_wait os_wait;
 	struct xarray keys;		/* peer's block (gaddr >> 16) -> key */
+	atomic_t nr_keys;
 	bool no_maps;			/* the peer registers no more */
 	/* one-sided, the peer's side: our blocks registered for it */
 	struct mutex reg_lock;		/* one MAP at a time */

@@ -91,6 +91,14 @@ static bool wait_wrs(struct rdma_conn *x, struct rdma_wait *w)
 	return false;
 }
 
+void odsm_rdma_counts(struct odsm_conn *conn, u32 *keys, u32 *regs)
+{
+	struct rdma_conn *x = rc(conn);
+
+	*keys = atomic_read(&x->nr_keys);
+	*regs = READ_ONCE(x->nr_regs);
+}
+
 bool odsm_rdma_can_map(struct odsm_conn *conn)
 {
 	return !READ_ONCE(rc(conn)->no_maps);
@@ -119,6 +127,8 @@ int odsm_rdma_add_key(struct odsm_conn *conn,
 	ret = xa_insert(&x->keys, r->gaddr >> ODSM_BLOCK_SHIFT, k, GFP_KERNEL);
 	if (ret)
 		kfree(k);
+	else
+		atomic_inc(&x->nr_keys);
 	return ret == -EBUSY ? 0 : ret;
 }
 

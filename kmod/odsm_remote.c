@@ -183,37 +183,50 @@ bool odsm_onesided = true;
 module_param_named(onesided, odsm_onesided, bool, 0644);
 MODULE_PARM_DESC(onesided, "Read and write peers' memory with one-sided RDMA over the RDMA transport (default: on)");
 
+unsigned int odsm_premap_blocks = 256;
+module_param_named(premap_blocks, odsm_premap_blocks, uint, 0644);
+MODULE_PARM_DESC(premap_blocks, "Blocks holding objects that a new RDMA connection registers for its peer up front, keys sent unasked (0: none; at most 4096; default 256)");
+
 /*
  * The home's side of a MAP (RDMA only): register the block for the peer
  * that asked, on the connection it asked on.  A block that holds no object
  * (odsm_store_pin checks), or part of a lazily filled copy (whose pages
  * must stay absent until fetched), is refused: the peer uses requests.
  */
+int odsm_map_for(struct odsm_conn *conn, u64 gaddr,
+		 struct odsm_wire_map_reply *r)
+{
+	int ret = -EOPNOTSUPP;
+
+	memset(r, 0, sizeof(*r));
+	r->gaddr = gaddr;
+	r->len = ODSM_WIRE_MAP_LEN;
+#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
+	if (conn->ops == &odsm_rdma_ops) {
+		ret = -EINVAL;
+		if (map_allowed(gaddr))
+			ret = odsm_rdma_map(conn, gaddr, r);
+	}
+#endif
+	if (ret)
+		odsm_stat_inc(ODSM_STAT_map_refused);
+	return ret;
+}
+
 int odsm_serve_map(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		   const u8 *payload, u8 *reply, u32 *rlen)
 {
-	struct odsm_wire_map_reply r = { .len = ODSM_WIRE_MAP_LEN };
+	struct odsm_wire_map_reply r;
 	struct odsm_wire_map m;
 	int ret;
 
 	*rlen = 0;
 	if (odsm_wire_get_map(payload, h->len, &m))
 		return -EPROTO;
-	r.gaddr = m.gaddr;
-	ret = -EOPNOTSUPP;
-#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
-	if (conn->ops == &odsm_rdma_ops) {
-		ret = -EINVAL;
-		if (map_allowed(m.gaddr))
-			ret = odsm_rdma_map(conn, m.gaddr, &r);
-	}
-#endif
-	if (ret) {
-		odsm_stat_inc(ODSM_STAT_map_refused);
-		return ret;
-	}
-	*rlen = odsm_wire_put_map_reply(reply, &r);
-	return 0;
+	ret = odsm_map_for(conn, m.gaddr, &r);
+	if (!ret)
+		*rlen = odsm_wire_put_map_reply(reply, &r);
+	return ret;
 }
 
 int odsm_remote_rw(u32 node, u64 addr, void *buf, u32 len, bool write)

@@ -63,6 +63,10 @@ enum odsm_stat {
 	ODSM_STAT_loop_atomics,		/* flagged atomics of our own words,
 					 * run by our device (loopback)
 					 */
+	ODSM_STAT_keys_sent,		/* blocks registered for a peer when
+					 * its connection came up (KEYS)
+					 */
+	ODSM_STAT_keys_received,	/* peers' blocks we got keys for so */
 	ODSM_STAT_map_requests,		/* MAP requests sent */
 	ODSM_STAT_mr_registrations,	/* blocks registered for peers */
 	ODSM_STAT_map_refused,		/* MAP requests refused */

@@ -96,6 +96,10 @@ static const struct wire_type wire_types[ODSM_MSG_TYPE_MAX] = {
 				    false },
 	[ODSM_MSG_MAP_REPLY]	= { ODSM_WIRE_MAP_REPLY_SIZE,
 				    ODSM_WIRE_MAP_REPLY_SIZE, true },
+	[ODSM_MSG_KEYS]		= { ODSM_WIRE_KEYS_HDR_SIZE +
+				    ODSM_WIRE_MAP_REPLY_SIZE,
+				    ODSM_WIRE_KEYS_HDR_SIZE + ODSM_WIRE_KEYS_MAX *
+				    ODSM_WIRE_MAP_REPLY_SIZE, false },
 };
 
 void odsm_wire_put_hdr(u8 *buf, const struct odsm_wire_hdr *h)
@@ -465,5 +469,25 @@ int odsm_wire_get_map_reply(const u8 *buf, u32 len,
 	if (!wire_map_addr_ok(p->gaddr) || p->len != ODSM_WIRE_MAP_LEN ||
 	    p->iova % 4096 || p->iova > ~0ULL - (ODSM_WIRE_MAP_LEN - 1))
 		return -EPROTO;
+	return 0;
+}
+
+u32 odsm_wire_put_keys(u8 *buf, const struct odsm_wire_keys *p)
+{
+	wire_put_le32(buf, p->nr);
+	wire_put_le32(buf + 4, p->reserved);
+	return ODSM_WIRE_KEYS_HDR_SIZE;
+}
+
+int odsm_wire_get_keys(const u8 *buf, u32 len, struct odsm_wire_keys *p)
+{
+	if (len < ODSM_WIRE_KEYS_HDR_SIZE)
+		return -EMSGSIZE;
+	p->nr = wire_get_le32(buf);
+	p->reserved = wire_get_le32(buf + 4);
+	if (!p->nr || p->nr > ODSM_WIRE_KEYS_MAX || p->reserved)
+		return -EPROTO;
+	if (len != ODSM_WIRE_KEYS_HDR_SIZE + p->nr * ODSM_WIRE_MAP_REPLY_SIZE)
+		return -EMSGSIZE;
 	return 0;
 }

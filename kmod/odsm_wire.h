@@ -41,6 +41,9 @@
 #define ODSM_WIRE_MAP_REPLY_SIZE	32
 /* what one MAP registers: one 64 KiB block of the partition */
 #define ODSM_WIRE_MAP_LEN		(64U << 10)
+/* KEYS: a count, then that many MAP_REPLY-shaped entries */
+#define ODSM_WIRE_KEYS_HDR_SIZE		8
+#define ODSM_WIRE_KEYS_MAX		4096U
 
 /* A reply's status: 0 or STATUS_MIN..-1; a negative one has no payload. */
 #define ODSM_WIRE_STATUS_MIN	(-4095)
@@ -63,6 +66,7 @@ enum odsm_msg_type {
 	ODSM_MSG_FETCH_REPLY,
 	ODSM_MSG_MAP,		/* register a block for one-sided RDMA */
 	ODSM_MSG_MAP_REPLY,
+	ODSM_MSG_KEYS,		/* registrations made at connect, unasked */
 	ODSM_MSG_TYPE_MAX,
 };
 
@@ -235,6 +239,17 @@ struct odsm_wire_map_reply {
 	u32 reserved;
 };
 
+/*
+ * KEYS (RDMA transport only; no reply): the sender registered these blocks
+ * of its own partition for the receiver when the connection came up, as
+ * if the receiver had sent a MAP for each: nr entries, each laid out like
+ * a MAP_REPLY, follow the 8-byte head.
+ */
+struct odsm_wire_keys {
+	u32 nr;			/* 1 .. ODSM_WIRE_KEYS_MAX */
+	u32 reserved;
+};
+
 /* Encode a header into 32 wire bytes. */
 void odsm_wire_put_hdr(u8 *buf, const struct odsm_wire_hdr *h);
 
@@ -312,5 +327,9 @@ u32 odsm_wire_put_map_reply(u8 *buf, const struct odsm_wire_map_reply *p);
  */
 int odsm_wire_get_map_reply(const u8 *buf, u32 len,
 			    struct odsm_wire_map_reply *p);
+/* The head; the entries follow at ODSM_WIRE_KEYS_HDR_SIZE + i * 32. */
+u32 odsm_wire_put_keys(u8 *buf, const struct odsm_wire_keys *p);
+/* len == 8 + nr * ODSM_WIRE_MAP_REPLY_SIZE, nr 1 .. KEYS_MAX, reserved 0 */
+int odsm_wire_get_keys(const u8 *buf, u32 len, struct odsm_wire_keys *p);
 
 #endif /* _ODSM_WIRE_H */

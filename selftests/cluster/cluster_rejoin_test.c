@@ -3,7 +3,8 @@
  * After every node left the cluster (odsmctl leave) and joined it again:
  * the peers are up, the objects of every partition are still there (a
  * leave frees nothing), and remote reads, atomics, allocations and frees
- * work over the new connections.  The scenario runs it with
+ * work over the new connections, and over RDMA the peers sent the keys of
+ * their objects' blocks when connecting.  The scenario runs it with
  * ODSM_REJOINED=1 after the re-join; without it every test SKIPs.
  */
 #include "odsm_cluster.h"
@@ -26,6 +27,62 @@ FIXTURE_TEARDOWN(cl)
 	if (!getenv("ODSM_REJOINED")) \
 		SKIP(return, "no ODSM_REJOINED: the scenario did not re-join"); \
 } while (0)
+
+/* The keys this node holds for node j's blocks (RDMA), or 0. */
+static uint32_t peer_keys(unsigned int j)
+{
+	struct odsm_peer_info p[ODSM_MAX_NODES];
+	unsigned int n = ODSM_MAX_NODES;
+
+	if (odsm_status(p, &n, NULL) || j >= n)
+		return 0;
+	return p[j].keys;
+}
+
+/*
+ * Keys exchanged when connecting: over RDMA every peer registered the
+ * blocks that held objects when the new connection came up (its
+ * directory among them) and sent their keys unasked (KEYS), so reading
+ * its directory is one-sided at once, with no MAP request.  Over TCP
+ * there are no keys.
+ */
+TEST_F_TIMEOUT(cl, keys_at_connect, 120)
+{
+	uint64_t map0, rd0, v, t0;
+	bool rdma;
+	unsigned int j;
+
+	REJOIN_BEGIN();
+	rdma = C.transport == ODSM_TRANSPORT_RDMA;
+	for (j = 0; j < C.nodes; j++) {
+		if (j == C.self)
+			continue;
+		/* the peer's KEYS follows its handshake: wait for it */
+		t0 = c_now_ms();
+		while (rdma && !peer_keys(j) && c_now_ms() - t0 < 60000)
+			usleep(50000);
+		if (!rdma) {
+			EXPECT_EQ(0U, peer_keys(j));
+			continue;
+		}
+		ASSERT_LT(0U, peer_keys(j)) {
+			TH_LOG("no keys from node %u in 60 s", j);
+		}
+		map0 = c_stat("map_requests");
+		rd0 = c_stat("onesided_reads");
+		ASSERT_EQ(0, c_get(j, W_MAGIC, &v));
+		EXPECT_EQ(C_DIR_MAGIC ^ j, v);
+		EXPECT_EQ(0ULL, c_stat("map_requests") - map0);
+		EXPECT_EQ(1ULL, c_stat("onesided_reads") - rd0);
+	}
+	if (rdma) {
+		EXPECT_LT(0ULL, c_stat("keys_sent"));
+		EXPECT_LT(0ULL, c_stat("keys_received"));
+	} else {
+		EXPECT_EQ(0ULL, c_stat("keys_sent"));
+		EXPECT_EQ(0ULL, c_stat("keys_received"));
+	}
+}
 
 TEST_F_TIMEOUT(cl, peers_and_objects_back, 180)
 {

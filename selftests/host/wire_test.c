@@ -69,6 +69,10 @@ static void ref_bounds(unsigned int type, u32 *min, u32 *max)
 	case ODSM_MSG_MAP_REPLY:
 		*min = *max = 32;
 		break;
+	case ODSM_MSG_KEYS:
+		*min = 8 + 32;
+		*max = 8 + 4096 * 32;
+		break;
 	case ODSM_MSG_PONG:
 	case ODSM_MSG_READ:
 	case ODSM_MSG_ALLOC:
@@ -117,7 +121,7 @@ static int ref_check_hdr(const u8 *b, u32 self, u32 nr)
 	if (b[0] != 'O' || b[1] != 'D' || b[2] != 'S' || b[3] != 'M' ||
 	    magic != 0x4d53444f || b[4] != 4)
 		return -EPROTO;
-	if (type < 1 || type > 17 || (flags & ~1) ||
+	if (type < 1 || type > 18 || (flags & ~1) ||
 	    reply != ref_is_reply(type))
 		return -EPROTO;
 	if (src >= nr || src == self || dst != self)
@@ -208,7 +212,10 @@ TEST(constants)
 	ASSERT_EQ(15, ODSM_MSG_FETCH_REPLY);
 	ASSERT_EQ(16, ODSM_MSG_MAP);
 	ASSERT_EQ(17, ODSM_MSG_MAP_REPLY);
-	ASSERT_EQ(18, ODSM_MSG_TYPE_MAX);
+	ASSERT_EQ(18, ODSM_MSG_KEYS);
+	ASSERT_EQ(19, ODSM_MSG_TYPE_MAX);
+	ASSERT_EQ(8, ODSM_WIRE_KEYS_HDR_SIZE);
+	ASSERT_EQ(4096U, ODSM_WIRE_KEYS_MAX);
 	ASSERT_EQ(8, ODSM_WIRE_MAP_SIZE);
 	ASSERT_EQ(32, ODSM_WIRE_MAP_REPLY_SIZE);
 	ASSERT_EQ(1, ODSM_WIRE_MAP_F_ATOMIC);
@@ -1253,6 +1260,37 @@ TEST(map_fields)
 	ASSERT_EQ(-EPROTO, odsm_wire_get_map_reply(raw, 32, &ro));
 }
 
+/* KEYS: golden head, its count against its length, reserved */
+TEST(keys_fields)
+{
+	static const u8 golden[8] = { 0x02, 0x00, 0x00, 0x00, 0, 0, 0, 0 };
+	struct odsm_wire_keys k = { .nr = 2 }, ko;
+	u8 raw[8 + 2 * 32];
+	u32 nr;
+
+	memset(raw, 0, sizeof(raw));
+	ASSERT_EQ(8U, odsm_wire_put_keys(raw, &k));
+	ASSERT_EQ(0, memcmp(raw, golden, 8));
+	ASSERT_EQ(0, odsm_wire_get_keys(raw, sizeof(raw), &ko));
+	ASSERT_EQ(2U, ko.nr);
+	/* the length must be exactly the entries the count says */
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_keys(raw, sizeof(raw) - 1, &ko));
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_keys(raw, 8 + 32, &ko));
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_keys(raw, 7, &ko));
+	for (nr = 0; nr < 5000; nr += 7) {
+		k.nr = nr;
+		odsm_wire_put_keys(raw, &k);
+		ASSERT_EQ(nr == 0 || nr > ODSM_WIRE_KEYS_MAX ? -EPROTO :
+			  nr == 2 ? 0 : -EMSGSIZE,
+			  odsm_wire_get_keys(raw, sizeof(raw), &ko))
+			TH_LOG("nr %u", nr);
+	}
+	k.nr = 2;
+	k.reserved = 1;
+	odsm_wire_put_keys(raw, &k);
+	ASSERT_EQ(-EPROTO, odsm_wire_get_keys(raw, sizeof(raw), &ko));
+}
+
 /* FETCH: golden bytes, and every rule of the request and its reply */
 TEST(fetch_fields)
 {
@@ -1501,6 +1539,8 @@ static int decode(const struct odsm_wire_hdr *h, const u8 *p, u32 len,
 		return odsm_wire_get_map(p, len, out);
 	case ODSM_MSG_MAP_REPLY:
 		return odsm_wire_get_map_reply(p, len, out);
+	case ODSM_MSG_KEYS:
+		return odsm_wire_get_keys(p, len, out);
 	}
 	return 1;	/* no fixed payload: READ_REPLY data, empty replies */
 }
@@ -1516,6 +1556,7 @@ static bool payload_ok(unsigned int type, const u8 *p, u32 len,
 	const struct odsm_wire_fetch *fe = out;
 	const struct odsm_wire_fetch_reply *fr = out;
 	const struct odsm_wire_map_reply *mr = out;
+	const struct odsm_wire_keys *ks = out;
 
 	switch (type) {
 	case ODSM_MSG_HELLO:
@@ -1585,6 +1626,10 @@ static bool payload_ok(unsigned int type, const u8 *p, u32 len,
 		       mr->gaddr < (1ULL << 48) && mr->gaddr % 65536 == 0 &&
 		       mr->len == 65536 && mr->iova % 4096 == 0 &&
 		       mr->iova <= ~0ULL - 65535;
+	case ODSM_MSG_KEYS:
+		return ks->nr == ref_le(p, 4) && ks->nr >= 1 && ks->nr <= 4096 &&
+		       ks->reserved == 0 && !ref_le(p + 4, 4) &&
+		       len == 8 + ks->nr * 32;
 	}
 	return false;
 }

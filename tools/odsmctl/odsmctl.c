@@ -632,17 +632,19 @@ static int cmd_status(int argc, char **argv)
 		printf("not in a cluster (odsmctl join)\n");
 	} else {
 		printf("cluster of %u nodes over %s\n", nr, transport_name(transport));
-		printf("%-5s %-15s %-10s %-5s %11s %21s %23s\n", "node", "address",
-		       "state", "via", "rtt", "messages tx/rx", "bytes tx/rx");
+		printf("%-5s %-15s %-10s %-5s %11s %21s %23s %13s\n", "node",
+		       "address", "state", "via", "rtt", "messages tx/rx",
+		       "bytes tx/rx", "keys/regs");
 	}
 	for (i = 0; i < nr; i++) {
 		const struct odsm_peer_info *q = &p[i];
 		char ip[INET_ADDRSTRLEN], rtt[32], msgs[48], b1[32], b2[32], bytes[72];
+		char keys[32];
 
 		if (!inet_ntop(AF_INET, &q->ipv4, ip, sizeof(ip)))
 			snprintf(ip, sizeof(ip), "?");
 		if (raw) {
-			printf("node=%u addr=%s state=%s transport=%s rtt_ns=%llu msgs_tx=%llu msgs_rx=%llu bytes_tx=%llu bytes_rx=%llu free_bytes=%llu\n",
+			printf("node=%u addr=%s state=%s transport=%s rtt_ns=%llu msgs_tx=%llu msgs_rx=%llu bytes_tx=%llu bytes_rx=%llu free_bytes=%llu keys=%u regs=%u\n",
 			       q->node_id, ip, state_name(q->state),
 			       transport_name(q->transport),
 			       (unsigned long long)q->rtt_ns,
@@ -650,13 +652,13 @@ static int cmd_status(int argc, char **argv)
 			       (unsigned long long)q->msgs_rx,
 			       (unsigned long long)q->bytes_tx,
 			       (unsigned long long)q->bytes_rx,
-			       (unsigned long long)q->free_bytes);
+			       (unsigned long long)q->free_bytes, q->keys, q->regs);
 			continue;
 		}
 		if (q->state == ODSM_PEER_SELF) {
-			printf("%-5u %-15s %-10s %-5s %11s %21s %23s\n", q->node_id,
-			       ip, state_name(q->state),
-			       transport_name(q->transport), "-", "-", "-");
+			printf("%-5u %-15s %-10s %-5s %11s %21s %23s %13s\n",
+			       q->node_id, ip, state_name(q->state),
+			       transport_name(q->transport), "-", "-", "-", "-");
 			continue;
 		}
 		/* microseconds, one decimal ("µ" is two bytes: one more column) */
@@ -670,9 +672,14 @@ static int cmd_status(int argc, char **argv)
 		snprintf(bytes, sizeof(bytes), "%s / %s",
 			 human_bytes(q->bytes_tx, b1, sizeof(b1)),
 			 human_bytes(q->bytes_rx, b2, sizeof(b2)));
-		printf("%-5u %-15s %-10s %-5s %*s %21s %23s\n", q->node_id, ip,
+		/* one-sided RDMA: its blocks we hold keys for / ours we registered */
+		if (q->transport == ODSM_TRANSPORT_RDMA)
+			snprintf(keys, sizeof(keys), "%u / %u", q->keys, q->regs);
+		else
+			snprintf(keys, sizeof(keys), "-");
+		printf("%-5u %-15s %-10s %-5s %*s %21s %23s %13s\n", q->node_id, ip,
 		       state_name(q->state), transport_name(q->transport),
-		       q->rtt_ns ? 12 : 11, rtt, msgs, bytes);
+		       q->rtt_ns ? 12 : 11, rtt, msgs, bytes, keys);
 	}
 	free(p);
 	return 0;

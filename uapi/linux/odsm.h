@@ -191,7 +191,11 @@ struct odsm_peer_info {
 	__u64 msgs_tx, msgs_rx;
 	__u64 bytes_tx, bytes_rx;
 	__u64 free_bytes;	/* room the peer last reported */
-	__u64 reserved[2];
+	__u32 keys;		/* RDMA: the peer's blocks this node may
+				 * access one-sided
+				 */
+	__u32 regs;		/* RDMA: blocks it registered for the peer */
+	__u64 reserved[1];
 };
 
 /*
