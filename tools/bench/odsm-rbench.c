@@ -8,8 +8,9 @@
  *   odsm-rbench NODE [ITERATIONS [LABEL]]
  *
  * With LABEL, only the remote figures, tagged LABEL instead of "remote"
- * (e.g. one run per transport), and the node's one-sided counters moved
- * during the run.
+ * (e.g. one run per transport), an ODSM_ATOMIC_F_NIC fetch-add on a word
+ * of this node (over RDMA its own device runs it, through the loopback
+ * pair), and the node's one-sided counters moved during the run.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -180,11 +181,20 @@ int main(int argc, char **argv)
 				   a0 = stat_of("onesided_atomics"),
 				   f0 = stat_of("onesided_fallbacks");
 
+		unsigned long long l0 = stat_of("loop_atomics"), mine;
+
 		run(argv[3], node, iters);
-		printf("ODSM_BENCH %s counters: onesided_reads +%llu onesided_writes +%llu onesided_atomics +%llu onesided_fallbacks +%llu\n",
+		/* this node's own flagged word: its device runs it (loopback) */
+		mine = alloc_on(in.node_id, 8);
+		printf("ODSM_BENCH %s home_fetch_add_nic_us=%.1f\n", argv[3],
+		       atomic_median(mine & ODSM_ADDR_MASK, ODSM_ATOMIC_F_NIC,
+				     iters));
+		free_obj(mine);
+		printf("ODSM_BENCH %s counters: onesided_reads +%llu onesided_writes +%llu onesided_atomics +%llu loop_atomics +%llu onesided_fallbacks +%llu\n",
 		       argv[3], stat_of("onesided_reads") - r0,
 		       stat_of("onesided_writes") - w0,
 		       stat_of("onesided_atomics") - a0,
+		       stat_of("loop_atomics") - l0,
 		       stat_of("onesided_fallbacks") - f0);
 		return 0;
 	}

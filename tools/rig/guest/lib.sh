@@ -24,6 +24,53 @@ cluster_key() {
 	(umask 077 && rm -f "$1" && printf '%s' "$key" >"$1")
 }
 
+# cluster_addrs: every node's address for odsmctl join --nodes, in node
+# order, all on port 7100: nothing hard-coded but the port
+cluster_addrs() {
+	local k=0 a=""
+	while [ "$k" -lt "$rig_nodes" ]; do
+		a="$a${a:+,}$(node_ip "$k"):7100"
+		k=$((k + 1))
+	done
+	echo "$a"
+}
+
+# cluster_join TRANSPORT KEYFILE: join every node of the rig over
+# TRANSPORT, then wait (60 s at most) until every peer is up
+cluster_join() {
+	local i=0
+	odsmctl join --transport "$1" --node-id "$rig_node" \
+		--nodes "$(cluster_addrs)" --key-file "$2" || return 1
+	until [ "$(odsmctl status --raw | grep -c ' state=up ')" -eq $((rig_nodes - 1)) ]; do
+		i=$((i + 1))
+		[ "$i" -lt 300 ] || { odsmctl status; echo "peers never came up"; return 1; }
+		sleep 0.2
+	done
+}
+
+# perftest_pair TAG TOOL ARGS...: one of Debian's perftest tools over rxe0,
+# node 0 serving and node 1 measuring; node 1 prints the result rows as
+# "ODSM_BENCH TAG TOOL ARGS : row" and the column names once
+perftest_pair() {
+	local tag=$1 name=$2 spid=""
+	shift 2
+	if [ "$rig_node" = 0 ]; then
+		timeout 120 "$name" -d rxe0 -R "$@" >/tmp/perf.s 2>&1 &
+		spid=$!
+	fi
+	barrier 60
+	if [ "$rig_node" = 1 ]; then
+		sleep 1
+		timeout 120 "$name" -d rxe0 -R "$@" "$(node_ip 0)" >/tmp/perf.c 2>&1 || true
+		# the result rows: a size, an iteration count, then figures
+		grep -E '^[[:space:]]*[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+' /tmp/perf.c |
+			sed "s/^ */ODSM_BENCH $tag $name $* : /" || true
+		grep -E '^ *#bytes' /tmp/perf.c | head -n 1 | sed "s/^ */ODSM_BENCH $tag-columns $name: /"
+	fi
+	[ -z "$spid" ] || wait "$spid" || true
+	barrier 60
+}
+
 # mark NAME [VALUE...]: print a marker line that run.sh echoes on the host
 mark() {
 	local name="$1"

@@ -56,10 +56,7 @@ wait_peers || fail "peers unreachable"
 [ -z "$down" ] || [ "$down" -lt "$rig_nodes" ] || fail "rig.down=$down: there are only $rig_nodes nodes"
 
 # every node's address, in node order: nothing hard-coded but the port
-addrs=""
-for k in $(seq 0 $((rig_nodes - 1))); do
-	addrs="${addrs:+$addrs,}$(node_ip "$k"):$PORT"
-done
+addrs=$(cluster_addrs)
 KEY=/tmp/odsm.key
 cluster_key "$KEY" || fail "cannot write the cluster key"
 set -- --transport "$transport" --node-id "$rig_node" --nodes "$addrs" --key-file "$KEY"

@@ -12,25 +12,12 @@ set -e
 net_up
 modprobe odsm
 wait_peers
-nodes=""
-k=0
-while [ "$k" -lt "$rig_nodes" ]; do
-	nodes="$nodes${nodes:+,}$(node_ip "$k"):7100"
-	k=$((k + 1))
-done
+nodes=$(cluster_addrs)
 echo "RIG_MARK demo_begin"
 echo "\$ odsmctl join --transport tcp --node-id $rig_node --nodes $nodes --key-file /tmp/odsm.key"
 cluster_key /tmp/odsm.key
 # join, and wait (60 s at most) until every peer is up
-join() {
-	odsmctl join --transport tcp --node-id "$rig_node" --nodes "$nodes" --key-file /tmp/odsm.key
-	i=0
-	until [ "$(odsmctl status --raw | grep -c ' state=up ')" -eq $((rig_nodes - 1)) ]; do
-		i=$((i + 1))
-		[ "$i" -lt 300 ] || { odsmctl status; echo "peers never came up"; exit 1; }
-		sleep 0.2
-	done
-}
+join() { cluster_join tcp /tmp/odsm.key; }
 join
 barrier 60
 echo "\$ odsm-kvs ${rig_keys:-150}"
