@@ -2,7 +2,7 @@
 /*
  * The RDMA transport: the RDMA connection manager (RDMA_PS_TCP, IPv4
  * addresses, the same port numbers as the TCP transport's table) and one
- * reliable-connected QP per peer pair, two-sided only.
+ * reliable-connected QP per peer pair.
  *
  * One QP per pair is enough: every message is a request or a reply
  * matched by its seq, so nothing needs more than the in-order, reliable
@@ -37,27 +37,16 @@
  * RDMA CM's own) tears down the listener and every connection on it at
  * once; the cluster sees the peers fail.
  *
- * One-sided RDMA READ/WRITE (odsm_rdma_rw): the home node registers the
- * 64 KiB blocks of its partition a peer asks for (a MAP request, served by
- * odsm_rdma_map on the connection it came on): it pins the block's pages
- * in the store (odsm_store_pin: present, zeroed where absent, kept while
- * pinned), maps them for DMA and registers them in the connection's PD
- * with fast registration (ib_alloc_mr + ib_map_mr_sg + IB_WR_REG_MR,
- * REMOTE_READ | REMOTE_WRITE, never a global rkey), and answers with the
- * rkey and iova.  The peer caches block -> (iova, rkey) on its side of the
- * connection and from then on reads and writes the block with RDMA
- * READ/WRITE through a per-connection DMA-mapped bounce buffer, one
- * operation at a time per connection (os_lock), every work request
- * signalled and waited for at most timeout_ms.  A registration lives as
- * long as the connection: the teardown drains the QP, then deregisters
- * and unpins (a removed device and rmmod tear down the connection, so
- * them too); a connection registers at most RDMA_MAX_REGS blocks.  A
- * remote access error moves the QP to the error state: the connection
- * fails and the cluster redials, like any other failure.
+ * One-sided READ, WRITE and atomics, and the registrations behind them,
+ * are in odsm_rdma_onesided.c.  This file also keeps the loopback pair, a
+ * connection of the node to itself through which its own device runs the
+ * atomics on its own words that must be atomic against peers' one-sided
+ * ones (see "the loopback pair" below).
  *
- * Locks: reg_lock (one MAP at a time) -> res_sem -> heap->lock (pinning
- * takes heap->lock before res_sem and drops it; the teardown holds
- * res_sem for writing and then takes heap->lock to unpin).
+ * Locks: rdma_lock (the list of connections, the listener) and loop_lock
+ * (the loopback pair) are mutexes taken outside any connection's locks;
+ * loop_acc_lock (a spinlock) only guards the list of accepted loopback
+ * ends.
  */
 #include <linux/kthread.h>
 #include <linux/slab.h>
@@ -537,7 +526,8 @@ static int conn_setup(struct rdma_conn *x)
 	if (ret)
 		return ret;
 	x->qp = x->id->qp;
-	for (i = 0; i < RDMA_RECVS; i++) {
+	/* the loopback pair carries no SEND: no receive buffers */
+	for (i = 0; i < RDMA_RECVS && !x->loop_end; i++) {
 		struct rdma_rbuf *r = &x->rbufs[i];
 
 		buf = alloc_pages_exact(RDMA_MSG_MAX, GFP_KERNEL | __GFP_NOWARN);
@@ -1077,6 +1067,7 @@ static int on_loop_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	x->id = id;
 	id->context = x;
 	x->peer_ip = c->peers[c->self].addr.sin_addr.s_addr;
+	x->loop_end = true;
 	x->loop_attempt = le64_to_cpu(d->attempt);
 	rdma_set_ack_timeout(id, RDMA_ACK_TIMEOUT);
 	ret = conn_setup(x);
@@ -1155,6 +1146,7 @@ static int loop_dial(struct odsm_cluster *c)
 	x = conn_alloc(c, c->self, true);
 	if (!x)
 		return -ENOMEM;
+	x->loop_end = true;
 	ret = dial_prepare(c, x, c->peers[c->self].addr, &p);
 	if (ret)
 		goto err;

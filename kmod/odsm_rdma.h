@@ -132,7 +132,8 @@ struct rdma_conn {
 	struct rdma_wait reg_wait;
 	struct xarray regs;		/* our block (gaddr >> 16) -> reg */
 	u32 nr_regs;			/* under reg_lock */
-	/* the loopback pair's accepted end (odsm_rdma.c) */
+	/* an end of the loopback pair (odsm_rdma.c); the accepted one */
+	bool loop_end;
 	struct list_head loop_node;
 	u64 loop_attempt;
 };

@@ -346,7 +346,8 @@ static int set_onesided(bool on)
  * the block's next object reach that object (the home kept the pinned
  * pages, zeroed, instead of freeing them), with no new MAP.  The home's
  * store serves the same bytes to a READ request.  Each node works in the
- * next node's partition, where nobody else allocates meanwhile.
+ * next node's partition, where nobody else allocates meanwhile (it holds
+ * all of it for a while: the next test waits at a barrier).
  */
 TEST_F_TIMEOUT(cl, onesided_reuse, 300)
 {
@@ -420,6 +421,8 @@ TEST_F_TIMEOUT(cl, onesided_reuse, 300)
 		EXPECT_EQ(0, odsm_free(keep[i]));
 	free(keep);
 	EXPECT_EQ(0, odsm_free(cg2));
+	/* the partitions are whole again before the next test allocates */
+	ASSERT_EQ(0, c_barrier(0, B_RW_REUSE_DONE, C.nodes, 300));
 }
 
 /* Objects allocated in every peer's partition, used and freed. */
