@@ -1108,6 +1108,7 @@ int odsm_cluster_join(const struct odsm_join *j,
 	c->ops = ops;
 	c->heartbeat_ms = j->heartbeat_ms ? j->heartbeat_ms : 200;
 	c->timeout_ms = j->timeout_ms ? j->timeout_ms : 2000;
+	c->nic_atomics = READ_ONCE(odsm_nic_atomics);
 	c->incarnation = get_random_u64();
 	c->peers = peers;
 	c->hmac = hmac;

@@ -111,6 +111,7 @@ struct odsm_cluster {
 	const struct odsm_transport_ops *ops;
 	u32 self, nr_nodes;
 	u32 heartbeat_ms, timeout_ms;
+	bool nic_atomics;		/* odsm_nic_atomics when joining */
 	u64 incarnation;		/* this module instance */
 	struct crypto_shash *hmac;	/* hmac(sha256) keyed with the secret */
 	struct odsm_peer *peers;	/* nr_nodes, self's slot included */
@@ -241,6 +242,7 @@ int odsm_nic_atomic_here(u64 addr, u32 op, u64 operand, u64 compare,
 /* Is the cluster joined over RDMA? */
 bool odsm_cluster_is_rdma(void);
 extern bool odsm_onesided;	/* module parameter: use one-sided RDMA */
+extern bool odsm_nic_atomics;	/* module parameter: use device atomics */
 long odsm_ioc_rw(void __user *arg, bool write);
 /*
  * Copy len (<= ODSM_WIRE_MAX_DATA) bytes between buf and [addr, addr + len)

@@ -155,10 +155,15 @@ static inline void rdma_fail(struct rdma_conn *x)
 void odsm_rdma_wr_done(struct ib_cq *cq, struct ib_wc *wc);
 void odsm_rdma_regs_free(struct rdma_conn *x);
 
-/* Do the device's RDMA atomics work at all (atomic to each other)? */
+/*
+ * Does this node use the device's RDMA atomics (atomic to each other, at
+ * least)?  Not on a device without them, nor when the cluster was joined
+ * with nic_atomics=N: then flagged atomics are requests to the home's CPU.
+ */
 static inline bool odsm_rdma_dev_atomics(struct ib_device *dev)
 {
-	return dev->attrs.atomic_cap != IB_ATOMIC_NONE;
+	return READ_ONCE(odsm_cluster.nic_atomics) &&
+	       dev->attrs.atomic_cap != IB_ATOMIC_NONE;
 }
 
 /*

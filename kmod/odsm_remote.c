@@ -183,6 +183,10 @@ bool odsm_onesided = true;
 module_param_named(onesided, odsm_onesided, bool, 0644);
 MODULE_PARM_DESC(onesided, "Read and write peers' memory with one-sided RDMA over the RDMA transport (default: on)");
 
+bool odsm_nic_atomics = true;
+module_param_named(nic_atomics, odsm_nic_atomics, bool, 0644);
+MODULE_PARM_DESC(nic_atomics, "Use the RDMA device's atomics for ODSM_ATOMIC_F_NIC words (one-sided from peers, loopback at home); N: the home's CPU runs them all, as on a device without atomics. Read at join (default: on)");
+
 unsigned int odsm_premap_blocks = 256;
 module_param_named(premap_blocks, odsm_premap_blocks, uint, 0644);
 MODULE_PARM_DESC(premap_blocks, "Blocks holding objects that a new RDMA connection registers for its peer up front, keys sent unasked (0: none; at most 4096; default 256)");

@@ -3,8 +3,9 @@
  * After every node left the cluster (odsmctl leave) and joined it again:
  * the peers are up, the objects of every partition are still there (a
  * leave frees nothing), and remote reads, atomics, allocations and frees
- * work over the new connections, and over RDMA the peers sent the keys of
- * their objects' blocks when connecting.  The scenario runs it with
+ * work over the new connections, over RDMA the peers sent the keys of
+ * their objects' blocks when connecting, and with nic_atomics=N flagged
+ * atomics fall back to requests.  The scenario runs it with
  * ODSM_REJOINED=1 after the re-join; without it every test SKIPs.
  */
 #include "odsm_cluster.h"
@@ -82,6 +83,49 @@ TEST_F_TIMEOUT(cl, keys_at_connect, 120)
 		EXPECT_EQ(0ULL, c_stat("keys_sent"));
 		EXPECT_EQ(0ULL, c_stat("keys_received"));
 	}
+}
+
+/* Is the module parameter nic_atomics on? */
+static bool nic_atomics_on(void)
+{
+	FILE *f = fopen("/sys/module/odsm/parameters/nic_atomics", "r");
+	int ch = 0;
+
+	if (f) {
+		ch = fgetc(f);
+		fclose(f);
+	}
+	return ch == 'Y';
+}
+
+#define NIC_ADDS	200
+
+/*
+ * The scenario re-joined with nic_atomics=N, as on a device without RDMA
+ * atomics: ODSM_ATOMIC_F_NIC atomics fall back to ATOMIC requests, node
+ * 0's CPU runs them all (none one-sided, none through a loopback pair),
+ * and the total is exact.
+ */
+TEST_F_TIMEOUT(cl, nic_atomics_fall_back, 180)
+{
+	uint64_t os0, lp0, rq0, old, v;
+	unsigned int i;
+
+	REJOIN_BEGIN();
+	ASSERT_FALSE(nic_atomics_on());
+	ASSERT_EQ(0, c_dir_wait(0, 120));
+	os0 = c_stat("onesided_atomics");
+	lp0 = c_stat("loop_atomics");
+	rq0 = c_stat("remote_atomics");
+	for (i = 0; i < NIC_ADDS; i++)
+		ASSERT_EQ(0, odsm_fetch_add_nic(c_word(0, W_REJOIN_NIC), 1, &old));
+	EXPECT_EQ(0ULL, c_stat("onesided_atomics") - os0);
+	EXPECT_EQ(0ULL, c_stat("loop_atomics") - lp0);
+	EXPECT_EQ(C.self ? (uint64_t)NIC_ADDS : 0ULL,
+		  c_stat("remote_atomics") - rq0);
+	ASSERT_EQ(0, c_barrier(0, B_REJOIN_NIC, C.nodes, 180));
+	ASSERT_EQ(0, c_get(0, W_REJOIN_NIC, &v));
+	EXPECT_EQ((uint64_t)C.nodes * NIC_ADDS, v);
 }
 
 TEST_F_TIMEOUT(cl, peers_and_objects_back, 180)

@@ -78,6 +78,7 @@ enum {
 	W_AT_NIC_COUNT,		/* the same three for ODSM_ATOMIC_F_NIC */
 	W_AT_NIC_CAS,
 	W_AT_NIC_BITMAP,
+	W_REJOIN_NIC = 30,	/* cluster_rejoin_test: F_NIC fetch-adds */
 	/* cluster_badmsg_test: handshakes between node 0 and node 1 */
 	W_BAD_READY = 32,	/* node 0: 1 + bad_msgs before the first case */
 	W_BAD_SENT,		/* node 1: number of the last case sent */
@@ -102,6 +103,7 @@ enum {
 	B_DOWN_END = 16,
 	B_AT_NIC_ADD_GO = 17, B_AT_NIC_COUNTED, B_AT_NIC_CAS_GO, B_AT_NIC_CAS,
 	B_RW_REUSE_DONE = 21,
+	B_REJOIN_NIC = 27,
 	B_REJOIN_END = 28,
 };
 

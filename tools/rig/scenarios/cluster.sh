@@ -6,9 +6,10 @@
 # checks that a second join is refused, waits until it sees every
 # peer up, and runs the multi-node kselftest programs (/rig/bin/cluster_*_test,
 # selftests/cluster/) on every node at once, with a rig barrier between
-# programs.  Then every node leaves the cluster, joins it again and runs
-# cluster_rejoin_test (the objects outlive the leave, the new connections
-# work), and the module is unloaded.  Fails if any program fails.
+# programs.  Then every node leaves the cluster, joins it again (with the
+# module parameter nic_atomics=N, as on a device without RDMA atomics) and
+# runs cluster_rejoin_test (the objects outlive the leave, the new
+# connections work), and the module is unloaded.  Fails if any program fails.
 #
 # With rig.down=K, node K powers itself off (poweroff -f: no goodbye on the
 # wire) once the programs are done; the survivors run cluster_down_test
@@ -225,6 +226,9 @@ else
 	barrier || fail "barrier after the mismatched keys"
 	shift 8
 	set -- --transport "$transport" --node-id "$rig_node" --nodes "$addrs" --key-file "$KEY" "$@"
+	# the re-joined cluster runs as on a device without RDMA atomics:
+	# cluster_rejoin_test checks the two-sided fallback of F_NIC atomics
+	echo N >/sys/module/odsm/parameters/nic_atomics
 	join "$@"
 	barrier || fail "barrier after joining again"
 	if [ -x /rig/bin/cluster_rejoin_test ]; then
