@@ -428,7 +428,7 @@ int odsm_rdma_loop_atomic(u64 addr, u32 op, u64 operand, u64 compare,
 			  u64 *old)
 {
 	u64 blk = addr & ~(u64)(ODSM_WIRE_MAP_LEN - 1);
-	struct odsm_wire_map_reply r = { .gaddr = blk };
+	struct odsm_wire_map_reply r = { .gaddr = blk, .len = ODSM_WIRE_MAP_LEN };
 	struct rdma_loop lp;
 	int ret;
 

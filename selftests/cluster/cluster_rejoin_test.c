@@ -85,19 +85,6 @@ TEST_F_TIMEOUT(cl, keys_at_connect, 120)
 	}
 }
 
-/* Is the module parameter nic_atomics on? */
-static bool nic_atomics_on(void)
-{
-	FILE *f = fopen("/sys/module/odsm/parameters/nic_atomics", "r");
-	int ch = 0;
-
-	if (f) {
-		ch = fgetc(f);
-		fclose(f);
-	}
-	return ch == 'Y';
-}
-
 #define NIC_ADDS	200
 
 /*
@@ -112,7 +99,7 @@ TEST_F_TIMEOUT(cl, nic_atomics_fall_back, 180)
 	unsigned int i;
 
 	REJOIN_BEGIN();
-	ASSERT_FALSE(nic_atomics_on());
+	ASSERT_FALSE(c_param_on("nic_atomics"));
 	ASSERT_EQ(0, c_dir_wait(0, 120));
 	os0 = c_stat("onesided_atomics");
 	lp0 = c_stat("loop_atomics");

@@ -216,14 +216,7 @@ TEST_F_TIMEOUT(cl, remote_write, 300)
 /* Is one-sided RDMA turned on (the module parameter onesided)? */
 static bool onesided_on(void)
 {
-	FILE *f = fopen("/sys/module/odsm/parameters/onesided", "r");
-	int ch = 0;
-
-	if (f) {
-		ch = fgetc(f);
-		fclose(f);
-	}
-	return ch == 'Y';
+	return c_param_on("onesided");
 }
 
 /*

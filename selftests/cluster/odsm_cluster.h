@@ -309,6 +309,22 @@ static C_UNUSED int c_setup(void)
 	return C.transport != 0;
 }
 
+/* Is the odsm module's boolean parameter name on (Y)? */
+static C_UNUSED bool c_param_on(const char *name)
+{
+	char path[128];
+	FILE *f;
+	int ch = 0;
+
+	snprintf(path, sizeof(path), "/sys/module/odsm/parameters/%s", name);
+	f = fopen(path, "r");
+	if (f) {
+		ch = fgetc(f);
+		fclose(f);
+	}
+	return ch == 'Y';
+}
+
 /* The state of every node as this one sees it; 0 or -errno. */
 static C_UNUSED int c_states(unsigned int *state, unsigned int nr)
 {
