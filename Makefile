@@ -159,7 +159,8 @@ $(BUILD)/tests/lib/%: selftests/lib/%.c $(wildcard selftests/lib/*.h) $(LIB_SRC)
 		-fno-sanitize-recover=all -pthread -Dioctl=fake_ioctl \
 		-Wl,--wrap=odsm__check -o $@ $< $(LIB_SRC)
 
-$(BUILD)/tests/vm/%: selftests/vm/%.c $(wildcard selftests/vm/*.h) $(LIB_A) $(LIB_HDR) \
+$(BUILD)/tests/vm/%: selftests/vm/%.c $(wildcard selftests/vm/*.h) selftests/lib/check_capture.h \
+		$(LIB_A) $(LIB_HDR) \
 		$(KSFT)/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -I$(KSFT) -static -pthread -o $@ $< $(LIB_A)

@@ -30,9 +30,8 @@
  * 1's directory (node 0's ids are taken by the other programs; node 1's
  * are used only by cluster_down_test's 16, when node 1 hosts it).
  */
-#include <pthread.h>
 #include <sys/wait.h>
-#include "odsm_cluster.h"
+#include "under_fire.h"
 
 #define SECS		180
 #define W_BR		480
@@ -315,197 +314,35 @@ TEST(foreign_copy_word)
 
 /* ---- owner writes under fire ------------------------------------------- */
 
-#define NR_OBJ		2
-#define WRITES		10	/* per node; node 0 (owner writes) twice that */
-#define READS		20	/* per reader thread */
-#define READERS		2	/* per node */
-#define PAYLOAD		(KiB(1) - 16)
-
-struct vobj {
-	uint64_t version;
-	uint8_t payload[PAYLOAD];
-	uint64_t sum;
+static struct fire owner_fire = {
+	.name = "owner_writes_under_fire",
+	.nr_obj = 2,
+	.writes = 10,		/* per node; node 0 (owner writes) twice that */
+	.reads = 20,		/* per reader thread */
+	.readers = 2,		/* per node */
+	.owner_writes = true,
+	.keep_ext = true,
 };
-
-static uint64_t f_table, f_locks, f_done;
-static int f_errors;
-
-static uint64_t vsum(const struct vobj *o)
-{
-	uint64_t h = o->version * 0x9e3779b97f4a7c15ULL;
-	unsigned int i;
-
-	for (i = 0; i < PAYLOAD; i++)
-		h = (h ^ o->payload[i]) * 0x100000001b3ULL;
-	return h;
-}
-
-static void vfill(struct vobj *o, uint64_t version)
-{
-	unsigned int i;
-
-	o->version = version;
-	for (i = 0; i < PAYLOAD; i++)
-		o->payload[i] = (uint8_t)(version * 13 + i * 5 + 3);
-	o->sum = vsum(o);
-}
-
-static void ffail(const char *what, unsigned int i, uint64_t a, uint64_t b)
-{
-	fprintf(stderr, "# owner_writes_under_fire: node %u object %u: %s (%llu, %llu)\n",
-		C.self, i, what, (unsigned long long)a, (unsigned long long)b);
-	__atomic_add_fetch(&f_errors, 1, __ATOMIC_RELAXED);
-}
-
-/* a readers-writer lock in a word of node 0: -1 a writer, n > 0 readers */
-static void flock(unsigned int i, bool write)
-{
-	uint64_t word = f_locks + 8 * i, old = 0, want;
-
-	for (;;) {
-		if (odsm_cmp_swap(word, 0, 0, &old)) {
-			c_sleep_ms(10);
-			continue;
-		}
-		if (write ? old != 0 : old == (uint64_t)-1) {
-			c_sleep_ms(1);
-			continue;
-		}
-		want = write ? (uint64_t)-1 : old + 1;
-		if (!odsm_cmp_swap(word, old, want, &old) &&
-		    old == (write ? 0 : want - 1))
-			return;
-	}
-}
-
-static void funlock(unsigned int i, bool write)
-{
-	if (write)
-		odsm_cmp_swap(f_locks + 8 * i, (uint64_t)-1, 0, NULL);
-	else
-		odsm_fetch_add(f_locks + 8 * i, (uint64_t)-1, NULL);
-}
-
-static void *fwriter(void *arg)
-{
-	unsigned int n, i, seed = (unsigned int)(uintptr_t)arg;
-	odsm_box *tab = odsm_ptr(f_table);
-	struct vobj *o;
-	odsm_mut m;
-	void *w;
-	int ret;
-
-	for (n = 0; n < (C.self ? WRITES : 2 * WRITES); n++) {
-		seed = seed * 1103515245 + 12345;
-		i = (seed >> 16) % NR_OBJ;
-		c_sleep_ms(3);		/* let readers in between */
-		flock(i, true);
-		if (C.self == 0)	/* the table is here: write through it */
-			ret = odsm_box_write(&tab[i], &w);
-		else
-			ret = odsm_borrow_mut_at(f_table + 16 * i, &m, &w);
-		if (ret) {
-			ffail("write access", i, (uint64_t)-ret, 0);
-			funlock(i, true);
-			continue;
-		}
-		o = w;
-		if (o->sum != vsum(o))
-			ffail("writer found a torn object", i, o->version, 0);
-		vfill(o, o->version + 1);
-		if (C.self != 0 && (ret = odsm_return_mut(&m)))
-			ffail("return of the mutable borrow", i, (uint64_t)-ret, 0);
-		if (odsm_write(f_done + 8 * i, &o->version, 8))
-			ffail("publish version", i, o->version, 0);
-		funlock(i, true);
-	}
-	return NULL;
-}
-
-static void *freader(void *arg)
-{
-	unsigned int n, i, seed = (unsigned int)(uintptr_t)arg;
-	const struct vobj *o;
-	uint64_t before;
-	const void *p;
-	odsm_box b;
-	odsm_ref r;
-	int ret;
-
-	for (n = 0; n < READS; n++) {
-		seed = seed * 1103515245 + 12345;
-		i = (seed >> 16) % NR_OBJ;
-		if (odsm_read(f_done + 8 * i, &before, 8)) {
-			ffail("read version", i, 0, 0);
-			continue;
-		}
-		flock(i, false);
-		ret = odsm_read(f_table + 16 * i, &b, sizeof(b));
-		if (!ret)
-			ret = odsm_borrow(&b, &r, &p);
-		if (ret) {
-			ffail("shared borrow", i, (uint64_t)-ret, 0);
-			funlock(i, false);
-			continue;
-		}
-		o = p;
-		if (o->sum != vsum(o))
-			ffail("torn read", i, o->version, 0);
-		if (o->version < before)
-			ffail("stale read", i, o->version, before);
-		odsm_return(&r);
-		funlock(i, false);
-	}
-	return NULL;
-}
 
 TEST(owner_writes_under_fire)
 {
-	pthread_t th[1 + READERS];
-	unsigned int i, k, seed;
+	struct fire *f = &owner_fire;
 	odsm_box *tab;
-	uint64_t v;
+	unsigned int i;
 
 	C_BEGIN();
-	if (C.self == 0) {
-		ASSERT_EQ(0, odsm_alloc(16 * NR_OBJ, 16, ODSM_ALLOC_ZERO, &f_table));
-		ASSERT_EQ(0, odsm_alloc(8 * NR_OBJ, 8, ODSM_ALLOC_ZERO, &f_locks));
-		ASSERT_EQ(0, odsm_alloc(8 * NR_OBJ, 8, ODSM_ALLOC_ZERO, &f_done));
-		tab = odsm_ptr(f_table);
-		for (i = 0; i < NR_OBJ; i++) {
-			ASSERT_EQ(0, odsm_box_new(&tab[i], sizeof(struct vobj), 0));
-			vfill(odsm_ptr(tab[i].g), 0);
-		}
-		ASSERT_EQ(0, c_put(0, W_BR + 6, odsm_addr_of(f_table)));
-		ASSERT_EQ(0, c_put(0, W_BR + 7, odsm_addr_of(f_locks)));
-		ASSERT_EQ(0, c_put(0, W_BR + 8, odsm_addr_of(f_done)));
-	}
+	if (C.self == 0)
+		ASSERT_EQ(0, fire_setup(f, W_BR + 6));
 	ASSERT_EQ(0, step(15));
-	ASSERT_EQ(0, c_get(0, W_BR + 6, &f_table));
-	ASSERT_EQ(0, c_get(0, W_BR + 7, &f_locks));
-	ASSERT_EQ(0, c_get(0, W_BR + 8, &f_done));
-
-	seed = 7000 * (C.self + 1);
-	ASSERT_EQ(0, pthread_create(&th[0], NULL, fwriter, (void *)(uintptr_t)seed));
-	for (k = 1; k <= READERS; k++)
-		ASSERT_EQ(0, pthread_create(&th[k], NULL, freader,
-					    (void *)(uintptr_t)(seed + k)));
-	for (k = 0; k <= READERS; k++)
-		pthread_join(th[k], NULL);
-	EXPECT_EQ(0, f_errors);
+	ASSERT_EQ(0, fire_attach(f, W_BR + 6));
+	EXPECT_EQ(0, fire_run(f, 7000 * (C.self + 1)));
 	ASSERT_EQ(0, step(16));
 
-	if (C.self == 0) {	/* every write counted */
-		tab = odsm_ptr(f_table);
-		for (v = 0, i = 0; i < NR_OBJ; i++) {
-			struct vobj got;
-
-			ASSERT_EQ(0, odsm_read(tab[i].g, &got, sizeof(got)));
-			EXPECT_EQ(got.sum, vsum(&got));
-			v += got.version;
+	if (C.self == 0) {	/* every write counted, no box left borrowed */
+		EXPECT_EQ((int64_t)fire_total_writes(f), fire_versions(f));
+		tab = odsm_ptr(f->table);
+		for (i = 0; i < f->nr_obj; i++)
 			EXPECT_EQ(0ULL, tab[i].ext & ODSM_EXT_U);
-		}
-		EXPECT_EQ((uint64_t)WRITES * (C.nodes + 1), v);
 	}
 	ASSERT_EQ(0, step(17));
 }

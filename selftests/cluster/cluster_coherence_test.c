@@ -23,27 +23,12 @@
  *
  * Words of node 0's directory: 420 .. 479; barriers 44 .. 59.
  */
-#include <pthread.h>
-#include "odsm_cluster.h"
+#include "under_fire.h"
 
 #define SECS		180
 #define W_CO		420	/* 420 .. 427: objects and boxes of the small tests */
-#define W_TABLE		430	/* address of the owner table (under_fire) */
-#define W_LOCKS		431	/* address of the lock words */
-#define W_DONE		432	/* address of the completed-version words */
+#define W_FIRE		430	/* 430 .. 432: under_fire's table, locks, versions */
 #define B_CO		44
-
-#define NR_FIRE		4	/* objects under fire */
-#define FIRE_WRITES	12	/* per writer */
-#define FIRE_READS	16	/* per reader thread */
-#define FIRE_READERS	2	/* reader threads per node */
-#define FIRE_PAYLOAD	(KiB(2) - 16)
-
-struct fire_obj {
-	uint64_t version;
-	uint8_t payload[FIRE_PAYLOAD];
-	uint64_t sum;
-};
 
 static int step(struct __test_metadata *_metadata, unsigned int id)
 {
@@ -273,200 +258,27 @@ TEST(address_reuse)
 
 /* ---- under fire -------------------------------------------------------- */
 
-static uint64_t fire_table, fire_locks, fire_done;
-static int fire_errors;
-
-static uint64_t fire_sum(const struct fire_obj *o)
-{
-	uint64_t s = o->version * 0x9e3779b97f4a7c15ULL;
-	unsigned int i;
-
-	for (i = 0; i < FIRE_PAYLOAD; i++)
-		s = (s ^ o->payload[i]) * 0x100000001b3ULL;
-	return s;
-}
-
-static void fire_fill(struct fire_obj *o, uint64_t version)
-{
-	unsigned int i;
-
-	o->version = version;
-	for (i = 0; i < FIRE_PAYLOAD; i++)
-		o->payload[i] = (uint8_t)(version * 31 + i * 7);
-	o->sum = fire_sum(o);
-}
-
-static void fire_fail(const char *what, unsigned int obj, uint64_t a,
-		      uint64_t b)
-{
-	fprintf(stderr, "# under_fire: node %u object %u: %s (%llu, %llu)\n",
-		C.self, obj, what, (unsigned long long)a,
-		(unsigned long long)b);
-	__atomic_add_fetch(&fire_errors, 1, __ATOMIC_RELAXED);
-}
-
-/*
- * A readers-writer lock in a word of node 0: -1 held by a writer, n > 0 by
- * n readers.  Remote compare-and-swap only.
- */
-static void fire_lock(unsigned int i, bool write)
-{
-	uint64_t word = fire_locks + 8 * i, old = 0, want;
-	int ret;
-
-	for (;;) {
-		ret = odsm_cmp_swap(word, 0, 0, &old);	/* read it */
-		if (ret) {
-			fire_fail("lock read", i, (uint64_t)-ret, 0);
-			c_sleep_ms(10);
-			continue;
-		}
-		if (write ? old != 0 : old == (uint64_t)-1) {
-			c_sleep_ms(1);
-			continue;
-		}
-		want = write ? (uint64_t)-1 : old + 1;
-		if (!odsm_cmp_swap(word, old, want, &old) &&
-		    old == (write ? 0 : want - 1))
-			return;
-	}
-}
-
-static void fire_unlock(unsigned int i, bool write)
-{
-	uint64_t word = fire_locks + 8 * i;
-
-	if (write)
-		odsm_cmp_swap(word, (uint64_t)-1, 0, NULL);
-	else
-		odsm_fetch_add(word, (uint64_t)-1, NULL);
-}
-
-static void *fire_writer(void *arg)
-{
-	unsigned int n, i, seed = (unsigned int)(uintptr_t)arg;
-	struct fire_obj *o;
-	odsm_mut m;
-	void *w;
-	int ret;
-
-	for (n = 0; n < FIRE_WRITES; n++) {
-		seed = seed * 1103515245 + 12345;
-		i = (seed >> 16) % NR_FIRE;
-		fire_lock(i, true);
-		ret = odsm_borrow_mut_at(fire_table + 16 * i, &m, &w);
-		if (ret) {
-			fire_fail("mutable borrow", i, (uint64_t)-ret, 0);
-			fire_unlock(i, true);
-			continue;
-		}
-		o = w;
-		if (o->sum != fire_sum(o))
-			fire_fail("writer found a torn object", i, o->version, 0);
-		fire_fill(o, o->version + 1);
-		ret = odsm_return_mut(&m);
-		if (ret)
-			fire_fail("return of the mutable borrow", i, (uint64_t)-ret, 0);
-		/* the last completed write of object i */
-		if (odsm_write(fire_done + 8 * i, &o->version, 8))
-			fire_fail("publish version", i, o->version, 0);
-		fire_unlock(i, true);
-	}
-	return NULL;
-}
-
-static void *fire_reader(void *arg)
-{
-	unsigned int n, i, seed = (unsigned int)(uintptr_t)arg;
-	const struct fire_obj *o;
-	uint64_t before;
-	const void *p;
-	odsm_box b;
-	odsm_ref r;
-	int ret;
-
-	for (n = 0; n < FIRE_READS; n++) {
-		seed = seed * 1103515245 + 12345;
-		i = (seed >> 16) % NR_FIRE;
-		/* the last write completed before this borrow */
-		if (odsm_read(fire_done + 8 * i, &before, 8)) {
-			fire_fail("read version", i, 0, 0);
-			continue;
-		}
-		fire_lock(i, false);
-		ret = odsm_read(fire_table + 16 * i, &b, sizeof(b));
-		b.ext = 0;
-		if (!ret)
-			ret = odsm_borrow(&b, &r, &p);
-		if (ret) {
-			fire_fail("shared borrow", i, (uint64_t)-ret, 0);
-			fire_unlock(i, false);
-			continue;
-		}
-		o = p;
-		if (o->sum != fire_sum(o))
-			fire_fail("torn read", i, o->version, 0);
-		if (o->version < before)
-			fire_fail("stale read", i, o->version, before);
-		odsm_return(&r);
-		fire_unlock(i, false);
-	}
-	return NULL;
-}
+static struct fire fire = {
+	.name = "under_fire",
+	.nr_obj = 4,
+	.writes = 12,		/* per node */
+	.reads = 16,		/* per reader thread */
+	.readers = 2,		/* per node */
+};
 
 TEST(under_fire)
 {
-	pthread_t th[1 + FIRE_READERS];
-	unsigned int i, k, seed;
-	struct fire_obj *o;
-	odsm_box *tab;
-	uint64_t v;
-
 	C_BEGIN();
-	if (C.self == 0) {
-		ASSERT_EQ(0, odsm_alloc(16 * NR_FIRE, 16, ODSM_ALLOC_ZERO, &fire_table));
-		ASSERT_EQ(0, odsm_alloc(8 * NR_FIRE, 8, ODSM_ALLOC_ZERO, &fire_locks));
-		ASSERT_EQ(0, odsm_alloc(8 * NR_FIRE, 8, ODSM_ALLOC_ZERO, &fire_done));
-		tab = odsm_ptr(fire_table);
-		for (i = 0; i < NR_FIRE; i++) {
-			ASSERT_EQ(0, odsm_box_new(&tab[i], sizeof(*o), 0));
-			fire_fill(odsm_ptr(tab[i].g), 0);
-		}
-		ASSERT_EQ(0, c_put(0, W_TABLE, odsm_addr_of(fire_table)));
-		ASSERT_EQ(0, c_put(0, W_LOCKS, odsm_addr_of(fire_locks)));
-		ASSERT_EQ(0, c_put(0, W_DONE, odsm_addr_of(fire_done)));
-	}
+	if (C.self == 0)
+		ASSERT_EQ(0, fire_setup(&fire, W_FIRE));
 	ASSERT_EQ(0, step(_metadata, 13));
-	ASSERT_EQ(0, c_get(0, W_TABLE, &fire_table));
-	ASSERT_EQ(0, c_get(0, W_LOCKS, &fire_locks));
-	ASSERT_EQ(0, c_get(0, W_DONE, &fire_done));
-	fire_table = odsm_addr_of(fire_table);
-	fire_locks = odsm_addr_of(fire_locks);
-	fire_done = odsm_addr_of(fire_done);
-
-	seed = 1000 * (C.self + 1);
-	ASSERT_EQ(0, pthread_create(&th[0], NULL, fire_writer,
-				    (void *)(uintptr_t)seed));
-	for (k = 1; k <= FIRE_READERS; k++)
-		ASSERT_EQ(0, pthread_create(&th[k], NULL, fire_reader,
-					    (void *)(uintptr_t)(seed + k)));
-	for (k = 0; k <= FIRE_READERS; k++)
-		pthread_join(th[k], NULL);
-	EXPECT_EQ(0, fire_errors);
+	ASSERT_EQ(0, fire_attach(&fire, W_FIRE));
+	EXPECT_EQ(0, fire_run(&fire, 1000 * (C.self + 1)));
 	ASSERT_EQ(0, step(_metadata, 14));
 
 	/* every write counted: the versions add up to the writes made */
-	if (C.self == 0) {
-		tab = odsm_ptr(fire_table);
-		for (v = 0, i = 0; i < NR_FIRE; i++) {
-			struct fire_obj got;
-
-			ASSERT_EQ(0, odsm_read(tab[i].g, &got, sizeof(got)));
-			EXPECT_EQ(got.sum, fire_sum(&got));
-			v += got.version;
-		}
-		EXPECT_EQ((uint64_t)FIRE_WRITES * C.nodes, v);
-	}
+	if (C.self == 0)
+		EXPECT_EQ((int64_t)fire_total_writes(&fire), fire_versions(&fire));
 	ASSERT_EQ(0, step(_metadata, 15));
 }
 

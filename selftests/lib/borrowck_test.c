@@ -8,11 +8,9 @@
  * reports nothing and counts exactly.
  */
 #define ODSM_CHECK
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include "ksft_host.h"
 #include "fake_odsm.h"
+#include "check_capture.h"
 
 #define SZ	128
 
@@ -24,14 +22,6 @@ FIXTURE(ck) {
 	uint64_t v0;
 };
 
-static uint64_t violations(void)
-{
-	struct odsm_lib_stats st;
-
-	odsm_lib_stats(&st);
-	return st.violations;
-}
-
 FIXTURE_SETUP(ck)
 {
 	fk_init();
@@ -39,49 +29,15 @@ FIXTURE_SETUP(ck)
 	self->b.ext = 0;
 	self->rb.g = fk_new_obj(1, SZ, 2);
 	self->rb.ext = 0;
-	self->err = tmpfile();
-	ASSERT_NE(NULL, self->err);
-	fflush(stderr);
-	self->saved = dup(2);
-	ASSERT_LE(0, self->saved);
-	ASSERT_EQ(2, dup2(fileno(self->err), 2));
+	ASSERT_EQ(0, ck_capture_start(&self->err, &self->saved));
 	self->v0 = violations();
 }
 
 FIXTURE_TEARDOWN(ck)
 {
-	fflush(stderr);
-	dup2(self->saved, 2);
-	close(self->saved);
-	fclose(self->err);
+	ck_capture_stop(self->err, self->saved);
 	fk_fini();
 }
-
-/* what the checker printed since the last call */
-static const char *printed(FILE *f)
-{
-	static char buf[4096];
-	size_t n;
-
-	fflush(stderr);
-	fseek(f, 0, SEEK_SET);
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = 0;
-	if (ftruncate(fileno(f), 0))
-		buf[0] = 0;
-	fseek(f, 0, SEEK_SET);
-	return buf;
-}
-
-/* one report: "odsm: borrow check: <op> of object 0x<addr>: <why>" */
-#define EXPECT_REPORT(op, g, why) do {					\
-	char __want[256];						\
-	const char *__m = printed(self->err);				\
-	snprintf(__want, sizeof(__want),				\
-		 "odsm: borrow check: %s of object 0x%llx: %s\n", op,	\
-		 (unsigned long long)odsm_addr_of(g), why);		\
-	EXPECT_STREQ(__want, __m);					\
-} while (0)
 
 TEST_F(ck, correct_use_reports_nothing)
 {
@@ -308,24 +264,7 @@ TEST_F(ck, a_borrow_that_failed_is_not_out)
 
 TEST_F(ck, abort_on_request)
 {
-	const void *p;
-	int status;
-	odsm_ref r;
-	pid_t pid;
-
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		setenv("ODSM_CHECK_ABORT", "1", 1);
-		if (odsm_borrow(&self->b, &r, &p) || odsm_return(&r))
-			_exit(2);
-		odsm_return(&r);	/* double: aborts */
-		_exit(3);
-	}
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	EXPECT_TRUE(WIFSIGNALED(status));
-	EXPECT_EQ(SIGABRT, WTERMSIG(status));
-	EXPECT_NE(NULL, strstr(printed(self->err), "return of object"));
+	ck_expect_abort(_metadata, &self->b, self->err);
 }
 
 /* ---- threads --------------------------------------------------------------- */

@@ -7,9 +7,8 @@
  * untouched.
  */
 #define ODSM_CHECK
-#include <signal.h>
-#include <sys/wait.h>
 #include "odsm_vm.h"
+#include "../lib/check_capture.h"
 
 FIXTURE(chk) {
 	odsm_box b;
@@ -21,57 +20,15 @@ FIXTURE_SETUP(chk)
 {
 	ASSERT_EQ(0, odsm_init());
 	ASSERT_EQ(0, odsm_box_new(&self->b, 256, ODSM_ALLOC_ZERO));
-	self->err = tmpfile();
-	ASSERT_NE(NULL, self->err);
-	fflush(stderr);
-	self->saved = dup(2);
-	ASSERT_LE(0, self->saved);
-	ASSERT_EQ(2, dup2(fileno(self->err), 2));
+	ASSERT_EQ(0, ck_capture_start(&self->err, &self->saved));
 }
 
 FIXTURE_TEARDOWN(chk)
 {
-	fflush(stderr);
-	dup2(self->saved, 2);
-	close(self->saved);
-	fclose(self->err);
+	ck_capture_stop(self->err, self->saved);
 	odsm_box_drop(&self->b);
 	odsm_fini();
 }
-
-/* What the checker printed since the last call, as one string. */
-static const char *printed(FILE *f)
-{
-	static char buf[4096];
-	size_t n;
-
-	fflush(stderr);
-	fseek(f, 0, SEEK_SET);
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = 0;
-	ftruncate(fileno(f), 0);
-	fseek(f, 0, SEEK_SET);
-	return buf;
-}
-
-static uint64_t violations(void)
-{
-	struct odsm_lib_stats st;
-
-	odsm_lib_stats(&st);
-	return st.violations;
-}
-
-/* the message names the operation, the object and what was wrong */
-#define EXPECT_REPORT(f, op, why) do { \
-	const char *__m = printed(f); \
-	char __a[64]; \
-	snprintf(__a, sizeof(__a), "0x%llx", \
-		 (unsigned long long)odsm_addr_of(self->b.g)); \
-	EXPECT_NE(NULL, strstr(__m, "odsm: borrow check: " op)) TH_LOG("%s", __m); \
-	EXPECT_NE(NULL, strstr(__m, why)) TH_LOG("%s", __m); \
-	EXPECT_NE(NULL, strstr(__m, __a)) TH_LOG("%s", __m); \
-} while (0)
 
 TEST_F(chk, correct_use_passes)
 {
@@ -116,11 +73,11 @@ TEST_F(chk, mutable_borrow_while_shared_out)
 	ASSERT_EQ(0, odsm_borrow(&self->b, &r, &p));
 	EXPECT_EQ(-ENOTRECOVERABLE, odsm_borrow_mut(&self->b, &m, &w));
 	EXPECT_EQ(NULL, w);	/* a failed borrow gives no pointer */
-	EXPECT_REPORT(self->err, "mutable borrow", "1 shared and 0 mutable borrows of it are out");
+	EXPECT_REPORT("mutable borrow", self->b.g, "1 shared and 0 mutable borrows of it are out");
 	EXPECT_EQ(v + 1, violations());
 	/* and an owner write */
 	EXPECT_EQ(-ENOTRECOVERABLE, odsm_box_write(&self->b, &w));
-	EXPECT_REPORT(self->err, "owner write", "1 shared and 0 mutable borrows of it are out");
+	EXPECT_REPORT("owner write", self->b.g, "1 shared and 0 mutable borrows of it are out");
 	EXPECT_EQ(0, odsm_return(&r));
 	/* with the borrow returned, both are fine */
 	ASSERT_EQ(0, odsm_borrow_mut(&self->b, &m, &w));
@@ -138,7 +95,7 @@ TEST_F(chk, shared_borrow_while_mutable_out)
 
 	ASSERT_EQ(0, odsm_borrow_mut(&self->b, &m, &w));
 	EXPECT_EQ(-ENOTRECOVERABLE, odsm_borrow(&self->b, &r, &p));
-	EXPECT_REPORT(self->err, "shared borrow", "a mutable borrow of it is out");
+	EXPECT_REPORT("shared borrow", self->b.g, "a mutable borrow of it is out");
 	EXPECT_EQ(0, odsm_return_mut(&m));
 }
 
@@ -152,7 +109,7 @@ TEST_F(chk, write_through_mut_while_reborrowed)
 	ASSERT_EQ(0, odsm_borrow_mut(&self->b, &m, &w));
 	ASSERT_EQ(0, odsm_borrow_from_mut(&m, &rr, &p));
 	EXPECT_EQ(-ENOTRECOVERABLE, odsm_mut_get(&m, &w));
-	EXPECT_REPORT(self->err, "use of a mutable borrow", "a shared reborrow of it is out");
+	EXPECT_REPORT("use of a mutable borrow", self->b.g, "a shared reborrow of it is out");
 	EXPECT_EQ(0, odsm_return(&rr));
 	EXPECT_EQ(0, odsm_mut_get(&m, &w));
 	EXPECT_EQ(0, odsm_return_mut(&m));
@@ -170,14 +127,14 @@ TEST_F(chk, use_after_return)
 	copy = r;	/* a second, unchecked borrow: kept for later */
 	EXPECT_EQ(0, odsm_return(&r));
 	EXPECT_EQ(-ENOTRECOVERABLE, odsm_ref_get(&copy, &p));
-	EXPECT_REPORT(self->err, "use of a shared borrow", "no such borrow is out (never taken, or it failed)");
+	EXPECT_REPORT("use of a shared borrow", self->b.g, "no such borrow is out (never taken, or it failed)");
 	ASSERT_EQ(0, odsm_borrow_mut(&self->b, &m, &w));
 	EXPECT_EQ(0, odsm_return_mut(&m));
 	EXPECT_EQ(-ENOTRECOVERABLE, odsm_mut_get(&m, &w));
 	/* a returned borrow is empty, but the report names its object */
-	EXPECT_REPORT(self->err, "use of a mutable borrow", "the borrow was already returned");
+	EXPECT_REPORT("use of a mutable borrow", self->b.g, "the borrow was already returned");
 	EXPECT_EQ(-ENOTRECOVERABLE, odsm_ref_get(&r, &p));
-	EXPECT_REPORT(self->err, "use of a shared borrow", "the borrow was already returned");
+	EXPECT_REPORT("use of a shared borrow", self->b.g, "the borrow was already returned");
 	EXPECT_EQ(v + 3, violations());
 }
 
@@ -192,11 +149,11 @@ TEST_F(chk, double_return)
 	ASSERT_EQ(0, odsm_borrow(&self->b, &r, &p));
 	EXPECT_EQ(0, odsm_return(&r));
 	EXPECT_EQ(-ENOTRECOVERABLE, odsm_return(&r));
-	EXPECT_REPORT(self->err, "return", "returned twice");
+	EXPECT_REPORT("return", self->b.g, "returned twice");
 	ASSERT_EQ(0, odsm_borrow_mut(&self->b, &m, &w));
 	EXPECT_EQ(0, odsm_return_mut(&m));
 	EXPECT_EQ(-ENOTRECOVERABLE, odsm_return_mut(&m));
-	EXPECT_REPORT(self->err, "return of a mutable borrow", "returned twice");
+	EXPECT_REPORT("return of a mutable borrow", self->b.g, "returned twice");
 	EXPECT_EQ(v + 2, violations());
 }
 
@@ -211,14 +168,14 @@ TEST_F(chk, owner_read_transfer_drop_while_borrowed)
 
 	ASSERT_EQ(0, odsm_borrow_mut(&self->b, &m, &w));
 	EXPECT_EQ(-ENOTRECOVERABLE, odsm_box_read(&self->b, &p));
-	EXPECT_REPORT(self->err, "owner read", "a mutable borrow of it is out");
+	EXPECT_REPORT("owner read", self->b.g, "a mutable borrow of it is out");
 	EXPECT_EQ(0, odsm_return_mut(&m));
 	ASSERT_EQ(0, odsm_borrow(&self->b, &r, &p));
 	odsm_box_transfer(&d, &self->b);
-	EXPECT_REPORT(self->err, "ownership transfer", "1 shared and 0 mutable borrows of it are out");
+	EXPECT_REPORT("ownership transfer", self->b.g, "1 shared and 0 mutable borrows of it are out");
 	EXPECT_EQ(0ULL, d.g);		/* nothing moved */
 	EXPECT_EQ(-ENOTRECOVERABLE, odsm_box_drop(&self->b));
-	EXPECT_REPORT(self->err, "owner drop", "1 shared and 0 mutable borrows of it are out");
+	EXPECT_REPORT("owner drop", self->b.g, "1 shared and 0 mutable borrows of it are out");
 	EXPECT_EQ(0, odsm_return(&r));
 	EXPECT_EQ(v + 3, violations());
 }
@@ -249,23 +206,7 @@ TEST_F(chk, failed_borrow_is_not_out)
 /* ODSM_CHECK_ABORT: the first misuse aborts the program */
 TEST_F(chk, abort_on_request)
 {
-	const void *p;
-	int status;
-	odsm_ref r;
-	pid_t pid;
-
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		setenv("ODSM_CHECK_ABORT", "1", 1);
-		if (odsm_borrow(&self->b, &r, &p) || odsm_return(&r))
-			_exit(2);
-		odsm_return(&r);	/* double: aborts */
-		_exit(3);
-	}
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	EXPECT_TRUE(WIFSIGNALED(status));
-	EXPECT_EQ(SIGABRT, WTERMSIG(status));
+	ck_expect_abort(_metadata, &self->b, self->err);
 }
 
 TEST_HARNESS_MAIN

@@ -75,19 +75,23 @@ static void free_obj(unsigned long long cg)
 	ioctl(fd, ODSM_IOC_FREE, &f);
 }
 
-/* Median latency in µs of n runs of one read or write of len bytes. */
-static double rw_median(unsigned long long ga, void *buf, size_t len,
-			unsigned long cmd, int n)
+/* Median latency in µs of n calls of ioctl(fd, cmd, arg). */
+static double ioctl_median(unsigned long cmd, void *arg, const char *what,
+			   int n)
 {
-	struct odsm_rw r = { .gaddr = ga, .buf = (unsigned long)buf, .len = len };
 	double *t = calloc(n, sizeof(*t)), m;
 	int i;
 
+	if (!t) {
+		fprintf(stderr, "odsm-rbench: out of memory\n");
+		exit(1);
+	}
 	for (i = 0; i < n; i++) {
 		double t0 = now_us();
 
-		if (ioctl(fd, cmd, &r)) {
-			fprintf(stderr, "odsm-rbench: rw: %s\n", strerror(errno));
+		if (ioctl(fd, cmd, arg)) {
+			fprintf(stderr, "odsm-rbench: %s: %s\n", what,
+				strerror(errno));
 			exit(1);
 		}
 		t[i] = now_us() - t0;
@@ -98,27 +102,22 @@ static double rw_median(unsigned long long ga, void *buf, size_t len,
 	return m;
 }
 
+/* one read or write of len bytes */
+static double rw_median(unsigned long long ga, void *buf, size_t len,
+			unsigned long cmd, int n)
+{
+	struct odsm_rw r = { .gaddr = ga, .buf = (unsigned long)buf, .len = len };
+
+	return ioctl_median(cmd, &r, "rw", n);
+}
+
 /* fetch-adds of 1 on ga, with flags (0 or ODSM_ATOMIC_F_NIC) */
 static double atomic_median(unsigned long long ga, unsigned int flags, int n)
 {
 	struct odsm_atomic a = { .gaddr = ga, .op = ODSM_ATOMIC_FETCH_ADD,
 				 .flags = flags, .operand = 1 };
-	double *t = calloc(n, sizeof(*t)), m;
-	int i;
 
-	for (i = 0; i < n; i++) {
-		double t0 = now_us();
-
-		if (ioctl(fd, ODSM_IOC_ATOMIC, &a)) {
-			fprintf(stderr, "odsm-rbench: atomic: %s\n", strerror(errno));
-			exit(1);
-		}
-		t[i] = now_us() - t0;
-	}
-	qsort(t, n, sizeof(*t), cmp_double);
-	m = t[n / 2];
-	free(t);
-	return m;
+	return ioctl_median(ODSM_IOC_ATOMIC, &a, "atomic", n);
 }
 
 static void run(const char *where, unsigned int node, int iters)
