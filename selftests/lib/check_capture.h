@@ -7,8 +7,8 @@
  *
  * The checker writes to stderr, so a fixture points fd 2 at a temporary
  * file for the test (ck_capture_start) and reads back what was printed
- * since the last look (printed); a fixture must name them self->err and
- * self->saved for EXPECT_REPORT.
+ * since the last look (printed); EXPECT_REPORT reads the fixture's
+ * self->err.
  */
 #ifndef _ODSM_CHECK_CAPTURE_H
 #define _ODSM_CHECK_CAPTURE_H
