@@ -7,7 +7,7 @@
 #   3+ nodes: one vde_switch on a UNIX socket directory
 #
 # Usage: run.sh [-k KVER] [-n NODES] -s SCENARIO [-i INITRD] [-t TIMEOUT_S]
-#               [-m MEM] [-c SMP] [-l LOGDIR] [-a "kernel args"] [-B]
+#               [-m MEM] [-c SMP] [-l LOGDIR] [-a "kernel args"] [-v] [-B]
 #   -k KVER      kernel to boot (default: kernels.sh --newest)
 #   -n NODES     number of guests, 1..8 (default 1)
 #   -s SCENARIO  runs /rig/scenarios/SCENARIO.sh in every guest
@@ -18,7 +18,16 @@
 #   -l LOGDIR    serial logs go to LOGDIR/SCENARIO-KVER-nodeK.log (default logs/
 #                next to this script)
 #   -a ARGS      extra kernel command line, e.g. "rig.size=4096 loglevel=7"
-#                (rig.NAME=VALUE becomes $rig_NAME in the scenario)
+#                (rig.NAME=VALUE becomes $rig_NAME in the scenario).  A value
+#                with blanks goes in double quotes, which the kernel and the
+#                guest's /init strip: -a 'rig.args="-n 3 -x"' gives
+#                rig_args='-n 3 -x'.  A value cannot hold a double quote.
+#   -v           verbose: echo every line the guests print (their console:
+#                scenario output, kernel messages) as it comes, "[nodeK] "
+#                before each line when NODES > 1.  Also RIG_VERBOSE=1.
+#                By default only markers (RIG_*, ODSM_*) and TAP lines are
+#                echoed, once the guests are done; the full serial logs are
+#                always in LOGDIR, and their paths are printed at the end
 #   -B           boot the bzImage /boot/vmlinuz-KVER as is.  By default the ELF
 #                kernel inside it (cached in out/) is started at its PVH entry:
 #                no decompression under TCG, 1-4 s faster per guest
@@ -29,15 +38,17 @@ set -euo pipefail
 
 RIG=$(cd "$(dirname "$0")" && pwd)
 KVER="" NODES=1 SCEN="" INITRD="" TIMEOUT=300 MEM=512M SMP=1 LOGDIR=$RIG/logs EXTRA="" BZIMAGE=0
+VERBOSE=0
+case ${RIG_VERBOSE:-0} in 0 | "") ;; *) VERBOSE=1 ;; esac
 # kernel problems: any of these in a log fails the guest
 PROBLEMS='WARNING:|BUG:|Oops|general protection fault|Kernel panic|KASAN|UBSAN|possible circular locking|possible recursive locking|inconsistent lock state|INFO: task .* blocked for more than|hung_task|soft lockup|rcu_sched self-detected stall|rcu: INFO|Call Trace:'
 # lines echoed to the terminal: markers and TAP
 SHOW='^TAP version|^(\[ *[0-9]+\.[0-9]+\] )?(ODSM_|RIG_)|^[[:space:]]*(not )?ok [0-9]+|^[[:space:]]*# |^[[:space:]]*1\.\.[0-9]+$'
 
-usage() { sed -n '2,28s/^# \{0,1\}//p' "$0"; exit "${1:-2}"; }
+usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit "${1:-2}"; }
 die() { echo "run.sh: $*" >&2; exit 2; }
 
-while getopts "k:n:s:i:t:m:c:l:a:Bh" opt; do
+while getopts "k:n:s:i:t:m:c:l:a:vBh" opt; do
 	case $opt in
 	k) KVER=$OPTARG ;;
 	n) NODES=$OPTARG ;;
@@ -48,6 +59,7 @@ while getopts "k:n:s:i:t:m:c:l:a:Bh" opt; do
 	c) SMP=$OPTARG ;;
 	l) LOGDIR=$OPTARG ;;
 	a) EXTRA=$OPTARG ;;
+	v) VERBOSE=1 ;;
 	B) BZIMAGE=1 ;;
 	h) usage 0 ;;
 	*) usage ;;
@@ -62,14 +74,19 @@ done
 [ -e "/boot/vmlinuz-$KVER" ] || die "no /boot/vmlinuz-$KVER"
 [ -n "$INITRD" ] || [ -f "$RIG/scenarios/$SCEN.sh" ] || die "no scenario $RIG/scenarios/$SCEN.sh"
 [ "$NODES" -lt 3 ] || command -v vde_switch >/dev/null || die "vde_switch missing (package vde2)"
+# an unbalanced " would make the kernel (and /init) take the rest of the
+# command line as one value
+quotes=${EXTRA//[^\"]/}
+[ $((${#quotes} % 2)) = 0 ] || die "-a: unbalanced double quote in '$EXTRA'"
 mkdir -p "$LOGDIR"
+LOGDIR=$(cd "$LOGDIR" && pwd)
 
 RUN=$(mktemp -d "${TMPDIR:-/tmp}/rig-run.XXXXXX")
-PIDS=()
+PIDS=() FOLLOWS=()
 cleanup() {
 	local p
 	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}" "${FOLLOWS[@]}"; do wait "$p" 2>/dev/null || true; done
 	[ -f "$RUN/vde.pid" ] && kill "$(cat "$RUN/vde.pid")" 2>/dev/null
 	rm -rf "$RUN"
 }
@@ -130,12 +147,24 @@ netdev_of() {
 # cluster_key): fresh per run, the same for every guest
 RIGKEY=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 
+# -v: copy guest K's log to stdout as it grows, each line cleaned as judge()
+# cleans it, until its QEMU (PID) has exited and been reaped
+follow() { # K PID
+	local pfx=""
+	[ "$NODES" = 1 ] || pfx="[node$1] "
+	tail -n +1 -s 0.2 -f --pid="$2" "$(log_of "$1")" 2>/dev/null |
+		awk -v p="$pfx" '{ gsub(/\r/, ""); gsub(/\033\[[0-9;?]*[A-Za-z]/, ""); gsub(/\033c/, "")
+			print p $0; fflush() }' &
+	FOLLOWS+=($!)
+}
+
 boot() { # K: start guest K in the background
 	local k=$1 peers="" j
 	for ((j = 0; j < NODES; j++)); do
 		[ "$j" = "$k" ] || peers=${peers:+$peers,}$(ip_of "$j")
 	done
 	rm -f "$(log_of "$k")"
+	: >"$(log_of "$k")"	# for follow(): exists before QEMU writes
 	timeout -k 5 "$TIMEOUT" qemu-system-x86_64 -accel tcg -M pc -cpu max -smp "$SMP" -m "$MEM" \
 		-nographic -no-reboot \
 		-netdev "$(netdev_of "$k")" \
@@ -144,6 +173,7 @@ boot() { # K: start guest K in the background
 		-append "console=ttyS0 panic=-1 oops=panic loglevel=4 rig.scenario=$SCEN rig.node=$k rig.nodes=$NODES rig.ip=$(ip_of "$k")/24 rig.peers=$peers rig.key=$RIGKEY $EXTRA" \
 		</dev/null >"$(log_of "$k")" 2>&1 &
 	PIDS+=($!)
+	[ "$VERBOSE" = 0 ] || follow "$k" "$!"
 }
 
 wait_for_socket() { # PATH: QEMU/vde_switch listening on it
@@ -173,13 +203,17 @@ for p in "${PIDS[@]}"; do
 done
 PIDS=()
 wall=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+# the followers end once tail sees their QEMU gone (within 0.2 s)
+for p in "${FOLLOWS[@]}"; do wait "$p" || true; done
+FOLLOWS=()
 
-# Judge guest K; prints its markers and, on failure, why
+# Judge guest K; prints its markers (unless -v showed every line already)
+# and, on failure, why
 judge() {
 	local k=$1 rc=$2 log text sre bad=""
 	log=$(log_of "$k")
 	text=$(tr -d '\r' <"$log" | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g')
-	grep -E "$SHOW" <<<"$text" | sed "s/^/[node$k] /" || true
+	[ "$VERBOSE" = 1 ] || grep -E "$SHOW" <<<"$text" | sed "s/^/[node$k] /" || true
 	sre=${SCEN//./\\.}
 	if grep -qE "$PROBLEMS" <<<"$text"; then
 		bad="kernel problem: $(grep -m 1 -E "$PROBLEMS" <<<"$text")"
@@ -197,6 +231,9 @@ judge() {
 result=PASS
 for ((k = 0; k < NODES; k++)); do
 	judge "$k" "${RCS[$k]}" || result=FAIL
+done
+for ((k = 0; k < NODES; k++)); do
+	echo "[node$k] serial log: $(log_of "$k")"
 done
 echo "rig: $SCEN N=$NODES kver=$KVER $result wall=${wall}s"
 [ "$result" = PASS ]

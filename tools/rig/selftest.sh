@@ -2,7 +2,10 @@
 # Self-test of the rig itself.  For every kernel of kernels.sh (or each -k):
 # build the rig_warn module (selftest/) and an initramfs with it, then check
 # that smoke and rxe-ping on 1, 2 and 3 nodes pass, and that fail-warn (a real
-# WARN) and fail-panic (a kernel crash) are judged FAIL.
+# WARN) and fail-panic (a kernel crash) are judged FAIL.  The smoke runs also
+# check that a quoted rig.echo="..." value with blanks reaches the guest
+# intact, that run.sh prints only markers by default and every guest line
+# with -v, and that it names the serial log.
 #
 # Usage: selftest.sh [-k KVER]...     Exit status 0 iff every check held.
 set -euo pipefail
@@ -12,12 +15,13 @@ KVERS=()
 while getopts "k:h" opt; do
 	case $opt in
 	k) KVERS+=("$OPTARG") ;;
-	*) sed -n '2,7s/^# \{0,1\}//p' "$0"; exit 2 ;;
+	*) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 2 ;;
 	esac
 done
 [ ${#KVERS[@]} -gt 0 ] || mapfile -t KVERS < <("$RIG/kernels.sh")
 T=$(mktemp -d "${TMPDIR:-/tmp}/rig-selftest.XXXXXX")
 trap 'rm -rf "$T"' EXIT
+unset RIG_VERBOSE	# the checks below expect run.sh's default output
 
 bad=0
 expect() { # pass|problem RUN.SH-ARGS...: run.sh must pass, or fail on a kernel problem
@@ -33,6 +37,32 @@ expect() { # pass|problem RUN.SH-ARGS...: run.sh must pass, or fail on a kernel 
 		bad=1
 	fi
 }
+check() { # WHAT COMMAND...: COMMAND must succeed on the last run ($T/out)
+	local what=$1
+	shift
+	if "$@"; then
+		echo "ok   $what"
+	else
+		echo "BAD  $what"
+		cat "$T/out"
+		bad=1
+	fi
+}
+# shellcheck disable=SC2317 # has, lacks, logged: called by check
+{
+has() { grep -qxF -- "$1" "$T/out"; }	# LINE: the last run printed LINE
+lacks() { ! grep -qF -- "$1" "$T/out"; }	# TEXT: no line of it holds TEXT
+logged() { # LINE: the serial log run.sh named has LINE
+	local log
+	log=$(sed -n 's/^\[node0\] serial log: //p' "$T/out")
+	[ -f "$log" ] && tr -d '\r' <"$log" | grep -qxF -- "$1"
+}
+}
+
+# a value with blanks (two in a row), =, quote, $ and a glob character,
+# then one more argument: both must reach the guest as they are
+val="a  b=c 'd' \$HOME *"
+echo_args=(-a "rig.echo=\"$val\" rig.echo2=end")
 
 for k in "${KVERS[@]}"; do
 	mkdir "$T/$k"
@@ -43,7 +73,12 @@ for k in "${KVERS[@]}"; do
 	}
 	"$RIG/mkinitramfs.sh" -k "$k" -x "$T/$k/rig_warn.ko" -o "$T/$k.cpio" >/dev/null
 	run=(-k "$k" -i "$T/$k.cpio" -t 120)
-	expect pass "${run[@]}" -s smoke
+	expect pass "${run[@]}" -s smoke "${echo_args[@]}"
+	check "rig.echo=\"$val\": the guest got it intact" has "[node0] RIG_MARK echo [$val] [end]"
+	check "default output: markers only, not the guest's plain lines" lacks "smoke: echo"
+	check "the serial log named at the end, with every line" logged "smoke: echo [$val] [end]"
+	expect pass "${run[@]}" -s smoke "${echo_args[@]}" -v
+	check "run.sh -v: a plain line of the guest shown" has "smoke: echo [$val] [end]"
 	# RIG_SELFTEST_NODES=1 (make check): rping between guests is flaky
 	# under a loaded TCG host; the cluster suites cover multi-guest RDMA
 	for n in $(seq 1 "${RIG_SELFTEST_NODES:-3}"); do
