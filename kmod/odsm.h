@@ -74,6 +74,10 @@ int odsm_heap_obj_info(struct odsm_heap *h, u64 cgaddr,
 u32 odsm_heap_backed_blocks(struct odsm_heap *h, u64 *out, u32 max);
 int odsm_heap_fetch(struct odsm_heap *h, u64 cgaddr, u64 offset, void *buf,
 		    u32 len, u64 *size, u16 *color, u32 *got);
+/* The live object at cgaddr, of at least its color: -ESTALE, -EINVAL. */
+int odsm_heap_object(struct odsm_heap *h, u64 cgaddr, struct odsm_objinfo *oi);
+#define ODSM_BOX_SIZE	16	/* an owner box: { colored address, ext } */
+int odsm_heap_owner_rw(struct odsm_heap *h, u64 addr, void *box, bool write);
 
 /* odsm_store.c: the node-local page store behind the partition */
 extern const struct vm_operations_struct odsm_vm_ops;
@@ -83,7 +87,8 @@ void odsm_store_release(struct odsm_heap *h, u64 addr, u64 len);
 int odsm_store_discard(struct odsm_heap *h, u64 addr, u64 len);
 int odsm_store_fill_locked(struct odsm_heap *h, u64 addr, const void *buf,
 			   u64 len);
-int odsm_store_read_locked(struct odsm_heap *h, u64 addr, void *buf, u64 len);
+int odsm_store_rw_locked(struct odsm_heap *h, u64 addr, void *buf, u64 len,
+			 bool write);
 int odsm_store_rw(struct odsm_heap *h, u64 addr, void *buf, u64 len,
 		  bool write);
 int odsm_store_check(struct odsm_heap *h, u64 addr, u64 len);

@@ -100,16 +100,14 @@ static int home_of_object(u64 cg, bool *local)
 }
 
 /*
- * A borrow of a local object: where it is and its size.  -EINVAL unless
- * cg is the start of a live object with a color it may carry.
+ * A borrow of a local object: where it is and its size.  -ESTALE for an
+ * object that is gone, -EINVAL where none starts.
  */
 static int local_object(u64 cg, u64 *addr, u64 *size)
 {
 	struct odsm_objinfo oi;
-	int ret = odsm_heap_obj_info(&odsm_heap, cg, &oi);
+	int ret = odsm_heap_object(&odsm_heap, cg, &oi);
 
-	if (!ret && odsm_color(cg) < oi.color)
-		ret = -EINVAL;
 	if (ret)
 		return ret;
 	*addr = oi.addr;
@@ -255,31 +253,60 @@ long odsm_ioc_borrow_mut(struct odsm_fref *f, void __user *arg)
 	return copy_to_user(arg, &m, sizeof(m)) ? -EFAULT : 0;
 }
 
-long odsm_ioc_write_back(void __user *arg)
+/* ---- owner boxes inside objects ------------------------------------------ */
+
+/*
+ * Read or write the owner box at the global address owner, at its home,
+ * under the rule of uapi/linux/odsm.h ("Owner boxes inside objects"): the
+ * home refuses (-EBUSY) a box in an object it has handed copies of.  Never
+ * one-sided: the check and the access must be one step at the home.
+ */
+static int owner_rw(u64 owner, u64 *box, bool write)
 {
 	const struct odsm_geom *g = &odsm_heap.geom;
+	u32 node;
+
+	if (owner % ODSM_BOX_SIZE || !odsm_in_heap(g, owner) ||
+	    odsm_heap_end(g) - owner < ODSM_BOX_SIZE)
+		return -EINVAL;
+	node = odsm_node_of(g, owner);
+	if (node == g->node_id)
+		return odsm_heap_owner_rw(&odsm_heap, owner, box, write);
+	if (!READ_ONCE(odsm_cluster.joined))
+		return -EINVAL;
+	return odsm_remote_owner_rw(node, owner, box, write);
+}
+
+static long ioc_owner(void __user *arg, bool write)
+{
 	struct odsm_write_back w;
 	u64 box[2];
-	u32 node;
 	int ret;
 
 	if (copy_from_user(&w, arg, sizeof(w)))
 		return -EFAULT;
-	if (!odsm_reserved_zero(w.reserved, ARRAY_SIZE(w.reserved)) ||
-	    w.owner % 16 || !odsm_in_heap(g, w.owner) ||
-	    odsm_heap_end(g) - w.owner < sizeof(box))
+	if (!odsm_reserved_zero(w.reserved, ARRAY_SIZE(w.reserved)))
 		return -EINVAL;
 	box[0] = w.g;
 	box[1] = w.ext;
-	node = odsm_node_of(g, w.owner);
-	if (node == g->node_id)
-		ret = odsm_store_rw(&odsm_heap, w.owner, box, sizeof(box),
-				    true);
-	else if (!READ_ONCE(odsm_cluster.joined))
-		ret = -EINVAL;
-	else
-		ret = odsm_remote_rw(node, w.owner, box, sizeof(box), true);
-	if (!ret)
+	ret = owner_rw(w.owner, box, write);
+	if (ret)
+		return ret;
+	if (write) {
 		odsm_stat_inc(ODSM_STAT_writebacks);
-	return ret;
+		return 0;
+	}
+	w.g = box[0];
+	w.ext = box[1];
+	return copy_to_user(arg, &w, sizeof(w)) ? -EFAULT : 0;
+}
+
+long odsm_ioc_write_back(void __user *arg)
+{
+	return ioc_owner(arg, true);
+}
+
+long odsm_ioc_read_owner(void __user *arg)
+{
+	return ioc_owner(arg, false);
 }

@@ -73,6 +73,9 @@ static struct {
 					 * that are copies, not objects
 					 */
 	struct list_head doomed;	/* left the cache, slot not freed yet */
+	atomic64_t nr_slots;		/* slots allocated for copies and not
+					 * freed yet (indexed, orphans, doomed)
+					 */
 	struct work_struct reaper;
 #ifdef ODSM_HAVE_SHRINKER_ALLOC
 	struct shrinker *shrinker;
@@ -219,6 +222,7 @@ static void reap(void)
 	list_for_each_entry_safe(e, tmp, &list, doomed) {
 		list_del(&e->doomed);
 		odsm_heap_free(&odsm_heap, e->local_cg);
+		atomic64_dec(&cache.nr_slots);
 		kref_put(&e->kref, entry_free);
 	}
 }
@@ -470,6 +474,7 @@ static int insert_locked(struct odsm_fref *f, struct odsm_centry *e)
 	}
 	e->cn.refs = 1;
 	odsm_cindex_insert(&cache.ci, &e->cn);
+	atomic64_inc(&cache.nr_slots);
 	return 0;
 
 err_lazy:
@@ -593,6 +598,7 @@ int odsm_cache_take(struct odsm_fref *f, u64 cg, bool held, u64 *local_cg,
 	odsm_cindex_remove(&cache.ci, &e->cn);
 	xa_erase(&cache.ids, e->id);
 	xa_erase(&cache.slots, slot_index(slot_addr(e)));
+	atomic64_dec(&cache.nr_slots);
 	*local_cg = e->local_cg;
 	*size = e->size;
 	kref_put(&e->kref, entry_free);
@@ -698,6 +704,31 @@ u64 odsm_cache_entries(void)
 	v = cache.ci.entries;
 	mutex_unlock(&cache.lock);
 	return v;
+}
+
+u64 odsm_cache_copies(void)
+{
+	return atomic64_read(&cache.nr_slots);
+}
+
+long odsm_ioc_drop_copies(void __user *arg)
+{
+	struct odsm_drop_copies d;
+	u64 before;
+
+	if (copy_from_user(&d, arg, sizeof(d)))
+		return -EFAULT;
+	if (!odsm_reserved_zero(d.reserved, ARRAY_SIZE(d.reserved)))
+		return -EINVAL;
+	mutex_lock(&cache.lock);
+	before = cache.ci.entries;
+	trim_locked(0);
+	d.kept = cache.ci.entries;
+	mutex_unlock(&cache.lock);
+	reap();
+	d.dropped = before - d.kept;
+	odsm_stat_add(ODSM_STAT_copies_dropped, d.dropped);
+	return copy_to_user(arg, &d, sizeof(d)) ? -EFAULT : 0;
 }
 
 u64 odsm_cache_bytes(void)

@@ -73,6 +73,8 @@ bool odsm_cache_lazy_block(u64 addr);
 /* Gauges */
 u64 odsm_cache_entries(void);
 u64 odsm_cache_bytes(void);
+/* Slots of the partition that hold copies (not objects of programs). */
+u64 odsm_cache_copies(void);
 
 /*
  * One FETCH: up to len bytes of the object at cg from offset into buf.
@@ -88,6 +90,8 @@ long odsm_ioc_borrow(struct odsm_fref *f, void __user *arg);
 long odsm_ioc_return(struct odsm_fref *f, void __user *arg);
 long odsm_ioc_borrow_mut(struct odsm_fref *f, void __user *arg);
 long odsm_ioc_write_back(void __user *arg);
+long odsm_ioc_read_owner(void __user *arg);
+long odsm_ioc_drop_copies(void __user *arg);
 /* Wait for the frees of moved originals queued so far. */
 void odsm_borrow_flush(void);
 

@@ -250,6 +250,10 @@ long odsm_ioc_rw(void __user *arg, bool write);
  * between nodes: the coherence protocol (odsm_borrow.c) uses it too.
  */
 int odsm_remote_rw(u32 node, u64 addr, void *buf, u32 len, bool write);
+/* The owner box at addr of node's partition, read or written at the home
+ * with ODSM_WIRE_RW_OWNER (see odsm_heap_owner_rw()).
+ */
+int odsm_remote_owner_rw(u32 node, u64 addr, void *box, bool write);
 long odsm_ioc_atomic(void __user *arg);
 int odsm_remote_alloc(u32 node, u64 size, u32 align, u32 flags, u64 *cg,
 		      u64 *usable);

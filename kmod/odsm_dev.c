@@ -360,6 +360,12 @@ static long odsm_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	case ODSM_IOC_WRITE_BACK:
 		ret = odsm_ioc_write_back(uarg);
 		break;
+	case ODSM_IOC_READ_OWNER:
+		ret = odsm_ioc_read_owner(uarg);
+		break;
+	case ODSM_IOC_DROP_COPIES:
+		ret = odsm_ioc_drop_copies(uarg);
+		break;
 	case ODSM_IOC_JOIN:
 		ret = ioc_join(uarg);
 		break;

@@ -103,6 +103,37 @@ int odsm_heap_alloc(struct odsm_heap *h, u64 size, u32 align, u32 flags,
 	return ret;
 }
 
+/*
+ * The live object that starts at cgaddr, with a color it may carry.
+ * -ESTALE for a colored address of an object that is gone (moved or
+ * freed: the address's colors have passed it), -EINVAL for an address
+ * where no object starts.  Caller holds h->lock.
+ */
+static int object_at(struct odsm_heap *h, u64 cgaddr, struct odsm_objinfo *oi)
+{
+	int ret;
+
+	lockdep_assert_held(&h->lock);
+	ret = odsm_palloc_lookup(&h->pa, cgaddr, oi);
+	if (!ret && odsm_color(cgaddr) < oi->color)
+		ret = -EINVAL;
+	if (ret && odsm_palloc_stale(&h->pa, cgaddr)) {
+		odsm_stat_inc(ODSM_STAT_stale_refused);
+		ret = -ESTALE;
+	}
+	return ret;
+}
+
+int odsm_heap_object(struct odsm_heap *h, u64 cgaddr, struct odsm_objinfo *oi)
+{
+	int ret;
+
+	mutex_lock(&h->lock);
+	ret = object_at(h, cgaddr, oi);
+	mutex_unlock(&h->lock);
+	return ret;
+}
+
 int odsm_heap_free(struct odsm_heap *h, u64 cgaddr)
 {
 	struct odsm_release rel;
@@ -110,16 +141,19 @@ int odsm_heap_free(struct odsm_heap *h, u64 cgaddr)
 	int ret;
 
 	mutex_lock(&h->lock);
-	ret = odsm_palloc_lookup(&h->pa, cgaddr, &oi);
+	ret = object_at(h, cgaddr, &oi);
 	if (!ret)
 		ret = odsm_palloc_free(&h->pa, cgaddr, &rel);
 	mutex_unlock(&h->lock);
 
 	if (ret) {
 		odsm_stat_inc(ODSM_STAT_bad_frees);
-		pr_notice_ratelimited("odsm: %s[%d]: free of 0x%llx refused: not a live object of node %u\n",
+		pr_notice_ratelimited("odsm: %s[%d]: free of 0x%llx refused: %s of node %u\n",
 				      current->comm, task_pid_nr(current),
-				      cgaddr, h->geom.node_id);
+				      cgaddr, ret == -ESTALE ?
+				      "an object already freed or moved" :
+				      "not a live object",
+				      h->geom.node_id);
 		return ret;
 	}
 	odsm_stat_inc(ODSM_STAT_frees);
@@ -136,11 +170,9 @@ int odsm_heap_move(struct odsm_heap *h, u64 cgaddr, u64 *new_cgaddr)
 	int ret;
 
 	mutex_lock(&h->lock);
-	ret = odsm_palloc_lookup(&h->pa, cgaddr, &oi);
-	if (ret || odsm_color(cgaddr) < oi.color) {
-		ret = -EINVAL;
+	ret = object_at(h, cgaddr, &oi);
+	if (ret)
 		goto unlock;
-	}
 	ret = odsm_palloc_alloc(&h->pa, oi.size, 0, new_cgaddr, &usable);
 	if (ret)
 		goto unlock;
@@ -168,6 +200,9 @@ int odsm_heap_obj_info(struct odsm_heap *h, u64 cgaddr,
 
 	mutex_lock(&h->lock);
 	ret = odsm_palloc_lookup(&h->pa, cgaddr, oi);
+	/* none there now: gone, if cgaddr named one that lived there */
+	if (ret && odsm_palloc_stale(&h->pa, cgaddr))
+		ret = -ESTALE;
 	mutex_unlock(&h->lock);
 	return ret;
 }
@@ -177,7 +212,8 @@ int odsm_heap_obj_info(struct odsm_heap *h, u64 cgaddr,
  * starts at cgaddr, clipped to its end, read under the same lock as the
  * lookup so a concurrent free cannot hand the bytes of another object.  A
  * color older than the object's allocation color is a stale pointer to an
- * earlier object at that address: -EINVAL.
+ * earlier object at that address: -ESTALE.  The object is marked copied
+ * (odsm_palloc_set_copied): the peer may cache what it got.
  */
 int odsm_heap_fetch(struct odsm_heap *h, u64 cgaddr, u64 offset, void *buf,
 		    u32 len, u64 *size, u16 *color, u32 *got)
@@ -187,15 +223,17 @@ int odsm_heap_fetch(struct odsm_heap *h, u64 cgaddr, u64 offset, void *buf,
 	int ret;
 
 	mutex_lock(&h->lock);
-	ret = odsm_palloc_lookup(&h->pa, cgaddr, &oi);
-	if (!ret && (odsm_color(cgaddr) < oi.color || offset > oi.size))
+	ret = object_at(h, cgaddr, &oi);
+	if (!ret && offset > oi.size)
 		ret = -EINVAL;
 	if (!ret) {
 		n = min_t(u64, len, oi.size - offset);
 		if (n)
-			ret = odsm_store_read_locked(h, oi.addr + offset, buf,
-						     n);
+			ret = odsm_store_rw_locked(h, oi.addr + offset, buf,
+						   n, false);
 	}
+	if (!ret)
+		odsm_palloc_set_copied(&h->pa, oi.addr);
 	mutex_unlock(&h->lock);
 	if (ret)
 		return ret;
@@ -203,6 +241,36 @@ int odsm_heap_fetch(struct odsm_heap *h, u64 cgaddr, u64 offset, void *buf,
 	*color = oi.color;
 	*got = n;
 	return 0;
+}
+
+/*
+ * Read or write the owner box (ODSM_WIRE_BOX_SIZE bytes, 16-aligned) at
+ * addr of this partition, inside a live object, atomically with the check
+ * that no peer has been handed a copy of that object: a box changed in an
+ * object whose copies live on elsewhere would be read stale through them
+ * (the ownership rule, design.rst).  -EBUSY for such an object, -EINVAL
+ * for a box that is not inside one live object.  What the owner of a box
+ * inside an object may do without borrowing the object mutably.
+ */
+int odsm_heap_owner_rw(struct odsm_heap *h, u64 addr, void *box, bool write)
+{
+	struct odsm_objinfo oi;
+	int ret;
+
+	if (addr % ODSM_BOX_SIZE)
+		return -EINVAL;
+	mutex_lock(&h->lock);
+	ret = odsm_palloc_containing(&h->pa, addr, &oi);
+	if (!ret && oi.addr + oi.usable - addr < ODSM_BOX_SIZE)
+		ret = -EINVAL;
+	if (!ret && oi.copied)
+		ret = -EBUSY;
+	if (!ret)
+		ret = odsm_store_rw_locked(h, addr, box, ODSM_BOX_SIZE, write);
+	mutex_unlock(&h->lock);
+	if (ret == -EBUSY)
+		odsm_stat_inc(ODSM_STAT_owner_refused);
+	return ret;
 }
 
 /*

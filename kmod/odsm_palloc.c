@@ -137,7 +137,7 @@ static struct odsm_slab *slab_new(u32 nr_slots, u32 floor)
 	size_t gen_bytes = ((size_t)nr_slots * sizeof(u16) + sizeof(long) - 1) &
 			   ~(sizeof(long) - 1);
 	size_t bytes = sizeof(struct odsm_slab) + gen_bytes +
-		       2 * words * sizeof(long);
+		       3 * words * sizeof(long);
 	struct odsm_slab *s = odsm_zalloc_array(1, bytes);
 	u32 i;
 
@@ -146,6 +146,7 @@ static struct odsm_slab *slab_new(u32 nr_slots, u32 floor)
 	s->nr_slots = nr_slots;
 	s->live = (unsigned long *)((char *)s->gen + gen_bytes);
 	s->retired = s->live + words;
+	s->copied = s->retired + words;
 	for (i = 0; i < nr_slots; i++)
 		s->gen[i] = (u16)floor;
 	return s;
@@ -213,6 +214,7 @@ static int slab_alloc(struct odsm_palloc *pa, int cls, u64 *cgaddr)
 	if (i == s->nr_slots)
 		return -ENOMEM;
 	bit_set(s->live, slot);
+	bit_clear(s->copied, slot);
 	s->used++;
 	s->hint = (slot + 1) % s->nr_slots;
 	if (s->used == s->nr_slots)
@@ -262,6 +264,7 @@ int odsm_palloc_alloc(struct odsm_palloc *pa, u64 size, u32 align,
 	blk->nr = nr;
 	blk->size = size;
 	blk->color = (u16)color;
+	blk->copied = 0;
 	for (i = 1; i < nr; i++)
 		pa->blocks[first + i].kind = ODSM_BLK_TAIL;
 	pa->free_blocks -= nr;
@@ -296,6 +299,7 @@ static int slab_free(struct odsm_palloc *pa, u32 b, u64 off, u16 color,
 
 	pa->objects--;
 	pa->bytes -= cs;
+	bit_clear(s->copied, slot);
 	if (color == ODSM_COLOR_MAX) {
 		/* every color used at this address: never reuse it (the slot
 		 * stays counted in used, so the slab is never freed either)
@@ -354,6 +358,7 @@ int odsm_palloc_free(struct odsm_palloc *pa, u64 cgaddr,
 		t->nr = 0;
 		t->size = 0;
 		t->color = 0;
+		t->copied = 0;
 		if (color == ODSM_COLOR_MAX) {
 			t->kind = ODSM_BLK_RETIRED;
 			t->floor = ODSM_COLOR_RETIRED;
@@ -392,6 +397,7 @@ int odsm_palloc_lookup(const struct odsm_palloc *pa, u64 cgaddr,
 		oi->size = cs;
 		oi->usable = cs;
 		oi->color = s->gen[slot];
+		oi->copied = bit_test(s->copied, slot);
 		return 0;
 	}
 	if (blk->kind != ODSM_BLK_HEAD || addr != block_addr(pa, (u32)b))
@@ -400,7 +406,93 @@ int odsm_palloc_lookup(const struct odsm_palloc *pa, u64 cgaddr,
 	oi->size = blk->size;
 	oi->usable = (u64)blk->nr << ODSM_BLOCK_SHIFT;
 	oi->color = blk->color;
+	oi->copied = blk->copied;
 	return 0;
+}
+
+int odsm_palloc_containing(const struct odsm_palloc *pa, u64 addr,
+			   struct odsm_objinfo *oi)
+{
+	const struct odsm_block *blk;
+	s64 b = block_of(pa, addr);
+
+	if (b < 0)
+		return -EINVAL;
+	blk = &pa->blocks[b];
+	if (blk->kind == ODSM_BLK_SLAB) {
+		u32 cs = odsm_class_size[blk->cls];
+		u64 off = addr - block_addr(pa, (u32)b);
+
+		return odsm_palloc_lookup(pa, addr - off % cs, oi);
+	}
+	/* a tail: its head is at most the partition's blocks back */
+	while (b > 0 && pa->blocks[b].kind == ODSM_BLK_TAIL)
+		b--;
+	if (pa->blocks[b].kind != ODSM_BLK_HEAD)
+		return -EINVAL;
+	if (odsm_palloc_lookup(pa, block_addr(pa, (u32)b), oi) ||
+	    addr - oi->addr >= oi->usable)
+		return -EINVAL;
+	return 0;
+}
+
+void odsm_palloc_set_copied(struct odsm_palloc *pa, u64 addr)
+{
+	struct odsm_block *blk;
+	s64 b = block_of(pa, addr);
+
+	if (b < 0)
+		return;
+	blk = &pa->blocks[b];
+	if (blk->kind == ODSM_BLK_SLAB) {
+		u32 cs = odsm_class_size[blk->cls];
+		u64 off = addr - block_addr(pa, (u32)b);
+		u32 slot = (u32)(off / cs);
+
+		if (!(off % cs) && slot < blk->slab->nr_slots &&
+		    bit_test(blk->slab->live, slot))
+			bit_set(blk->slab->copied, slot);
+	} else if (blk->kind == ODSM_BLK_HEAD &&
+		   addr == block_addr(pa, (u32)b)) {
+		blk->copied = 1;
+	}
+}
+
+/* A slot of a slab (live or not) that an object of color c has outlived. */
+static bool slot_stale(const struct odsm_slab *s, u32 cs, u64 off, u16 c)
+{
+	u32 slot = (u32)(off / cs);
+
+	if (off % cs || slot >= s->nr_slots)
+		return false;
+	return bit_test(s->retired, slot) || c < s->gen[slot];
+}
+
+bool odsm_palloc_stale(const struct odsm_palloc *pa, u64 cgaddr)
+{
+	u64 addr = odsm_clear_color(cgaddr), off;
+	u16 c = odsm_color(cgaddr);
+	const struct odsm_block *blk;
+	s64 b = block_of(pa, addr);
+
+	if (b < 0)
+		return false;
+	blk = &pa->blocks[b];
+	off = addr - block_addr(pa, (u32)b);
+	switch (blk->kind) {
+	case ODSM_BLK_SLAB:
+		return slot_stale(blk->slab, odsm_class_size[blk->cls], off, c);
+	case ODSM_BLK_HEAD:
+		return !off && c < blk->color;
+	case ODSM_BLK_FREE:
+		if (blk->slab &&
+		    slot_stale(blk->slab, odsm_class_size[blk->cls], off, c))
+			return true;
+		return !off && c < blk->floor;
+	case ODSM_BLK_RETIRED:
+		return true;
+	}
+	return false;
 }
 
 bool odsm_palloc_backed(const struct odsm_palloc *pa, u64 addr)

@@ -38,6 +38,7 @@ struct odsm_slab {
 	u32 hint;		/* where the next free-slot search starts */
 	unsigned long *live;	/* bit per slot: allocated (or retired) */
 	unsigned long *retired;
+	unsigned long *copied;	/* live slot: copied into a peer's cache */
 	u16 gen[];		/* free slot: first color of its next object;
 				 * live slot: the color it was allocated with
 				 */
@@ -50,6 +51,7 @@ struct odsm_block {
 	u32 floor;		/* first color a new object here may carry */
 	u32 nr;			/* HEAD: blocks in the object */
 	s32 prev, next;		/* SLAB: partial list of its class */
+	u8 copied;		/* HEAD: copied into a peer's cache */
 	union {
 		u64 size;	/* HEAD: bytes requested */
 		/* SLAB: its slots.  FREE: the slab it last was, or NULL:
@@ -89,6 +91,7 @@ struct odsm_objinfo {
 	u64 size;		/* requested (slab objects: their usable size) */
 	u64 usable;
 	u16 color;		/* allocation color */
+	bool copied;		/* a peer cached a copy of it (see below) */
 };
 
 int odsm_palloc_init(struct odsm_palloc *pa, u64 base, u64 size);
@@ -105,6 +108,31 @@ int odsm_palloc_free(struct odsm_palloc *pa, u64 cgaddr,
 /* The live object starting at cgaddr (color ignored), or -EINVAL. */
 int odsm_palloc_lookup(const struct odsm_palloc *pa, u64 cgaddr,
 		       struct odsm_objinfo *oi);
+
+/*
+ * The live object whose bytes [addr, addr + usable) hold the uncolored
+ * address addr (any byte of it, not only its start), or -EINVAL.
+ */
+int odsm_palloc_containing(const struct odsm_palloc *pa, u64 addr,
+			   struct odsm_objinfo *oi);
+
+/*
+ * Copies.  The home marks a live object when it hands its bytes to a peer
+ * for that peer's cache: a copy keyed by the object's colored address may
+ * then exist anywhere, for as long as the object lives, and the home can
+ * never call it back.  Writes that do not change the object's color (the
+ * write-back of an owner box it contains) are refused for such an object.
+ * The mark goes with the object: a new object at the address starts clean.
+ */
+void odsm_palloc_set_copied(struct odsm_palloc *pa, u64 addr);
+
+/*
+ * Does the colored address cgaddr name an object that is gone: an earlier
+ * object at a live object's start (a color below its allocation color), or
+ * one freed (moved away) since, whose address has not been reused at a
+ * color that high?  The -ESTALE of the ioctls and messages.
+ */
+bool odsm_palloc_stale(const struct odsm_palloc *pa, u64 cgaddr);
 
 /* Is the byte at addr part of a block that holds objects (fault path)? */
 bool odsm_palloc_backed(const struct odsm_palloc *pa, u64 addr);

@@ -92,7 +92,10 @@ int odsm_serve(const struct odsm_wire_hdr *h, const u8 *payload, u8 *reply,
 		buf = kvmalloc(rw.len, GFP_KERNEL);
 		if (!buf)
 			return -ENOMEM;
-		ret = odsm_store_rw(heap, rw.gaddr, buf, rw.len, false);
+		if (rw.flags & ODSM_WIRE_RW_OWNER)
+			ret = odsm_heap_owner_rw(heap, rw.gaddr, buf, false);
+		else
+			ret = odsm_store_rw(heap, rw.gaddr, buf, rw.len, false);
 		if (ret) {
 			kvfree(buf);
 			return ret;
@@ -103,6 +106,10 @@ int odsm_serve(const struct odsm_wire_hdr *h, const u8 *payload, u8 *reply,
 	case ODSM_MSG_WRITE:
 		if (odsm_wire_get_rw(payload, h->len, true, &rw))
 			return -EPROTO;
+		if (rw.flags & ODSM_WIRE_RW_OWNER)
+			return odsm_heap_owner_rw(heap, rw.gaddr,
+						  (void *)(payload + h->len -
+							   rw.len), true);
 		return odsm_store_rw(heap, rw.gaddr,
 				     (void *)(payload + h->len - rw.len),
 				     rw.len, true);
@@ -255,6 +262,27 @@ int odsm_remote_rw(u32 node, u64 addr, void *buf, u32 len, bool write)
 	odsm_stat_inc(ODSM_STAT_remote_reads);
 	ret = odsm_rpc(node, ODSM_MSG_READ, p, n, NULL, 0, buf, len, &got);
 	if (!ret && got != len)
+		ret = -EPROTO;
+	return ret;
+}
+
+int odsm_remote_owner_rw(u32 node, u64 addr, void *box, bool write)
+{
+	struct odsm_wire_rw rw = { .gaddr = addr, .len = ODSM_WIRE_BOX_SIZE,
+				   .flags = ODSM_WIRE_RW_OWNER };
+	u8 p[ODSM_WIRE_RW_SIZE];
+	u32 n = odsm_wire_put_rw(p, &rw), got = 0;
+	int ret;
+
+	if (write) {
+		odsm_stat_inc(ODSM_STAT_remote_writes);
+		return odsm_rpc(node, ODSM_MSG_WRITE, p, n, box,
+				ODSM_WIRE_BOX_SIZE, NULL, 0, NULL);
+	}
+	odsm_stat_inc(ODSM_STAT_remote_reads);
+	ret = odsm_rpc(node, ODSM_MSG_READ, p, n, NULL, 0, box,
+		       ODSM_WIRE_BOX_SIZE, &got);
+	if (!ret && got != ODSM_WIRE_BOX_SIZE)
 		ret = -EPROTO;
 	return ret;
 }

@@ -60,6 +60,9 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_map_requests] = "map_requests",
 	[ODSM_STAT_mr_registrations] = "mr_registrations",
 	[ODSM_STAT_map_refused] = "map_refused",
+	[ODSM_STAT_stale_refused] = "stale_refused",
+	[ODSM_STAT_owner_refused] = "owner_refused",
+	[ODSM_STAT_copies_dropped] = "copies_dropped",
 };
 
 u64 odsm_stat_read(enum odsm_stat s)

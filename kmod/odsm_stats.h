@@ -70,6 +70,11 @@ enum odsm_stat {
 	ODSM_STAT_map_requests,		/* MAP requests sent */
 	ODSM_STAT_mr_registrations,	/* blocks registered for peers */
 	ODSM_STAT_map_refused,		/* MAP requests refused */
+	ODSM_STAT_stale_refused,	/* stale colored addresses refused */
+	ODSM_STAT_owner_refused,	/* owner-box accesses refused: the
+					 * object holding it has copies out
+					 */
+	ODSM_STAT_copies_dropped,	/* idle copies dropped on request */
 	ODSM_STAT_NR
 };
 

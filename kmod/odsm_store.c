@@ -500,10 +500,11 @@ int odsm_store_rw(struct odsm_heap *h, u64 addr, void *buf, u64 len,
 	return ret;
 }
 
-/* Read what range_backed() accepts, with heap->lock held. */
-int odsm_store_read_locked(struct odsm_heap *h, u64 addr, void *buf, u64 len)
+/* Copy what range_backed() accepts, with heap->lock held. */
+int odsm_store_rw_locked(struct odsm_heap *h, u64 addr, void *buf, u64 len,
+			 bool write)
 {
-	struct rw_state st = { .buf = buf, .write = false };
+	struct rw_state st = { .buf = buf, .write = write };
 
 	lockdep_assert_held(&h->lock);
 	return store_walk(h, addr, len, rw_one, &st);

@@ -154,7 +154,8 @@ static const struct attribute_group config_group = {
 /* ---- stats/: event counters, then gauges of the current state ---------- */
 
 enum gauge { G_PAGES, G_OBJECTS, G_BYTES, G_FREE_BLOCKS, G_SLOTS_RETIRED,
-	     G_BLOCKS_RETIRED, G_MAPPINGS, G_CACHE_ENTRIES, G_CACHE_BYTES, G_NR };
+	     G_BLOCKS_RETIRED, G_MAPPINGS, G_CACHE_ENTRIES, G_CACHE_BYTES,
+	     G_COPIES, G_NR };
 
 static const char * const gauge_names[G_NR] = {
 	[G_PAGES] = "pages_in_use",
@@ -166,6 +167,7 @@ static const char * const gauge_names[G_NR] = {
 	[G_MAPPINGS] = "mappings",
 	[G_CACHE_ENTRIES] = "cache_entries",
 	[G_CACHE_BYTES] = "cache_bytes",
+	[G_COPIES] = "copies_in_use",
 };
 
 static u64 gauge_read(enum gauge g)
@@ -178,13 +180,16 @@ static u64 gauge_read(enum gauge g)
 		return odsm_cache_entries();
 	if (g == G_CACHE_BYTES)
 		return odsm_cache_bytes();
+	if (g == G_COPIES)
+		return odsm_cache_copies();
 	mutex_lock(&h->lock);
 	switch (g) {
 	case G_PAGES:
 		v = atomic_long_read(&h->nr_pages);
 		break;
 	case G_OBJECTS:
-		v = h->pa.objects;
+		/* programs' objects: the cache's copies are counted apart */
+		v = h->pa.objects - min(h->pa.objects, odsm_cache_copies());
 		break;
 	case G_BYTES:
 		v = h->pa.bytes;
@@ -203,6 +208,7 @@ static u64 gauge_read(enum gauge g)
 		break;
 	case G_CACHE_ENTRIES:
 	case G_CACHE_BYTES:
+	case G_COPIES:
 	case G_NR:
 		break;
 	}

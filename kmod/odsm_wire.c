@@ -269,8 +269,21 @@ int odsm_wire_get_rw(const u8 *buf, u32 len, bool with_data,
 	/* cannot overflow: with data, p->len <= ODSM_WIRE_MAX_DATA */
 	if (len != ODSM_WIRE_RW_SIZE + (with_data ? p->len : 0))
 		return -EMSGSIZE;
-	if ((p->flags & ~ODSM_WIRE_RW_CHECK) || (with_data && p->flags))
+	switch (p->flags) {
+	case 0:
+		break;
+	case ODSM_WIRE_RW_CHECK:
+		if (with_data)
+			return -EPROTO;
+		break;
+	case ODSM_WIRE_RW_OWNER:	/* one whole owner box */
+		if (p->len != ODSM_WIRE_BOX_SIZE ||
+		    p->gaddr % ODSM_WIRE_BOX_SIZE)
+			return -EPROTO;
+		break;
+	default:
 		return -EPROTO;
+	}
 	if (p->gaddr >= WIRE_ADDR_LIMIT || p->len > WIRE_ADDR_LIMIT - p->gaddr)
 		return -EPROTO;
 	return 0;

@@ -19,7 +19,7 @@
 #include "odsm_portable.h"
 
 #define ODSM_WIRE_MAGIC		0x4d53444fU	/* "ODSM" in LE byte order */
-#define ODSM_WIRE_VERSION	4
+#define ODSM_WIRE_VERSION	5
 #define ODSM_WIRE_HDR_SIZE	32
 /* largest payload: one chunk of a read or write, plus its fixed part */
 #define ODSM_WIRE_MAX_DATA	(256U << 10)
@@ -142,11 +142,19 @@ struct odsm_wire_pong {
  * its len may then be anything from 1 to U32_MAX.
  */
 #define ODSM_WIRE_RW_CHECK	0x0001
+/*
+ * READ or WRITE of the 16-byte owner box at gaddr (16-aligned): the home
+ * refuses it (-EBUSY) when the object holding the box has been copied
+ * into a peer's cache, since a box changed behind that copy's back would
+ * be served stale (the ownership rule in design.rst).
+ */
+#define ODSM_WIRE_RW_OWNER	0x0002
+#define ODSM_WIRE_BOX_SIZE	16
 
 struct odsm_wire_rw {		/* READ, WRITE (then len bytes of data) */
 	u64 gaddr;		/* uncolored global address */
 	u32 len;		/* bytes to read or written after this */
-	u32 flags;		/* READ: ODSM_WIRE_RW_*; WRITE: 0 */
+	u32 flags;		/* one ODSM_WIRE_RW_* or 0 */
 };
 
 /* Flags of an ALLOC: the sender resolves ON_NODE and ANYWHERE itself. */
@@ -287,8 +295,9 @@ u32 odsm_wire_put_rw(u8 *buf, const struct odsm_wire_rw *p);
 /*
  * READ: len == fixed size; WRITE: len == fixed size + p->len.  p->len is
  * 1..ODSM_WIRE_MAX_DATA (1..U32_MAX for a READ with RW_CHECK), gaddr is
- * uncolored and gaddr + p->len does not pass the 48-bit address space; a
- * READ sets no flag but RW_CHECK, a WRITE none.
+ * uncolored and gaddr + p->len does not pass the 48-bit address space;
+ * flags are 0 or one of RW_CHECK (a READ only) and RW_OWNER (len 16 at a
+ * 16-aligned gaddr).
  */
 int odsm_wire_get_rw(const u8 *buf, u32 len, bool with_data,
 		     struct odsm_wire_rw *p);

@@ -345,7 +345,7 @@ TEST(home_sees_take_and_write_back)
 		return;
 	ASSERT_EQ(0, c_get(HOME, W_CC + O_TAKE, &cc[O_TAKE]));
 	ASSERT_EQ(0, c_get(HOME, W_CC + O_BOX, &cc[O_BOX]));
-	EXPECT_EQ(-EINVAL, odsm_obj_info(cc[O_TAKE], &oi));
+	EXPECT_EQ(-ESTALE, odsm_obj_info(cc[O_TAKE], &oi));	/* freed */
 	memcpy(box, odsm_ptr(cc[O_BOX]), sizeof(box));
 	EXPECT_EQ(0x1234000000000010ULL, box[0]);
 	EXPECT_EQ(1ULL, box[1]);

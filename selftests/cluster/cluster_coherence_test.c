@@ -195,7 +195,7 @@ TEST(owner_write_takes_copy)
 	ASSERT_EQ(0, step(_metadata, 8));
 	if (C.self == 0) {
 		b = box_at(W_CO + 4);
-		EXPECT_EQ(-EINVAL, odsm_obj_info(b.g, &oi));
+		EXPECT_EQ(-ESTALE, odsm_obj_info(b.g, &oi));	/* moved */
 	}
 }
 

@@ -1272,6 +1272,101 @@ TEST_F(pa, backed_and_lookup)
 	EXPECT_EQ(-EINVAL, odsm_palloc_lookup(pa, m, &oi));
 }
 
+/*
+ * The object that holds an interior address (a box inside it), the mark a
+ * FETCH leaves, and which colored addresses name an object that is gone.
+ */
+TEST_F(pa, containing_copied_and_stale)
+{
+	struct odsm_palloc *pa = &self->pa;
+	struct odsm_objinfo oi;
+	u64 s, s2, m, x;
+
+	s = do_alloc(_metadata, pa, 48, 0, NULL);
+	s2 = do_alloc(_metadata, pa, 48, 0, NULL);
+	m = do_alloc(_metadata, pa, 3 * BLK - 100, 0, NULL);
+
+	/* containing: any byte of the object's usable span */
+	ASSERT_EQ(0, odsm_palloc_containing(pa, cg_addr(s) + 32, &oi));
+	EXPECT_EQ(cg_addr(s), oi.addr);
+	ASSERT_EQ(0, odsm_palloc_containing(pa, cg_addr(s) + 47, &oi));
+	EXPECT_EQ(cg_addr(s), oi.addr);
+	ASSERT_EQ(0, odsm_palloc_containing(pa, cg_addr(s2), &oi));
+	EXPECT_EQ(cg_addr(s2), oi.addr);
+	ASSERT_EQ(0, odsm_palloc_containing(pa, cg_addr(m) + 2 * BLK + 16,
+					    &oi));
+	EXPECT_EQ(cg_addr(m), oi.addr);
+	EXPECT_EQ(3 * BLK, oi.usable);
+	EXPECT_EQ(-EINVAL, odsm_palloc_containing(pa, cg_addr(s2) + 48, &oi));
+	EXPECT_EQ(-EINVAL, odsm_palloc_containing(pa, cg_addr(m) + 3 * BLK,
+						  &oi));
+	EXPECT_EQ(-EINVAL, odsm_palloc_containing(pa, PBASE - 16, &oi));
+
+	/* copied: set per object, read by lookup and containing alike */
+	ASSERT_EQ(0, odsm_palloc_lookup(pa, s, &oi));
+	EXPECT_FALSE(oi.copied);
+	odsm_palloc_set_copied(pa, cg_addr(s));
+	odsm_palloc_set_copied(pa, cg_addr(m));
+	odsm_palloc_set_copied(pa, cg_addr(s2) + 16);	/* not a start */
+	ASSERT_EQ(0, odsm_palloc_containing(pa, cg_addr(s) + 16, &oi));
+	EXPECT_TRUE(oi.copied);
+	ASSERT_EQ(0, odsm_palloc_containing(pa, cg_addr(m) + BLK, &oi));
+	EXPECT_TRUE(oi.copied);
+	ASSERT_EQ(0, odsm_palloc_lookup(pa, s2, &oi));
+	EXPECT_FALSE(oi.copied);
+
+	/* stale: a color below a live object's, none at or above it */
+	EXPECT_FALSE(odsm_palloc_stale(pa, s));
+	EXPECT_FALSE(odsm_palloc_stale(pa, odsm_with_color(s, 5)));
+	EXPECT_FALSE(odsm_palloc_stale(pa, s + 16));	/* no object starts */
+
+	/* the mark goes with the object; the freed address is stale below
+	 * the next color it may carry
+	 */
+	do_free(_metadata, pa, s, 6, NULL);
+	EXPECT_TRUE(odsm_palloc_stale(pa, odsm_with_color(s, 6)));
+	EXPECT_FALSE(odsm_palloc_stale(pa, odsm_with_color(s, 7)));
+	do_free(_metadata, pa, m, 3, NULL);
+	EXPECT_TRUE(odsm_palloc_stale(pa, odsm_with_color(m, 3)));
+	EXPECT_FALSE(odsm_palloc_stale(pa, odsm_with_color(m, 4)));
+	do_free(_metadata, pa, s2, 0, NULL);
+	/* an emptied slab keeps its slots' colors as history */
+	EXPECT_TRUE(odsm_palloc_stale(pa, odsm_with_color(s2, 0)));
+	EXPECT_TRUE(odsm_palloc_stale(pa, odsm_with_color(s, 6)));
+	EXPECT_FALSE(odsm_palloc_stale(pa, odsm_with_color(s2, 1)));
+
+	/* a new object where a copied one was starts unmarked */
+	pa_reinit(_metadata, self, 3);
+	pa = &self->pa;
+	m = do_alloc(_metadata, pa, 3 * BLK, 0, NULL);
+	odsm_palloc_set_copied(pa, cg_addr(m));
+	do_free(_metadata, pa, m, 2, NULL);
+	x = do_alloc(_metadata, pa, 3 * BLK, 0, NULL);
+	ASSERT_EQ(cg_addr(m), cg_addr(x));
+	ASSERT_EQ(3U, cg_color(x));
+	ASSERT_EQ(0, odsm_palloc_lookup(pa, x, &oi));
+	EXPECT_FALSE(oi.copied);
+	EXPECT_TRUE(odsm_palloc_stale(pa, odsm_with_color(x, 2)));
+	do_free(_metadata, pa, x, 3, NULL);
+	s = do_alloc(_metadata, pa, 48, 0, NULL);
+	odsm_palloc_set_copied(pa, cg_addr(s));
+	do_free(_metadata, pa, s, cg_color(s), NULL);
+	pa_reinit(_metadata, self, 1);
+	pa = &self->pa;
+	for (;;) {	/* one slab: every slot once, then the first again */
+		x = do_alloc(_metadata, pa, 48, 0, NULL);
+		if (cg_color(x) == 0) {
+			odsm_palloc_set_copied(pa, cg_addr(x));
+			do_free(_metadata, pa, x, 0, NULL);
+			continue;
+		}
+		break;
+	}
+	ASSERT_EQ(0, odsm_palloc_lookup(pa, x, &oi));
+	EXPECT_FALSE(oi.copied);
+	do_free(_metadata, pa, x, cg_color(x), NULL);
+}
+
 /* ---- randomized stress against a reference model --------------------- */
 
 enum { M_FREE, M_SLAB, M_MULTI, M_RETIRED };

@@ -119,7 +119,7 @@ static int ref_check_hdr(const u8 *b, u32 self, u32 nr)
 	u32 min, max;
 
 	if (b[0] != 'O' || b[1] != 'D' || b[2] != 'S' || b[3] != 'M' ||
-	    magic != 0x4d53444f || b[4] != 4)
+	    magic != 0x4d53444f || b[4] != 5)
 		return -EPROTO;
 	if (type < 1 || type > 18 || (flags & ~1) ||
 	    reply != ref_is_reply(type))
@@ -188,7 +188,7 @@ TEST(constants)
 	u8 raw[4];
 
 	ASSERT_EQ(32, ODSM_WIRE_HDR_SIZE);
-	ASSERT_EQ(4, ODSM_WIRE_VERSION);
+	ASSERT_EQ(5, ODSM_WIRE_VERSION);
 	ref_put_le(raw, ODSM_WIRE_MAGIC, 4);
 	ASSERT_EQ(0, memcmp(raw, "ODSM", 4));
 	ASSERT_EQ(262144U, ODSM_WIRE_MAX_DATA);
@@ -262,7 +262,7 @@ TEST(hdr_golden)
 {
 	static const u8 golden[ODSM_WIRE_HDR_SIZE] = {
 		'O', 'D', 'S', 'M',		/* magic */
-		0x04,				/* version */
+		0x05,				/* version */
 		0x05,				/* type: READ_REPLY */
 		0x01, 0x00,			/* flags: REPLY */
 		0x44, 0x33, 0x22, 0x11,		/* src_node */
@@ -273,7 +273,7 @@ TEST(hdr_golden)
 	};
 	struct odsm_wire_hdr h = {
 		.magic = ODSM_WIRE_MAGIC,
-		.version = 4,
+		.version = 5,
 		.type = ODSM_MSG_READ_REPLY,
 		.flags = ODSM_WIRE_F_REPLY,
 		.src_node = 0x11223344,
@@ -297,7 +297,7 @@ TEST(hdr_golden)
 	memset(&out, 0, sizeof(out));
 	ASSERT_EQ(0, odsm_wire_get_hdr(golden, &out, 0x55667788, 0xffffffff));
 	ASSERT_EQ(ODSM_WIRE_MAGIC, out.magic);
-	ASSERT_EQ(4, out.version);
+	ASSERT_EQ(5, out.version);
 	ASSERT_EQ(ODSM_MSG_READ_REPLY, out.type);
 	ASSERT_EQ(ODSM_WIRE_F_REPLY, out.flags);
 	ASSERT_EQ(0x11223344U, out.src_node);
@@ -402,7 +402,7 @@ TEST(auth_golden)
 {
 	static const u8 golden[ODSM_WIRE_AUTH_SIZE] = {
 		'O', 'D', 'S', 'M',				/* magic */
-		0x04, 0x00, 0x00, 0x00,				/* version, 0 */
+		0x05, 0x00, 0x00, 0x00,				/* version, 0 */
 		0x03, 0x00, 0x00, 0x00,				/* step */
 		0x04, 0x03, 0x02, 0x01,				/* prover */
 		0x08, 0x07, 0x06, 0x05,				/* verifier */
@@ -1092,6 +1092,7 @@ TEST(rw_fields)
 	ASSERT_EQ(-EMSGSIZE, rw_ret(0x1000, 8, 0, false, 24));
 	ASSERT_EQ(-EPROTO, rw_ret(0x1000, 8, 2, false, 16));
 	ASSERT_EQ(-EPROTO, rw_ret(0x1000, 8, 3, false, 16));
+	ASSERT_EQ(-EPROTO, rw_ret(0x1000, 8, 4, false, 16));
 	ASSERT_EQ(-EPROTO, rw_ret(0x1000, 8, 0x80000000U, false, 16));
 
 	/* READ with CHECK: no data moves, so any length 1..U32_MAX */
@@ -1106,6 +1107,20 @@ TEST(rw_fields)
 			    false, 16));
 	/* and never on a WRITE */
 	ASSERT_EQ(-EPROTO, rw_ret(0x1000, 8, ODSM_WIRE_RW_CHECK, true, 24));
+
+	/* OWNER: one whole 16-aligned owner box, read or written */
+	ASSERT_EQ(2, ODSM_WIRE_RW_OWNER);
+	ASSERT_EQ(16, ODSM_WIRE_BOX_SIZE);
+	ASSERT_EQ(0, rw_ret(0x1010, 16, ODSM_WIRE_RW_OWNER, false, 16));
+	ASSERT_EQ(0, rw_ret(0x1010, 16, ODSM_WIRE_RW_OWNER, true, 32));
+	ASSERT_EQ(-EPROTO, rw_ret(0x1008, 16, ODSM_WIRE_RW_OWNER, false, 16));
+	ASSERT_EQ(-EPROTO, rw_ret(0x1008, 16, ODSM_WIRE_RW_OWNER, true, 32));
+	ASSERT_EQ(-EPROTO, rw_ret(0x1010, 8, ODSM_WIRE_RW_OWNER, false, 16));
+	ASSERT_EQ(-EPROTO, rw_ret(0x1010, 32, ODSM_WIRE_RW_OWNER, true, 48));
+	ASSERT_EQ(-EMSGSIZE, rw_ret(0x1010, 16, ODSM_WIRE_RW_OWNER, true, 31));
+	ASSERT_EQ(-EPROTO, rw_ret(0x1010, 16, ODSM_WIRE_RW_OWNER |
+				  ODSM_WIRE_RW_CHECK, false, 16));
+	ASSERT_EQ(-EPROTO, rw_ret(top, 16, ODSM_WIRE_RW_OWNER, false, 16));
 
 	/* WRITE: exactly the data it announces */
 	ASSERT_EQ(0, rw_ret(0x1000, 1, 0, true, 17));
@@ -1584,6 +1599,8 @@ static bool payload_ok(unsigned int type, const u8 *p, u32 len,
 		return rw->gaddr == ref_le(p, 8) && rw->len == ref_le(p + 8, 4) &&
 		       rw->len >= 1 &&
 		       (rw->flags == 0 ? rw->len <= ODSM_WIRE_MAX_DATA :
+			rw->flags == ODSM_WIRE_RW_OWNER ?
+			rw->len == 16 && rw->gaddr % 16 == 0 :
 			type == ODSM_MSG_READ &&
 			rw->flags == ODSM_WIRE_RW_CHECK) &&
 		       rw->gaddr + rw->len <= (1ULL << 48) &&

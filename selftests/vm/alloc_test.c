@@ -260,9 +260,13 @@ TEST_F(heap, free_never_allocated)
 	slot = odsm_addr_of(obj) + 3072;
 	if (t_obj_info(self->fd, slot, &oi) == 0)
 		slot = odsm_addr_of(obj) - 3072;
+	/* a color no object there reached (earlier tests may have used the
+	 * address: below their colors it would be -ESTALE, a gone object)
+	 */
+	slot = t_color(slot, T_FRESH_COLOR);
 	ASSERT_EQ(-EINVAL, t_obj_info(self->fd, slot, &oi));
 	/* a block nothing was allocated in: the partition's last */
-	block = self->hi - T_BLOCK;
+	block = t_color(self->hi - T_BLOCK, T_FRESH_COLOR);
 	ASSERT_EQ(-EINVAL, t_obj_info(self->fd, block, &oi));
 
 	SNAP(s0);
@@ -270,7 +274,7 @@ TEST_F(heap, free_never_allocated)
 	SNAP(s1);
 	EXPECT_DELTA(s0, s1, "bad_frees", 1);
 	EXPECT_EQ(-EINVAL, t_free(self->fd, block));
-	EXPECT_EQ(-EINVAL, t_free(self->fd, t_color(block, 7)));
+	EXPECT_EQ(-EINVAL, t_free(self->fd, t_color(block, T_FRESH_COLOR + 7)));
 	SNAP(s1);
 	EXPECT_DELTA(s0, s1, "bad_frees", 3);
 	EXPECT_DELTA(s0, s1, "frees", 0);
@@ -294,10 +298,12 @@ TEST_F(heap, free_double)
 				&neighbour, NULL);
 		SNAP(s0);
 		T_FREE(self->fd, &self->objs, cg);
-		EXPECT_EQ(-EINVAL, t_free(self->fd, cg));
+		/* the object is gone: its own color is stale now */
+		EXPECT_EQ(-ESTALE, t_free(self->fd, cg));
 		SNAP(s1);
 		EXPECT_DELTA(s0, s1, "frees", 1);
 		EXPECT_DELTA(s0, s1, "bad_frees", 1);
+		EXPECT_DELTA(s0, s1, "stale_refused", 1);
 		EXPECT_DELTA(s0, s1, "objects_in_use", -1);
 		if (i == 1)
 			T_FREE(self->fd, &self->objs, neighbour);
@@ -328,11 +334,12 @@ TEST_F(heap, reuse_color_and_stale_free)
 
 	/* stale: the freed object's colors, the new one's minus one */
 	SNAP(s0);
-	EXPECT_EQ(-EINVAL, t_free(self->fd, t_color(cg, c)));
-	EXPECT_EQ(-EINVAL, t_free(self->fd, t_color(cg, odsm_color_of(cg) - 1)));
-	EXPECT_EQ(-EINVAL, t_move(self->fd, t_color(cg, c), &moved));
+	EXPECT_EQ(-ESTALE, t_free(self->fd, t_color(cg, c)));
+	EXPECT_EQ(-ESTALE, t_free(self->fd, t_color(cg, odsm_color_of(cg) - 1)));
+	EXPECT_EQ(-ESTALE, t_move(self->fd, t_color(cg, c), &moved));
 	SNAP(s1);
 	EXPECT_DELTA(s0, s1, "bad_frees", 2);
+	EXPECT_DELTA(s0, s1, "stale_refused", 3);
 	EXPECT_DELTA(s0, s1, "frees", 0);
 	EXPECT_DELTA(s0, s1, "moves", 0);
 	EXPECT_DELTA(s0, s1, "bad_ioctls", 1);
@@ -371,8 +378,8 @@ TEST_F(heap, move_preserves_bytes)
 
 	/* the old address holds no object any more */
 	SNAP(s0);
-	EXPECT_EQ(-EINVAL, t_obj_info(self->fd, old, &oi));
-	EXPECT_EQ(-EINVAL, t_free(self->fd, old));
+	EXPECT_EQ(-ESTALE, t_obj_info(self->fd, old, &oi));
+	EXPECT_EQ(-ESTALE, t_free(self->fd, old));
 	SNAP(s1);
 	EXPECT_DELTA(s0, s1, "bad_frees", 1);
 	EXPECT_DELTA(s0, s1, "frees", 0);
@@ -417,7 +424,8 @@ TEST_F(heap, move_refused)
 	T_ALLOC(self->fd, &self->objs, KiB(100), 0, 0, &cg, NULL);
 	SNAP(s0);
 	EXPECT_EQ(-EINVAL, t_move(self->fd, cg + T_PAGE, &out));
-	EXPECT_EQ(-EINVAL, t_move(self->fd, self->hi - T_BLOCK, &out));
+	EXPECT_EQ(-EINVAL, t_move(self->fd, t_color(self->hi - T_BLOCK,
+						    T_FRESH_COLOR), &out));
 	EXPECT_EQ(-EINVAL, t_move(self->fd, self->in.heap_base - T_BLOCK, &out));
 	SNAP(s1);
 	EXPECT_DELTA(s0, s1, "moves", 0);
@@ -459,7 +467,7 @@ TEST_F(heap, obj_info_reports_object)
 	EXPECT_EQ(-EINVAL, t_obj_info(self->fd, big + 16, &oi));
 	EXPECT_EQ(-EINVAL, t_obj_info(self->fd, small + 16, &oi));
 	T_FREE(self->fd, &self->objs, big);
-	EXPECT_EQ(-EINVAL, t_obj_info(self->fd, big, &oi));
+	EXPECT_EQ(-ESTALE, t_obj_info(self->fd, big, &oi));	/* gone */
 	SNAP(s1);
 	EXPECT_DELTA(s0, s1, "bad_ioctls", 3);
 	T_FREE(self->fd, &self->objs, small);
@@ -610,9 +618,9 @@ TEST_F(reconf, retire_at_max_color)
 	EXPECT_DELTA(s0, s1, "objects_in_use", -2);
 	/* the retired block is not free */
 	EXPECT_DELTA(s0, s1, "free_blocks", 0);
-	EXPECT_EQ(-EINVAL, t_obj_info(r->fd, t_color(a, ODSM_COLOR_MAX), &oi));
-	EXPECT_EQ(-EINVAL, t_free(r->fd, t_color(a, ODSM_COLOR_MAX)));
-	EXPECT_EQ(-EINVAL, t_free(r->fd, t_color(blk, ODSM_COLOR_MAX)));
+	EXPECT_EQ(-ESTALE, t_obj_info(r->fd, t_color(a, ODSM_COLOR_MAX), &oi));
+	EXPECT_EQ(-ESTALE, t_free(r->fd, t_color(a, ODSM_COLOR_MAX)));
+	EXPECT_EQ(-ESTALE, t_free(r->fd, t_color(blk, ODSM_COLOR_MAX)));
 	/* a retired block's pages are gone, and so is access to it; a
 	 * retired slot's slab stays
 	 */

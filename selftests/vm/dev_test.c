@@ -315,7 +315,7 @@ TEST(files_share_the_heap)
 	ASSERT_EQ(0, t_alloc(fd1, 200, 0, 0, &cg, NULL));
 	EXPECT_EQ(0, t_obj_info(fd2, cg, &oi));
 	EXPECT_EQ(0, t_free(fd2, cg));
-	EXPECT_EQ(-EINVAL, t_obj_info(fd1, cg, &oi));
+	EXPECT_EQ(-ESTALE, t_obj_info(fd1, cg, &oi));
 	close(fd1);
 	close(fd2);
 }

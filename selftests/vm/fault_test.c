@@ -225,7 +225,8 @@ TEST_F(heap, unbacked_local_block_sigbus)
 	struct t_stats s0, s1;
 	uint8_t v = 1;
 
-	ASSERT_EQ(-EINVAL, t_obj_info(self->fd, (uint64_t)(uintptr_t)p, &oi));
+	ASSERT_EQ(-EINVAL, t_obj_info(self->fd, t_color((uint64_t)(uintptr_t)p,
+						      T_FRESH_COLOR), &oi));
 	SNAP(s0);
 	EXPECT_EQ(SIGBUS, t_touch(p, 0, &v));
 	EXPECT_EQ((void *)p, t_sigaddr);

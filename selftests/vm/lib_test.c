@@ -79,7 +79,7 @@ TEST(init_errors)
 TEST(strerror_messages)
 {
 	const int errs[] = {
-		0, -EINVAL, -ENOMEM, -EREMOTE, -EBUSY, -EBADF, -EEXIST,
+		0, -EINVAL, -ENOMEM, -ESTALE, -EBUSY, -EBADF, -EEXIST,
 		-ENOENT, -EPROTO, -EALREADY, -EPERM, -1234, 1234, -EHWPOISON,
 	};
 	unsigned int i;
@@ -95,8 +95,8 @@ TEST(strerror_messages)
 	/* distinct errors, distinct messages */
 	EXPECT_NE(0, strcmp(odsm_strerror(0), odsm_strerror(-EINVAL)));
 	EXPECT_NE(0, strcmp(odsm_strerror(-EINVAL), odsm_strerror(-ENOMEM)));
-	EXPECT_NE(0, strcmp(odsm_strerror(-ENOMEM), odsm_strerror(-EREMOTE)));
-	EXPECT_NE(0, strcmp(odsm_strerror(-EREMOTE), odsm_strerror(-1234)));
+	EXPECT_NE(0, strcmp(odsm_strerror(-ENOMEM), odsm_strerror(-ESTALE)));
+	EXPECT_NE(0, strcmp(odsm_strerror(-ESTALE), odsm_strerror(-1234)));
 }
 
 /* ---- with the heap initialised ----------------------------------------- */
@@ -160,7 +160,7 @@ TEST_F(lib, box_new_and_drop)
 	/* a failed drop leaves the box as it was */
 	b.g = g;
 	b.ext = 0;
-	EXPECT_EQ(-EINVAL, odsm_box_drop(&b));
+	EXPECT_EQ(-ESTALE, odsm_box_drop(&b));
 	EXPECT_EQ(g, b.g);
 
 	EXPECT_EQ(-EINVAL, odsm_box_new(&z, 0, 0));
@@ -186,8 +186,8 @@ TEST_F(lib, raw_alloc_move_free)
 	t_rekeep(&self->objs, old, cg);
 	EXPECT_NE(odsm_addr_of(old), odsm_addr_of(cg));
 	EXPECT_TRUE(t_all(odsm_ptr(cg), 100, 0x6b));
-	EXPECT_EQ(-EINVAL, odsm_free(old));
-	EXPECT_EQ(-EINVAL, odsm_obj_info(old, &oi));
+	EXPECT_EQ(-ESTALE, odsm_free(old));
+	EXPECT_EQ(-ESTALE, odsm_obj_info(old, &oi));
 	ASSERT_EQ(0, odsm_obj_info(cg, &oi));
 	EXPECT_EQ(cg, oi.gaddr);
 	ASSERT_EQ(0, odsm_free(cg));
@@ -478,9 +478,9 @@ TEST_F(lib, color_overflow_moves_object)
 	EXPECT_EQ((uint64_t)(uintptr_t)&b | ODSM_EXT_U, m.ext);
 	nc = odsm_color_of(m.g);
 
-	/* the old address is no object any more */
-	EXPECT_EQ(-EINVAL, odsm_obj_info(old, &oi));
-	EXPECT_EQ(-EINVAL, odsm_free(old));
+	/* the old address is no object any more: the one it was is gone */
+	EXPECT_EQ(-ESTALE, odsm_obj_info(old, &oi));
+	EXPECT_EQ(-ESTALE, odsm_free(old));
 
 	odsm_return_mut(&m);
 	EXPECT_EQ(odsm_addr_of(b.g), (uint64_t)(uintptr_t)w);
@@ -522,7 +522,7 @@ TEST_F(lib, box_write_color_overflow_moves_object)
 	ASSERT_EQ(0, odsm_obj_info(b.g, &oi));
 	EXPECT_EQ((uint32_t)odsm_color_of(b.g), oi.alloc_color);
 	EXPECT_EQ(KiB(100), oi.size);
-	EXPECT_EQ(-EINVAL, odsm_obj_info(old, &oi));
+	EXPECT_EQ(-ESTALE, odsm_obj_info(old, &oi));
 	BOX_DROP(&b);
 }
 

@@ -45,6 +45,8 @@
  * need to build exact situations (a fresh block, a full slab)
  */
 #define T_BLOCK		KiB(64)
+/* a color far above any an earlier test at an address can have reached */
+#define T_FRESH_COLOR	0xf000
 #define T_SLAB_MAX	KiB(32)
 
 #define T_SYSFS		"/sys/kernel/odsm"

@@ -97,9 +97,9 @@ struct odsm_alloc {
  * the next object at this address starts above it.  (Any color >= the
  * allocation color is accepted, as the kernel cannot know the latest one;
  * passing an older color than the latest weakens the no-reuse guarantee.)
- * -EINVAL for an address of another partition, one that is not the start of
- * a live object, or a color older than the object (a stale pointer to an
- * earlier object there).
+ * -EINVAL for an address of another partition or one where no object
+ * starts; -ESTALE for a color older than the object's (a stale pointer to
+ * an earlier object there, freed or moved).
  */
 struct odsm_free {
 	__u64 gaddr;
@@ -118,9 +118,13 @@ struct odsm_move {
 };
 
 /*
- * ODSM_IOC_OBJ_INFO: what the allocator knows of the live object at gaddr.
+ * ODSM_IOC_OBJ_INFO: what the allocator knows of the live object at gaddr
+ * (this node's partition; the color is not compared: alloc_color says
+ * whether gaddr's color is one the object may carry, >= alloc_color).
  * out: size (bytes requested for a multi-block object, the slot size for
  * one of 32 KiB or less), usable bytes, the color it was allocated with.
+ * -ESTALE when no object starts at gaddr now but one did at gaddr's color
+ * (freed or moved), -EINVAL when none did.
  */
 struct odsm_obj_info {
 	__u64 gaddr;
@@ -299,8 +303,10 @@ struct odsm_atomic {
  * closing the file drops every one it still holds.  An unreferenced copy
  * stays cached until the cache needs the room (cache_budget_bytes) or the
  * kernel needs memory (a shrinker).
- * Errors: -EINVAL (gaddr is not the start of a live object of at least that
- * color), -ENOMEM (no room for the copy here), -EHOSTDOWN / -ETIMEDOUT.
+ * Errors: -ESTALE (gaddr names an object that is gone: it was moved or
+ * freed since that colored address was read; read its owner again),
+ * -EINVAL (no object starts at gaddr), -ENOMEM (no room for the copy
+ * here), -EHOSTDOWN / -ETIMEDOUT.
  */
 struct odsm_borrow {
 	__u64 gaddr;		/* in: colored global address */
@@ -351,15 +357,45 @@ struct odsm_borrow_mut {
 };
 
 /*
+ * Owner boxes inside objects.  An owner box { g, ext } stored in an object
+ * is part of that object's bytes: changing it is a write to the object.
+ * The rule odsm enforces: a box inside an object that other nodes may
+ * hold copies of changes only through a mutable borrow (or owner write)
+ * of that object, which moves it here and bumps its color, so the copies
+ * elsewhere never match again (libodsm's odsm_borrow_mut_field).  Boxes
+ * in objects no node has copied (directories of addresses, read with
+ * ODSM_IOC_READ) may be read and written in place by any node, with
+ * ODSM_IOC_READ_OWNER and ODSM_IOC_WRITE_BACK: the home refuses both,
+ * with -EBUSY, once it has handed out a copy of the object that holds
+ * the box (a shared borrow or box read from another node fetched it);
+ * the object keeps that mark until it is freed or moved.
+ *
  * ODSM_IOC_WRITE_BACK: the end of a mutable borrow whose owner box lives in
- * the heap: store the 16-byte box { g, ext } at the global address owner
- * (16-byte aligned, inside one live object, any node): a plain store in
- * this partition, a one-sided write (a write request over TCP) elsewhere.
+ * the heap (libodsm's odsm_borrow_mut_at), or the store of a new owner
+ * into such a box: store the 16-byte box { g, ext } at the global address
+ * owner (16-byte aligned, inside one live object, any node), at its home,
+ * atomically with the check above.
+ * ODSM_IOC_READ_OWNER: read the box at owner into g and ext, with the
+ * same checks: what odsm_borrow_mut_at() starts from.
+ * Errors: -EINVAL (owner not 16-byte aligned, not in the heap, not inside
+ * a live object), -EBUSY (the object holding it has copies out),
+ * -EHOSTDOWN / -ETIMEDOUT.
  */
 struct odsm_write_back {
 	__u64 owner;		/* global address of the owner box */
 	__u64 g;		/* the box's new colored address */
 	__u64 ext;		/* the box's new extension word */
+	__u64 reserved[2];
+};
+
+/*
+ * ODSM_IOC_DROP_COPIES: drop every idle copy in this node's cache (copies
+ * no open file references).  out: dropped, how many went; kept, the
+ * copies still referenced by borrows.
+ */
+struct odsm_drop_copies {
+	__u64 dropped;
+	__u64 kept;
 	__u64 reserved[2];
 };
 
@@ -377,6 +413,8 @@ struct odsm_write_back {
 #define ODSM_IOC_RETURN		_IOW(ODSM_IOC_MAGIC, 0x19, struct odsm_borrow)
 #define ODSM_IOC_BORROW_MUT	_IOWR(ODSM_IOC_MAGIC, 0x1a, struct odsm_borrow_mut)
 #define ODSM_IOC_WRITE_BACK	_IOW(ODSM_IOC_MAGIC, 0x1b, struct odsm_write_back)
+#define ODSM_IOC_READ_OWNER	_IOWR(ODSM_IOC_MAGIC, 0x1c, struct odsm_write_back)
+#define ODSM_IOC_DROP_COPIES	_IOWR(ODSM_IOC_MAGIC, 0x1d, struct odsm_drop_copies)
 #define ODSM_IOC_JOIN		_IOW(ODSM_IOC_MAGIC, 0x20, struct odsm_join)
 #define ODSM_IOC_LEAVE		_IO(ODSM_IOC_MAGIC, 0x21)
 #define ODSM_IOC_STATUS		_IOWR(ODSM_IOC_MAGIC, 0x22, struct odsm_status)
