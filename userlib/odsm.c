@@ -93,13 +93,13 @@ const char *odsm_strerror(int err)
 	case 0:
 		return "success";
 	case EINVAL:
-		return "invalid argument: a bad size, alignment or flag, or an address that is not a live object (or a range not inside one partition's objects)";
+		return "invalid argument: a bad size, alignment, flag or node, or an address where no object starts (or a range not inside one partition's objects)";
 	case ENOMEM:
 		return "out of memory: this node's partition has no room for the object";
 	case EBUSY:
-		return "busy: the heap is mapped or holds objects, or the node already joined a cluster";
+		return "busy: the owner box is inside an object other nodes hold copies of (change it through a mutable borrow of that object: odsm_borrow_mut_field), or the heap is mapped or holds objects (reconfiguring), or the node already joined a cluster";
 	case EEXIST:
-		return "the heap's address range is already in use in this process";
+		return "already there: the owner box already owns an object, or the heap's address range is in use in this process";
 	case EALREADY:
 		return "odsm_init() was already called";
 	case EBADF:
@@ -112,8 +112,8 @@ const char *odsm_strerror(int err)
 		return "permission denied on /dev/odsm";
 	case EPERM:
 		return "operation not permitted: reconfiguring needs CAP_SYS_ADMIN";
-	case EREMOTE:
-		return "the object lives on another node";
+	case ESTALE:
+		return "stale address: the object was moved or freed since this colored address was read (read its owner box again)";
 	case ENOTRECOVERABLE:
 		return "borrow check: the borrow discipline was broken (see the message on stderr)";
 	case EHOSTDOWN:
@@ -409,12 +409,75 @@ int odsm__write_back(uint64_t owner, uint64_t g, uint64_t ext)
 
 int odsm__read_owner(uint64_t owner, uint64_t *g)
 {
-	odsm_box box;
-	int ret = odsm_read(owner, &box, sizeof(box));
+	struct odsm_write_back w = { .owner = owner };
+	int ret = xioctl(ODSM_IOC_READ_OWNER, &w);
 
 	if (!ret)
-		*g = box.g;
+		*g = w.g;
 	return ret;
+}
+
+int odsm_box_new_on(odsm_box *b, unsigned int node, size_t size,
+		    unsigned int flags, const void *init)
+{
+	uint64_t cg;
+	int ret;
+
+	if (flags & ~ODSM_ALLOC_ZERO)
+		return -EINVAL;
+	ret = alloc_placed(node, size, 0, flags | ODSM_ALLOC_ON_NODE, &cg);
+	if (ret)
+		return ret;
+	if (init) {
+		ret = odsm_write(cg, init, size);
+		if (ret) {
+			odsm_free(cg);
+			return ret;
+		}
+	}
+	b->g = cg;
+	b->ext = 0;
+	return 0;
+}
+
+int odsm_box_store_at(uint64_t owner, odsm_box *src)
+{
+	struct odsm_write_back w = { .owner = owner };
+	int ret;
+
+	if (owner % 16 || !odsm_in_heap(owner) || !odsm_in_heap(src->g))
+		return -EINVAL;
+	ret = odsm__check(ODSM_CHK_OWNER_MOVE, src, src->g);
+	if (ret)
+		return ret;
+	ret = xioctl(ODSM_IOC_READ_OWNER, &w);
+	if (ret)
+		return ret;
+	if (w.g)
+		return -EEXIST;
+	w.g = src->g;
+	w.ext = 0;
+	ret = xioctl(ODSM_IOC_WRITE_BACK, &w);
+	if (ret)
+		return ret;
+	if (odsm__copy_of(src->ext))
+		odsm__drop_copy(src->g, &src->ext);
+	src->g = src->ext = 0;
+	return 0;
+}
+
+int odsm_drop_copies(uint64_t *dropped, uint64_t *kept)
+{
+	struct odsm_drop_copies d = { 0 };
+	int ret = dev_ioctl(ODSM_IOC_DROP_COPIES, &d);
+
+	if (ret)
+		return ret;
+	if (dropped)
+		*dropped = d.dropped;
+	if (kept)
+		*kept = d.kept;
+	return 0;
 }
 
 int odsm_box_new(odsm_box *b, size_t size, unsigned int flags)

@@ -20,7 +20,9 @@
  *        (remote objects only) and the holder's tag, the low bits 0
  *   mut  the address of the owner box to write the new colored address back
  *        to (a pointer in this process or a global address of the heap,
- *        bits 63..48 zero either way), bit 0: the U bit
+ *        bits 63..48 zero either way), bit 0: the U bit, bit 1: the AT
+ *        bit (the box was named by its global address, odsm_borrow_mut_at:
+ *        it is written back at its home, through the kernel's check)
  *
  * 0 in the copy bits means "no copy".  A copy reference belongs to the open
  * /dev/odsm file of the process that took it, so a copy word with another
@@ -60,6 +62,9 @@ typedef struct odsm_ref { uint64_t g, ext; } odsm_ref;
 typedef struct odsm_mut { uint64_t g, ext; } odsm_mut;
 
 #define ODSM_EXT_U	1ULL	/* color already bumped in this epoch */
+#define ODSM_EXT_AT	2ULL	/* mut: owner named by global address */
+/* a mut's flag bits: an owner box in process memory is 8-byte aligned */
+#define ODSM_EXT_MUT_FLAGS	(ODSM_EXT_U | ODSM_EXT_AT)
 
 /* Process-wide state, set by odsm_init(); read-only for callers. */
 struct odsm_runtime {
@@ -278,8 +283,32 @@ static inline int odsm__bump(uint64_t *g)
 
 /* ---- owners ----------------------------------------------------------- */
 
-/* A new object of size bytes owned by *b (flags: ODSM_ALLOC_ZERO). */
+/*
+ * A new object of size bytes owned by *b.  flags: ODSM_ALLOC_ZERO, and
+ * ODSM_ALLOC_ANYWHERE (here if there is room, else on the up peer with
+ * the most).
+ */
 int odsm_box_new(odsm_box *b, size_t size, unsigned int flags);
+/*
+ * A new object of size bytes in node's partition (this node's included),
+ * owned by *b, its first size bytes copied from init (NULL: none; flags
+ * may ask for ODSM_ALLOC_ZERO) where it is: the object is not moved here
+ * (as odsm_box_write() on a remote object would), so a program can build
+ * data on the node that will use it.  Raw writes are right here: nobody
+ * can have borrowed an object whose address was never handed out.
+ */
+int odsm_box_new_on(odsm_box *b, unsigned int node, size_t size,
+		    unsigned int flags, const void *init);
+/*
+ * Store the owner *src into the empty owner box at the global address
+ * owner (a box inside an object of any node that no node caches: a
+ * directory; see "Owner boxes inside objects" in Documentation/odsm/
+ * libodsm.rst): *src becomes empty.  -EEXIST when that box already owns
+ * an object (it would leak), -EBUSY when the object holding the box has
+ * copies on other nodes, -EINVAL for a bad address.  Into a field of an
+ * object this process holds mutably, use odsm_box_transfer() on the field.
+ */
+int odsm_box_store_at(uint64_t owner, odsm_box *src);
 /* Free the object (on its home node) and any copy *b holds; *b becomes
  * empty.  Refused (checking mode's -ENOTRECOVERABLE) while a checked
  * borrow of the object is out in this process.
@@ -438,6 +467,22 @@ static inline int odsm_borrow_from_mut(odsm_mut *m, odsm_ref *r,
 	return odsm__ref_first(r, p);
 }
 
+/*
+ * A shared borrow of the object that the owner box *field, read out of an
+ * object this process is reading (a shared borrow's bytes, which may be a
+ * copy in this node's cache and are read-only), owns: Rust's &parent.field.
+ * Only field->g counts: the box's ext word was written by whoever wrote
+ * the box and means nothing here.
+ */
+static inline int odsm_borrow_field(const odsm_box *field, odsm_ref *r,
+				    const void **p)
+{
+	r->g = field->g;
+	r->ext = 0;
+	ODSM__CHECK_P(ODSM_CHK_BORROW, r, r->g, p);
+	return odsm__ref_first(r, p);
+}
+
 /* Another shared borrow from a shared borrow. */
 static inline int odsm_ref_clone(const odsm_ref *src, odsm_ref *r,
 				 const void **p)
@@ -463,14 +508,15 @@ static inline int odsm_return(odsm_ref *r)
 
 /* ---- mutable borrows (DRust Algorithm 1 / 6) ---------------------------- */
 
-/* The owner box of a mutable borrow, if this process can store to it. */
+/*
+ * The owner box of a mutable borrow, if this process stores to it itself;
+ * NULL for a box named by its global address (written back at its home).
+ */
 static inline odsm_box *odsm__owner_of(const odsm_mut *m)
 {
-	uint64_t o = m->ext & ~ODSM_EXT_U;
-
-	if (odsm_in_heap(o) && !odsm_is_local(o))
-		return NULL;	/* in another node's partition */
-	return (odsm_box *)(uintptr_t)o;
+	if (m->ext & ODSM_EXT_AT)
+		return NULL;
+	return (odsm_box *)(uintptr_t)(m->ext & ~ODSM_EXT_MUT_FLAGS);
 }
 
 /*
@@ -525,10 +571,42 @@ static inline int odsm_borrow_mut(odsm_box *b, odsm_mut *m, void **p)
 }
 
 /*
+ * A mutable borrow of the object owned by the box at offset off of the
+ * object the mutable borrow *parent holds: Rust's &mut parent.field.  The
+ * parent is here first (odsm_mut_get() moves it and bumps its color), so
+ * the box is written back in place and every node's copy of the parent
+ * is of an older color.  This is how a box inside an object that other
+ * nodes borrow is changed (the ownership rule, "Owner boxes inside
+ * objects" in Documentation/odsm/libodsm.rst).  Return it before the
+ * parent.
+ */
+static inline int odsm_borrow_mut_field(odsm_mut *parent, size_t off,
+					odsm_mut *m, void **p)
+{
+	void *pp;
+	int ret;
+
+	if (off % 16) {
+		*p = NULL;
+		return -EINVAL;
+	}
+	ret = odsm_mut_get(parent, &pp);
+	if (ret) {
+		*p = NULL;
+		return ret;
+	}
+	return odsm_borrow_mut((odsm_box *)((char *)pp + off), m, p);
+}
+
+/*
  * A mutable borrow through an owner box that lives in the heap at the
- * global address owner, on any node (a box inside another object): the
- * box is read with one remote read, and odsm_return_mut() writes it back
- * there (ODSM_IOC_WRITE_BACK).
+ * global address owner, on any node, inside an object no node caches (a
+ * directory that nodes read with odsm_read()): the box is read at its
+ * home (ODSM_IOC_READ_OWNER) and odsm_return_mut() writes it back there
+ * (ODSM_IOC_WRITE_BACK).  Both are refused with -EBUSY once any node has
+ * a copy of the object holding the box: changing it behind that copy
+ * would be read stale through it; take odsm_borrow_mut_field() through a
+ * mutable borrow of that object instead.
  */
 int odsm__read_owner(uint64_t owner, uint64_t *g);
 
@@ -539,32 +617,37 @@ static inline int odsm_borrow_mut_at(uint64_t owner, odsm_mut *m, void **p)
 	*p = NULL;
 	if (owner % 16 || !odsm_in_heap(owner))
 		return -EINVAL;
-	if (odsm_is_local(owner))	/* a box this process can store to */
-		return odsm_borrow_mut((odsm_box *)odsm_ptr(owner), m, p);
 	ret = odsm__read_owner(owner, &m->g);
 	if (ret)
 		return ret;
-	m->ext = owner;		/* odsm_return_mut() writes back there */
+	if (!m->g)
+		return -EINVAL;		/* an empty box owns nothing */
+	m->ext = owner | ODSM_EXT_AT;	/* written back at its home */
 	ODSM__CHECK_P(ODSM_CHK_MUT, m, m->g, p);
 	return odsm__mut_first(m, p);
 }
 
 /*
  * End the mutable borrow: the owner learns the (new) colored address.  A
- * plain store when the owner box is in this process or this node's
- * partition; a write-back through the kernel when it lives in another
- * node's partition.
+ * plain store when the owner box is one this process stores to (its own,
+ * or a field of an object it holds); for a box named by its global
+ * address (odsm_borrow_mut_at), a write-back at the box's home, which may
+ * refuse it (-EBUSY, see there): then the borrow stays out and *m still
+ * holds the object, so nothing is lost.
  */
 static inline int odsm_return_mut(odsm_mut *m)
 {
 	odsm_box *owner = odsm__owner_of(m);
-	int ret = 0;
+	int ret;
 
-	ODSM__CHECK(ODSM_CHK_RETURN_MUT, m, m->g);
-	if (__builtin_expect(!owner, 0)) {
+	if (__builtin_expect(!owner && m->g, 0)) {
 		/* a box in the heap keeps no U bit (see the top) */
-		ret = odsm__write_back(m->ext & ~ODSM_EXT_U, m->g, 0);
-	} else {
+		ret = odsm__write_back(m->ext & ~ODSM_EXT_MUT_FLAGS, m->g, 0);
+		if (ret)
+			return ret;
+	}
+	ODSM__CHECK(ODSM_CHK_RETURN_MUT, m, m->g);
+	if (owner) {
 		owner->g = m->g;
 		/* the owner continues the mut's epoch: if a reader saw the
 		 * mut's color (the U bit was cleared by a reborrow), the
@@ -579,7 +662,7 @@ static inline int odsm_return_mut(odsm_mut *m)
 	}
 	m->g = 0;
 	m->ext = 0;
-	return ret;
+	return 0;
 }
 
 /* ---- library counters ----------------------------------------------------- */
@@ -600,6 +683,14 @@ struct odsm_lib_stats {
 	uint64_t violations;		/* misuses the checking mode caught */
 };
 void odsm_lib_stats(struct odsm_lib_stats *st);
+
+/*
+ * Drop every idle copy in this node's cache (copies no borrow references):
+ * after a program freed its objects, /sys/kernel/odsm/stats/copies_in_use
+ * shows what is left.  *dropped and *kept (either may be NULL): how many
+ * went, how many are still referenced.
+ */
+int odsm_drop_copies(uint64_t *dropped, uint64_t *kept);
 
 #ifdef __cplusplus
 }

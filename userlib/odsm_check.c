@@ -18,7 +18,12 @@
  *     write through the mutable borrow while such a reborrow is out;
  *   - an ownership transfer or drop while borrows of the object are out;
  *   - a use of a borrow after it was returned (or that was never taken);
- *   - a double return.
+ *   - a double return;
+ *   - a borrow, owner read or owner write through a colored address of a
+ *     local object that is gone: freed or moved, its address perhaps
+ *     reused by a newer object (the kernel is asked: one ODSM_IOC_OBJ_INFO
+ *     per such call, the only system call this mode adds to local paths;
+ *     remote objects are checked by their home on every fetch).
  * Each is a line on stderr naming the operation, the object and what was
  * wrong, a count (odsm_lib_stats()), the error -ENOTRECOVERABLE from the
  * call, and abort() when ODSM_CHECK_ABORT is set in the environment.
@@ -197,15 +202,52 @@ static int not_held(int event, const void *who, uint64_t g, bool use)
 			 "no such borrow is out to return (never taken, or it failed)");
 }
 
+/*
+ * Is g a colored address of a local object that is gone?  What the fast
+ * paths cannot see: they use a local address in place, whatever its color.
+ */
+static const char *stale_local(uint64_t g, char *msg, size_t len)
+{
+	struct odsm_obj_info oi;
+	int ret;
+
+	if (!g || odsm_rt.fd < 0 || !odsm_is_local(g))
+		return NULL;
+	ret = odsm_obj_info(g, &oi);
+	if (ret == -ESTALE)	/* -EINVAL: never one there; the call says so */
+		return "no object starts at its address any more: it was freed or moved (a stale owner or borrow)";
+	if (ret || odsm_color_of(g) >= oi.alloc_color)
+		return NULL;
+	snprintf(msg, len, "its color %u is older than the object now at its address (allocated at color %u): the object it named was freed or moved and the address reused (a stale owner or borrow)",
+		 odsm_color_of(g), oi.alloc_color);
+	return msg;
+}
+
 int odsm__check(int event, const void *who, uint64_t g)
 {
 	uint64_t addr = odsm_addr_of(g);
 	unsigned int shared, muts;
+	const char *stale = NULL;
+	char msg[256];
 	bool mutev;
 	struct rec *r;
 	int ret = 0;
 
+	switch (event) {
+	case ODSM_CHK_BORROW:
+	case ODSM_CHK_REBORROW:
+	case ODSM_CHK_MUT:
+	case ODSM_CHK_OWNER_READ:
+	case ODSM_CHK_OWNER_WRITE:
+		stale = stale_local(g, msg, sizeof(msg));
+		break;
+	}
 	pthread_mutex_lock(&lock);
+	if (stale) {
+		ret = violation(event, addr, stale);
+		pthread_mutex_unlock(&lock);
+		return ret;
+	}
 	r = find(who);
 	switch (event) {
 	case ODSM_CHK_BORROW:

@@ -310,6 +310,43 @@ static void *reader_writer(void *arg)
 	return NULL;
 }
 
+/*
+ * A stale owner of a local object: the fast paths would use the address
+ * in place whatever its color; the checking mode asks the allocator.
+ */
+TEST_F(ck, stale_local_owner_is_reported)
+{
+	odsm_box old = self->b, older;
+	char why[256];
+	const void *p;
+	odsm_ref r;
+	odsm_mut m;
+	void *w;
+
+	/* the object is gone: freed (or moved away) */
+	ASSERT_EQ(0, odsm_box_drop(&self->b));
+	EXPECT_EQ(-ENOTRECOVERABLE, odsm_borrow(&old, &r, &p));
+	EXPECT_EQ(NULL, p);
+	EXPECT_REPORT("shared borrow", old.g,
+		      "no object starts at its address any more: it was freed or moved (a stale owner or borrow)");
+	EXPECT_EQ(-ENOTRECOVERABLE, odsm_borrow_mut(&old, &m, &w));
+	EXPECT_REPORT("mutable borrow", old.g,
+		      "no object starts at its address any more: it was freed or moved (a stale owner or borrow)");
+	/* a color older than the object now there: its address was reused */
+	self->b.g = fk_new_obj(0, SZ, 3);
+	older.g = self->b.g - (1ULL << ODSM_COLOR_SHIFT);
+	older.ext = 0;
+	EXPECT_EQ(-ENOTRECOVERABLE, odsm_box_read(&older, &p));
+	snprintf(why, sizeof(why), "its color %u is older than the object now at its address (allocated at color %u): the object it named was freed or moved and the address reused (a stale owner or borrow)",
+		 odsm_color_of(older.g), odsm_color_of(self->b.g));
+	EXPECT_REPORT("owner read", older.g, why);
+	EXPECT_EQ(-ENOTRECOVERABLE, odsm_box_write(&older, &w));
+	EXPECT_EQ(self->v0 + 4, violations());
+	/* the live owner is fine */
+	ASSERT_EQ(0, odsm_borrow(&self->b, &r, &p));
+	EXPECT_EQ(0, odsm_return(&r));
+}
+
 TEST_F(ck, many_threads_no_false_report_exact_counts)
 {
 	struct odsm_lib_stats s0, s1;

@@ -70,7 +70,7 @@ static CK_UNUSED uint64_t violations(void)
 
 /* one report: "odsm: borrow check: <op> of object 0x<addr>: <why>" */
 #define EXPECT_REPORT(op, g, why) do {					\
-	char __want[256];						\
+	char __want[512];						\
 	const char *__m = printed(self->err);				\
 	snprintf(__want, sizeof(__want),				\
 		 "odsm: borrow check: %s of object 0x%llx: %s\n", op,	\

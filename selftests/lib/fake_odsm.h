@@ -30,6 +30,7 @@ struct fk_obj {
 	uint64_t addr, size;
 	uint16_t color;		/* allocation color */
 	bool live;
+	bool copied;		/* a copy of it was handed out (a miss) */
 };
 
 struct fk_copy {
@@ -44,7 +45,7 @@ struct fk_stats {
 	unsigned long calls;		/* every ioctl */
 	unsigned long borrows, hits, misses, returns;
 	unsigned long muts, moved, taken, held;
-	unsigned long writebacks, frees, remote_frees, reads, allocs;
+	unsigned long writebacks, frees, remote_frees, reads, allocs, infos;
 };
 
 static struct {
@@ -91,6 +92,7 @@ static uint64_t fk_new_obj_locked(unsigned int node, uint64_t size)
 	o->color = fk.next_color;
 	fk.next_color += 7;
 	o->live = true;
+	o->copied = false;
 	return a | (uint64_t)o->color << ODSM_COLOR_SHIFT;
 }
 
@@ -209,6 +211,7 @@ static int fk_borrow(struct odsm_borrow *b)
 		fk_find(c->slot)->live = false;	/* a slot, not an object */
 		memcpy(odsm_ptr(c->slot), odsm_ptr(o->addr), o->size);
 		c->refs = 1;
+		o->copied = true;
 		fk.st.misses++;
 		b->result = ODSM_BORROWED_MISS;
 	}
@@ -285,9 +288,53 @@ static int fk_borrow_mut(struct odsm_borrow_mut *m)
 	return 0;
 }
 
+/* The live object holding the 16-byte box at owner, as the home checks it. */
+static int fk_owner_box(uint64_t owner)
+{
+	unsigned int i;
+
+	if (owner % 16 || !odsm_in_heap(owner))
+		return -EINVAL;
+	for (i = 0; i < fk.nr_obj; i++) {
+		struct fk_obj *o = &fk.obj[i];
+
+		if (o->live && owner >= o->addr && owner + 16 <= o->addr + o->size)
+			return o->copied ? -EBUSY : 0;
+	}
+	return -EINVAL;
+}
+
 static int fk_ioctl_locked(unsigned long req, void *arg)
 {
+	int ret;
+
 	switch (req) {
+	case ODSM_IOC_READ_OWNER: {
+		struct odsm_write_back *w = arg;
+
+		ret = fk_owner_box(w->owner);
+		if (ret)
+			return ret;
+		memcpy(&w->g, odsm_ptr(w->owner), 16);
+		fk.st.reads++;
+		return 0;
+	}
+	case ODSM_IOC_OBJ_INFO: {
+		struct odsm_obj_info *oi = arg;
+		struct fk_obj *o = fk_find(oi->gaddr);
+		unsigned int i;
+
+		if (!o) {	/* one lived there: gone (the fake never reuses) */
+			for (i = 0; i < fk.nr_obj; i++)
+				if (fk.obj[i].addr == odsm_addr_of(oi->gaddr))
+					return -ESTALE;
+			return -EINVAL;
+		}
+		oi->size = oi->usable = o->size;
+		oi->alloc_color = o->color;
+		fk.st.infos++;
+		return 0;
+	}
 	case ODSM_IOC_BORROW:
 		return fk_borrow(arg);
 	case ODSM_IOC_RETURN:
@@ -297,8 +344,9 @@ static int fk_ioctl_locked(unsigned long req, void *arg)
 	case ODSM_IOC_WRITE_BACK: {
 		struct odsm_write_back *w = arg;
 
-		if (w->owner % 16 || !odsm_in_heap(w->owner))
-			return -EINVAL;
+		ret = fk_owner_box(w->owner);
+		if (ret)
+			return ret;
 		memcpy(odsm_ptr(w->owner), &w->g, 16);
 		fk.last_wb[0] = w->owner;
 		fk.last_wb[1] = w->g;
@@ -320,7 +368,10 @@ static int fk_ioctl_locked(unsigned long req, void *arg)
 	case ODSM_IOC_ALLOC: {
 		struct odsm_alloc *a = arg;
 
-		a->gaddr = fk_new_obj_locked(0, a->size);
+		if ((a->flags & ODSM_ALLOC_ON_NODE) && a->node > 1)
+			return -EINVAL;
+		a->gaddr = fk_new_obj_locked(a->flags & ODSM_ALLOC_ON_NODE ?
+					     a->node : 0, a->size);
 		a->usable = a->size;
 		if (a->flags & ODSM_ALLOC_ZERO)
 			memset(odsm_ptr(a->gaddr), 0, a->size);

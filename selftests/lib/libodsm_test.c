@@ -311,9 +311,9 @@ TEST_F(lib, owner_box_in_a_remote_partition_is_written_back)
 	ob->ext = ODSM_EXT_U;
 	ASSERT_EQ(0, odsm_borrow_mut_at(boxat, &m, &w));
 	s = fk_snap();
-	EXPECT_EQ(1UL, s.reads);		/* the box, read remotely */
+	EXPECT_EQ(1UL, s.reads);		/* the box, read at its home */
 	EXPECT_EQ(1UL, s.moved);
-	EXPECT_EQ(boxat | ODSM_EXT_U, m.ext);
+	EXPECT_EQ(boxat | ODSM_EXT_AT | ODSM_EXT_U, m.ext);
 	EXPECT_TRUE(all(w, SZ, 11));
 	memset(w, 12, SZ);
 	EXPECT_EQ(0, odsm_return_mut(&m));
@@ -342,11 +342,14 @@ TEST_F(lib, owner_box_in_the_local_partition_is_stored)
 
 	ob->g = fk_new_obj(1, SZ, 13);
 	ob->ext = 0;
+	/* named by its global address: read and written back at its home,
+	 * which checks it, even when that home is this node
+	 */
 	ASSERT_EQ(0, odsm_borrow_mut_at(boxat, &m, &w));
-	EXPECT_EQ(0UL, fk_snap().reads);	/* a box we can use in place */
-	EXPECT_EQ(boxat | ODSM_EXT_U, m.ext);
+	EXPECT_EQ(1UL, fk_snap().reads);
+	EXPECT_EQ(boxat | ODSM_EXT_AT | ODSM_EXT_U, m.ext);
 	EXPECT_EQ(0, odsm_return_mut(&m));
-	EXPECT_EQ(0UL, fk_snap().writebacks);
+	EXPECT_EQ(1UL, fk_snap().writebacks);
 	EXPECT_TRUE(odsm_is_local(ob->g));
 	EXPECT_EQ(0ULL, ob->ext);		/* heap box: no U */
 	/* each write through a box in the heap starts a new epoch */
@@ -356,6 +359,126 @@ TEST_F(lib, owner_box_in_the_local_partition_is_stored)
 	ASSERT_EQ(0, odsm_box_write(ob, &w));
 	EXPECT_EQ(odsm_color_of(g) + 2, odsm_color_of(ob->g));
 	EXPECT_EQ(0ULL, ob->ext);
+}
+
+/* The lost update of a box changed behind a copy of its parent. */
+TEST_F(lib, owner_box_in_a_copied_object_is_refused)
+{
+	uint64_t pg = fk_new_obj(1, 64, 0), boxat = odsm_addr_of(pg);
+	odsm_box *ob = odsm_ptr(boxat), pb = { pg, 0 };
+	const void *p;
+	odsm_ref r;
+	odsm_mut m;
+	void *w;
+
+	ob->g = fk_new_obj(1, SZ, 15);
+	ob->ext = 0;
+	/* a shared borrow copies the parent into this node's cache */
+	ASSERT_EQ(0, odsm_borrow(&pb, &r, &p));
+	EXPECT_EQ(0, odsm_return(&r));
+	EXPECT_EQ(-EBUSY, odsm_borrow_mut_at(boxat, &m, &w));
+	EXPECT_EQ(NULL, w);
+	EXPECT_EQ(0UL, fk_snap().muts);		/* nothing moved */
+	EXPECT_EQ(-EBUSY, odsm_box_store_at(boxat, &pb));
+	EXPECT_EQ(pg, pb.g);			/* still the owner */
+	EXPECT_STREQ(odsm_strerror(-EBUSY), odsm_strerror(-EBUSY));
+	EXPECT_NE(NULL, strstr(odsm_strerror(-EBUSY), "odsm_borrow_mut_field"));
+}
+
+/* A write-back the home refuses leaves the borrow out: nothing is lost. */
+TEST_F(lib, refused_write_back_keeps_the_borrow)
+{
+	uint64_t pg = fk_new_obj(1, 64, 0), boxat = odsm_addr_of(pg);
+	odsm_box *ob = odsm_ptr(boxat);
+	odsm_mut m;
+	uint64_t g;
+	void *w;
+
+	ob->g = fk_new_obj(1, SZ, 16);
+	ob->ext = 0;
+	ASSERT_EQ(0, odsm_borrow_mut_at(boxat, &m, &w));
+	g = m.g;
+	fk_find(pg)->copied = true;	/* a peer copied the parent meanwhile */
+	EXPECT_EQ(-EBUSY, odsm_return_mut(&m));
+	EXPECT_EQ(g, m.g);
+	EXPECT_TRUE(all(odsm_ptr(m.g), SZ, 16));
+	fk_find(pg)->copied = false;
+	EXPECT_EQ(0, odsm_return_mut(&m));
+	EXPECT_EQ(g, ob->g);
+	EXPECT_EQ(0ULL, m.g);
+}
+
+/* &mut parent.field: the parent moves here, the box is stored in place. */
+TEST_F(lib, field_borrowed_through_a_mutable_parent)
+{
+	uint64_t pg = fk_new_obj(1, 64, 0), xg = fk_new_obj(1, SZ, 17);
+	odsm_box pb = { pg, 0 }, *field;
+	odsm_mut pm, xm;
+	struct fk_stats s;
+	void *pp, *w;
+
+	((odsm_box *)odsm_ptr(pg))[1] = (odsm_box){ xg, 0 };
+	EXPECT_EQ(-EINVAL, odsm_borrow_mut_field(&pm, 8, &xm, &w));
+	ASSERT_EQ(0, odsm_borrow_mut(&pb, &pm, &pp));
+	ASSERT_EQ(0, odsm_borrow_mut_field(&pm, 16, &xm, &w));
+	EXPECT_TRUE(odsm_is_local(pm.g));
+	EXPECT_TRUE(odsm_is_local(xm.g));
+	EXPECT_TRUE(all(w, SZ, 17));
+	memset(w, 18, SZ);
+	EXPECT_EQ(0, odsm_return_mut(&xm));
+	field = (odsm_box *)((char *)odsm_ptr(pm.g) + 16);
+	EXPECT_TRUE(odsm_is_local(field->g));	/* stored in the parent */
+	EXPECT_EQ(0, odsm_return_mut(&pm));
+	s = fk_snap();
+	EXPECT_EQ(2UL, s.moved);
+	EXPECT_EQ(0UL, s.writebacks);		/* no write behind a copy */
+	EXPECT_EQ(0UL, s.reads);
+	EXPECT_NE(pg, pb.g);
+	EXPECT_TRUE(all(odsm_ptr(field->g), SZ, 18));
+}
+
+/* &parent.field from a read-only copy: only the address counts. */
+TEST_F(lib, field_borrowed_from_a_copy)
+{
+	uint64_t pg = fk_new_obj(1, 64, 0), xg = fk_new_obj(1, SZ, 19);
+	odsm_box pb = { pg, 0 };
+	const odsm_box *f;
+	const void *pp, *p;
+	odsm_ref pr, xr;
+
+	/* another process's copy word in the box's ext: ignored */
+	((odsm_box *)odsm_ptr(pg))[0] = (odsm_box){ xg, 0x1234ULL << 48 | 0x40 };
+	ASSERT_EQ(0, odsm_borrow(&pb, &pr, &pp));
+	f = pp;
+	ASSERT_EQ(0, odsm_borrow_field(&f[0], &xr, &p));
+	EXPECT_TRUE(all(p, SZ, 19));
+	EXPECT_EQ(xg, xr.g);
+	EXPECT_EQ(0, odsm_return(&xr));
+	EXPECT_EQ(0, odsm_return(&pr));
+	EXPECT_EQ(2UL, fk_snap().misses);
+}
+
+/* A new object where it is to live, filled there; boxes stored by address. */
+TEST_F(lib, box_new_on_and_store_at)
+{
+	unsigned char init[SZ];
+	uint64_t dir = fk_new_obj(0, 64, 0), at = odsm_addr_of(dir);
+	odsm_box b, c;
+
+	memset(init, 20, sizeof(init));
+	ASSERT_EQ(0, odsm_box_new_on(&b, 1, SZ, 0, init));
+	EXPECT_FALSE(odsm_is_local(b.g));
+	EXPECT_TRUE(all(odsm_ptr(b.g), SZ, 20));
+	EXPECT_EQ(-EINVAL, odsm_box_new_on(&c, 1, SZ, ODSM_ALLOC_ANYWHERE, NULL));
+	memset(odsm_ptr(at), 0, 64);
+	ASSERT_EQ(0, odsm_box_store_at(at, &b));
+	EXPECT_EQ(0ULL, b.g);
+	EXPECT_FALSE(odsm_is_local(((odsm_box *)odsm_ptr(at))->g));
+	ASSERT_EQ(0, odsm_box_new_on(&c, 0, SZ, ODSM_ALLOC_ZERO, NULL));
+	EXPECT_TRUE(odsm_is_local(c.g));
+	EXPECT_EQ(-EEXIST, odsm_box_store_at(at, &c));	/* would leak */
+	EXPECT_NE(0ULL, c.g);
+	EXPECT_EQ(-EINVAL, odsm_box_store_at(at + 8, &c));
 }
 
 TEST_F(lib, share_ends_the_epoch)
