@@ -64,8 +64,13 @@ struct walk {
 	int ordered;
 };
 
-/* In-order walk with shared borrows only. */
-static int walk(odsm_box *slot, struct walk *w)
+/*
+ * In-order walk with shared borrows only.  A child's box is read out of
+ * its parent's bytes, which a shared borrow may only read (on another node
+ * they are a cached copy): odsm_borrow_field() borrows through it without
+ * writing to it.
+ */
+static int walk(const odsm_box *slot, struct walk *w)
 {
 	const struct tnode *n;
 	odsm_ref r;
@@ -73,20 +78,20 @@ static int walk(odsm_box *slot, struct walk *w)
 
 	if (!slot->g)
 		return 0;
-	ret = odsm_borrow(slot, &r, (const void **)&n);
+	ret = odsm_borrow_field(slot, &r, (const void **)&n);
 	if (ret)
 		return ret;
 	w->depth++;
 	if (w->depth > w->max_depth)
 		w->max_depth = w->depth;
-	ret = walk((odsm_box *)&n->left, w);
+	ret = walk(&n->left, w);
 	if (!ret) {
 		if (w->nodes && n->key <= w->last_key)
 			w->ordered = 0;
 		w->last_key = n->key;
 		w->nodes++;
 		w->sum += n->value;
-		ret = walk((odsm_box *)&n->right, w);
+		ret = walk(&n->right, w);
 	}
 	w->depth--;
 	odsm_return(&r);

@@ -599,6 +599,27 @@ static int cmd_leave(int argc, char **argv)
 	return 0;
 }
 
+/* Drop this node's idle cached copies (after a program freed its objects). */
+static int cmd_drop_copies(int argc, char **argv)
+{
+	uint64_t dropped = 0, kept = 0;
+	int ret;
+
+	if (argc > 1) {
+		fprintf(stderr, "odsmctl drop-copies: unexpected argument '%s'\n",
+			argv[1]);
+		return 2;
+	}
+	ret = odsm_drop_copies(&dropped, &kept);
+	if (ret) {
+		fprintf(stderr, "odsmctl drop-copies: %s\n", odsm_strerror(ret));
+		return 1;
+	}
+	printf("dropped %llu idle cached copies; %llu still borrowed\n",
+	       (unsigned long long)dropped, (unsigned long long)kept);
+	return 0;
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	struct odsm_peer_info *p;
@@ -696,7 +717,8 @@ static void usage(FILE *f)
 		"                    [--transport tcp|rdma] [--heartbeat-ms N] [--timeout-ms N]\n"
 		"                    [--base ADDR] [--part-size SIZE]\n"
 		"       odsmctl leave\n"
-		"       odsmctl status [--raw]\n");
+		"       odsmctl status [--raw]\n"
+		"       odsmctl drop-copies\n");
 }
 
 int main(int argc, char **argv)
@@ -719,6 +741,8 @@ int main(int argc, char **argv)
 		return cmd_leave(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "status"))
 		return cmd_status(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "drop-copies"))
+		return cmd_drop_copies(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage(stdout);
 		return 0;

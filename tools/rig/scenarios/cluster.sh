@@ -6,7 +6,7 @@
 # checks that a second join is refused, waits until it sees every
 # peer up, and runs the multi-node kselftest programs (/rig/bin/cluster_*_test,
 # selftests/cluster/) on every node at once, with a rig barrier between
-# programs.  Then every node leaves the cluster, joins it again (with the
+# programs, then checks that odsmctl drop-copies leaves no copy.  Then every node leaves the cluster, joins it again (with the
 # module parameter nic_atomics=N, as on a device without RDMA atomics) and
 # runs cluster_rejoin_test (the objects outlive the leave, the new
 # connections work), and the module is unloaded.  Fails if any program fails.
@@ -165,6 +165,20 @@ done
 echo "\$ odsmctl status"
 odsmctl status
 odsmctl stats --raw | grep -E '^(msgs_|bad_msgs|served|remote_|rpc_|peers_down)'
+# every program has exited, so no copy is referenced: all of them go
+echo "\$ odsmctl drop-copies"
+out=$(odsmctl drop-copies) || { echo "cluster: odsmctl drop-copies failed"; failed=$((failed + 1)); }
+echo "$out"
+copies_gone() { # a reaper already under way may free the last ones
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
+		odsmctl stats --raw | grep -q '^copies_in_use=0$' && return 0
+		sleep 0.1
+	done
+	return 1
+}
+echo "$out" | grep -qE '^dropped [0-9]+ idle cached copies; 0 still borrowed$' &&
+	copies_gone ||
+	{ echo "cluster: copies left after odsmctl drop-copies"; odsmctl stats --raw | grep copies; failed=$((failed + 1)); }
 
 if [ -n "$down" ]; then
 	# everyone is done with everyone: node $down goes
