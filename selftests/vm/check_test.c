@@ -203,6 +203,53 @@ TEST_F(chk, failed_borrow_is_not_out)
 	EXPECT_EQ(0, odsm_return(&r));
 }
 
+/*
+ * A stale owner of a local object: the fast paths would use its address
+ * in place; the checking mode asks the module's allocator.
+ */
+TEST_F(chk, stale_local_owner_is_reported)
+{
+	static odsm_box again[4096];
+	uint64_t v = violations();
+	unsigned int n, k;
+	odsm_box x, old;
+	char why[256];
+	const void *p;
+	odsm_ref r;
+	odsm_mut m;
+	void *w;
+
+	ASSERT_EQ(0, odsm_box_new(&x, 100, 0));
+	old = x;
+	ASSERT_EQ(0, odsm_box_drop(&x));
+	EXPECT_EQ(-ENOTRECOVERABLE, odsm_borrow(&old, &r, &p));
+	EXPECT_REPORT("shared borrow", old.g,
+		      "no object starts at its address any more: it was freed or moved (a stale owner or borrow)");
+	EXPECT_EQ(-ENOTRECOVERABLE, odsm_borrow_mut(&old, &m, &w));
+	EXPECT_REPORT("mutable borrow", old.g,
+		      "no object starts at its address any more: it was freed or moved (a stale owner or borrow)");
+	EXPECT_EQ(-ESTALE, odsm_box_drop(&old));	/* the module says so too */
+	EXPECT_STREQ("", printed(self->err));
+
+	/* its address reused: the old owner's color is below the new one's */
+	for (n = 0; n < 4096; n++) {
+		ASSERT_EQ(0, odsm_box_new(&again[n], 100, 0));
+		if (odsm_addr_of(again[n].g) == odsm_addr_of(old.g))
+			break;
+	}
+	ASSERT_GT(4096U, n) {
+		TH_LOG("the freed address was not handed out again");
+	}
+	EXPECT_GT(odsm_color_of(again[n].g), odsm_color_of(old.g));
+	EXPECT_EQ(-ENOTRECOVERABLE, odsm_box_write(&old, &w));
+	snprintf(why, sizeof(why), "its color %u is older than the object now at its address (allocated at color %u): the object it named was freed or moved and the address reused (a stale owner or borrow)",
+		 odsm_color_of(old.g), odsm_color_of(again[n].g));
+	EXPECT_REPORT("owner write", old.g, why);
+	for (k = 0; k <= n; k++)
+		EXPECT_EQ(0, odsm_box_drop(&again[k]));
+	EXPECT_EQ(v + 3, violations());
+}
+
 /* ODSM_CHECK_ABORT: the first misuse aborts the program */
 TEST_F(chk, abort_on_request)
 {
