@@ -77,7 +77,17 @@ int odsm_heap_fetch(struct odsm_heap *h, u64 cgaddr, u64 offset, void *buf,
 /* The live object at cgaddr, of at least its color: -ESTALE, -EINVAL. */
 int odsm_heap_object(struct odsm_heap *h, u64 cgaddr, struct odsm_objinfo *oi);
 #define ODSM_BOX_SIZE	16	/* an owner box: { colored address, ext } */
-int odsm_heap_owner_rw(struct odsm_heap *h, u64 addr, void *box, bool write);
+enum odsm_owner_op {
+	ODSM_OWNER_READ,
+	ODSM_OWNER_WRITE,
+	ODSM_OWNER_FILL,	/* write into an empty box only */
+};
+
+int odsm_heap_owner_rw(struct odsm_heap *h, u64 addr, void *box,
+		       enum odsm_owner_op op);
+/* The live object whose bytes hold addr, or -EINVAL. */
+int odsm_heap_containing(struct odsm_heap *h, u64 addr,
+			 struct odsm_objinfo *oi);
 
 /* odsm_store.c: the node-local page store behind the partition */
 extern const struct vm_operations_struct odsm_vm_ops;

@@ -261,7 +261,7 @@ long odsm_ioc_borrow_mut(struct odsm_fref *f, void __user *arg)
  * home refuses (-EBUSY) a box in an object it has handed copies of.  Never
  * one-sided: the check and the access must be one step at the home.
  */
-static int owner_rw(u64 owner, u64 *box, bool write)
+static int owner_rw(u64 owner, u64 *box, enum odsm_owner_op op)
 {
 	const struct odsm_geom *g = &odsm_heap.geom;
 	u32 node;
@@ -271,10 +271,10 @@ static int owner_rw(u64 owner, u64 *box, bool write)
 		return -EINVAL;
 	node = odsm_node_of(g, owner);
 	if (node == g->node_id)
-		return odsm_heap_owner_rw(&odsm_heap, owner, box, write);
+		return odsm_owner_rw_local(owner, box, op);
 	if (!READ_ONCE(odsm_cluster.joined))
 		return -EINVAL;
-	return odsm_remote_owner_rw(node, owner, box, write);
+	return odsm_remote_owner_rw(node, owner, box, op);
 }
 
 static long ioc_owner(void __user *arg, bool write)
@@ -285,11 +285,14 @@ static long ioc_owner(void __user *arg, bool write)
 
 	if (copy_from_user(&w, arg, sizeof(w)))
 		return -EFAULT;
-	if (!odsm_reserved_zero(w.reserved, ARRAY_SIZE(w.reserved)))
+	if (w.reserved0 || w.reserved || (w.flags & ~ODSM_WB_FLAGS) ||
+	    (!write && w.flags))
 		return -EINVAL;
 	box[0] = w.g;
 	box[1] = w.ext;
-	ret = owner_rw(w.owner, box, write);
+	ret = owner_rw(w.owner, box, !write ? ODSM_OWNER_READ :
+		       w.flags & ODSM_WB_IF_EMPTY ? ODSM_OWNER_FILL :
+		       ODSM_OWNER_WRITE);
 	if (ret)
 		return ret;
 	if (write) {

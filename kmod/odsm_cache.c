@@ -120,6 +120,21 @@ bool odsm_cache_is_slot(u64 addr)
 	return !!xa_load(&cache.slots, slot_index(addr));
 }
 
+/*
+ * The owner box at addr of this partition, read or written by address
+ * (odsm_heap_owner_rw()), unless it lies in a copy: a copy's bytes are the
+ * cache's, never an object whose boxes a program or a peer may change.
+ */
+int odsm_owner_rw_local(u64 addr, void *box, enum odsm_owner_op op)
+{
+	struct odsm_objinfo oi;
+
+	if (!odsm_heap_containing(&odsm_heap, addr, &oi) &&
+	    odsm_cache_is_slot(oi.addr))
+		return -EINVAL;
+	return odsm_heap_owner_rw(&odsm_heap, addr, box, op);
+}
+
 static void entry_free(struct kref *kref)
 {
 	kfree(container_of(kref, struct odsm_centry, kref));

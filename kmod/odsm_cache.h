@@ -73,6 +73,7 @@ bool odsm_cache_lazy_block(u64 addr);
 /* Gauges */
 u64 odsm_cache_entries(void);
 u64 odsm_cache_bytes(void);
+int odsm_owner_rw_local(u64 addr, void *box, enum odsm_owner_op op);
 /* Slots of the partition that hold copies (not objects of programs). */
 u64 odsm_cache_copies(void);
 

@@ -246,14 +246,15 @@ extern bool odsm_nic_atomics;	/* module parameter: use device atomics */
 long odsm_ioc_rw(void __user *arg, bool write);
 /*
  * Copy len (<= ODSM_WIRE_MAX_DATA) bytes between buf and [addr, addr + len)
- * of node's partition (not this node's).  The one way object bytes travel
- * between nodes: the coherence protocol (odsm_borrow.c) uses it too.
+ * of node's partition (not this node's): the raw reads and writes of
+ * ODSM_IOC_READ / ODSM_IOC_WRITE (object bytes of borrows travel by FETCH).
  */
 int odsm_remote_rw(u32 node, u64 addr, void *buf, u32 len, bool write);
 /* The owner box at addr of node's partition, read or written at the home
  * with ODSM_WIRE_RW_OWNER (see odsm_heap_owner_rw()).
  */
-int odsm_remote_owner_rw(u32 node, u64 addr, void *box, bool write);
+int odsm_remote_owner_rw(u32 node, u64 addr, void *box,
+			 enum odsm_owner_op op);
 long odsm_ioc_atomic(void __user *arg);
 int odsm_remote_alloc(u32 node, u64 size, u32 align, u32 flags, u64 *cg,
 		      u64 *usable);

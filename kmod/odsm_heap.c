@@ -193,6 +193,17 @@ unlock:
 	return ret;
 }
 
+int odsm_heap_containing(struct odsm_heap *h, u64 addr,
+			 struct odsm_objinfo *oi)
+{
+	int ret;
+
+	mutex_lock(&h->lock);
+	ret = odsm_palloc_containing(&h->pa, addr, oi);
+	mutex_unlock(&h->lock);
+	return ret;
+}
+
 int odsm_heap_obj_info(struct odsm_heap *h, u64 cgaddr,
 		       struct odsm_objinfo *oi)
 {
@@ -201,8 +212,10 @@ int odsm_heap_obj_info(struct odsm_heap *h, u64 cgaddr,
 	mutex_lock(&h->lock);
 	ret = odsm_palloc_lookup(&h->pa, cgaddr, oi);
 	/* none there now: gone, if cgaddr named one that lived there */
-	if (ret && odsm_palloc_stale(&h->pa, cgaddr))
+	if (ret && odsm_palloc_stale(&h->pa, cgaddr)) {
+		odsm_stat_inc(ODSM_STAT_stale_refused);
 		ret = -ESTALE;
+	}
 	mutex_unlock(&h->lock);
 	return ret;
 }
@@ -244,29 +257,39 @@ int odsm_heap_fetch(struct odsm_heap *h, u64 cgaddr, u64 offset, void *buf,
 }
 
 /*
- * Read or write the owner box (ODSM_WIRE_BOX_SIZE bytes, 16-aligned) at
- * addr of this partition, inside a live object, atomically with the check
- * that no peer has been handed a copy of that object: a box changed in an
- * object whose copies live on elsewhere would be read stale through them
- * (the ownership rule, design.rst).  -EBUSY for such an object, -EINVAL
- * for a box that is not inside one live object.  What the owner of a box
- * inside an object may do without borrowing the object mutably.
+ * Read or write (op, ODSM_OWNER_*) the owner box (ODSM_BOX_SIZE bytes,
+ * 16-aligned) at addr of this partition, inside a live object, atomically
+ * with the check that no peer has been handed a copy of that object: a box
+ * changed in an object whose copies live on elsewhere would be read stale
+ * through them (the ownership rule, design.rst).  -EBUSY for such an
+ * object, -EINVAL for a box that is not inside one live object's bytes,
+ * -EEXIST for ODSM_OWNER_FILL of a box that owns something.  What the
+ * owner of a box inside an object may do without borrowing the object
+ * mutably.
  */
-int odsm_heap_owner_rw(struct odsm_heap *h, u64 addr, void *box, bool write)
+int odsm_heap_owner_rw(struct odsm_heap *h, u64 addr, void *box,
+		       enum odsm_owner_op op)
 {
 	struct odsm_objinfo oi;
+	u64 old[2];
 	int ret;
 
 	if (addr % ODSM_BOX_SIZE)
 		return -EINVAL;
 	mutex_lock(&h->lock);
 	ret = odsm_palloc_containing(&h->pa, addr, &oi);
-	if (!ret && oi.addr + oi.usable - addr < ODSM_BOX_SIZE)
+	if (!ret && oi.addr + oi.size - addr < ODSM_BOX_SIZE)
 		ret = -EINVAL;
 	if (!ret && oi.copied)
 		ret = -EBUSY;
+	if (!ret && op == ODSM_OWNER_FILL) {
+		ret = odsm_store_rw_locked(h, addr, old, sizeof(old), false);
+		if (!ret && old[0])
+			ret = -EEXIST;
+	}
 	if (!ret)
-		ret = odsm_store_rw_locked(h, addr, box, ODSM_BOX_SIZE, write);
+		ret = odsm_store_rw_locked(h, addr, box, ODSM_BOX_SIZE,
+					   op != ODSM_OWNER_READ);
 	mutex_unlock(&h->lock);
 	if (ret == -EBUSY)
 		odsm_stat_inc(ODSM_STAT_owner_refused);

@@ -93,7 +93,8 @@ int odsm_serve(const struct odsm_wire_hdr *h, const u8 *payload, u8 *reply,
 		if (!buf)
 			return -ENOMEM;
 		if (rw.flags & ODSM_WIRE_RW_OWNER)
-			ret = odsm_heap_owner_rw(heap, rw.gaddr, buf, false);
+			ret = odsm_owner_rw_local(rw.gaddr, buf,
+						  ODSM_OWNER_READ);
 		else
 			ret = odsm_store_rw(heap, rw.gaddr, buf, rw.len, false);
 		if (ret) {
@@ -107,9 +108,12 @@ int odsm_serve(const struct odsm_wire_hdr *h, const u8 *payload, u8 *reply,
 		if (odsm_wire_get_rw(payload, h->len, true, &rw))
 			return -EPROTO;
 		if (rw.flags & ODSM_WIRE_RW_OWNER)
-			return odsm_heap_owner_rw(heap, rw.gaddr,
-						  (void *)(payload + h->len -
-							   rw.len), true);
+			return odsm_owner_rw_local(rw.gaddr,
+						   (void *)(payload + h->len -
+							    rw.len),
+						   rw.flags & ODSM_WIRE_RW_IF_EMPTY ?
+						   ODSM_OWNER_FILL :
+						   ODSM_OWNER_WRITE);
 		return odsm_store_rw(heap, rw.gaddr,
 				     (void *)(payload + h->len - rw.len),
 				     rw.len, true);
@@ -266,15 +270,19 @@ int odsm_remote_rw(u32 node, u64 addr, void *buf, u32 len, bool write)
 	return ret;
 }
 
-int odsm_remote_owner_rw(u32 node, u64 addr, void *box, bool write)
+int odsm_remote_owner_rw(u32 node, u64 addr, void *box,
+			 enum odsm_owner_op op)
 {
 	struct odsm_wire_rw rw = { .gaddr = addr, .len = ODSM_WIRE_BOX_SIZE,
 				   .flags = ODSM_WIRE_RW_OWNER };
 	u8 p[ODSM_WIRE_RW_SIZE];
-	u32 n = odsm_wire_put_rw(p, &rw), got = 0;
+	u32 n, got = 0;
 	int ret;
 
-	if (write) {
+	if (op == ODSM_OWNER_FILL)
+		rw.flags |= ODSM_WIRE_RW_IF_EMPTY;
+	n = odsm_wire_put_rw(p, &rw);
+	if (op != ODSM_OWNER_READ) {
 		odsm_stat_inc(ODSM_STAT_remote_writes);
 		return odsm_rpc(node, ODSM_MSG_WRITE, p, n, box,
 				ODSM_WIRE_BOX_SIZE, NULL, 0, NULL);

@@ -276,7 +276,10 @@ int odsm_wire_get_rw(const u8 *buf, u32 len, bool with_data,
 		if (with_data)
 			return -EPROTO;
 		break;
+	case ODSM_WIRE_RW_OWNER | ODSM_WIRE_RW_IF_EMPTY:	/* a WRITE's */
 	case ODSM_WIRE_RW_OWNER:	/* one whole owner box */
+		if ((p->flags & ODSM_WIRE_RW_IF_EMPTY) && !with_data)
+			return -EPROTO;
 		if (p->len != ODSM_WIRE_BOX_SIZE ||
 		    p->gaddr % ODSM_WIRE_BOX_SIZE)
 			return -EPROTO;

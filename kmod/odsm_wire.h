@@ -149,6 +149,8 @@ struct odsm_wire_pong {
  * be served stale (the ownership rule in design.rst).
  */
 #define ODSM_WIRE_RW_OWNER	0x0002
+/* with RW_OWNER on a WRITE: only into an empty box (g 0), else -EEXIST */
+#define ODSM_WIRE_RW_IF_EMPTY	0x0004
 #define ODSM_WIRE_BOX_SIZE	16
 
 struct odsm_wire_rw {		/* READ, WRITE (then len bytes of data) */
@@ -204,9 +206,10 @@ struct odsm_wire_atomic_reply {
 /*
  * FETCH: bytes [offset, offset + len) of the live object that starts at
  * gaddr, clipped to its end, and its size: what a borrow of a remote object
- * needs, in one round trip.  gaddr is colored: the home refuses a color
- * older than the object's allocation color (a stale pointer to an earlier
- * object at that address).
+ * needs, in one round trip.  gaddr is colored: the home refuses, with
+ * -ESTALE, a color older than the object's allocation color and an object
+ * freed or moved since (a stale pointer); a successful FETCH marks the
+ * object copied (odsm_palloc_set_copied()).
  */
 struct odsm_wire_fetch {
 	u64 gaddr;		/* colored start of the object */
@@ -296,8 +299,8 @@ u32 odsm_wire_put_rw(u8 *buf, const struct odsm_wire_rw *p);
  * READ: len == fixed size; WRITE: len == fixed size + p->len.  p->len is
  * 1..ODSM_WIRE_MAX_DATA (1..U32_MAX for a READ with RW_CHECK), gaddr is
  * uncolored and gaddr + p->len does not pass the 48-bit address space;
- * flags are 0 or one of RW_CHECK (a READ only) and RW_OWNER (len 16 at a
- * 16-aligned gaddr).
+ * flags are 0 or one of RW_CHECK (a READ only), RW_OWNER (len 16 at a
+ * 16-aligned gaddr) and RW_OWNER | RW_IF_EMPTY (a WRITE only).
  */
 int odsm_wire_get_rw(const u8 *buf, u32 len, bool with_data,
 		     struct odsm_wire_rw *p);

@@ -450,13 +450,10 @@ int odsm_box_store_at(uint64_t owner, odsm_box *src)
 	ret = odsm__check(ODSM_CHK_OWNER_MOVE, src, src->g);
 	if (ret)
 		return ret;
-	ret = xioctl(ODSM_IOC_READ_OWNER, &w);
-	if (ret)
-		return ret;
-	if (w.g)
-		return -EEXIST;
+	/* the home stores it only into an empty box, in one step */
 	w.g = src->g;
 	w.ext = 0;
+	w.flags = ODSM_WB_IF_EMPTY;
 	ret = xioctl(ODSM_IOC_WRITE_BACK, &w);
 	if (ret)
 		return ret;

@@ -28,12 +28,12 @@
  * so does everyone on a cluster that does not run over TCP.
  *
  * The wire header (kmod/odsm_wire.h), little-endian, 32 bytes: magic u32
- * 0x4d53444f @0, version u8 = 4 @4, type u8 @5, flags u16 @6, src u32 @8,
+ * 0x4d53444f @0, version u8 = 5 @4, type u8 @5, flags u16 @6, src u32 @8,
  * dst u32 @12, seq u64 @16, len u32 @24, status s32 @28.  HELLO is type 1
  * with 104 payload bytes: node_id u32, nr_nodes u32, heap_base u64,
  * part_size u64, incarnation u64, step u32 (1 offer, 2 challenge, 3 proof),
  * reserved u32, nonce[32] @40, proof[32] @72.  READ is type 4 with 16:
- * gaddr u64, len u32, reserved u32.
+ * gaddr u64, len u32, flags u32.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -47,7 +47,7 @@
 #define T_READ		4
 #define HDR		32
 #define HELLO_LEN	104
-#define VERSION		4
+#define VERSION		5
 #define H_STEP		(HDR + 32)
 #define H_NONCE		(HDR + 40)
 #define H_PROOF		(HDR + 72)

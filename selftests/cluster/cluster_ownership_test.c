@@ -11,9 +11,10 @@
  *                          -EBUSY, nothing moved), then takes the right
  *                          one (P mutably through R, X through P's field)
  *                          and writes 2.  Every node then reads 2 through
- *                          R; the reader's next borrow of P misses and
- *                          its mutable borrow moves P (no take-over of
- *                          its stale copy) to write 3, which every node
+ *                          R; the reader's next borrow of P misses, and
+ *                          its mutable borrow of P finds X = 2 (P's
+ *                          current version, never its stale copy of the
+ *                          old one) and writes 3, which every node
  *                          reads.  Node 0 frees it all: no node has an
  *                          object more than before, nothing was freed
  *                          twice (bad_frees, move_free_errors), and a
@@ -21,9 +22,13 @@
  *                          address.
  *   drop_copies            odsm_drop_copies() leaves no idle copy
  *                          (copies_in_use 0) and objects_in_use never
- *                          counts copies
+ *                          counts copies; a box inside a copy is not an
+ *                          owner anyone may change by address (-EINVAL)
+ *   store_at_once          every node stores an owner into one empty box
+ *                          at once: exactly one succeeds, the others get
+ *                          -EEXIST and keep their objects
  *
- * Words of node 0's directory: 496 .. 503.  Barriers: ids 50 .. 59 in node
+ * Words of node 0's directory: 496 .. 503.  Barriers: ids 50 .. 61 in node
  * 1's directory (node 0's are taken by the other programs).
  */
 #include "odsm_cluster.h"
@@ -252,7 +257,7 @@ TEST(box_in_copied_object)
 
 TEST(drop_copies)
 {
-	uint64_t dropped = 0, kept = 0, objs;
+	uint64_t dropped = 0, kept = 0, objs, g;
 	const void *q;
 	odsm_box b;
 	odsm_ref r;
@@ -271,6 +276,8 @@ TEST(drop_copies)
 		ASSERT_EQ(0, c_get(0, W_OW + 1, &b.g));
 		ASSERT_EQ(0, odsm_borrow(&b, &r, &q));
 		EXPECT_LE(1ULL, c_stat("copies_in_use"));
+		/* the copy's bytes are the cache's, not an owner's */
+		EXPECT_EQ(-EINVAL, odsm__read_owner((uintptr_t)q, &g));
 		EXPECT_EQ(objs, c_stat("objects_in_use"));	/* not a copy */
 		ASSERT_EQ(0, odsm_drop_copies(&dropped, &kept));
 		EXPECT_LE(1ULL, kept);			/* ours is referenced */
@@ -283,6 +290,43 @@ TEST(drop_copies)
 	ASSERT_EQ(0, step(9));
 	if (C.self == 0)
 		EXPECT_EQ(0, odsm_box_drop(&b));
+}
+
+TEST(store_at_once)
+{
+	uint64_t at = 0, won = 0, cg = 0;
+	odsm_box mine, got;
+	int ret;
+
+	C_BEGIN();
+	if (C.self == 0) {
+		ASSERT_EQ(0, odsm_alloc(sizeof(odsm_box), 16, ODSM_ALLOC_ZERO,
+					&cg));
+		ASSERT_EQ(0, c_put(0, W_OW + 2, odsm_addr_of(cg)));
+		ASSERT_EQ(0, c_put(0, W_OW + 3, 0));
+	}
+	ASSERT_EQ(0, step(10));
+	ASSERT_EQ(0, c_get(0, W_OW + 2, &at));
+	ASSERT_EQ(0, odsm_box_new(&mine, 64, ODSM_ALLOC_ZERO));
+	ret = odsm_box_store_at(at, &mine);
+	if (ret == 0) {
+		EXPECT_EQ(0ULL, mine.g);
+		ASSERT_EQ(0, odsm_fetch_add(c_word(0, W_OW + 3), 1, NULL));
+	} else {
+		EXPECT_EQ(-EEXIST, ret);
+		EXPECT_NE(0ULL, mine.g);	/* still ours */
+		EXPECT_EQ(0, odsm_box_drop(&mine));
+	}
+	ASSERT_EQ(0, step(11));
+	ASSERT_EQ(0, c_get(0, W_OW + 3, &won));
+	EXPECT_EQ(1ULL, won);
+	if (C.self == 0) {
+		ASSERT_EQ(0, odsm_read(at, &got, sizeof(got)));
+		EXPECT_NE(0ULL, got.g);
+		got.ext = 0;
+		EXPECT_EQ(0, odsm_box_drop(&got));
+		EXPECT_EQ(0, odsm_free(cg));
+	}
 }
 
 TEST_HARNESS_MAIN

@@ -1121,6 +1121,13 @@ TEST(rw_fields)
 	ASSERT_EQ(-EPROTO, rw_ret(0x1010, 16, ODSM_WIRE_RW_OWNER |
 				  ODSM_WIRE_RW_CHECK, false, 16));
 	ASSERT_EQ(-EPROTO, rw_ret(top, 16, ODSM_WIRE_RW_OWNER, false, 16));
+	/* IF_EMPTY: with OWNER on a WRITE only */
+	ASSERT_EQ(4, ODSM_WIRE_RW_IF_EMPTY);
+	ASSERT_EQ(0, rw_ret(0x1010, 16, ODSM_WIRE_RW_OWNER |
+			    ODSM_WIRE_RW_IF_EMPTY, true, 32));
+	ASSERT_EQ(-EPROTO, rw_ret(0x1010, 16, ODSM_WIRE_RW_OWNER |
+				  ODSM_WIRE_RW_IF_EMPTY, false, 16));
+	ASSERT_EQ(-EPROTO, rw_ret(0x1010, 16, ODSM_WIRE_RW_IF_EMPTY, true, 32));
 
 	/* WRITE: exactly the data it announces */
 	ASSERT_EQ(0, rw_ret(0x1000, 1, 0, true, 17));
@@ -1599,8 +1606,10 @@ static bool payload_ok(unsigned int type, const u8 *p, u32 len,
 		return rw->gaddr == ref_le(p, 8) && rw->len == ref_le(p + 8, 4) &&
 		       rw->len >= 1 &&
 		       (rw->flags == 0 ? rw->len <= ODSM_WIRE_MAX_DATA :
-			rw->flags == ODSM_WIRE_RW_OWNER ?
-			rw->len == 16 && rw->gaddr % 16 == 0 :
+			(rw->flags & ~4U) == ODSM_WIRE_RW_OWNER ?
+			rw->len == 16 && rw->gaddr % 16 == 0 &&
+			(rw->flags == ODSM_WIRE_RW_OWNER ||
+			 type == ODSM_MSG_WRITE) :
 			type == ODSM_MSG_READ &&
 			rw->flags == ODSM_WIRE_RW_CHECK) &&
 		       rw->gaddr + rw->len <= (1ULL << 48) &&

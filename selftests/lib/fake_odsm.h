@@ -347,6 +347,11 @@ static int fk_ioctl_locked(unsigned long req, void *arg)
 		ret = fk_owner_box(w->owner);
 		if (ret)
 			return ret;
+		if (w->flags & ~ODSM_WB_FLAGS)
+			return -EINVAL;
+		if ((w->flags & ODSM_WB_IF_EMPTY) &&
+		    ((odsm_box *)odsm_ptr(w->owner))->g)
+			return -EEXIST;
 		memcpy(odsm_ptr(w->owner), &w->g, 16);
 		fk.last_wb[0] = w->owner;
 		fk.last_wb[1] = w->g;

@@ -98,8 +98,9 @@ struct odsm_alloc {
  * allocation color is accepted, as the kernel cannot know the latest one;
  * passing an older color than the latest weakens the no-reuse guarantee.)
  * -EINVAL for an address of another partition or one where no object
- * starts; -ESTALE for a color older than the object's (a stale pointer to
- * an earlier object there, freed or moved).
+ * starts; -ESTALE for an object that is gone: freed or moved already (a
+ * double free), or a color older than the live object's there (a stale
+ * pointer to an earlier object at that address).
  */
 struct odsm_free {
 	__u64 gaddr;
@@ -377,15 +378,28 @@ struct odsm_borrow_mut {
  * atomically with the check above.
  * ODSM_IOC_READ_OWNER: read the box at owner into g and ext, with the
  * same checks: what odsm_borrow_mut_at() starts from.
+ * With ODSM_WB_IF_EMPTY a WRITE_BACK stores only into a box that owns
+ * nothing (its g is 0) and fails with -EEXIST otherwise, checked in the
+ * same step: two stores into one empty box cannot both succeed.
  * Errors: -EINVAL (owner not 16-byte aligned, not in the heap, not inside
- * a live object), -EBUSY (the object holding it has copies out),
- * -EHOSTDOWN / -ETIMEDOUT.
+ * a live object, inside a copy in this node's cache; an unknown flag),
+ * -EBUSY (the object holding it has copies out), -EEXIST, -EHOSTDOWN /
+ * -ETIMEDOUT.
  */
+/* Flags of struct odsm_write_back (WRITE_BACK only). */
+#define ODSM_WB_IF_EMPTY	_BITUL(0)	/* store only into an empty box
+						 * (g 0), else -EEXIST: in the
+						 * same step at the home
+						 */
+#define ODSM_WB_FLAGS		ODSM_WB_IF_EMPTY
+
 struct odsm_write_back {
 	__u64 owner;		/* global address of the owner box */
 	__u64 g;		/* the box's new colored address */
 	__u64 ext;		/* the box's new extension word */
-	__u64 reserved[2];
+	__u32 flags;		/* ODSM_WB_* */
+	__u32 reserved0;
+	__u64 reserved;
 };
 
 /*
