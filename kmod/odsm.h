@@ -54,7 +54,7 @@ static inline bool odsm_reserved_zero(const u64 *r, size_t n)
 	return true;
 }
 
-/* odsm_main.c */
+/* odsm_heap.c */
 u64 odsm_user_top(void);
 
 /* odsm_fs.c: the pseudo inode whose mapping all heap VMAs hang off */
@@ -90,8 +90,9 @@ int odsm_heap_containing(struct odsm_heap *h, u64 addr,
 			 struct odsm_objinfo *oi);
 
 /* odsm_store.c: the node-local page store behind the partition */
-extern const struct vm_operations_struct odsm_vm_ops;
 int odsm_store_zero(struct odsm_heap *h, u64 addr, u64 len);
+int odsm_store_fault(struct odsm_heap *h, u64 addr, struct page **pagep);
+bool odsm_store_present(struct odsm_heap *h, u64 addr);
 int odsm_store_copy(struct odsm_heap *h, u64 dst, u64 src, u64 len);
 void odsm_store_release(struct odsm_heap *h, u64 addr, u64 len);
 int odsm_store_discard(struct odsm_heap *h, u64 addr, u64 len);
@@ -108,6 +109,12 @@ int odsm_store_pin(struct odsm_heap *h, u64 addr, struct page **pages);
 void odsm_store_unpin(struct odsm_heap *h, u64 addr, struct page **pages);
 int odsm_store_atomic(struct odsm_heap *h, u64 addr, u32 op, u64 operand,
 		      u64 compare, u64 *old);
+
+/* odsm_mmap.c: the mapping front end */
+unsigned long odsm_get_unmapped_area(struct file *filp, unsigned long addr,
+				     unsigned long len, unsigned long pgoff,
+				     unsigned long flags);
+int odsm_mmap(struct file *filp, struct vm_area_struct *vma);
 
 /* odsm_dev.c */
 void odsm_leave(void);

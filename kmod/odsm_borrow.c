@@ -15,7 +15,8 @@
 #include <linux/workqueue.h>
 #include "odsm.h"
 #include "odsm_cache.h"
-#include "odsm_cluster.h"
+#include "odsm_core.h"
+#include "odsm_remote.h"
 
 /* ---- frees of moved originals, off the borrower's path --------------- */
 
@@ -86,17 +87,11 @@ void odsm_borrow_flush(void)
  */
 static int home_of_object(u64 cg, bool *local)
 {
-	const struct odsm_geom *g = &odsm_heap.geom;
 	u64 addr = odsm_clear_color(cg);
-	u32 node;
 
-	if (!odsm_in_heap(g, addr) || addr % ODSM_MIN_ALIGN)
+	if (addr % ODSM_MIN_ALIGN)
 		return -EINVAL;
-	node = odsm_node_of(g, addr);
-	*local = node == g->node_id;
-	if (!*local && !READ_ONCE(odsm_cluster.joined))
-		return -EINVAL;
-	return node;
+	return odsm_home_of(addr, 1, local);
 }
 
 /*
@@ -263,17 +258,16 @@ long odsm_ioc_borrow_mut(struct odsm_fref *f, void __user *arg)
  */
 static int owner_rw(u64 owner, u64 *box, enum odsm_owner_op op)
 {
-	const struct odsm_geom *g = &odsm_heap.geom;
-	u32 node;
+	bool local;
+	int node;
 
-	if (owner % ODSM_BOX_SIZE || !odsm_in_heap(g, owner) ||
-	    odsm_heap_end(g) - owner < ODSM_BOX_SIZE)
+	if (owner % ODSM_BOX_SIZE)
 		return -EINVAL;
-	node = odsm_node_of(g, owner);
-	if (node == g->node_id)
+	node = odsm_home_of(owner, ODSM_BOX_SIZE, &local);
+	if (node < 0)
+		return node;
+	if (local)
 		return odsm_owner_rw_local(owner, box, op);
-	if (!READ_ONCE(odsm_cluster.joined))
-		return -EINVAL;
 	return odsm_remote_owner_rw(node, owner, box, op);
 }
 

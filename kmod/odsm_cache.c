@@ -37,7 +37,7 @@
 #include "odsm.h"
 #include "odsm_cache.h"
 #include "odsm_cindex.h"
-#include "odsm_cluster.h"
+#include "odsm_core.h"
 #include "odsm_compat.h"
 
 u64 odsm_cache_budget = 64ULL << 20;
@@ -756,6 +756,11 @@ u64 odsm_cache_bytes(void)
 	return v;
 }
 
+/* A peer that restarted hands its addresses out again from color 0. */
+static struct odsm_peer_events cache_events = {
+	.restarted = odsm_cache_forget,
+};
+
 int odsm_cache_init(void)
 {
 	int ret;
@@ -786,6 +791,7 @@ int odsm_cache_init(void)
 	if (ret)
 		goto err;
 #endif
+	odsm_peer_events_register(&cache_events);
 	return 0;
 err:
 	odsm_cindex_destroy(&cache.ci);
@@ -794,6 +800,7 @@ err:
 
 void odsm_cache_exit(void)
 {
+	odsm_peer_events_unregister(&cache_events);
 #ifdef ODSM_HAVE_SHRINKER_ALLOC
 	shrinker_free(cache.shrinker);
 #else

@@ -13,7 +13,6 @@
 #include <crypto/hash.h>
 #include "odsm.h"
 #include "odsm_cluster.h"
-#include "odsm_cache.h"
 
 struct odsm_cluster odsm_cluster = {
 	.join_lock = __MUTEX_INITIALIZER(odsm_cluster.join_lock),
@@ -35,10 +34,115 @@ struct odsm_call {
 /* A request to serve, with the connection to answer on. */
 struct odsm_req {
 	struct work_struct work;
+	const struct odsm_msg_handler *mh;
 	struct odsm_conn *conn;
 	struct odsm_wire_hdr h;
 	u8 payload[];
 };
+
+/* ---- what registers with the core ----------------------------------------- */
+
+/*
+ * Transports, message handlers and peer-event callbacks register at module
+ * load and unload, while no cluster is joined (odsm_core.h): the lists and
+ * the table are written under reg_lock and read without it by what a join
+ * starts.
+ */
+static DEFINE_MUTEX(reg_lock);
+static LIST_HEAD(transports);
+static LIST_HEAD(peer_events);
+static const struct odsm_msg_handler *handlers[256];
+
+void odsm_transport_register(struct odsm_transport_ops *t)
+{
+	mutex_lock(&reg_lock);
+	list_add_tail(&t->list, &transports);
+	mutex_unlock(&reg_lock);
+}
+
+void odsm_transport_unregister(struct odsm_transport_ops *t)
+{
+	mutex_lock(&reg_lock);
+	list_del(&t->list);
+	mutex_unlock(&reg_lock);
+}
+
+static const struct odsm_transport_ops *transport_find(u32 id)
+{
+	const struct odsm_transport_ops *t, *found = NULL;
+
+	mutex_lock(&reg_lock);
+	list_for_each_entry(t, &transports, list)
+		if (t->id == id)
+			found = t;
+	mutex_unlock(&reg_lock);
+	return found;
+}
+
+int odsm_handler_register(const struct odsm_msg_handler *mh)
+{
+	int ret = 0;
+
+	/* a request is served and answered, a one-way message received */
+	if (!mh->type || !mh->serve == !mh->rx || !mh->serve != !mh->reply)
+		return -EINVAL;
+	mutex_lock(&reg_lock);
+	if (handlers[mh->type])
+		ret = -EBUSY;
+	else
+		WRITE_ONCE(handlers[mh->type], mh);
+	mutex_unlock(&reg_lock);
+	return ret;
+}
+
+void odsm_handler_unregister(const struct odsm_msg_handler *mh)
+{
+	mutex_lock(&reg_lock);
+	if (handlers[mh->type] == mh)
+		WRITE_ONCE(handlers[mh->type], NULL);
+	mutex_unlock(&reg_lock);
+}
+
+void odsm_peer_events_register(struct odsm_peer_events *ev)
+{
+	mutex_lock(&reg_lock);
+	list_add_tail(&ev->list, &peer_events);
+	mutex_unlock(&reg_lock);
+}
+
+void odsm_peer_events_unregister(struct odsm_peer_events *ev)
+{
+	mutex_lock(&reg_lock);
+	list_del(&ev->list);
+	mutex_unlock(&reg_lock);
+}
+
+static void peer_up_event(struct odsm_conn *conn, u32 node)
+{
+	struct odsm_peer_events *ev;
+
+	list_for_each_entry(ev, &peer_events, list)
+		if (ev->up)
+			ev->up(conn, node);
+}
+
+static void peer_restarted_event(u32 node)
+{
+	struct odsm_peer_events *ev;
+
+	list_for_each_entry(ev, &peer_events, list)
+		if (ev->restarted)
+			ev->restarted(node);
+}
+
+static void peer_down_event(u32 node)
+{
+	struct odsm_peer_events *ev;
+
+	list_for_each_entry(ev, &peer_events, list)
+		if (ev->down)
+			ev->down(node);
+}
 
 /* ---- connections ------------------------------------------------------ */
 
@@ -145,6 +249,7 @@ void odsm_cluster_conn_failed(struct odsm_conn *conn)
 {
 	struct odsm_cluster *c = &odsm_cluster;
 	struct odsm_conn *drop = NULL;
+	bool was_up = false;
 	u32 id = conn->peer;
 
 	/* the dialer walked away from our challenge: it lacks the key (we
@@ -162,7 +267,8 @@ void odsm_cluster_conn_failed(struct odsm_conn *conn)
 	if (id < c->nr_nodes && c->peers[id].conn == conn) {
 		drop = conn;
 		c->peers[id].conn = NULL;
-		if (c->peers[id].state == ODSM_PEER_UP)
+		was_up = c->peers[id].state == ODSM_PEER_UP;
+		if (was_up)
 			odsm_stat_inc(ODSM_STAT_peers_down);
 		c->peers[id].state = ODSM_PEER_DOWN;
 	}
@@ -171,6 +277,8 @@ void odsm_cluster_conn_failed(struct odsm_conn *conn)
 		fail_calls(c, id, -EHOSTDOWN);
 		odsm_conn_put(drop);
 	}
+	if (was_up)
+		peer_down_event(id);
 }
 
 static void peer_timed_out(struct odsm_cluster *c, u32 id)
@@ -238,29 +346,14 @@ static struct odsm_conn *peer_conn(struct odsm_cluster *c, u32 node,
 	return conn;
 }
 
-static bool is_reply(u8 type)
-{
-	switch (type) {
-	case ODSM_MSG_PONG:
-	case ODSM_MSG_READ_REPLY:
-	case ODSM_MSG_WRITE_REPLY:
-	case ODSM_MSG_ALLOC_REPLY:
-	case ODSM_MSG_FREE_REPLY:
-	case ODSM_MSG_ATOMIC_REPLY:
-	case ODSM_MSG_FETCH_REPLY:
-	case ODSM_MSG_MAP_REPLY:
-		return true;
-	}
-	return false;
-}
-
+/* A reply is known by its flag (and answers the seq of its request). */
 static void fill_hdr(struct odsm_cluster *c, struct odsm_wire_hdr *h, u32 dst,
-		     u8 type, u64 seq, u32 len, s32 status)
+		     u8 type, u16 flags, u64 seq, u32 len, s32 status)
 {
 	h->magic = ODSM_WIRE_MAGIC;
 	h->version = ODSM_WIRE_VERSION;
 	h->type = type;
-	h->flags = is_reply(type) ? ODSM_WIRE_F_REPLY : 0;
+	h->flags = flags;
 	h->src_node = c->self;
 	h->dst_node = dst;
 	h->seq = seq;
@@ -269,13 +362,13 @@ static void fill_hdr(struct odsm_cluster *c, struct odsm_wire_hdr *h, u32 dst,
 }
 
 static int send_msg(struct odsm_cluster *c, struct odsm_conn *conn, u32 dst,
-		    u8 type, u64 seq, s32 status, const void *payload,
+		    u8 type, u16 flags, u64 seq, s32 status, const void *payload,
 		    u32 plen, const void *data, u32 dlen)
 {
 	struct odsm_wire_hdr h;
 	int ret;
 
-	fill_hdr(c, &h, dst, type, seq, plen + dlen, status);
+	fill_hdr(c, &h, dst, type, flags, seq, plen + dlen, status);
 	ret = conn->ops->send(conn, &h, payload, plen, data, dlen);
 	if (!ret && dst < c->nr_nodes) {
 		atomic64_inc(&c->peers[dst].msgs_tx);
@@ -344,134 +437,8 @@ static int send_hello(struct odsm_cluster *c, struct odsm_conn *conn, u32 dst,
 			return ret;
 	}
 	n = odsm_wire_put_hello(buf, &hello);
-	return send_msg(c, conn, dst, ODSM_MSG_HELLO, 0, 0, buf, n, NULL, 0);
+	return send_msg(c, conn, dst, ODSM_MSG_HELLO, 0, 0, 0, buf, n, NULL, 0);
 }
-
-/* ---- keys at connect (RDMA) ---------------------------------------------- */
-
-/*
- * When an RDMA connection comes up, each side registers for its peer the
- * blocks of its partition that hold objects then (up to premap_blocks)
- * and sends their keys unasked, in one KEYS message: the peer's first
- * one-sided access of them needs no MAP round trip.  Blocks allocated
- * later are registered when first asked (MAP), because the partition's
- * pages come with first touch and registering the rest would pin it all.
- */
-#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
-struct keys_work {
-	struct work_struct work;
-	struct odsm_conn *conn;
-	u32 peer;
-};
-
-static void keys_send_work(struct work_struct *w)
-{
-	struct keys_work *kw = container_of(w, struct keys_work, work);
-	u32 max = min(READ_ONCE(odsm_premap_blocks), ODSM_WIRE_KEYS_MAX);
-	struct odsm_cluster *c = &odsm_cluster;
-	struct odsm_wire_map_reply r;
-	struct odsm_wire_keys k = {};
-	u8 *buf = NULL, *e;
-	u64 *blks = NULL;
-	u32 n, i;
-
-	if (!max)
-		goto out;
-	blks = kvmalloc_array(max, sizeof(*blks), GFP_KERNEL);
-	buf = kvmalloc(ODSM_WIRE_KEYS_HDR_SIZE +
-		       max * ODSM_WIRE_MAP_REPLY_SIZE, GFP_KERNEL);
-	if (!blks || !buf)
-		goto out;
-	n = odsm_heap_backed_blocks(&odsm_heap, blks, max);
-	for (i = 0; i < n && !READ_ONCE(kw->conn->dead); i++) {
-		/* a block refused (a lazily filled copy) is left out */
-		if (odsm_map_for(kw->conn, blks[i], &r))
-			continue;
-		e = buf + ODSM_WIRE_KEYS_HDR_SIZE +
-		    k.nr * ODSM_WIRE_MAP_REPLY_SIZE;
-		odsm_wire_put_map_reply(e, &r);
-		k.nr++;
-	}
-	if (!k.nr || READ_ONCE(kw->conn->dead))
-		goto out;
-	odsm_wire_put_keys(buf, &k);
-	if (!send_msg(c, kw->conn, kw->peer, ODSM_MSG_KEYS, 0, 0, buf,
-		      ODSM_WIRE_KEYS_HDR_SIZE +
-		      k.nr * ODSM_WIRE_MAP_REPLY_SIZE, NULL, 0))
-		odsm_stat_add(ODSM_STAT_keys_sent, k.nr);
-out:
-	kvfree(blks);
-	kvfree(buf);
-	odsm_conn_put(kw->conn);
-	kfree(kw);
-}
-
-/* The handshake on conn completed: send the peer our keys (RDMA only). */
-static void keys_send(struct odsm_cluster *c, struct odsm_conn *conn, u32 id)
-{
-	struct keys_work *kw;
-
-	if (conn->ops != &odsm_rdma_ops || !READ_ONCE(odsm_premap_blocks))
-		return;
-	kw = kzalloc(sizeof(*kw), GFP_KERNEL);
-	if (!kw)
-		return;		/* the peer asks with MAP instead */
-	INIT_WORK(&kw->work, keys_send_work);
-	kref_get(&conn->ref);
-	kw->conn = conn;
-	kw->peer = id;
-	queue_work(c->wq, &kw->work);
-}
-
-/*
- * A peer's KEYS: every entry checked (a block of the sender's own
- * partition, a well-formed registration) before any is used.
- */
-static void on_keys(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
-		    const u8 *payload)
-{
-	const struct odsm_geom *g = &odsm_heap.geom;
-	struct odsm_wire_map_reply r;
-	struct odsm_wire_keys k;
-	const u8 *e;
-	u32 i;
-
-	if (conn->ops != &odsm_rdma_ops ||
-	    odsm_wire_get_keys(payload, h->len, &k))
-		goto bad;
-	for (i = 0; i < k.nr; i++) {
-		e = payload + ODSM_WIRE_KEYS_HDR_SIZE +
-		    i * ODSM_WIRE_MAP_REPLY_SIZE;
-		if (odsm_wire_get_map_reply(e, ODSM_WIRE_MAP_REPLY_SIZE, &r) ||
-		    !odsm_in_heap(g, r.gaddr) ||
-		    odsm_node_of(g, r.gaddr) != h->src_node)
-			goto bad;
-	}
-	for (i = 0; i < k.nr; i++) {
-		e = payload + ODSM_WIRE_KEYS_HDR_SIZE +
-		    i * ODSM_WIRE_MAP_REPLY_SIZE;
-		odsm_wire_get_map_reply(e, ODSM_WIRE_MAP_REPLY_SIZE, &r);
-		if (odsm_rdma_add_key(conn, &r))
-			return;		/* no memory: MAP asks for the rest */
-	}
-	odsm_stat_add(ODSM_STAT_keys_received, k.nr);
-	return;
-bad:
-	odsm_stat_inc(ODSM_STAT_bad_msgs);
-	pr_notice_ratelimited("odsm: a malformed KEYS message from node %u: dropped\n",
-			      h->src_node);
-}
-#else
-static void keys_send(struct odsm_cluster *c, struct odsm_conn *conn, u32 id)
-{
-}
-
-static void on_keys(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
-		    const u8 *payload)
-{
-	odsm_stat_inc(ODSM_STAT_bad_msgs);	/* no RDMA: never sent */
-}
-#endif
 
 /* ---- receiving ---------------------------------------------------------- */
 
@@ -511,9 +478,9 @@ static bool peer_authed(struct odsm_cluster *c, struct odsm_conn *conn,
 		odsm_conn_put(old);
 	}
 	if (restarted)
-		odsm_cache_forget(id);
+		peer_restarted_event(id);
 	pr_info("odsm: node %u is up (%pI4)\n", id, &c->peers[id].addr.sin_addr);
-	keys_send(c, conn, id);
+	peer_up_event(conn, id);
 	return true;
 }
 
@@ -631,18 +598,15 @@ static void on_reply(struct odsm_cluster *c, const struct odsm_wire_hdr *h,
 static void serve_work(struct work_struct *w)
 {
 	struct odsm_req *req = container_of(w, struct odsm_req, work);
+	const struct odsm_msg_handler *mh = req->mh;
 	struct odsm_cluster *c = &odsm_cluster;
-	u8 reply[64];
+	u8 reply[ODSM_REPLY_MAX];
 	const void *data = NULL;
 	u32 rlen = 0, dlen = 0;
 	int status;
 
-	if (req->h.type == ODSM_MSG_MAP)
-		status = odsm_serve_map(req->conn, &req->h, req->payload, reply,
-					&rlen);
-	else
-		status = odsm_serve(&req->h, req->payload, reply, &rlen, &data,
-				    &dlen);
+	status = mh->serve(req->conn, &req->h, req->payload, reply, &rlen,
+			   &data, &dlen);
 	if (status == -EPROTO) {
 		/* malformed payload: dropped and counted, no answer */
 		odsm_stat_inc(ODSM_STAT_bad_msgs);
@@ -651,8 +615,9 @@ static void serve_work(struct work_struct *w)
 			rlen = 0;
 			dlen = 0;
 		}
-		send_msg(c, req->conn, req->h.src_node, req->h.type + 1,
-			 req->h.seq, status, reply, rlen, data, dlen);
+		send_msg(c, req->conn, req->h.src_node, mh->reply,
+			 ODSM_WIRE_F_REPLY, req->h.seq, status, reply, rlen,
+			 data, dlen);
 		odsm_stat_inc(ODSM_STAT_served);
 	}
 	kvfree(data);
@@ -666,6 +631,7 @@ void odsm_cluster_rx(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 {
 	struct odsm_cluster *c = &odsm_cluster;
 	struct odsm_peer *p = &c->peers[h->src_node];
+	const struct odsm_msg_handler *mh;
 	struct odsm_wire_ping ping;
 	struct odsm_wire_pong pong;
 	struct odsm_req *req;
@@ -692,7 +658,8 @@ void odsm_cluster_rx(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		pong.free_bytes = (u64)odsm_heap.pa.free_blocks << ODSM_BLOCK_SHIFT;
 		mutex_unlock(&odsm_heap.lock);
 		n = odsm_wire_put_pong(buf, &pong);
-		send_msg(c, conn, h->src_node, ODSM_MSG_PONG, h->seq, 0, buf, n,
+		send_msg(c, conn, h->src_node, ODSM_MSG_PONG, ODSM_WIRE_F_REPLY,
+			 h->seq, 0, buf, n,
 			 NULL, 0);
 		return;
 	case ODSM_MSG_PONG:
@@ -703,12 +670,16 @@ void odsm_cluster_rx(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		p->free_bytes = pong.free_bytes;
 		spin_unlock(&c->lock);
 		return;
-	case ODSM_MSG_KEYS:
-		on_keys(conn, h, payload);
-		return;
 	}
 	if (h->flags & ODSM_WIRE_F_REPLY) {
 		on_reply(c, h, payload);
+		return;
+	}
+	mh = READ_ONCE(handlers[h->type]);
+	if (!mh)
+		goto bad;	/* no service serves it here */
+	if (mh->rx) {
+		mh->rx(conn, h, payload);
 		return;
 	}
 	/* a request: served on the workqueue, which may sleep and send */
@@ -716,6 +687,7 @@ void odsm_cluster_rx(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	if (!req)
 		return;		/* the caller times out */
 	INIT_WORK(&req->work, serve_work);
+	req->mh = mh;
 	kref_get(&conn->ref);
 	req->conn = conn;
 	req->h = *h;
@@ -752,7 +724,8 @@ int odsm_rpc(u32 node, u8 type, const void *payload, u32 plen,
 	ret = xa_insert(&c->calls, seq, &call, GFP_KERNEL);
 	if (ret)
 		goto out;
-	ret = send_msg(c, conn, node, type, seq, 0, payload, plen, data, dlen);
+	ret = send_msg(c, conn, node, type, 0, seq, 0, payload, plen, data,
+		       dlen);
 	if (ret) {
 		if (xa_erase(&c->calls, seq) != &call)
 			wait_for_completion(&call.done);
@@ -784,131 +757,96 @@ out:
 	return ret;
 }
 
-bool odsm_cluster_is_rdma(void)
+/* ---- for services (odsm_core.h) ---------------------------------------- */
+
+struct odsm_conn *odsm_peer_conn_get(u32 node)
 {
-#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
 	struct odsm_cluster *c = &odsm_cluster;
-
-	return READ_ONCE(c->joined) && c->ops == &odsm_rdma_ops;
-#else
-	return false;
-#endif
-}
-
-#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
-/* Ask node to register the block at blk for us; its key goes to conn. */
-static int map_block(struct odsm_conn *conn, u32 node, u64 blk)
-{
-	struct odsm_wire_map m = { .gaddr = blk };
-	struct odsm_wire_map_reply r;
-	u8 p[ODSM_WIRE_MAP_REPLY_SIZE];
-	u32 n = odsm_wire_put_map(p, &m), got = 0;
-	int ret;
-
-	odsm_stat_inc(ODSM_STAT_map_requests);
-	ret = odsm_rpc(node, ODSM_MSG_MAP, p, n, NULL, 0, p, sizeof(p), &got);
-	if (!ret)
-		ret = odsm_wire_get_map_reply(p, got, &r);
-	if (!ret && r.gaddr != blk)
-		ret = -EPROTO;
-	if (ret == -EPROTO)
-		odsm_stat_inc(ODSM_STAT_bad_msgs);
-	if (ret == -ENOSPC || ret == -EOPNOTSUPP)
-		odsm_rdma_no_maps(conn);	/* it registers no more */
-	if (ret)
-		return ret;
-	return odsm_rdma_add_key(conn, &r);
-}
-#endif
-
-/*
- * The RDMA connection to node with keys for every block of [addr, addr +
- * len), registering them first (MAP) where needed, with a reference and
- * c->users held for reading; NULL (nothing held) when the request path
- * must do it instead: not RDMA, one-sided turned off, a block the home
- * does not register, a leave under way.
- */
-#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
-static struct odsm_conn *onesided_conn(struct odsm_cluster *c, u32 node,
-				       u64 addr, u32 len)
-{
 	struct odsm_conn *conn;
-	u64 blk;
 
-	if (!READ_ONCE(odsm_onesided) || !odsm_cluster_is_rdma())
-		return NULL;
 	if (!down_read_trylock(&c->users))
 		return NULL;
 	conn = peer_conn(c, node, true);
-	if (!conn || conn->ops != &odsm_rdma_ops)
-		goto out;
-	while (odsm_rdma_missing(conn, addr, len, &blk))
-		if (!odsm_rdma_can_map(conn) || map_block(conn, node, blk))
-			goto out;
+	if (!conn)
+		up_read(&c->users);
 	return conn;
-out:
-	if (conn)
-		odsm_conn_put(conn);
-	up_read(&c->users);
-	return NULL;
 }
 
-static void onesided_put(struct odsm_cluster *c, struct odsm_conn *conn)
+void odsm_peer_conn_put(struct odsm_conn *conn)
 {
 	odsm_conn_put(conn);
-	up_read(&c->users);
-}
-#endif
-
-int odsm_onesided_rw(u32 node, u64 addr, void *buf, u32 len, bool write)
-{
-#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
-	struct odsm_cluster *c = &odsm_cluster;
-	struct odsm_conn *conn = onesided_conn(c, node, addr, len);
-	int ret;
-
-	if (!conn)
-		return -EOPNOTSUPP;
-	ret = odsm_rdma_rw(conn, addr, buf, len, write);
-	onesided_put(c, conn);
-	return ret == -ENOKEY ? -EOPNOTSUPP : ret;
-#else
-	return -EOPNOTSUPP;
-#endif
+	up_read(&odsm_cluster.users);
 }
 
-int odsm_onesided_atomic(u32 node, u64 addr, u32 op, u64 operand,
-			 u64 compare, u64 *old)
+const struct odsm_transport_ops *odsm_conn_ops(const struct odsm_conn *conn)
 {
-#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
-	struct odsm_cluster *c = &odsm_cluster;
-	struct odsm_conn *conn = onesided_conn(c, node, addr, 8);
-	int ret;
-
-	if (!conn)
-		return -EOPNOTSUPP;
-	ret = odsm_rdma_atomic(conn, addr, op, operand, compare, old);
-	onesided_put(c, conn);
-	if (!ret)
-		odsm_stat_inc(ODSM_STAT_onesided_atomics);
-	return ret == -ENOKEY ? -EOPNOTSUPP : ret;
-#else
-	return -EOPNOTSUPP;
-#endif
+	return conn->ops;
 }
 
-int odsm_nic_atomic_here(u64 addr, u32 op, u64 operand, u64 compare,
-			 u64 *old)
+bool odsm_conn_dead(const struct odsm_conn *conn)
+{
+	return READ_ONCE(conn->dead);
+}
+
+void odsm_conn_hold(struct odsm_conn *conn)
+{
+	kref_get(&conn->ref);
+}
+
+int odsm_msg_send(struct odsm_conn *conn, u8 type, const void *payload,
+		  u32 plen)
+{
+	return send_msg(&odsm_cluster, conn, conn->peer, type, 0, 0, 0,
+			payload, plen, NULL, 0);
+}
+
+const struct odsm_transport_ops *odsm_cluster_transport(void)
 {
 	struct odsm_cluster *c = &odsm_cluster;
-	int ret;
 
-	/* a leave under way: it waits for us, we must not wait for it */
+	return READ_ONCE(c->joined) ? READ_ONCE(c->ops) : NULL;
+}
+
+bool odsm_cluster_queue(struct work_struct *work)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	bool queued = false;
+
+	/* the workqueue lives from join to the end of leave, which holds
+	 * c->users for writing while it flushes and destroys it
+	 */
 	if (!down_read_trylock(&c->users))
-		return -EHOSTDOWN;
-	ret = odsm_rdma_loop_atomic(addr, op, operand, compare, old);
+		return false;
+	if (READ_ONCE(c->joined) && c->wq)
+		queued = queue_work(c->wq, work);
 	up_read(&c->users);
-	return ret;
+	return queued;
+}
+
+bool odsm_cluster_hold(void)
+{
+	return down_read_trylock(&odsm_cluster.users);
+}
+
+void odsm_cluster_unhold(void)
+{
+	up_read(&odsm_cluster.users);
+}
+
+int odsm_home_of(u64 addr, u64 len, bool *local)
+{
+	const struct odsm_geom *g = &odsm_heap.geom;
+	u32 node;
+
+	if (!len || !odsm_in_heap(g, addr) || len > odsm_heap_end(g) - addr)
+		return -EINVAL;
+	node = odsm_node_of(g, addr);
+	if (odsm_node_of(g, addr + len - 1) != node)
+		return -EINVAL;
+	*local = node == g->node_id;
+	if (!*local && !READ_ONCE(odsm_cluster.joined))
+		return -EINVAL;
+	return node;
 }
 
 /* ---- the tick: heartbeat, timeouts, re-dial, reaping ------------------ */
@@ -1018,7 +956,7 @@ static void tick(struct odsm_cluster *c)
 			continue;
 		ping.send_ns = now;
 		n = odsm_wire_put_ping(buf, &ping);
-		send_msg(c, conn, i, ODSM_MSG_PING, 0, 0, buf, n, NULL, 0);
+		send_msg(c, conn, i, ODSM_MSG_PING, 0, 0, 0, buf, n, NULL, 0);
 		odsm_conn_put(conn);
 	}
 	reap_dead_conns(c, false);
@@ -1047,20 +985,12 @@ int odsm_cluster_join(const struct odsm_join *j,
 	u32 i, k;
 	int ret;
 
-	switch (j->transport) {
-	case ODSM_TRANSPORT_TCP:
-		ops = &odsm_tcp_ops;
-		break;
-	case ODSM_TRANSPORT_RDMA:
-#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
-		ops = &odsm_rdma_ops;
-		break;
-#else
-		return -EPROTONOSUPPORT;	/* a kernel without the RDMA CM */
-#endif
-	default:
+	if (j->transport != ODSM_TRANSPORT_TCP &&
+	    j->transport != ODSM_TRANSPORT_RDMA)
 		return -EINVAL;
-	}
+	ops = transport_find(j->transport);
+	if (!ops)	/* e.g. RDMA on a kernel without the RDMA CM */
+		return -EPROTONOSUPPORT;
 	if (j->nr_nodes != odsm_heap.geom.nr_nodes || j->nr_nodes < 2)
 		return -EINVAL;
 	for (i = 0; i < j->nr_nodes; i++) {
@@ -1108,7 +1038,6 @@ int odsm_cluster_join(const struct odsm_join *j,
 	c->ops = ops;
 	c->heartbeat_ms = j->heartbeat_ms ? j->heartbeat_ms : 200;
 	c->timeout_ms = j->timeout_ms ? j->timeout_ms : 2000;
-	c->nic_atomics = READ_ONCE(odsm_nic_atomics);
 	c->incarnation = get_random_u64();
 	c->peers = peers;
 	c->hmac = hmac;
@@ -1210,19 +1139,17 @@ void odsm_cluster_leave(void)
 	pr_info("odsm: left the cluster\n");
 }
 
-/* One-sided keys and registrations with node, over RDMA. */
-static void peer_rdma_counts(struct odsm_cluster *c, u32 node,
-			     struct odsm_peer_info *o)
+/* One-sided keys and registrations with node, where the transport has them. */
+static void peer_onesided_counts(struct odsm_cluster *c, u32 node,
+				 struct odsm_peer_info *o)
 {
-#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
 	struct odsm_conn *conn = peer_conn(c, node, false);
 
 	if (!conn)
 		return;
-	if (conn->ops == &odsm_rdma_ops)
-		odsm_rdma_counts(conn, &o->keys, &o->regs);
+	if (conn->ops->counts)
+		conn->ops->counts(conn, &o->keys, &o->regs);
 	odsm_conn_put(conn);
-#endif
 }
 
 int odsm_cluster_status(struct odsm_status *st, struct odsm_peer_info *out,
@@ -1251,7 +1178,7 @@ int odsm_cluster_status(struct odsm_status *st, struct odsm_peer_info *out,
 		o->msgs_rx = atomic64_read(&p->msgs_rx);
 		o->bytes_tx = atomic64_read(&p->bytes_tx);
 		o->bytes_rx = atomic64_read(&p->bytes_rx);
-		peer_rdma_counts(c, i, o);
+		peer_onesided_counts(c, i, o);
 	}
 	mutex_unlock(&c->join_lock);
 	return 0;

@@ -11,6 +11,7 @@
 #include "odsm_compat.h"
 #include "odsm_cluster.h"
 #include "odsm_cache.h"
+#include "odsm_remote.h"
 
 static int odsm_open(struct inode *inode, struct file *filp)
 {
@@ -27,55 +28,6 @@ static int odsm_release(struct inode *inode, struct file *filp)
 {
 	odsm_fref_release(filp->private_data);
 	return 0;
-}
-
-/*
- * The heap has one address.  A caller that leaves the address to the kernel
- * gets the heap base, unless something already sits there: then -EEXIST,
- * as MAP_FIXED_NOREPLACE would say, rather than silently replacing it.
- */
-static unsigned long odsm_get_unmapped_area(struct file *filp,
-					    unsigned long addr,
-					    unsigned long len,
-					    unsigned long pgoff,
-					    unsigned long flags)
-{
-	const struct odsm_geom *g = &odsm_heap.geom;
-	u64 size = (u64)g->nr_nodes * g->part_size;
-
-	if (pgoff || len != size || (addr && addr != g->base)) {
-		odsm_stat_inc(ODSM_STAT_mmap_refused);
-		return -EINVAL;
-	}
-	if (!(flags & MAP_FIXED) &&
-	    find_vma_intersection(current->mm, g->base, g->base + size)) {
-		odsm_stat_inc(ODSM_STAT_mmap_refused);
-		return -EEXIST;
-	}
-	return g->base;
-}
-
-static int odsm_mmap(struct file *filp, struct vm_area_struct *vma)
-{
-	struct odsm_heap *h = &odsm_heap;
-	u64 size;
-	int ret = 0;
-
-	mutex_lock(&h->lock);
-	size = (u64)h->geom.nr_nodes * h->geom.part_size;
-	if (vma->vm_start != h->geom.base || vma->vm_end - vma->vm_start != size ||
-	    vma->vm_pgoff || !(vma->vm_flags & VM_SHARED)) {
-		ret = -EINVAL;
-		odsm_stat_inc(ODSM_STAT_mmap_refused);
-		goto out;
-	}
-	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
-	vma->vm_ops = &odsm_vm_ops;
-	atomic_inc(&h->maps);
-	odsm_stat_inc(ODSM_STAT_mmaps);
-out:
-	mutex_unlock(&h->lock);
-	return ret;
 }
 
 static long ioc_info(void __user *arg)
@@ -119,6 +71,7 @@ static long ioc_set_config(void __user *arg)
 static int alloc_target(const struct odsm_alloc *a)
 {
 	const struct odsm_geom *g = &odsm_heap.geom;
+	bool local;
 
 	if ((a->flags & ODSM_ALLOC_ON_NODE) && (a->flags & ODSM_ALLOC_ANYWHERE))
 		return -EINVAL;
@@ -132,9 +85,8 @@ static int alloc_target(const struct odsm_alloc *a)
 		return g->node_id;
 	if (a->node >= g->nr_nodes)
 		return -EINVAL;
-	if (a->node != g->node_id && !READ_ONCE(odsm_cluster.joined))
-		return -EINVAL;		/* no way to another node */
-	return a->node;
+	/* no way to another node without a cluster */
+	return odsm_home_of(odsm_part_start(g, a->node), 1, &local);
 }
 
 static long ioc_alloc(void __user *arg)
@@ -183,9 +135,10 @@ static long ioc_alloc(void __user *arg)
 
 static long ioc_free(void __user *arg)
 {
-	const struct odsm_geom *g = &odsm_heap.geom;
 	struct odsm_free f;
+	bool local;
 	u64 addr;
+	int node;
 
 	if (copy_from_user(&f, arg, sizeof(f)))
 		return -EFAULT;
@@ -195,9 +148,9 @@ static long ioc_free(void __user *arg)
 	}
 	/* another node's object is freed by its home node */
 	addr = odsm_clear_color(f.gaddr);
-	if (odsm_in_heap(g, addr) && odsm_node_of(g, addr) != g->node_id &&
-	    READ_ONCE(odsm_cluster.joined))
-		return odsm_remote_free(odsm_node_of(g, addr), f.gaddr);
+	node = odsm_home_of(addr, 1, &local);
+	if (node >= 0 && !local)
+		return odsm_remote_free(node, f.gaddr);
 	if (odsm_cache_is_slot(addr)) {
 		odsm_stat_inc(ODSM_STAT_bad_frees);
 		return -EINVAL;		/* the cache's, not the caller's */

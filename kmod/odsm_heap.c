@@ -5,7 +5,21 @@
  * (odsm_store.c), with the counters.
  */
 #include <linux/mm.h>
+#include <linux/sched.h>
 #include "odsm.h"
+
+/* The node's heap: one per machine (see odsm.h). */
+struct odsm_heap odsm_heap;
+
+/*
+ * Highest user address the heap may reach: the default mmap window (below
+ * 2^47 on x86-64, so it also leaves the top 16 bits of a fat pointer for the
+ * color).
+ */
+u64 odsm_user_top(void)
+{
+	return min_t(u64, DEFAULT_MAP_WINDOW, ODSM_ADDR_MASK + 1);
+}
 
 static void release_blocks(struct odsm_heap *h, const struct odsm_release *rel)
 {

@@ -11,6 +11,8 @@
 #include "odsm.h"
 #include "odsm_cluster.h"
 #include "odsm_cache.h"
+#include "odsm_onesided.h"
+#include "odsm_remote.h"
 
 static uint node_id;
 module_param(node_id, uint, 0444);
@@ -27,18 +29,6 @@ MODULE_PARM_DESC(heap_base, "Virtual address of the heap in every process, 2 MiB
 static ulong part_size = 1UL << 30;
 module_param(part_size, ulong, 0444);
 MODULE_PARM_DESC(part_size, "Bytes per node partition, a multiple of 2 MiB, at most 64 GiB (default 1 GiB)");
-
-struct odsm_heap odsm_heap;
-
-/*
- * Highest user address the heap may reach: the default mmap window (below
- * 2^47 on x86-64, so it also leaves the top 16 bits of a fat pointer for the
- * color).
- */
-u64 odsm_user_top(void)
-{
-	return min_t(u64, DEFAULT_MAP_WINDOW, ODSM_ADDR_MASK + 1);
-}
 
 static int __init odsm_init(void)
 {
@@ -64,12 +54,22 @@ static int __init odsm_init(void)
 	ret = odsm_sysfs_init();
 	if (ret)
 		goto err_inode;
+	/* services, then transports: they register with the core */
 	ret = odsm_cache_init();
 	if (ret)
 		goto err_sysfs;
-	ret = odsm_rdma_init();
+	ret = odsm_remote_init();
 	if (ret)
 		goto err_cache;
+	ret = odsm_onesided_init();
+	if (ret)
+		goto err_remote;
+	ret = odsm_tcp_init();
+	if (ret)
+		goto err_onesided;
+	ret = odsm_rdma_init();
+	if (ret)
+		goto err_tcp;
 	ret = odsm_dev_register();
 	if (ret)
 		goto err_rdma;
@@ -79,6 +79,12 @@ static int __init odsm_init(void)
 
 err_rdma:
 	odsm_rdma_exit();
+err_tcp:
+	odsm_tcp_exit();
+err_onesided:
+	odsm_onesided_exit();
+err_remote:
+	odsm_remote_exit();
 err_cache:
 	odsm_cache_exit();
 err_sysfs:
@@ -101,6 +107,9 @@ static void __exit odsm_exit(void)
 	odsm_leave();
 	odsm_dev_unregister();
 	odsm_rdma_exit();
+	odsm_tcp_exit();
+	odsm_onesided_exit();
+	odsm_remote_exit();
 	odsm_cache_exit();
 	odsm_sysfs_exit();
 	odsm_fs_inode_put(odsm_heap.inode);

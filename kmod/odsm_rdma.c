@@ -861,11 +861,19 @@ static int rdma_peer_ipv4(struct odsm_conn *conn, __be32 *ip)
 	return 0;
 }
 
+bool odsm_rdma_use_atomics;	/* nic_atomics when joining */
+
+static bool nic_atomics = true;
+module_param(nic_atomics, bool, 0644);
+MODULE_PARM_DESC(nic_atomics, "Use the RDMA device's atomics for ODSM_ATOMIC_F_NIC words (one-sided from peers, loopback at home); N: the home's CPU runs them all, as on a device without atomics. Read at join (default: on)");
+
 static int rdma_listen_(struct odsm_cluster *c)
 {
 	struct sockaddr_in a = c->peers[c->self].addr;
 	struct rdma_cm_id *id;
 	int ret;
+
+	WRITE_ONCE(odsm_rdma_use_atomics, READ_ONCE(nic_atomics));
 
 	id = rdma_create_id(&init_net, rdma_cm_handler, &rdma_lis, RDMA_PS_TCP,
 			    IB_QPT_RC);
@@ -1217,12 +1225,11 @@ void odsm_rdma_loop_put(struct rdma_loop *lp)
 	odsm_conn_put(lp->resp->conn);
 }
 
+/* Called only while the cluster is joined over this transport. */
 bool odsm_rdma_nic_atomics(void)
 {
 	bool yes = false;
 
-	if (!odsm_cluster_is_rdma())
-		return false;
 	mutex_lock(&rdma_lock);
 	if (rdma_lis.id && rdma_lis.id->device)
 		yes = odsm_rdma_dev_atomics(rdma_lis.id->device);
@@ -1230,8 +1237,9 @@ bool odsm_rdma_nic_atomics(void)
 	return yes;
 }
 
-const struct odsm_transport_ops odsm_rdma_ops = {
+struct odsm_transport_ops odsm_rdma_ops = {
 	.name = "rdma",
+	.id = ODSM_TRANSPORT_RDMA,
 	.listen = rdma_listen_,
 	.unlisten = rdma_unlisten,
 	.dial = rdma_dial,
@@ -1240,6 +1248,17 @@ const struct odsm_transport_ops odsm_rdma_ops = {
 	.stop = rdma_stop,
 	.release = rdma_release,
 	.peer_ipv4 = rdma_peer_ipv4,
+	/* one-sided abilities (odsm_rdma_onesided.c), the loopback pair */
+	.rw = odsm_rdma_rw,
+	.atomic = odsm_rdma_atomic,
+	.missing = odsm_rdma_missing,
+	.can_map = odsm_rdma_can_map,
+	.no_maps = odsm_rdma_no_maps,
+	.add_key = odsm_rdma_add_key,
+	.map = odsm_rdma_map,
+	.counts = odsm_rdma_counts,
+	.nic_atomics = odsm_rdma_nic_atomics,
+	.loop_atomic = odsm_rdma_loop_atomic,
 };
 
 /* ---- devices ------------------------------------------------------------- */
@@ -1294,10 +1313,15 @@ static struct ib_client odsm_ib_client = {
 
 int odsm_rdma_init(void)
 {
-	return ib_register_client(&odsm_ib_client);
+	int ret = ib_register_client(&odsm_ib_client);
+
+	if (!ret)
+		odsm_transport_register(&odsm_rdma_ops);
+	return ret;
 }
 
 void odsm_rdma_exit(void)
 {
+	odsm_transport_unregister(&odsm_rdma_ops);
 	ib_unregister_client(&odsm_ib_client);
 }

@@ -34,6 +34,28 @@
 
 struct rdma_conn;
 
+extern struct odsm_transport_ops odsm_rdma_ops;
+/*
+ * One-sided access over an RDMA connection (odsm_rdma_onesided.c), the
+ * transport's optional ops (odsm_cluster.h says what each does).  The
+ * caller holds a reference on conn.
+ */
+int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
+		 bool write);
+bool odsm_rdma_missing(struct odsm_conn *conn, u64 addr, u32 len, u64 *blk);
+int odsm_rdma_add_key(struct odsm_conn *conn,
+		      const struct odsm_wire_map_reply *r);
+bool odsm_rdma_can_map(struct odsm_conn *conn);
+void odsm_rdma_no_maps(struct odsm_conn *conn);
+int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
+		  struct odsm_wire_map_reply *r);
+int odsm_rdma_atomic(struct odsm_conn *conn, u64 addr, u32 op, u64 operand,
+		     u64 compare, u64 *old);
+bool odsm_rdma_nic_atomics(void);
+void odsm_rdma_counts(struct odsm_conn *conn, u32 *keys, u32 *regs);
+int odsm_rdma_loop_atomic(u64 addr, u32 op, u64 operand, u64 compare,
+			  u64 *old);
+
 /* Signalled work requests waited for together: one-sided ones, REG_MR. */
 struct rdma_wait {
 	struct ib_cqe cqe;
@@ -155,6 +177,8 @@ static inline void rdma_fail(struct rdma_conn *x)
 void odsm_rdma_wr_done(struct ib_cq *cq, struct ib_wc *wc);
 void odsm_rdma_regs_free(struct rdma_conn *x);
 
+extern bool odsm_rdma_use_atomics;	/* nic_atomics, read at join */
+
 /*
  * Does this node use the device's RDMA atomics (atomic to each other, at
  * least)?  Not on a device without them, nor when the cluster was joined
@@ -162,7 +186,7 @@ void odsm_rdma_regs_free(struct rdma_conn *x);
  */
 static inline bool odsm_rdma_dev_atomics(struct ib_device *dev)
 {
-	return READ_ONCE(odsm_cluster.nic_atomics) &&
+	return READ_ONCE(odsm_rdma_use_atomics) &&
 	       dev->attrs.atomic_cap != IB_ATOMIC_NONE;
 }
 

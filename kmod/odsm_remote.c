@@ -15,23 +15,14 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include "odsm.h"
-#include "odsm_cluster.h"
+#include "odsm_core.h"
 #include "odsm_cache.h"
+#include "odsm_onesided.h"
+#include "odsm_remote.h"
 
 #define CHUNK	ODSM_WIRE_MAX_DATA
 
 /* ---- the home node's side ----------------------------------------------- */
-
-/*
- * May the block at gaddr be registered for one-sided RDMA?  Only a block
- * of our partition, and not part of a lazily filled copy (whose pages
- * must stay absent until fetched; pinning would fill them).
- */
-static bool map_allowed(u64 gaddr)
-{
-	return odsm_range_is_local(&odsm_heap.geom, gaddr, ODSM_WIRE_MAP_LEN) &&
-	       !odsm_cache_lazy_block(gaddr);
-}
 
 /*
  * An atomic on the word at addr of our partition, for a process of ours
@@ -45,28 +36,28 @@ static int odsm_home_atomic(u64 addr, u32 op, u32 flags, u64 operand,
 	struct odsm_heap *heap = &odsm_heap;
 	int ret;
 
-	if ((flags & ODSM_ATOMIC_F_NIC) && odsm_rdma_nic_atomics()) {
+	if ((flags & ODSM_ATOMIC_F_NIC) && odsm_nic_domain_here()) {
 		if (addr % 8 || (op != ODSM_ATOMIC_FETCH_ADD &&
 				 op != ODSM_ATOMIC_CMP_SWAP))
 			return -EINVAL;
 		ret = odsm_store_check(heap, addr, 8);
 		if (ret)
 			return ret;
-		if (!map_allowed(addr & ~(u64)(ODSM_WIRE_MAP_LEN - 1)))
-			return -EINVAL;
 		return odsm_nic_atomic_here(addr, op, operand, compare, old);
 	}
 	return odsm_store_atomic(heap, addr, op, operand, compare, old);
 }
 
 /*
- * Serve one request.  The reply's fixed part goes to reply (64 bytes of
- * room), bulk data (a READ's bytes) to *data, which the caller frees.
- * Returns the status to send, or -EPROTO for a malformed payload (dropped,
- * not answered).
+ * Serve one request (the handler of every message type this service
+ * registers, see odsm_core.h).  The reply's fixed part goes to reply,
+ * bulk data (a READ's bytes) to *data, which the core frees.  Returns the
+ * status to send, or -EPROTO for a malformed payload (dropped, not
+ * answered).
  */
-int odsm_serve(const struct odsm_wire_hdr *h, const u8 *payload, u8 *reply,
-	       u32 *rlen, const void **data, u32 *dlen)
+static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
+		 const u8 *payload, u8 *reply, u32 *rlen, const void **data,
+		 u32 *dlen)
 {
 	struct odsm_heap *heap = &odsm_heap;
 	struct odsm_wire_fetch_reply frep;
@@ -80,9 +71,6 @@ int odsm_serve(const struct odsm_wire_hdr *h, const u8 *payload, u8 *reply,
 	void *buf;
 	int ret;
 
-	*rlen = 0;
-	*dlen = 0;
-	*data = NULL;
 	switch (h->type) {
 	case ODSM_MSG_READ:
 		if (odsm_wire_get_rw(payload, h->len, false, &rw))
@@ -169,81 +157,6 @@ int odsm_serve(const struct odsm_wire_hdr *h, const u8 *payload, u8 *reply,
 
 /* ---- the caller's side ---------------------------------------------------- */
 
-/*
- * The node whose partition holds [addr, addr + len), or -EINVAL when the
- * range is outside the heap or spans partitions.  A remote node must be
- * reachable: with no cluster joined there is no way to it (-EINVAL).
- */
-static int home_of(u64 addr, u64 len, bool *local)
-{
-	const struct odsm_geom *g = &odsm_heap.geom;
-	u32 node;
-
-	if (!len || !odsm_in_heap(g, addr) || len > odsm_heap_end(g) - addr)
-		return -EINVAL;
-	node = odsm_node_of(g, addr);
-	if (odsm_node_of(g, addr + len - 1) != node)
-		return -EINVAL;
-	*local = node == g->node_id;
-	if (!*local && !READ_ONCE(odsm_cluster.joined))
-		return -EINVAL;
-	return node;
-}
-
-bool odsm_onesided = true;
-module_param_named(onesided, odsm_onesided, bool, 0644);
-MODULE_PARM_DESC(onesided, "Read and write peers' memory with one-sided RDMA over the RDMA transport (default: on)");
-
-bool odsm_nic_atomics = true;
-module_param_named(nic_atomics, odsm_nic_atomics, bool, 0644);
-MODULE_PARM_DESC(nic_atomics, "Use the RDMA device's atomics for ODSM_ATOMIC_F_NIC words (one-sided from peers, loopback at home); N: the home's CPU runs them all, as on a device without atomics. Read at join (default: on)");
-
-unsigned int odsm_premap_blocks = 256;
-module_param_named(premap_blocks, odsm_premap_blocks, uint, 0644);
-MODULE_PARM_DESC(premap_blocks, "Blocks holding objects that a new RDMA connection registers for its peer up front, keys sent unasked (0: none; at most 4096; default 256)");
-
-/*
- * The home's side of a MAP (RDMA only): register the block for the peer
- * that asked, on the connection it asked on.  A block that holds no object
- * (odsm_store_pin checks), or part of a lazily filled copy (whose pages
- * must stay absent until fetched), is refused: the peer uses requests.
- */
-int odsm_map_for(struct odsm_conn *conn, u64 gaddr,
-		 struct odsm_wire_map_reply *r)
-{
-	int ret = -EOPNOTSUPP;
-
-	memset(r, 0, sizeof(*r));
-	r->gaddr = gaddr;
-	r->len = ODSM_WIRE_MAP_LEN;
-#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
-	if (conn->ops == &odsm_rdma_ops) {
-		ret = -EINVAL;
-		if (map_allowed(gaddr))
-			ret = odsm_rdma_map(conn, gaddr, r);
-	}
-#endif
-	if (ret)
-		odsm_stat_inc(ODSM_STAT_map_refused);
-	return ret;
-}
-
-int odsm_serve_map(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
-		   const u8 *payload, u8 *reply, u32 *rlen)
-{
-	struct odsm_wire_map_reply r;
-	struct odsm_wire_map m;
-	int ret;
-
-	*rlen = 0;
-	if (odsm_wire_get_map(payload, h->len, &m))
-		return -EPROTO;
-	ret = odsm_map_for(conn, m.gaddr, &r);
-	if (!ret)
-		*rlen = odsm_wire_put_map_reply(reply, &r);
-	return ret;
-}
-
 int odsm_remote_rw(u32 node, u64 addr, void *buf, u32 len, bool write)
 {
 	struct odsm_wire_rw rw = { .gaddr = addr, .len = len };
@@ -255,7 +168,7 @@ int odsm_remote_rw(u32 node, u64 addr, void *buf, u32 len, bool write)
 	ret = odsm_onesided_rw(node, addr, buf, len, write);
 	if (ret != -EOPNOTSUPP)
 		return ret;
-	if (odsm_cluster_is_rdma())
+	if (odsm_onesided_active())
 		odsm_stat_inc(ODSM_STAT_onesided_fallbacks);
 
 	if (write) {
@@ -334,7 +247,7 @@ long odsm_ioc_rw(void __user *arg, bool write)
 	if (!r.len)
 		return 0;
 	addr = odsm_clear_color(r.gaddr);
-	node = home_of(addr, r.len, &local);
+	node = odsm_home_of(addr, r.len, &local);
 	if (node < 0)
 		return node;
 	/* more than one piece: the whole range is checked before any moves */
@@ -384,7 +297,7 @@ static int atomic_rpc(u32 node, struct odsm_atomic *a)
 	int ret;
 
 	odsm_stat_inc(ODSM_STAT_remote_atomics);
-	if (odsm_cluster_is_rdma())
+	if (odsm_onesided_active())
 		odsm_stat_inc(ODSM_STAT_onesided_fallbacks);
 	ret = odsm_rpc(node, ODSM_MSG_ATOMIC, p, n, NULL, 0, p, sizeof(p), &got);
 	if (!ret)
@@ -408,7 +321,7 @@ long odsm_ioc_atomic(void __user *arg)
 	a.gaddr = odsm_clear_color(a.gaddr);
 	if (a.gaddr % 8)
 		return -EINVAL;
-	node = home_of(a.gaddr, 8, &local);
+	node = odsm_home_of(a.gaddr, 8, &local);
 	if (node < 0)
 		return node;
 	if (local) {
@@ -462,4 +375,41 @@ int odsm_remote_free(u32 node, u64 cg)
 
 	odsm_stat_inc(ODSM_STAT_remote_frees);
 	return odsm_rpc(node, ODSM_MSG_FREE, p, n, NULL, 0, NULL, 0, NULL);
+}
+
+/* ---- registration ---------------------------------------------------------- */
+
+static const struct odsm_msg_handler handlers[] = {
+	{ .type = ODSM_MSG_READ, .reply = ODSM_MSG_READ_REPLY, .serve = serve },
+	{ .type = ODSM_MSG_WRITE, .reply = ODSM_MSG_WRITE_REPLY, .serve = serve },
+	{ .type = ODSM_MSG_ALLOC, .reply = ODSM_MSG_ALLOC_REPLY, .serve = serve },
+	{ .type = ODSM_MSG_FREE, .reply = ODSM_MSG_FREE_REPLY, .serve = serve },
+	{ .type = ODSM_MSG_ATOMIC, .reply = ODSM_MSG_ATOMIC_REPLY,
+	  .serve = serve },
+	{ .type = ODSM_MSG_FETCH, .reply = ODSM_MSG_FETCH_REPLY, .serve = serve },
+};
+
+int odsm_remote_init(void)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < ARRAY_SIZE(handlers); i++) {
+		ret = odsm_handler_register(&handlers[i]);
+		if (ret)
+			goto err;
+	}
+	return 0;
+err:
+	while (i--)
+		odsm_handler_unregister(&handlers[i]);
+	return ret;
+}
+
+void odsm_remote_exit(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(handlers); i++)
+		odsm_handler_unregister(&handlers[i]);
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The node-local page store behind this node's partition, and the fault
- * handler that maps it.
+ * The node-local page store behind this node's partition, and the page a
+ * fault maps (odsm_store_fault(); the fault handler is odsm_mmap.c's).
  *
  * Pages are allocated zeroed on first touch of a block that holds objects
  * and kept in an xarray indexed by page offset in the partition, so every
@@ -25,7 +25,6 @@
 #include <linux/highmem.h>
 #include <linux/pagemap.h>
 #include "odsm.h"
-#include "odsm_cache.h"
 
 static inline pgoff_t store_index(const struct odsm_heap *h, u64 addr)
 {
@@ -59,25 +58,16 @@ static struct page *store_get_locked(struct odsm_heap *h, pgoff_t idx)
 	return page;
 }
 
-static vm_fault_t odsm_vm_fault(struct vm_fault *vmf)
+/*
+ * The page of the local partition at addr for a fault: the store's page,
+ * inserted on first touch, returned locked and referenced (*page).  -EFAULT
+ * for an address in blocks that hold no object, -ENOMEM, or -EAGAIN when
+ * the page was released meanwhile (the access faults again).
+ */
+int odsm_store_fault(struct odsm_heap *h, u64 addr, struct page **pagep)
 {
-	struct odsm_heap *h = &odsm_heap;
-	u64 addr = vmf->address;
+	pgoff_t idx = store_index(h, addr);
 	struct page *page;
-	pgoff_t idx;
-
-	odsm_stat_inc(ODSM_STAT_faults);
-	if (!odsm_range_is_local(&h->geom, addr, 1)) {
-		odsm_stat_inc(ODSM_STAT_sigbus_remote);
-		return VM_FAULT_SIGBUS;
-	}
-	idx = store_index(h, addr);
-
-	/* a page of a lazily filled copy is fetched before it is mapped */
-	if (!xa_load(&h->pages, idx) && odsm_cache_lazy_fault(addr)) {
-		odsm_stat_inc(ODSM_STAT_sigbus_lazy);
-		return VM_FAULT_SIGBUS;
-	}
 
 	mutex_lock(&h->lock);
 	if (!odsm_palloc_backed(&h->pa, addr))
@@ -85,49 +75,25 @@ static vm_fault_t odsm_vm_fault(struct vm_fault *vmf)
 	else
 		page = store_get_locked(h, idx);
 	mutex_unlock(&h->lock);
-
-	if (IS_ERR(page)) {
-		if (PTR_ERR(page) == -EFAULT) {
-			odsm_stat_inc(ODSM_STAT_sigbus_unbacked);
-			return VM_FAULT_SIGBUS;
-		}
-		odsm_stat_inc(ODSM_STAT_fault_enomem);
-		return VM_FAULT_OOM;
-	}
+	if (IS_ERR(page))
+		return PTR_ERR(page);
 
 	lock_page(page);
 	if (xa_load(&h->pages, idx) != page) {
-		/* released meanwhile: let the access fault again */
+		/* released meanwhile */
 		unlock_page(page);
 		put_page(page);
-		return VM_FAULT_NOPAGE;
+		return -EAGAIN;
 	}
-	vmf->page = page;
-	return VM_FAULT_LOCKED;
+	*pagep = page;
+	return 0;
 }
 
-static void odsm_vm_open(struct vm_area_struct *vma)
+/* Does the store hold the page of the local partition at addr? */
+bool odsm_store_present(struct odsm_heap *h, u64 addr)
 {
-	atomic_inc(&odsm_heap.maps);
+	return !!xa_load(&h->pages, store_index(h, addr));
 }
-
-static void odsm_vm_close(struct vm_area_struct *vma)
-{
-	atomic_dec(&odsm_heap.maps);
-}
-
-/* The heap lives at one address in every process: it cannot move. */
-static int odsm_vm_mremap(struct vm_area_struct *vma)
-{
-	return -EINVAL;
-}
-
-const struct vm_operations_struct odsm_vm_ops = {
-	.open = odsm_vm_open,
-	.close = odsm_vm_close,
-	.mremap = odsm_vm_mremap,
-	.fault = odsm_vm_fault,
-};
 
 /*
  * Walk [addr, addr + len) of the local partition page by page.  @fn gets

@@ -150,6 +150,8 @@ static int tcp_rx_thread(void *arg)
 }
 
 /* Wrap a connected socket; the connection runs once published. */
+static struct odsm_transport_ops tcp_transport;
+
 static struct odsm_conn *tcp_conn_new(struct odsm_cluster *c,
 				      struct socket *sock, u32 peer,
 				      bool dialled)
@@ -161,7 +163,7 @@ static struct odsm_conn *tcp_conn_new(struct odsm_cluster *c,
 		goto err;
 	t->sock = sock;
 	mutex_init(&t->tx_lock);
-	odsm_conn_init(conn, &odsm_tcp_ops, t, peer, dialled);
+	odsm_conn_init(conn, &tcp_transport, t, peer, dialled);
 	sock_tune(sock, c->timeout_ms);
 	t->rx = kthread_create(tcp_rx_thread, conn, "odsm-rx/%d",
 			       peer == U32_MAX ? -1 : (int)peer);
@@ -309,8 +311,9 @@ static struct odsm_conn *tcp_dial(struct odsm_cluster *c, u32 peer)
 	return conn;
 }
 
-const struct odsm_transport_ops odsm_tcp_ops = {
+static struct odsm_transport_ops tcp_transport = {
 	.name = "tcp",
+	.id = ODSM_TRANSPORT_TCP,
 	.listen = tcp_listen,
 	.unlisten = tcp_unlisten,
 	.dial = tcp_dial,
@@ -320,3 +323,14 @@ const struct odsm_transport_ops odsm_tcp_ops = {
 	.release = tcp_release,
 	.peer_ipv4 = tcp_peer_ipv4,
 };
+
+int odsm_tcp_init(void)
+{
+	odsm_transport_register(&tcp_transport);
+	return 0;
+}
+
+void odsm_tcp_exit(void)
+{
+	odsm_transport_unregister(&tcp_transport);
+}

@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The one-sided service: reading, writing and running NIC-domain atomics
+ * on peers' memory without their CPUs, over a transport that can (its
+ * optional ops: RDMA), and the home's side of it (registering blocks for
+ * peers: MAP, and KEYS sent when a connection comes up).  Everything else
+ * falls back to requests (odsm_remote.c).  It registers with the core as
+ * any service does: the MAP and KEYS handlers, a peer-up event.
+ */
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
+#include "odsm.h"
+#include "odsm_cache.h"
+#include "odsm_cluster.h"
+#include "odsm_onesided.h"
+
+static bool onesided = true;
+module_param_named(onesided, onesided, bool, 0644);
+MODULE_PARM_DESC(onesided, "Read and write peers' memory with one-sided RDMA over the RDMA transport (default: on)");
+
+static unsigned int premap_blocks = 256;
+module_param_named(premap_blocks, premap_blocks, uint, 0644);
+MODULE_PARM_DESC(premap_blocks, "Blocks holding objects that a new RDMA connection registers for its peer up front, keys sent unasked (0: none; at most 4096; default 256)");
+
+/* ---- the home's side: registering blocks for peers --------------------- */
+
+/*
+ * May the block at gaddr be registered for one-sided access?  Only a block
+ * of our partition, and not part of a lazily filled copy (whose pages
+ * must stay absent until fetched; pinning would fill them).
+ */
+static bool map_allowed(u64 gaddr)
+{
+	return odsm_range_is_local(&odsm_heap.geom, gaddr, ODSM_WIRE_MAP_LEN) &&
+	       !odsm_cache_lazy_block(gaddr);
+}
+
+/*
+ * Register our block at gaddr for conn's peer, if it may be: what a
+ * MAP_REPLY says into *r.  A block that holds no object (odsm_store_pin
+ * checks) or a lazy copy's is refused: the peer uses requests.  Refusals
+ * are counted in map_refused.
+ */
+static int map_for(struct odsm_conn *conn, u64 gaddr,
+		   struct odsm_wire_map_reply *r)
+{
+	const struct odsm_transport_ops *t = odsm_conn_ops(conn);
+	int ret = -EOPNOTSUPP;
+
+	memset(r, 0, sizeof(*r));
+	r->gaddr = gaddr;
+	r->len = ODSM_WIRE_MAP_LEN;
+	if (t->map) {
+		ret = -EINVAL;
+		if (map_allowed(gaddr))
+			ret = t->map(conn, gaddr, r);
+	}
+	if (ret)
+		odsm_stat_inc(ODSM_STAT_map_refused);
+	return ret;
+}
+
+static int serve_map(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
+		     const u8 *payload, u8 *reply, u32 *rlen,
+		     const void **data, u32 *dlen)
+{
+	struct odsm_wire_map_reply r;
+	struct odsm_wire_map m;
+	int ret;
+
+	if (odsm_wire_get_map(payload, h->len, &m))
+		return -EPROTO;
+	ret = map_for(conn, m.gaddr, &r);
+	if (!ret)
+		*rlen = odsm_wire_put_map_reply(reply, &r);
+	return ret;
+}
+
+/* ---- keys at connect ------------------------------------------------------ */
+
+/*
+ * When a connection with one-sided abilities comes up, each side registers
+ * for its peer the blocks of its partition that hold objects then (up to
+ * premap_blocks) and sends their keys unasked, in one KEYS message: the
+ * peer's first one-sided access of them needs no MAP round trip.  Blocks
+ * allocated later are registered when first asked (MAP), because the
+ * partition's pages come with first touch and registering the rest would
+ * pin it all.
+ */
+struct keys_work {
+	struct work_struct work;
+	struct odsm_conn *conn;
+};
+
+static void keys_send_work(struct work_struct *w)
+{
+	struct keys_work *kw = container_of(w, struct keys_work, work);
+	u32 max = min(READ_ONCE(premap_blocks), ODSM_WIRE_KEYS_MAX);
+	struct odsm_wire_map_reply r;
+	struct odsm_wire_keys k = {};
+	u8 *buf = NULL, *e;
+	u64 *blks = NULL;
+	u32 n, i;
+
+	if (!max)
+		goto out;
+	blks = kvmalloc_array(max, sizeof(*blks), GFP_KERNEL);
+	buf = kvmalloc(ODSM_WIRE_KEYS_HDR_SIZE +
+		       max * ODSM_WIRE_MAP_REPLY_SIZE, GFP_KERNEL);
+	if (!blks || !buf)
+		goto out;
+	n = odsm_heap_backed_blocks(&odsm_heap, blks, max);
+	for (i = 0; i < n && !odsm_conn_dead(kw->conn); i++) {
+		/* a block refused (a lazily filled copy) is left out */
+		if (map_for(kw->conn, blks[i], &r))
+			continue;
+		e = buf + ODSM_WIRE_KEYS_HDR_SIZE +
+		    k.nr * ODSM_WIRE_MAP_REPLY_SIZE;
+		odsm_wire_put_map_reply(e, &r);
+		k.nr++;
+	}
+	if (!k.nr || odsm_conn_dead(kw->conn))
+		goto out;
+	odsm_wire_put_keys(buf, &k);
+	if (!odsm_msg_send(kw->conn, ODSM_MSG_KEYS, buf,
+			   ODSM_WIRE_KEYS_HDR_SIZE +
+			   k.nr * ODSM_WIRE_MAP_REPLY_SIZE))
+		odsm_stat_add(ODSM_STAT_keys_sent, k.nr);
+out:
+	kvfree(blks);
+	kvfree(buf);
+	odsm_conn_put(kw->conn);
+	kfree(kw);
+}
+
+/* The handshake on conn completed: send the peer our keys. */
+static void keys_send(struct odsm_conn *conn, u32 node)
+{
+	struct keys_work *kw;
+
+	if (!odsm_conn_ops(conn)->map || !READ_ONCE(premap_blocks))
+		return;
+	kw = kzalloc(sizeof(*kw), GFP_KERNEL);
+	if (!kw)
+		return;		/* the peer asks with MAP instead */
+	INIT_WORK(&kw->work, keys_send_work);
+	odsm_conn_hold(conn);
+	kw->conn = conn;
+	if (!odsm_cluster_queue(&kw->work)) {
+		odsm_conn_put(conn);
+		kfree(kw);
+	}
+}
+
+/*
+ * A peer's KEYS: every entry checked (a block of the sender's own
+ * partition, a well-formed registration) before any is used.
+ */
+static void on_keys(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
+		    const u8 *payload)
+{
+	const struct odsm_transport_ops *t = odsm_conn_ops(conn);
+	const struct odsm_geom *g = &odsm_heap.geom;
+	struct odsm_wire_map_reply r;
+	struct odsm_wire_keys k;
+	const u8 *e;
+	u32 i;
+
+	if (!t->add_key || odsm_wire_get_keys(payload, h->len, &k))
+		goto bad;
+	for (i = 0; i < k.nr; i++) {
+		e = payload + ODSM_WIRE_KEYS_HDR_SIZE +
+		    i * ODSM_WIRE_MAP_REPLY_SIZE;
+		if (odsm_wire_get_map_reply(e, ODSM_WIRE_MAP_REPLY_SIZE, &r) ||
+		    !odsm_in_heap(g, r.gaddr) ||
+		    odsm_node_of(g, r.gaddr) != h->src_node)
+			goto bad;
+	}
+	for (i = 0; i < k.nr; i++) {
+		e = payload + ODSM_WIRE_KEYS_HDR_SIZE +
+		    i * ODSM_WIRE_MAP_REPLY_SIZE;
+		odsm_wire_get_map_reply(e, ODSM_WIRE_MAP_REPLY_SIZE, &r);
+		if (t->add_key(conn, &r))
+			return;		/* no memory: MAP asks for the rest */
+	}
+	odsm_stat_add(ODSM_STAT_keys_received, k.nr);
+	return;
+bad:
+	odsm_stat_inc(ODSM_STAT_bad_msgs);
+	pr_notice_ratelimited("a malformed KEYS message from node %u: dropped\n",
+			      h->src_node);
+}
+
+/* ---- the initiator's side ---------------------------------------------- */
+
+/* Ask node to register the block at blk for us; its key goes to conn. */
+static int map_block(struct odsm_conn *conn, u32 node, u64 blk)
+{
+	const struct odsm_transport_ops *t = odsm_conn_ops(conn);
+	struct odsm_wire_map m = { .gaddr = blk };
+	struct odsm_wire_map_reply r;
+	u8 p[ODSM_WIRE_MAP_REPLY_SIZE];
+	u32 n = odsm_wire_put_map(p, &m), got = 0;
+	int ret;
+
+	odsm_stat_inc(ODSM_STAT_map_requests);
+	ret = odsm_rpc(node, ODSM_MSG_MAP, p, n, NULL, 0, p, sizeof(p), &got);
+	if (!ret)
+		ret = odsm_wire_get_map_reply(p, got, &r);
+	if (!ret && r.gaddr != blk)
+		ret = -EPROTO;
+	if (ret == -EPROTO)
+		odsm_stat_inc(ODSM_STAT_bad_msgs);
+	if (ret == -ENOSPC || ret == -EOPNOTSUPP)
+		t->no_maps(conn);	/* it registers no more */
+	if (ret)
+		return ret;
+	return t->add_key(conn, &r);
+}
+
+/*
+ * The connection to node with keys for every block of [addr, addr + len),
+ * registering them first (MAP) where needed, held (odsm_peer_conn_get());
+ * NULL (nothing held) when the request path must do it instead: no
+ * one-sided transport, one-sided turned off, a block the home does not
+ * register, a leave under way.
+ */
+static struct odsm_conn *onesided_conn(u32 node, u64 addr, u32 len)
+{
+	const struct odsm_transport_ops *t;
+	struct odsm_conn *conn;
+	u64 blk;
+
+	if (!READ_ONCE(onesided) || !odsm_onesided_active())
+		return NULL;
+	conn = odsm_peer_conn_get(node);
+	if (!conn)
+		return NULL;
+	t = odsm_conn_ops(conn);
+	if (!t->rw || !t->missing || !t->can_map || !t->add_key)
+		goto out;
+	while (t->missing(conn, addr, len, &blk))
+		if (!t->can_map(conn) || map_block(conn, node, blk))
+			goto out;
+	return conn;
+out:
+	odsm_peer_conn_put(conn);
+	return NULL;
+}
+
+bool odsm_onesided_active(void)
+{
+	const struct odsm_transport_ops *t = odsm_cluster_transport();
+
+	return t && t->rw;
+}
+
+int odsm_onesided_rw(u32 node, u64 addr, void *buf, u32 len, bool write)
+{
+	struct odsm_conn *conn = onesided_conn(node, addr, len);
+	int ret;
+
+	if (!conn)
+		return -EOPNOTSUPP;
+	ret = odsm_conn_ops(conn)->rw(conn, addr, buf, len, write);
+	odsm_peer_conn_put(conn);
+	return ret == -ENOKEY ? -EOPNOTSUPP : ret;
+}
+
+int odsm_onesided_atomic(u32 node, u64 addr, u32 op, u64 operand,
+			 u64 compare, u64 *old)
+{
+	struct odsm_conn *conn = onesided_conn(node, addr, 8);
+	int ret = -EOPNOTSUPP;
+
+	if (!conn)
+		return -EOPNOTSUPP;
+	if (odsm_conn_ops(conn)->atomic)
+		ret = odsm_conn_ops(conn)->atomic(conn, addr, op, operand,
+						  compare, old);
+	odsm_peer_conn_put(conn);
+	if (!ret)
+		odsm_stat_inc(ODSM_STAT_onesided_atomics);
+	return ret == -ENOKEY ? -EOPNOTSUPP : ret;
+}
+
+bool odsm_nic_domain_here(void)
+{
+	const struct odsm_transport_ops *t = odsm_cluster_transport();
+
+	return t && t->nic_atomics && t->loop_atomic && t->nic_atomics();
+}
+
+int odsm_nic_atomic_here(u64 addr, u32 op, u64 operand, u64 compare,
+			 u64 *old)
+{
+	const struct odsm_transport_ops *t;
+	int ret = -EOPNOTSUPP;
+
+	if (!map_allowed(addr & ~(u64)(ODSM_WIRE_MAP_LEN - 1)))
+		return -EINVAL;
+	/* a leave under way: it waits for us, we must not wait for it */
+	if (!odsm_cluster_hold())
+		return -EHOSTDOWN;
+	t = odsm_cluster_transport();
+	if (t && t->loop_atomic)
+		ret = t->loop_atomic(addr, op, operand, compare, old);
+	odsm_cluster_unhold();
+	return ret;
+}
+
+/* ---- registration ---------------------------------------------------------- */
+
+static const struct odsm_msg_handler map_handler = {
+	.type = ODSM_MSG_MAP, .reply = ODSM_MSG_MAP_REPLY, .serve = serve_map,
+};
+
+static const struct odsm_msg_handler keys_handler = {
+	.type = ODSM_MSG_KEYS, .rx = on_keys,
+};
+
+static struct odsm_peer_events onesided_events = {
+	.up = keys_send,
+};
+
+int odsm_onesided_init(void)
+{
+	int ret = odsm_handler_register(&map_handler);
+
+	if (ret)
+		return ret;
+	ret = odsm_handler_register(&keys_handler);
+	if (ret) {
+		odsm_handler_unregister(&map_handler);
+		return ret;
+	}
+	odsm_peer_events_register(&onesided_events);
+	return 0;
+}
+
+void odsm_onesided_exit(void)
+{
+	odsm_peer_events_unregister(&onesided_events);
+	odsm_handler_unregister(&keys_handler);
+	odsm_handler_unregister(&map_handler);
+}
