@@ -10,6 +10,8 @@
  * without entering the kernel); the ioctls still answer for them, so that
  * a caller need not know where an object lives.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/workqueue.h>
@@ -45,7 +47,7 @@ static void frees_fn(struct work_struct *work)
 			 * lost there, never a wrong byte here
 			 */
 			odsm_stat_inc(ODSM_STAT_move_free_errors);
-			pr_notice_ratelimited("odsm: free of moved object 0x%llx at node %u failed: %d\n",
+			pr_notice_ratelimited("free of moved object 0x%llx at node %u failed: %d\n",
 					      mf->cg, mf->home, ret);
 		}
 		list_del(&mf->node);

@@ -3,6 +3,8 @@
  * Cluster membership, heartbeat and request/reply calls; see
  * odsm_cluster.h for the model.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/kthread.h>
 #include <linux/random.h>
 #include <linux/sched/signal.h>
@@ -198,9 +200,9 @@ int odsm_cluster_check_hdr(struct odsm_conn *conn, const u8 *raw,
 	/* before the handshake completed, only the handshake */
 	if (!ret && !READ_ONCE(conn->authed) && h->type != ODSM_MSG_HELLO) {
 		odsm_stat_inc(ODSM_STAT_auth_failures);
-		pr_notice_ratelimited("odsm: message type %u before authentication on a connection %s node %d over %s: closed\n",
+		pr_notice_ratelimited("message type %u before authentication on a connection %s node %d over %s: closed\n",
 				      h->type, conn->dialled ? "to" : "from",
-				      conn->peer == U32_MAX ? -1 : (int)conn->peer,
+				      odsm_conn_peer_id(conn),
 				      conn->ops->name);
 		WRITE_ONCE(conn->dead, true);	/* counted once, here */
 		return -EACCES;
@@ -208,13 +210,13 @@ int odsm_cluster_check_hdr(struct odsm_conn *conn, const u8 *raw,
 	if (ret && h->magic == ODSM_WIRE_MAGIC &&
 	    h->version != ODSM_WIRE_VERSION) {
 		odsm_stat_inc(ODSM_STAT_bad_msgs);
-		pr_notice_ratelimited("odsm: a peer speaks wire protocol version %u, this node speaks %u: connection closed\n",
+		pr_notice_ratelimited("a peer speaks wire protocol version %u, this node speaks %u: connection closed\n",
 				      h->version, ODSM_WIRE_VERSION);
 	} else if (ret) {
 		odsm_stat_inc(ODSM_STAT_bad_msgs);
-		pr_notice_ratelimited("odsm: malformed message header (%d) on a connection %s node %d over %s: closed\n",
+		pr_notice_ratelimited("malformed message header (%d) on a connection %s node %d over %s: closed\n",
 				      ret, conn->dialled ? "to" : "from",
-				      conn->peer == U32_MAX ? -1 : (int)conn->peer,
+				      odsm_conn_peer_id(conn),
 				      conn->ops->name);
 	}
 	/* the receiver closes it: counted once, here */
@@ -259,7 +261,7 @@ void odsm_cluster_conn_failed(struct odsm_conn *conn)
 	    !READ_ONCE(conn->authed) &&
 	    READ_ONCE(conn->hs_step) == ODSM_HELLO_CHALLENGE) {
 		odsm_stat_inc(ODSM_STAT_auth_failures);
-		pr_notice_ratelimited("odsm: node %u closed the connection after our challenge (another cluster key?)\n",
+		pr_notice_ratelimited("node %u closed the connection after our challenge (another cluster key?)\n",
 				      id);
 	}
 	WRITE_ONCE(conn->dead, true);
@@ -292,7 +294,7 @@ static void peer_timed_out(struct odsm_cluster *c, u32 id)
 	spin_unlock(&c->lock);
 	if (!conn)
 		return;
-	pr_notice("odsm: node %u silent for %u ms: marked down\n", id,
+	pr_notice("node %u silent for %u ms: marked down\n", id,
 		  c->timeout_ms);
 	odsm_conn_kill(conn);
 	odsm_cluster_conn_failed(conn);
@@ -471,7 +473,7 @@ static bool peer_authed(struct odsm_cluster *c, struct odsm_conn *conn,
 	spin_unlock(&c->lock);
 
 	if (old) {
-		pr_info("odsm: node %u connected again: the old connection is closed\n",
+		pr_info("node %u connected again: the old connection is closed\n",
 			id);
 		odsm_conn_kill(old);
 		fail_calls(c, id, -EHOSTDOWN);
@@ -479,7 +481,7 @@ static bool peer_authed(struct odsm_cluster *c, struct odsm_conn *conn,
 	}
 	if (restarted)
 		peer_restarted_event(id);
-	pr_info("odsm: node %u is up (%pI4)\n", id, &c->peers[id].addr.sin_addr);
+	pr_info("node %u is up (%pI4)\n", id, &c->peers[id].addr.sin_addr);
 	peer_up_event(conn, id);
 	return true;
 }
@@ -563,13 +565,13 @@ static void on_hello(struct odsm_cluster *c, struct odsm_conn *conn,
 	}
 refused:
 	odsm_stat_inc(ODSM_STAT_auth_failures);
-	pr_notice_ratelimited("odsm: refused a handshake claiming node %u over %s: %s\n",
+	pr_notice_ratelimited("refused a handshake claiming node %u over %s: %s\n",
 			      id, conn->ops->name, why);
 	odsm_conn_kill(conn);
 	return;
 bad:
 	odsm_stat_inc(ODSM_STAT_bad_msgs);
-	pr_notice_ratelimited("odsm: refused a HELLO claiming node %u: wrong address, geometry or direction\n",
+	pr_notice_ratelimited("refused a HELLO claiming node %u: wrong address, geometry or direction\n",
 			      id);
 	odsm_conn_kill(conn);
 }
@@ -635,7 +637,7 @@ void odsm_cluster_rx(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	struct odsm_wire_ping ping;
 	struct odsm_wire_pong pong;
 	struct odsm_req *req;
-	u8 buf[32];
+	u8 buf[ODSM_WIRE_PONG_SIZE];
 	u32 n;
 
 	odsm_stat_inc(ODSM_STAT_msgs_rx);
@@ -919,7 +921,7 @@ static void tick(struct odsm_cluster *c)
 {
 	u64 limit = (u64)c->timeout_ms * NSEC_PER_MSEC;
 	struct odsm_wire_ping ping;
-	u8 buf[16];
+	u8 buf[ODSM_WIRE_PING_SIZE];
 	u32 i, n, state;
 	u64 last, now;
 
@@ -1005,7 +1007,7 @@ int odsm_cluster_join(const struct odsm_join *j,
 
 	hmac = crypto_alloc_shash("hmac(sha256)", 0, 0);
 	if (IS_ERR(hmac)) {
-		pr_err("odsm: no hmac(sha256) in this kernel (%ld): cannot join\n",
+		pr_err("no hmac(sha256) in this kernel (%ld): cannot join\n",
 		       PTR_ERR(hmac));
 		return PTR_ERR(hmac);
 	}
@@ -1060,7 +1062,7 @@ int odsm_cluster_join(const struct odsm_join *j,
 	}
 	get_task_struct(c->ticker);
 	mutex_unlock(&c->join_lock);
-	pr_info("odsm: node %u joined a cluster of %u over %s (heartbeat %u ms, timeout %u ms)\n",
+	pr_info("node %u joined a cluster of %u over %s (heartbeat %u ms, timeout %u ms)\n",
 		c->self, c->nr_nodes, c->ops->name, c->heartbeat_ms,
 		c->timeout_ms);
 	return 0;
@@ -1136,7 +1138,7 @@ void odsm_cluster_leave(void)
 	c->transport = 0;
 	up_write(&c->users);
 	mutex_unlock(&c->join_lock);
-	pr_info("odsm: left the cluster\n");
+	pr_info("left the cluster\n");
 }
 
 /* One-sided keys and registrations with node, where the transport has them. */

@@ -177,6 +177,12 @@ static inline int odsm_rdma_init(void) { return 0; }
 static inline void odsm_rdma_exit(void) { }
 #endif
 
+/* A connection's peer in messages: its id, -1 before a HELLO named it. */
+static inline int odsm_conn_peer_id(const struct odsm_conn *conn)
+{
+	return conn->peer == U32_MAX ? -1 : (int)conn->peer;
+}
+
 /* Connections, for transports: set up, then publish when ready to run. */
 void odsm_conn_init(struct odsm_conn *conn, const struct odsm_transport_ops *ops,
 		    void *xprt, u32 peer, bool dialled);

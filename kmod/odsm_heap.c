@@ -4,6 +4,8 @@
  * between the pure allocator bookkeeping (odsm_palloc.c) and the page store
  * (odsm_store.c), with the counters.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/mm.h>
 #include <linux/sched.h>
 #include "odsm.h"
@@ -162,7 +164,7 @@ int odsm_heap_free(struct odsm_heap *h, u64 cgaddr)
 
 	if (ret) {
 		odsm_stat_inc(ODSM_STAT_bad_frees);
-		pr_notice_ratelimited("odsm: %s[%d]: free of 0x%llx refused: %s of node %u\n",
+		pr_notice_ratelimited("%s[%d]: free of 0x%llx refused: %s of node %u\n",
 				      current->comm, task_pid_nr(current),
 				      cgaddr, ret == -ESTALE ?
 				      "an object already freed or moved" :

@@ -4,6 +4,8 @@
  *
  * Module entry: parameters, the node's heap, the device and sysfs.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/module.h>
 #include <linux/init.h>
 #include <linux/mm.h>
@@ -42,7 +44,7 @@ static int __init odsm_init(void)
 
 	ret = odsm_heap_init(&odsm_heap, &g);
 	if (ret) {
-		pr_err("odsm: bad configuration node_id=%u nr_nodes=%u heap_base=0x%lx part_size=%lu: %d\n",
+		pr_err("bad configuration node_id=%u nr_nodes=%u heap_base=0x%lx part_size=%lu: %d\n",
 		       node_id, nr_nodes, heap_base, part_size, ret);
 		return ret;
 	}
@@ -73,7 +75,7 @@ static int __init odsm_init(void)
 	ret = odsm_dev_register();
 	if (ret)
 		goto err_rdma;
-	pr_info("odsm: node %u of %u, heap 0x%llx + %u x %llu MiB\n",
+	pr_info("node %u of %u, heap 0x%llx + %u x %llu MiB\n",
 		g.node_id, g.nr_nodes, g.base, g.nr_nodes, g.part_size >> 20);
 	return 0;
 
@@ -114,7 +116,7 @@ static void __exit odsm_exit(void)
 	odsm_sysfs_exit();
 	odsm_fs_inode_put(odsm_heap.inode);
 	odsm_heap_destroy(&odsm_heap);
-	pr_info("odsm: unloaded\n");
+	pr_info("unloaded\n");
 }
 
 module_init(odsm_init);

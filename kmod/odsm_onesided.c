@@ -7,6 +7,8 @@
  * falls back to requests (odsm_remote.c).  It registers with the core as
  * any service does: the MAP and KEYS handlers, a peer-up event.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/workqueue.h>

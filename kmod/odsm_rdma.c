@@ -48,6 +48,8 @@
  * loop_acc_lock (a spinlock) only guards the list of accepted loopback
  * ends.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/kthread.h>
 #include <linux/slab.h>
 #include <linux/mm.h>
@@ -56,21 +58,21 @@
 #include "odsm_rdma.h"
 
 /* The accepting side: its id is NULL once gone (leave or device removal). */
-struct rdma_listener {
+struct odsm_rdma_listener {
 	struct rdma_cm_id *id;		/* under rdma_lock */
 };
 
 static DEFINE_MUTEX(rdma_lock);		/* rdma_conns, rdma_lis.id */
 static LIST_HEAD(rdma_conns);		/* connections with resources */
-static struct rdma_listener rdma_lis;	/* static: CM ids point at it */
+static struct odsm_rdma_listener rdma_lis;	/* static: CM ids point at it */
 
 static void disc_work(struct work_struct *w);
 
 /* ---- sending ------------------------------------------------------------- */
 
-static struct rdma_tx *tx_alloc(u32 len)
+static struct odsm_rdma_tx *tx_alloc(u32 len)
 {
-	struct rdma_tx *t = kmalloc(sizeof(*t), GFP_KERNEL);
+	struct odsm_rdma_tx *t = kmalloc(sizeof(*t), GFP_KERNEL);
 
 	if (!t)
 		return NULL;
@@ -86,7 +88,7 @@ static struct rdma_tx *tx_alloc(u32 len)
 	return t;
 }
 
-static void tx_free(struct rdma_tx *t)
+static void tx_free(struct odsm_rdma_tx *t)
 {
 	if (t->len > PAGE_SIZE)
 		free_pages_exact(t->buf, t->len);
@@ -100,7 +102,7 @@ static void tx_free(struct rdma_tx *t)
  * the credits owed to the peer ride along in *imm.  1 taken, 0 not yet,
  * -1 the connection is broken.
  */
-static int take_credit(struct rdma_conn *x, u32 need, u32 *imm)
+static int take_credit(struct odsm_rdma_conn *x, u32 need, u32 *imm)
 {
 	int ret = 0;
 
@@ -122,7 +124,7 @@ static int take_credit(struct rdma_conn *x, u32 need, u32 *imm)
  * Return owed credits in a zero-length SEND when enough are owed.  From
  * the CQ handler only (it never waits): the QP exists while it runs.
  */
-static void send_credits(struct rdma_conn *x)
+static void send_credits(struct odsm_rdma_conn *x)
 {
 	struct ib_send_wr wr = {
 		.wr_cqe = &x->credit_cqe,
@@ -144,17 +146,17 @@ static void send_credits(struct rdma_conn *x)
 	spin_unlock(&x->lock);
 	wr.ex.imm_data = cpu_to_be32(imm);
 	if (ib_post_send(x->qp, &wr, NULL)) {
-		pr_notice_ratelimited("odsm: rdma: credits not returned (send queue full): connection closed\n");
+		pr_notice_ratelimited("rdma: credits not returned (send queue full): connection closed\n");
 		rdma_fail(x);
 	}
 }
 
 /* A SEND completed: its slot is free again. */
-static void sent(struct rdma_conn *x, struct ib_wc *wc)
+static void sent(struct odsm_rdma_conn *x, struct ib_wc *wc)
 {
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			pr_notice_ratelimited("odsm: rdma send failed: %s\n",
+			pr_notice_ratelimited("rdma send failed: %s\n",
 					      ib_wc_status_msg(wc->status));
 		rdma_fail(x);
 	}
@@ -167,8 +169,8 @@ static void sent(struct rdma_conn *x, struct ib_wc *wc)
 
 static void send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	struct rdma_tx *t = container_of(wc->wr_cqe, struct rdma_tx, cqe);
-	struct rdma_conn *x = t->x;
+	struct odsm_rdma_tx *t = container_of(wc->wr_cqe, struct odsm_rdma_tx, cqe);
+	struct odsm_rdma_conn *x = t->x;
 
 	ib_dma_unmap_single(x->dev, t->dma, t->len, DMA_TO_DEVICE);
 	tx_free(t);
@@ -177,13 +179,13 @@ static void send_done(struct ib_cq *cq, struct ib_wc *wc)
 
 static void credit_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	sent(container_of(wc->wr_cqe, struct rdma_conn, credit_cqe), wc);
+	sent(container_of(wc->wr_cqe, struct odsm_rdma_conn, credit_cqe), wc);
 }
 
 static int rdma_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		     const void *payload, u32 plen, const void *data, u32 dlen)
 {
-	struct rdma_conn *x = rc(conn);
+	struct odsm_rdma_conn *x = rc(conn);
 	u32 total = ODSM_WIRE_HDR_SIZE + plen + dlen, imm = 0;
 	struct ib_send_wr wr = {
 		.opcode = IB_WR_SEND_WITH_IMM,
@@ -191,7 +193,7 @@ static int rdma_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		.num_sge = 1,
 	};
 	struct ib_sge sge;
-	struct rdma_tx *t;
+	struct odsm_rdma_tx *t;
 	int got = 0, ret;
 	long left;
 
@@ -214,8 +216,8 @@ static int rdma_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 				  msecs_to_jiffies(x->timeout_ms));
 	if (!left) {
 		tx_free(t);
-		pr_notice_ratelimited("odsm: rdma send to node %d: no credits for %u ms\n",
-				      conn->peer == U32_MAX ? -1 : (int)conn->peer,
+		pr_notice_ratelimited("rdma send to node %d: no credits for %u ms\n",
+				      odsm_conn_peer_id(conn),
 				      x->timeout_ms);
 		odsm_conn_kill(conn);
 		return -ETIMEDOUT;
@@ -242,7 +244,7 @@ static int rdma_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	ret = ib_post_send(x->qp, &wr, NULL);
 	if (ret) {
 		ib_dma_unmap_single(x->dev, t->dma, total, DMA_TO_DEVICE);
-		pr_notice_ratelimited("odsm: rdma SEND not posted (%d): connection closed\n",
+		pr_notice_ratelimited("rdma SEND not posted (%d): connection closed\n",
 				      ret);
 		goto err_kill;
 	}
@@ -264,7 +266,7 @@ err_unlock:
 
 /* ---- receiving ----------------------------------------------------------- */
 
-static int post_recv(struct rdma_conn *x, struct rdma_rbuf *r)
+static int post_recv(struct odsm_rdma_conn *x, struct odsm_rdma_rbuf *r)
 {
 	struct ib_sge sge = {
 		.addr = r->dma,
@@ -288,15 +290,15 @@ static int post_recv(struct rdma_conn *x, struct rdma_rbuf *r)
  */
 static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	struct rdma_rbuf *r = container_of(wc->wr_cqe, struct rdma_rbuf, cqe);
-	struct rdma_conn *x = r->x;
+	struct odsm_rdma_rbuf *r = container_of(wc->wr_cqe, struct odsm_rdma_rbuf, cqe);
+	struct odsm_rdma_conn *x = r->x;
 	u32 len = wc->byte_len, imm;
-	struct rdma_msg *m = NULL;
+	struct odsm_rdma_msg *m = NULL;
 	bool bad = false;
 
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			pr_notice_ratelimited("odsm: rdma receive failed: %s\n",
+			pr_notice_ratelimited("rdma receive failed: %s\n",
 					      ib_wc_status_msg(wc->status));
 		rdma_fail(x);
 		return;
@@ -346,16 +348,16 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 out_bad:
 	kvfree(m);
 	odsm_stat_inc(ODSM_STAT_bad_msgs);
-	pr_notice_ratelimited("odsm: rdma: bad credits from a peer: connection closed\n");
+	pr_notice_ratelimited("rdma: bad credits from a peer: connection closed\n");
 	rdma_fail(x);
 }
 
-static struct rdma_msg *rx_pop(struct rdma_conn *x)
+static struct odsm_rdma_msg *rx_pop(struct odsm_rdma_conn *x)
 {
-	struct rdma_msg *m;
+	struct odsm_rdma_msg *m;
 
 	spin_lock(&x->lock);
-	m = list_first_entry_or_null(&x->rxq, struct rdma_msg, node);
+	m = list_first_entry_or_null(&x->rxq, struct odsm_rdma_msg, node);
 	if (m)
 		list_del(&m->node);
 	spin_unlock(&x->lock);
@@ -364,14 +366,14 @@ static struct rdma_msg *rx_pop(struct rdma_conn *x)
 
 static bool rx_ready(struct odsm_conn *conn)
 {
-	struct rdma_conn *x = rc(conn);
+	struct odsm_rdma_conn *x = rc(conn);
 
 	return !list_empty_careful(&x->rxq) || READ_ONCE(x->broken) ||
 	       READ_ONCE(conn->dead) || kthread_should_stop();
 }
 
 /* Deliver one message; false ends the connection. */
-static bool rx_one(struct odsm_conn *conn, struct rdma_msg *m)
+static bool rx_one(struct odsm_conn *conn, struct odsm_rdma_msg *m)
 {
 	struct odsm_wire_hdr h;
 
@@ -383,7 +385,7 @@ static bool rx_one(struct odsm_conn *conn, struct rdma_msg *m)
 		return false;
 	if (m->len != ODSM_WIRE_HDR_SIZE + h.len) {
 		odsm_stat_inc(ODSM_STAT_bad_msgs);
-		pr_notice_ratelimited("odsm: rdma message of %u bytes, its header says %u: connection closed\n",
+		pr_notice_ratelimited("rdma message of %u bytes, its header says %u: connection closed\n",
 				      m->len, ODSM_WIRE_HDR_SIZE + h.len);
 		return false;
 	}
@@ -394,8 +396,8 @@ static bool rx_one(struct odsm_conn *conn, struct rdma_msg *m)
 static int rdma_rx_thread(void *arg)
 {
 	struct odsm_conn *conn = arg;
-	struct rdma_conn *x = rc(conn);
-	struct rdma_msg *m;
+	struct odsm_rdma_conn *x = rc(conn);
+	struct odsm_rdma_msg *m;
 	bool ok;
 
 	for (;;) {
@@ -429,7 +431,7 @@ static int rdma_rx_thread(void *arg)
 
 static void qp_event(struct ib_event *ev, void *ctx)
 {
-	struct rdma_conn *x = ctx;
+	struct odsm_rdma_conn *x = ctx;
 
 	switch (ev->event) {
 	case IB_EVENT_COMM_EST:
@@ -440,7 +442,7 @@ static void qp_event(struct ib_event *ev, void *ctx)
 	case IB_EVENT_QP_REQ_ERR:
 	case IB_EVENT_QP_ACCESS_ERR:
 	case IB_EVENT_DEVICE_FATAL:
-		pr_notice_ratelimited("odsm: rdma QP error: %s\n",
+		pr_notice_ratelimited("rdma QP error: %s\n",
 				      ib_event_msg(ev->event));
 		rdma_fail(x);
 		break;
@@ -449,11 +451,11 @@ static void qp_event(struct ib_event *ev, void *ctx)
 	}
 }
 
-static struct rdma_conn *conn_alloc(struct odsm_cluster *c, u32 peer,
-				    bool dialled)
+static struct odsm_rdma_conn *conn_alloc(struct odsm_cluster *c, u32 peer,
+					 bool dialled)
 {
 	struct odsm_conn *conn = kzalloc(sizeof(*conn), GFP_KERNEL);
-	struct rdma_conn *x = kzalloc(sizeof(*x), GFP_KERNEL);
+	struct odsm_rdma_conn *x = kzalloc(sizeof(*x), GFP_KERNEL);
 
 	if (!conn || !x) {
 		kfree(conn);
@@ -490,7 +492,7 @@ static struct rdma_conn *conn_alloc(struct odsm_cluster *c, u32 peer,
 }
 
 /* PD, CQ, QP and the posted receive buffers on x->id's device. */
-static int conn_setup(struct rdma_conn *x)
+static int conn_setup(struct odsm_rdma_conn *x)
 {
 	struct ib_qp_init_attr qa = {
 		.event_handler = qp_event,
@@ -528,7 +530,7 @@ static int conn_setup(struct rdma_conn *x)
 	x->qp = x->id->qp;
 	/* the loopback pair carries no SEND: no receive buffers */
 	for (i = 0; i < RDMA_RECVS && !x->loop_end; i++) {
-		struct rdma_rbuf *r = &x->rbufs[i];
+		struct odsm_rdma_rbuf *r = &x->rbufs[i];
 
 		buf = alloc_pages_exact(RDMA_MSG_MAX, GFP_KERNEL | __GFP_NOWARN);
 		if (!buf)
@@ -564,7 +566,7 @@ static int conn_setup(struct rdma_conn *x)
  * handler refusing a connection: the core destroys that id).  Once; may
  * sleep; never from a CM or CQ handler of this connection except as said.
  */
-static void conn_teardown(struct rdma_conn *x, bool keep_id)
+static void conn_teardown(struct odsm_rdma_conn *x, bool keep_id)
 {
 	struct rdma_cm_id *id;
 	int i;
@@ -588,7 +590,7 @@ static void conn_teardown(struct rdma_conn *x, bool keep_id)
 		x->cq = NULL;
 	}
 	for (i = 0; i < RDMA_RECVS; i++) {
-		struct rdma_rbuf *r = &x->rbufs[i];
+		struct odsm_rdma_rbuf *r = &x->rbufs[i];
 
 		if (!r->buf)
 			continue;
@@ -615,10 +617,10 @@ static void conn_teardown(struct rdma_conn *x, bool keep_id)
 		rdma_destroy_id(id);
 }
 
-static void conn_free(struct rdma_conn *x)
+static void conn_free(struct odsm_rdma_conn *x)
 {
-	struct rdma_key *k;
-	struct rdma_msg *m;
+	struct odsm_rdma_key *k;
+	struct odsm_rdma_msg *m;
 	unsigned long i;
 
 	while ((m = rx_pop(x)))
@@ -631,7 +633,7 @@ static void conn_free(struct rdma_conn *x)
 }
 
 /* A connection that was never published. */
-static void conn_abort(struct rdma_conn *x, bool keep_id)
+static void conn_abort(struct odsm_rdma_conn *x, bool keep_id)
 {
 	conn_teardown(x, keep_id);
 	kfree(x->conn);
@@ -639,7 +641,7 @@ static void conn_abort(struct rdma_conn *x, bool keep_id)
 }
 
 /* Start the receiver and hand the connection to the cluster. */
-static void conn_publish(struct odsm_cluster *c, struct rdma_conn *x)
+static void conn_publish(struct odsm_cluster *c, struct odsm_rdma_conn *x)
 {
 	mutex_lock(&rdma_lock);
 	list_add(&x->node, &rdma_conns);
@@ -648,7 +650,7 @@ static void conn_publish(struct odsm_cluster *c, struct rdma_conn *x)
 	wake_up_process(x->rx);
 }
 
-static int rx_create(struct rdma_conn *x, u32 peer)
+static int rx_create(struct odsm_rdma_conn *x, u32 peer)
 {
 	struct task_struct *t;
 
@@ -661,7 +663,7 @@ static int rx_create(struct rdma_conn *x, u32 peer)
 	return 0;
 }
 
-static void rx_destroy(struct rdma_conn *x)
+static void rx_destroy(struct odsm_rdma_conn *x)
 {
 	if (!x->rx)
 		return;
@@ -672,14 +674,14 @@ static void rx_destroy(struct rdma_conn *x)
 
 /* ---- the connection manager ---------------------------------------------- */
 
-static void cm_report(struct rdma_conn *x, int status)
+static void cm_report(struct odsm_rdma_conn *x, int status)
 {
 	x->cm_status = status;
 	complete(&x->cm_done);
 }
 
 /* Wait for the CM step just started; bounded by the cluster's timeout. */
-static int cm_wait(struct rdma_conn *x)
+static int cm_wait(struct odsm_rdma_conn *x)
 {
 	if (!wait_for_completion_timeout(&x->cm_done,
 					 msecs_to_jiffies(x->timeout_ms) + HZ))
@@ -712,7 +714,7 @@ static int on_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	struct odsm_cluster *c = &odsm_cluster;
 	struct sockaddr_in *from = (struct sockaddr_in *)&id->route.addr.dst_addr;
 	struct rdma_conn_param p;
-	struct rdma_conn *x;
+	struct odsm_rdma_conn *x;
 	int ret;
 
 	if (from->sin_family != AF_INET)
@@ -767,7 +769,7 @@ static int on_listener_event(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 
 static int rdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
-	struct rdma_conn *x = id->context;
+	struct odsm_rdma_conn *x = id->context;
 
 	/* only the listener's new ids see these: context is the listener */
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
@@ -794,7 +796,7 @@ static int rdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		rdma_fail(x);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
-		pr_info_ratelimited("odsm: rdma: the peer disconnected\n");
+		pr_info_ratelimited("rdma: the peer disconnected\n");
 		fallthrough;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 	case RDMA_CM_EVENT_ADDR_CHANGE:
@@ -812,7 +814,7 @@ static int rdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 
 static void disc_work(struct work_struct *w)
 {
-	struct rdma_conn *x = container_of(w, struct rdma_conn, disc_work);
+	struct odsm_rdma_conn *x = container_of(w, struct odsm_rdma_conn, disc_work);
 
 	down_read(&x->res_sem);
 	if (!x->torn && x->id && x->live)
@@ -822,7 +824,7 @@ static void disc_work(struct work_struct *w)
 
 static void rdma_kill(struct odsm_conn *conn)
 {
-	struct rdma_conn *x = rc(conn);
+	struct odsm_rdma_conn *x = rc(conn);
 
 	rdma_fail(x);
 	/* rdma_disconnect sleeps: kill may come from any context */
@@ -831,7 +833,7 @@ static void rdma_kill(struct odsm_conn *conn)
 
 static void rdma_stop(struct odsm_conn *conn)
 {
-	struct rdma_conn *x = rc(conn);
+	struct odsm_rdma_conn *x = rc(conn);
 
 	cancel_work_sync(&x->disc_work);
 	conn_teardown(x, false);
@@ -840,7 +842,7 @@ static void rdma_stop(struct odsm_conn *conn)
 
 static void rdma_release(struct odsm_conn *conn)
 {
-	struct rdma_conn *x = rc(conn);
+	struct odsm_rdma_conn *x = rc(conn);
 
 	mutex_lock(&rdma_lock);
 	list_del_init(&x->node);
@@ -853,7 +855,7 @@ static void rdma_release(struct odsm_conn *conn)
 
 static int rdma_peer_ipv4(struct odsm_conn *conn, __be32 *ip)
 {
-	struct rdma_conn *x = rc(conn);
+	struct odsm_rdma_conn *x = rc(conn);
 
 	if (!x->peer_ip)
 		return -ENOTCONN;
@@ -881,12 +883,12 @@ static int rdma_listen_(struct odsm_cluster *c)
 		return PTR_ERR(id);
 	ret = rdma_bind_addr(id, (struct sockaddr *)&a);
 	if (ret) {
-		pr_err("odsm: no RDMA device for %pISpc: %d\n", &a, ret);
+		pr_err("no RDMA device for %pISpc: %d\n", &a, ret);
 		goto err;
 	}
 	ret = rdma_listen(id, ODSM_MAX_NODES);
 	if (ret) {
-		pr_err("odsm: cannot listen on %pISpc over RDMA: %d\n", &a, ret);
+		pr_err("cannot listen on %pISpc over RDMA: %d\n", &a, ret);
 		goto err;
 	}
 	mutex_lock(&rdma_lock);
@@ -920,7 +922,7 @@ static void rdma_unlisten(struct odsm_cluster *c)
  * Resolve dst (from our own address) and set up x's resources on the
  * device that reaches it: everything a dial does before connecting.
  */
-static int dial_prepare(struct odsm_cluster *c, struct rdma_conn *x,
+static int dial_prepare(struct odsm_cluster *c, struct odsm_rdma_conn *x,
 			struct sockaddr_in dst, struct rdma_conn_param *p)
 {
 	struct sockaddr_in src = c->peers[c->self].addr;
@@ -960,7 +962,7 @@ static int dial_prepare(struct odsm_cluster *c, struct rdma_conn *x,
 }
 
 /* Connect x, prepared; 0 once established. */
-static int dial_connect(struct rdma_conn *x, struct rdma_conn_param *p)
+static int dial_connect(struct odsm_rdma_conn *x, struct rdma_conn_param *p)
 {
 	int ret;
 
@@ -977,7 +979,7 @@ static int dial_connect(struct rdma_conn *x, struct rdma_conn_param *p)
 static struct odsm_conn *rdma_dial(struct odsm_cluster *c, u32 peer)
 {
 	struct rdma_conn_param p;
-	struct rdma_conn *x;
+	struct odsm_rdma_conn *x;
 	int ret;
 
 	x = conn_alloc(c, peer, true);
@@ -1028,7 +1030,7 @@ struct loop_pdata {
 };
 
 static DEFINE_MUTEX(loop_lock);		/* loop, loop_attempt */
-static struct rdma_loop loop;
+static struct odsm_rdma_loop loop;
 static u64 loop_attempt;
 /* accepted ends not yet taken by their dialler, on loop_node */
 static DEFINE_SPINLOCK(loop_acc_lock);
@@ -1047,7 +1049,7 @@ static bool is_loop_req(struct rdma_cm_event *ev, struct sockaddr_in *from)
 }
 
 /* Free a loop end: it was never published, its reference is ours. */
-static void loop_end_free(struct rdma_conn *x)
+static void loop_end_free(struct odsm_rdma_conn *x)
 {
 	if (!x)
 		return;
@@ -1065,7 +1067,7 @@ static int on_loop_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	const struct loop_pdata *d = ev->param.conn.private_data;
 	struct odsm_cluster *c = &odsm_cluster;
 	struct rdma_conn_param p;
-	struct rdma_conn *x;
+	struct odsm_rdma_conn *x;
 	int ret;
 
 	accept_param(id, ev, &p);
@@ -1099,7 +1101,7 @@ static int on_loop_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 
 static bool loop_acc_has(u64 attempt)
 {
-	struct rdma_conn *x;
+	struct odsm_rdma_conn *x;
 	bool found = false;
 
 	spin_lock(&loop_acc_lock);
@@ -1113,9 +1115,9 @@ static bool loop_acc_has(u64 attempt)
  * The accepted end of attempt (waiting for it up to timeout_ms when
  * wait_ms), or NULL; every other accepted end is an orphan and is freed.
  */
-static struct rdma_conn *loop_take_accepted(u64 attempt, u32 wait_ms)
+static struct odsm_rdma_conn *loop_take_accepted(u64 attempt, u32 wait_ms)
 {
-	struct rdma_conn *x, *tmp, *mine = NULL;
+	struct odsm_rdma_conn *x, *tmp, *mine = NULL;
 	LIST_HEAD(all);
 
 	if (wait_ms)
@@ -1134,7 +1136,7 @@ static struct rdma_conn *loop_take_accepted(u64 attempt, u32 wait_ms)
 	return mine;
 }
 
-static bool loop_end_ok(struct rdma_conn *x)
+static bool loop_end_ok(struct odsm_rdma_conn *x)
 {
 	return x && !READ_ONCE(x->broken) && !READ_ONCE(x->conn->dead);
 }
@@ -1148,7 +1150,7 @@ static int loop_dial(struct odsm_cluster *c)
 		.attempt = cpu_to_le64(++loop_attempt),
 	};
 	struct rdma_conn_param p;
-	struct rdma_conn *x, *resp;
+	struct odsm_rdma_conn *x, *resp;
 	int ret;
 
 	x = conn_alloc(c, c->self, true);
@@ -1198,7 +1200,7 @@ static void loop_destroy(void)
 	mutex_unlock(&loop_lock);
 }
 
-int odsm_rdma_loop_get(struct rdma_loop *lp)
+int odsm_rdma_loop_get(struct odsm_rdma_loop *lp)
 {
 	struct odsm_cluster *c = &odsm_cluster;
 	int ret = 0;
@@ -1219,7 +1221,7 @@ int odsm_rdma_loop_get(struct rdma_loop *lp)
 	return ret;
 }
 
-void odsm_rdma_loop_put(struct rdma_loop *lp)
+void odsm_rdma_loop_put(struct odsm_rdma_loop *lp)
 {
 	odsm_conn_put(lp->req->conn);
 	odsm_conn_put(lp->resp->conn);
@@ -1277,7 +1279,7 @@ static int rdma_add_one(struct ib_device *dev)
 static void rdma_remove_one(struct ib_device *dev, void *data)
 {
 	struct rdma_cm_id *lid = NULL;
-	struct rdma_conn *x, *tmp;
+	struct odsm_rdma_conn *x, *tmp;
 	LIST_HEAD(gone);
 
 	mutex_lock(&rdma_lock);
@@ -1291,7 +1293,7 @@ static void rdma_remove_one(struct ib_device *dev, void *data)
 	mutex_unlock(&rdma_lock);
 
 	if (lid) {
-		pr_notice("odsm: RDMA device %s removed: no longer accepting\n",
+		pr_notice("RDMA device %s removed: no longer accepting\n",
 			  dev_name(&dev->dev));
 		rdma_destroy_id(lid);
 	}

@@ -32,7 +32,7 @@
 /* send queue: SENDs, one-sided work requests, one REG_MR, ib_drain_qp */
 #define RDMA_SQ_DEPTH		(RDMA_SENDS + RDMA_OS_WRS + 1 + 1)
 
-struct rdma_conn;
+struct odsm_rdma_conn;
 
 extern struct odsm_transport_ops odsm_rdma_ops;
 /*
@@ -57,16 +57,16 @@ int odsm_rdma_loop_atomic(u64 addr, u32 op, u64 operand, u64 compare,
 			  u64 *old);
 
 /* Signalled work requests waited for together: one-sided ones, REG_MR. */
-struct rdma_wait {
+struct odsm_rdma_wait {
 	struct ib_cqe cqe;
-	struct rdma_conn *x;
+	struct odsm_rdma_conn *x;
 	atomic_t pending;
 	int status;
 	struct completion done;
 };
 
 /* A block of our partition registered for the peer. */
-struct rdma_reg {
+struct odsm_rdma_reg {
 	u64 addr;
 	struct ib_mr *mr;
 	int nents;			/* DMA-mapped entries of sg */
@@ -75,37 +75,37 @@ struct rdma_reg {
 };
 
 /* A block of the peer's partition it registered for us. */
-struct rdma_key {
+struct odsm_rdma_key {
 	u64 iova;
 	u32 rkey;
 	u32 flags;			/* ODSM_WIRE_MAP_F_* */
 };
 
 /* A posted receive buffer. */
-struct rdma_rbuf {
+struct odsm_rdma_rbuf {
 	struct ib_cqe cqe;
-	struct rdma_conn *x;
+	struct odsm_rdma_conn *x;
 	void *buf;
 	u64 dma;
 };
 
 /* A SEND in flight: freed by its completion. */
-struct rdma_tx {
+struct odsm_rdma_tx {
 	struct ib_cqe cqe;
-	struct rdma_conn *x;
+	struct odsm_rdma_conn *x;
 	void *buf;
 	u64 dma;
 	u32 len;
 };
 
 /* A received message, copied out for the receiver thread. */
-struct rdma_msg {
+struct odsm_rdma_msg {
 	struct list_head node;
 	u32 len;
 	u8 data[];
 };
 
-struct rdma_conn {
+struct odsm_rdma_conn {
 	struct odsm_conn *conn;
 	u32 timeout_ms;
 	__be32 peer_ip;
@@ -126,7 +126,7 @@ struct rdma_conn {
 	struct ib_pd *pd;
 	struct ib_cq *cq;
 	struct ib_qp *qp;
-	struct rdma_rbuf rbufs[RDMA_RECVS];
+	struct odsm_rdma_rbuf rbufs[RDMA_RECVS];
 	struct ib_cqe credit_cqe;
 	bool broken;			/* no more traffic */
 	/* under lock */
@@ -145,13 +145,13 @@ struct rdma_conn {
 	struct mutex os_lock;
 	void *os_buf;			/* ODSM_WIRE_MAX_DATA, DMA-mapped */
 	u64 os_dma;
-	struct rdma_wait os_wait;
+	struct odsm_rdma_wait os_wait;
 	struct xarray keys;		/* peer's block (gaddr >> 16) -> key */
 	atomic_t nr_keys;
 	bool no_maps;			/* the peer registers no more */
 	/* one-sided, the peer's side: our blocks registered for it */
 	struct mutex reg_lock;		/* one MAP at a time */
-	struct rdma_wait reg_wait;
+	struct odsm_rdma_wait reg_wait;
 	struct xarray regs;		/* our block (gaddr >> 16) -> reg */
 	u32 nr_regs;			/* under reg_lock */
 	/* an end of the loopback pair (odsm_rdma.c); the accepted one */
@@ -160,13 +160,13 @@ struct rdma_conn {
 	u64 loop_attempt;
 };
 
-static inline struct rdma_conn *rc(struct odsm_conn *conn)
+static inline struct odsm_rdma_conn *rc(struct odsm_conn *conn)
 {
 	return conn->xprt;
 }
 
 /* No more traffic: wake everyone waiting so they see it. */
-static inline void rdma_fail(struct rdma_conn *x)
+static inline void rdma_fail(struct odsm_rdma_conn *x)
 {
 	WRITE_ONCE(x->broken, true);
 	wake_up_all(&x->tx_wait);
@@ -175,7 +175,7 @@ static inline void rdma_fail(struct rdma_conn *x)
 
 /* odsm_rdma_onesided.c */
 void odsm_rdma_wr_done(struct ib_cq *cq, struct ib_wc *wc);
-void odsm_rdma_regs_free(struct rdma_conn *x);
+void odsm_rdma_regs_free(struct odsm_rdma_conn *x);
 
 extern bool odsm_rdma_use_atomics;	/* nic_atomics, read at join */
 
@@ -196,12 +196,12 @@ static inline bool odsm_rdma_dev_atomics(struct ib_device *dev)
  * takes a reference on both ends; -EOPNOTSUPP where the device has no
  * atomics, -EHOSTDOWN and the like when it cannot be set up.
  */
-struct rdma_loop {
-	struct rdma_conn *req;		/* dialled: posts the operations */
-	struct rdma_conn *resp;		/* accepted: holds the registrations */
+struct odsm_rdma_loop {
+	struct odsm_rdma_conn *req;		/* dialled: posts the operations */
+	struct odsm_rdma_conn *resp;		/* accepted: holds the registrations */
 };
 
-int odsm_rdma_loop_get(struct rdma_loop *lp);
-void odsm_rdma_loop_put(struct rdma_loop *lp);
+int odsm_rdma_loop_get(struct odsm_rdma_loop *lp);
+void odsm_rdma_loop_put(struct odsm_rdma_loop *lp);
 
 #endif /* _ODSM_RDMA_H */

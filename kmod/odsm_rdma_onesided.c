@@ -38,6 +38,8 @@
  * res_sem for writing and then takes heap->lock to unpin).  os_lock ->
  * res_sem; res_sem is dropped while waiting for completions.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/slab.h>
 #include <linux/mm.h>
 #include "odsm_rdma.h"
@@ -45,10 +47,10 @@
 /* A one-sided or REG_MR work request completed. */
 void odsm_rdma_wr_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	struct rdma_wait *w = container_of(wc->wr_cqe, struct rdma_wait, cqe);
+	struct odsm_rdma_wait *w = container_of(wc->wr_cqe, struct odsm_rdma_wait, cqe);
 
 	if (wc->status != IB_WC_SUCCESS) {
-		pr_notice_ratelimited("odsm: rdma one-sided work request failed: %s\n",
+		pr_notice_ratelimited("rdma one-sided work request failed: %s\n",
 				      ib_wc_status_msg(wc->status));
 		WRITE_ONCE(w->status, -EHOSTDOWN);
 		/* the QP is in error: the connection is over */
@@ -62,9 +64,9 @@ void odsm_rdma_wr_done(struct ib_cq *cq, struct ib_wc *wc)
  * Deregister and unpin every block registered for the peer.  From the
  * teardown, after the QP is gone: nobody reaches them any more.
  */
-void odsm_rdma_regs_free(struct rdma_conn *x)
+void odsm_rdma_regs_free(struct odsm_rdma_conn *x)
 {
-	struct rdma_reg *g;
+	struct odsm_rdma_reg *g;
 	unsigned long i;
 
 	xa_for_each(&x->regs, i, g) {
@@ -80,12 +82,12 @@ void odsm_rdma_regs_free(struct rdma_conn *x)
 }
 
 /* Wait for w's work requests; false (connection killed) after timeout_ms. */
-static bool wait_wrs(struct rdma_conn *x, struct rdma_wait *w)
+static bool wait_wrs(struct odsm_rdma_conn *x, struct odsm_rdma_wait *w)
 {
 	if (wait_for_completion_timeout(&w->done,
 					msecs_to_jiffies(x->timeout_ms)))
 		return true;
-	pr_notice_ratelimited("odsm: rdma: no completion in %u ms: connection closed\n",
+	pr_notice_ratelimited("rdma: no completion in %u ms: connection closed\n",
 			      x->timeout_ms);
 	odsm_conn_kill(x->conn);
 	return false;
@@ -93,7 +95,7 @@ static bool wait_wrs(struct rdma_conn *x, struct rdma_wait *w)
 
 void odsm_rdma_counts(struct odsm_conn *conn, u32 *keys, u32 *regs)
 {
-	struct rdma_conn *x = rc(conn);
+	struct odsm_rdma_conn *x = rc(conn);
 
 	*keys = atomic_read(&x->nr_keys);
 	*regs = READ_ONCE(x->nr_regs);
@@ -112,8 +114,8 @@ void odsm_rdma_no_maps(struct odsm_conn *conn)
 int odsm_rdma_add_key(struct odsm_conn *conn,
 		      const struct odsm_wire_map_reply *r)
 {
-	struct rdma_conn *x = rc(conn);
-	struct rdma_key *k = kmalloc(sizeof(*k), GFP_KERNEL);
+	struct odsm_rdma_conn *x = rc(conn);
+	struct odsm_rdma_key *k = kmalloc(sizeof(*k), GFP_KERNEL);
 	int ret;
 
 	if (!k)
@@ -135,7 +137,7 @@ int odsm_rdma_add_key(struct odsm_conn *conn,
 /* The first block of [addr, addr + len) the peer has not registered for us. */
 bool odsm_rdma_missing(struct odsm_conn *conn, u64 addr, u32 len, u64 *blk)
 {
-	struct rdma_conn *x = rc(conn);
+	struct odsm_rdma_conn *x = rc(conn);
 	u64 b, last = (addr + len - 1) >> ODSM_BLOCK_SHIFT;
 
 	for (b = addr >> ODSM_BLOCK_SHIFT; b <= last; b++) {
@@ -153,10 +155,10 @@ bool odsm_rdma_missing(struct odsm_conn *conn, u64 addr, u32 len, u64 *blk)
  * both on return; 0 means every request succeeded and the connection's
  * resources (the bounce buffer) are still there.
  */
-static int os_run(struct rdma_conn *x, const struct ib_send_wr *wr, u32 n,
+static int os_run(struct odsm_rdma_conn *x, const struct ib_send_wr *wr, u32 n,
 		  const char *what, u32 len)
 {
-	struct rdma_wait *w = &x->os_wait;
+	struct odsm_rdma_wait *w = &x->os_wait;
 	int ret;
 
 	reinit_completion(&w->done);
@@ -165,7 +167,7 @@ static int os_run(struct rdma_conn *x, const struct ib_send_wr *wr, u32 n,
 	ret = ib_post_send(x->qp, wr, NULL);
 	if (ret) {
 		/* some may be posted: they flush when the QP goes */
-		pr_notice_ratelimited("odsm: rdma %s of %u bytes not posted (%d): connection closed\n",
+		pr_notice_ratelimited("rdma %s of %u bytes not posted (%d): connection closed\n",
 				      what, len, ret);
 		odsm_conn_kill(x->conn);
 		return -EHOSTDOWN;
@@ -180,7 +182,7 @@ static int os_run(struct rdma_conn *x, const struct ib_send_wr *wr, u32 n,
 }
 
 /* Lock the connection for a one-sided operation: 0, or -EHOSTDOWN. */
-static int os_begin(struct rdma_conn *x)
+static int os_begin(struct odsm_rdma_conn *x)
 {
 	mutex_lock(&x->os_lock);
 	down_read(&x->res_sem);
@@ -192,7 +194,7 @@ static int os_begin(struct rdma_conn *x)
 	return 0;
 }
 
-static void os_end(struct rdma_conn *x)
+static void os_end(struct odsm_rdma_conn *x)
 {
 	up_read(&x->res_sem);
 	mutex_unlock(&x->os_lock);
@@ -201,11 +203,11 @@ static void os_end(struct rdma_conn *x)
 int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 		 bool write)
 {
-	struct rdma_conn *x = rc(conn);
+	struct odsm_rdma_conn *x = rc(conn);
 	struct ib_rdma_wr wrs[RDMA_OS_WRS];
 	struct ib_sge sges[RDMA_OS_WRS];
 	u32 off, n = 0, piece, in;
-	struct rdma_key *k;
+	struct odsm_rdma_key *k;
 	int ret;
 	u64 a;
 
@@ -261,9 +263,9 @@ out:
 int odsm_rdma_atomic(struct odsm_conn *conn, u64 addr, u32 op, u64 operand,
 		     u64 compare, u64 *old)
 {
-	struct rdma_conn *x = rc(conn);
+	struct odsm_rdma_conn *x = rc(conn);
 	struct ib_atomic_wr wr = {};
-	struct rdma_key *k;
+	struct odsm_rdma_key *k;
 	struct ib_sge sge;
 	int ret;
 
@@ -312,11 +314,11 @@ int odsm_rdma_atomic(struct odsm_conn *conn, u64 addr, u32 op, u64 operand,
 int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
 		  struct odsm_wire_map_reply *r)
 {
-	struct rdma_conn *x = rc(conn);
+	struct odsm_rdma_conn *x = rc(conn);
 	unsigned long blk = addr >> ODSM_BLOCK_SHIFT;
-	struct rdma_wait *w = &x->reg_wait;
+	struct odsm_rdma_wait *w = &x->reg_wait;
 	struct ib_reg_wr wr = {};
-	struct rdma_reg *g;
+	struct odsm_rdma_reg *g;
 	int i, ret;
 
 	if (odsm_rdma_dev_atomics(x->dev))
@@ -404,7 +406,7 @@ int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
 err_kill:
 	/* stays on the list, half set up: the teardown frees it */
 	up_read(&x->res_sem);
-	pr_notice_ratelimited("odsm: rdma registration failed (%d): connection closed\n",
+	pr_notice_ratelimited("rdma registration failed (%d): connection closed\n",
 			      ret);
 	odsm_conn_kill(conn);
 	goto out;
@@ -429,7 +431,7 @@ int odsm_rdma_loop_atomic(u64 addr, u32 op, u64 operand, u64 compare,
 {
 	u64 blk = addr & ~(u64)(ODSM_WIRE_MAP_LEN - 1);
 	struct odsm_wire_map_reply r = { .gaddr = blk, .len = ODSM_WIRE_MAP_LEN };
-	struct rdma_loop lp;
+	struct odsm_rdma_loop lp;
 	int ret;
 
 	ret = odsm_rdma_loop_get(&lp);

@@ -22,6 +22,10 @@
 
 #define CHUNK	ODSM_WIRE_MAX_DATA
 
+/* a request's buffer holds its reply too */
+static_assert(ODSM_WIRE_ATOMIC_REPLY_SIZE <= ODSM_WIRE_ATOMIC_SIZE);
+static_assert(ODSM_WIRE_ALLOC_REPLY_SIZE <= ODSM_WIRE_ALLOC_SIZE);
+
 /* ---- the home node's side ----------------------------------------------- */
 
 /*
@@ -160,7 +164,7 @@ static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 int odsm_remote_rw(u32 node, u64 addr, void *buf, u32 len, bool write)
 {
 	struct odsm_wire_rw rw = { .gaddr = addr, .len = len };
-	u8 p[32];
+	u8 p[ODSM_WIRE_RW_SIZE];
 	u32 n = odsm_wire_put_rw(p, &rw), got = 0;
 	int ret;
 
@@ -217,7 +221,7 @@ static int odsm_remote_check(u32 node, u64 addr, u64 len)
 {
 	struct odsm_wire_rw rw = { .flags = ODSM_WIRE_RW_CHECK };
 	u64 done;
-	u8 p[32];
+	u8 p[ODSM_WIRE_RW_SIZE];
 	u32 n;
 	int ret = 0;
 
@@ -292,7 +296,7 @@ static int atomic_rpc(u32 node, struct odsm_atomic *a)
 		.compare = a->compare,
 	};
 	struct odsm_wire_atomic_reply xr;
-	u8 p[48];
+	u8 p[ODSM_WIRE_ATOMIC_SIZE];	/* the request, then its reply */
 	u32 n = odsm_wire_put_atomic(p, &at), got = 0;
 	int ret;
 
@@ -348,7 +352,7 @@ int odsm_remote_alloc(u32 node, u64 size, u32 align, u32 flags, u64 *cg,
 	struct odsm_wire_alloc al = { .size = size, .align = align,
 				      .flags = flags & ODSM_ALLOC_ZERO };
 	struct odsm_wire_alloc_reply ar;
-	u8 p[32];
+	u8 p[ODSM_WIRE_ALLOC_SIZE];	/* the request, then its reply */
 	u32 n = odsm_wire_put_alloc(p, &al), got = 0;
 	int ret;
 
@@ -370,7 +374,7 @@ int odsm_remote_alloc(u32 node, u64 size, u32 align, u32 flags, u64 *cg,
 int odsm_remote_free(u32 node, u64 cg)
 {
 	struct odsm_wire_free fr = { .gaddr = cg };
-	u8 p[16];
+	u8 p[ODSM_WIRE_FREE_SIZE];
 	u32 n = odsm_wire_put_free(p, &fr);
 
 	odsm_stat_inc(ODSM_STAT_remote_frees);

@@ -9,6 +9,8 @@
  * connect carry a timeout (the cluster's timeout_ms), so a dead peer turns
  * into an error, never a hang.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/kthread.h>
 #include <linux/net.h>
 #include <linux/slab.h>
@@ -98,9 +100,9 @@ static void count_truncated(struct odsm_conn *conn, int ret)
 {
 	if (ret == -EPROTO && !READ_ONCE(conn->dead)) {
 		odsm_stat_inc(ODSM_STAT_bad_msgs);
-		pr_notice_ratelimited("odsm: truncated message on a connection %s node %d: closed\n",
+		pr_notice_ratelimited("truncated message on a connection %s node %d: closed\n",
 				      conn->dialled ? "to" : "from",
-				      conn->peer == U32_MAX ? -1 : (int)conn->peer);
+				      odsm_conn_peer_id(conn));
 	}
 }
 
@@ -249,7 +251,7 @@ static int tcp_listen(struct odsm_cluster *c)
 	l->sock->sk->sk_reuse = SK_CAN_REUSE;
 	ret = kernel_bind(l->sock, (struct sockaddr *)&a, sizeof(a));
 	if (ret) {
-		pr_err("odsm: cannot listen on %pISpc: %d\n", &a, ret);
+		pr_err("cannot listen on %pISpc: %d\n", &a, ret);
 		goto err_sock;
 	}
 	ret = kernel_listen(l->sock, ODSM_MAX_NODES);
