@@ -95,8 +95,11 @@ $(BUILD)/lib/%.pic.o: userlib/%.c $(LIB_HDR)
 $(LIB_A): $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
-$(LIB_SO): $(LIB_OBJ:.o=.pic.o)
-	$(CC) -shared -Wl,-soname,libodsm.so.1 -o $@ $^ -pthread
+# exports only the API (userlib/libodsm.map), checked against odsm.h
+$(LIB_SO): $(LIB_OBJ:.o=.pic.o) userlib/libodsm.map tools/check-exports.sh
+	$(CC) -shared -Wl,-soname,libodsm.so.1 -Wl,--version-script=userlib/libodsm.map \
+		-o $@ $(filter %.o,$^) -pthread
+	@tools/check-exports.sh $@ userlib/odsm.h || { rm -f $@; exit 1; }
 	ln -sf libodsm.so.1 $(BUILD)/lib/libodsm.so
 
 $(BUILD)/lib/odsm.pc: userlib/odsm.pc.in
