@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Cluster membership, heartbeat and request/reply calls; see
- * odsm_cluster.h for the model.
+ * Cluster membership: the handshake that makes a connection a peer's,
+ * what arrives on a connection (odsm_cluster_rx), the heartbeat tick,
+ * join, leave and status; see odsm_cluster.h for the model.  Calls and
+ * dispatch are odsm_call.c's, connections odsm_conn.c's, what registers
+ * with the core odsm_core_reg.c's.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -15,233 +18,9 @@
 #include <crypto/hash.h>
 #include "odsm.h"
 #include "odsm_cluster.h"
-
-struct odsm_cluster odsm_cluster = {
-	.join_lock = __MUTEX_INITIALIZER(odsm_cluster.join_lock),
-	.users = __RWSEM_INITIALIZER(odsm_cluster.users),
-	.lock = __SPIN_LOCK_UNLOCKED(odsm_cluster.lock),
-	.conns = LIST_HEAD_INIT(odsm_cluster.conns),
-	.calls = XARRAY_INIT(odsm_cluster.calls, 0),
-};
-
-/* A call waiting for its reply. */
-struct odsm_call {
-	u32 peer;
-	int status;
-	void *reply;
-	u32 cap, len;
-	struct completion done;
-};
-
-/* A request to serve, with the connection to answer on. */
-struct odsm_req {
-	struct work_struct work;
-	const struct odsm_msg_handler *mh;
-	struct odsm_conn *conn;
-	struct odsm_wire_hdr h;
-	u8 payload[];
-};
-
-/* ---- what registers with the core ----------------------------------------- */
-
-/*
- * Transports, message handlers and peer-event callbacks register at module
- * load and unload, while no cluster is joined (odsm_core.h): the lists and
- * the table are written under reg_lock and read without it by what a join
- * starts.
- */
-static DEFINE_MUTEX(reg_lock);
-static LIST_HEAD(transports);
-static LIST_HEAD(peer_events);
-static const struct odsm_msg_handler *handlers[256];
-
-void odsm_transport_register(struct odsm_transport_ops *t)
-{
-	mutex_lock(&reg_lock);
-	list_add_tail(&t->list, &transports);
-	mutex_unlock(&reg_lock);
-}
-
-void odsm_transport_unregister(struct odsm_transport_ops *t)
-{
-	mutex_lock(&reg_lock);
-	list_del(&t->list);
-	mutex_unlock(&reg_lock);
-}
-
-static const struct odsm_transport_ops *transport_find(u32 id)
-{
-	const struct odsm_transport_ops *t, *found = NULL;
-
-	mutex_lock(&reg_lock);
-	list_for_each_entry(t, &transports, list)
-		if (t->id == id)
-			found = t;
-	mutex_unlock(&reg_lock);
-	return found;
-}
-
-int odsm_handler_register(const struct odsm_msg_handler *mh)
-{
-	int ret = 0;
-
-	/* a request is served and answered, a one-way message received */
-	if (!mh->type || !mh->serve == !mh->rx || !mh->serve != !mh->reply)
-		return -EINVAL;
-	mutex_lock(&reg_lock);
-	if (handlers[mh->type])
-		ret = -EBUSY;
-	else
-		WRITE_ONCE(handlers[mh->type], mh);
-	mutex_unlock(&reg_lock);
-	return ret;
-}
-
-void odsm_handler_unregister(const struct odsm_msg_handler *mh)
-{
-	mutex_lock(&reg_lock);
-	if (handlers[mh->type] == mh)
-		WRITE_ONCE(handlers[mh->type], NULL);
-	mutex_unlock(&reg_lock);
-}
-
-void odsm_peer_events_register(struct odsm_peer_events *ev)
-{
-	mutex_lock(&reg_lock);
-	list_add_tail(&ev->list, &peer_events);
-	mutex_unlock(&reg_lock);
-}
-
-void odsm_peer_events_unregister(struct odsm_peer_events *ev)
-{
-	mutex_lock(&reg_lock);
-	list_del(&ev->list);
-	mutex_unlock(&reg_lock);
-}
-
-static void peer_up_event(struct odsm_conn *conn, u32 node)
-{
-	struct odsm_peer_events *ev;
-
-	list_for_each_entry(ev, &peer_events, list)
-		if (ev->up)
-			ev->up(conn, node);
-}
-
-static void peer_restarted_event(u32 node)
-{
-	struct odsm_peer_events *ev;
-
-	list_for_each_entry(ev, &peer_events, list)
-		if (ev->restarted)
-			ev->restarted(node);
-}
-
-static void peer_down_event(u32 node)
-{
-	struct odsm_peer_events *ev;
-
-	list_for_each_entry(ev, &peer_events, list)
-		if (ev->down)
-			ev->down(node);
-}
-
-/* ---- connections ------------------------------------------------------ */
-
-void odsm_conn_init(struct odsm_conn *conn, const struct odsm_transport_ops *ops,
-		    void *xprt, u32 peer, bool dialled)
-{
-	kref_init(&conn->ref);		/* the conns list's reference */
-	conn->ops = ops;
-	conn->xprt = xprt;
-	conn->peer = peer;
-	conn->dialled = dialled;
-	conn->born_ns = ktime_get_ns();
-	get_random_bytes(conn->nonce, sizeof(conn->nonce));
-	INIT_LIST_HEAD(&conn->node);
-}
-
-void odsm_conn_publish(struct odsm_cluster *c, struct odsm_conn *conn)
-{
-	spin_lock(&c->lock);
-	list_add(&conn->node, &c->conns);
-	spin_unlock(&c->lock);
-}
-
-static void conn_release(struct kref *ref)
-{
-	struct odsm_conn *conn = container_of(ref, struct odsm_conn, ref);
-
-	conn->ops->release(conn);
-	kfree(conn);
-}
-
-void odsm_conn_put(struct odsm_conn *conn)
-{
-	kref_put(&conn->ref, conn_release);
-}
-
-/* Stop all traffic: the receiver ends and the tick reaps it. */
-void odsm_conn_kill(struct odsm_conn *conn)
-{
-	WRITE_ONCE(conn->dead, true);
-	conn->ops->kill(conn);
-}
-
-int odsm_cluster_check_hdr(struct odsm_conn *conn, const u8 *raw,
-			   struct odsm_wire_hdr *h)
-{
-	struct odsm_cluster *c = &odsm_cluster;
-	int ret = odsm_wire_get_hdr(raw, h, c->self, c->nr_nodes);
-
-	/* a known peer speaks only for itself; before HELLO, nothing else */
-	if (!ret && conn->peer != U32_MAX && h->src_node != conn->peer)
-		ret = -EPROTO;
-	/* before the handshake completed, only the handshake */
-	if (!ret && !READ_ONCE(conn->authed) && h->type != ODSM_MSG_HELLO) {
-		odsm_stat_inc(ODSM_STAT_auth_failures);
-		pr_notice_ratelimited("message type %u before authentication on a connection %s node %d over %s: closed\n",
-				      h->type, conn->dialled ? "to" : "from",
-				      odsm_conn_peer_id(conn),
-				      conn->ops->name);
-		WRITE_ONCE(conn->dead, true);	/* counted once, here */
-		return -EACCES;
-	}
-	if (ret && h->magic == ODSM_WIRE_MAGIC &&
-	    h->version != ODSM_WIRE_VERSION) {
-		odsm_stat_inc(ODSM_STAT_bad_msgs);
-		pr_notice_ratelimited("a peer speaks wire protocol version %u, this node speaks %u: connection closed\n",
-				      h->version, ODSM_WIRE_VERSION);
-	} else if (ret) {
-		odsm_stat_inc(ODSM_STAT_bad_msgs);
-		pr_notice_ratelimited("malformed message header (%d) on a connection %s node %d over %s: closed\n",
-				      ret, conn->dialled ? "to" : "from",
-				      odsm_conn_peer_id(conn),
-				      conn->ops->name);
-	}
-	/* the receiver closes it: counted once, here */
-	if (ret)
-		WRITE_ONCE(conn->dead, true);
-	return ret;
-}
+#include "odsm_core_pri.h"
 
 /* ---- peers ------------------------------------------------------------ */
-
-/* Fail every call waiting on node: its peer is gone. */
-static void fail_calls(struct odsm_cluster *c, u32 node, int err)
-{
-	struct odsm_call *call;
-	unsigned long seq;
-
-	xa_for_each(&c->calls, seq, call) {
-		if (call->peer != node)
-			continue;
-		if (xa_erase(&c->calls, seq) != call)
-			continue;	/* its reply won the race */
-		call->status = err;
-		complete(&call->done);
-	}
-}
 
 /*
  * The connection failed or ended: if it was a peer's, the peer is down
@@ -276,11 +55,11 @@ void odsm_cluster_conn_failed(struct odsm_conn *conn)
 	}
 	spin_unlock(&c->lock);
 	if (drop) {
-		fail_calls(c, id, -EHOSTDOWN);
+		odsm_fail_calls(c, id, -EHOSTDOWN);
 		odsm_conn_put(drop);
 	}
 	if (was_up)
-		peer_down_event(id);
+		odsm_peer_event_down(id);
 }
 
 static void peer_timed_out(struct odsm_cluster *c, u32 id)
@@ -299,85 +78,6 @@ static void peer_timed_out(struct odsm_cluster *c, u32 id)
 	odsm_conn_kill(conn);
 	odsm_cluster_conn_failed(conn);
 	odsm_conn_put(conn);
-}
-
-bool odsm_peer_up(u32 node)
-{
-	struct odsm_cluster *c = &odsm_cluster;
-	bool up;
-
-	spin_lock(&c->lock);
-	up = c->joined && node < c->nr_nodes &&
-	     c->peers[node].state == ODSM_PEER_UP;
-	spin_unlock(&c->lock);
-	return up;
-}
-
-int odsm_peer_most_free(void)
-{
-	struct odsm_cluster *c = &odsm_cluster;
-	int best = -ENOSPC;
-	u64 most = 0;
-	u32 i;
-
-	spin_lock(&c->lock);
-	for (i = 0; c->joined && i < c->nr_nodes; i++) {
-		if (c->peers[i].state == ODSM_PEER_UP &&
-		    c->peers[i].free_bytes > most) {
-			most = c->peers[i].free_bytes;
-			best = i;
-		}
-	}
-	spin_unlock(&c->lock);
-	return best;
-}
-
-/* The connection to send on, with a reference, or NULL. */
-static struct odsm_conn *peer_conn(struct odsm_cluster *c, u32 node,
-				   bool up_only)
-{
-	struct odsm_conn *conn = NULL;
-
-	spin_lock(&c->lock);
-	if (c->joined && node < c->nr_nodes && c->peers[node].conn &&
-	    (!up_only || c->peers[node].state == ODSM_PEER_UP)) {
-		conn = c->peers[node].conn;
-		kref_get(&conn->ref);
-	}
-	spin_unlock(&c->lock);
-	return conn;
-}
-
-/* A reply is known by its flag (and answers the seq of its request). */
-static void fill_hdr(struct odsm_cluster *c, struct odsm_wire_hdr *h, u32 dst,
-		     u8 type, u16 flags, u64 seq, u32 len, s32 status)
-{
-	h->magic = ODSM_WIRE_MAGIC;
-	h->version = ODSM_WIRE_VERSION;
-	h->type = type;
-	h->flags = flags;
-	h->src_node = c->self;
-	h->dst_node = dst;
-	h->seq = seq;
-	h->len = len;
-	h->status = status;
-}
-
-static int send_msg(struct odsm_cluster *c, struct odsm_conn *conn, u32 dst,
-		    u8 type, u16 flags, u64 seq, s32 status, const void *payload,
-		    u32 plen, const void *data, u32 dlen)
-{
-	struct odsm_wire_hdr h;
-	int ret;
-
-	fill_hdr(c, &h, dst, type, flags, seq, plen + dlen, status);
-	ret = conn->ops->send(conn, &h, payload, plen, data, dlen);
-	if (!ret && dst < c->nr_nodes) {
-		atomic64_inc(&c->peers[dst].msgs_tx);
-		atomic64_add(ODSM_WIRE_HDR_SIZE + plen + dlen,
-			     &c->peers[dst].bytes_tx);
-	}
-	return ret;
 }
 
 /*
@@ -439,7 +139,7 @@ static int send_hello(struct odsm_cluster *c, struct odsm_conn *conn, u32 dst,
 			return ret;
 	}
 	n = odsm_wire_put_hello(buf, &hello);
-	return send_msg(c, conn, dst, ODSM_MSG_HELLO, 0, 0, 0, buf, n, NULL, 0);
+	return odsm_send_msg(c, conn, dst, ODSM_MSG_HELLO, 0, 0, 0, buf, n, NULL, 0);
 }
 
 /* ---- receiving ---------------------------------------------------------- */
@@ -476,13 +176,13 @@ static bool peer_authed(struct odsm_cluster *c, struct odsm_conn *conn,
 		pr_info("node %u connected again: the old connection is closed\n",
 			id);
 		odsm_conn_kill(old);
-		fail_calls(c, id, -EHOSTDOWN);
+		odsm_fail_calls(c, id, -EHOSTDOWN);
 		odsm_conn_put(old);
 	}
 	if (restarted)
-		peer_restarted_event(id);
+		odsm_peer_event_restarted(id);
 	pr_info("node %u is up (%pI4)\n", id, &c->peers[id].addr.sin_addr);
-	peer_up_event(conn, id);
+	odsm_peer_event_up(conn, id);
 	return true;
 }
 
@@ -576,57 +276,6 @@ bad:
 	odsm_conn_kill(conn);
 }
 
-static void on_reply(struct odsm_cluster *c, const struct odsm_wire_hdr *h,
-		     const u8 *payload)
-{
-	struct odsm_call *call = xa_load(&c->calls, h->seq);
-
-	/* only the peer it was sent to may answer it */
-	if (!call || call->peer != h->src_node ||
-	    xa_cmpxchg(&c->calls, h->seq, call, NULL, 0) != call) {
-		odsm_stat_inc(ODSM_STAT_bad_msgs);
-		return;
-	}
-	if (h->len > call->cap) {
-		call->status = -EPROTO;
-	} else {
-		memcpy(call->reply, payload, h->len);
-		call->len = h->len;
-		call->status = h->status;
-	}
-	complete(&call->done);
-}
-
-static void serve_work(struct work_struct *w)
-{
-	struct odsm_req *req = container_of(w, struct odsm_req, work);
-	const struct odsm_msg_handler *mh = req->mh;
-	struct odsm_cluster *c = &odsm_cluster;
-	u8 reply[ODSM_REPLY_MAX];
-	const void *data = NULL;
-	u32 rlen = 0, dlen = 0;
-	int status;
-
-	status = mh->serve(req->conn, &req->h, req->payload, reply, &rlen,
-			   &data, &dlen);
-	if (status == -EPROTO) {
-		/* malformed payload: dropped and counted, no answer */
-		odsm_stat_inc(ODSM_STAT_bad_msgs);
-	} else {
-		if (status) {
-			rlen = 0;
-			dlen = 0;
-		}
-		send_msg(c, req->conn, req->h.src_node, mh->reply,
-			 ODSM_WIRE_F_REPLY, req->h.seq, status, reply, rlen,
-			 data, dlen);
-		odsm_stat_inc(ODSM_STAT_served);
-	}
-	kvfree(data);
-	odsm_conn_put(req->conn);
-	kvfree(req);
-}
-
 /* Called by a receiver for every well-formed header and its payload. */
 void odsm_cluster_rx(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		     u8 *payload)
@@ -636,7 +285,6 @@ void odsm_cluster_rx(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	const struct odsm_msg_handler *mh;
 	struct odsm_wire_ping ping;
 	struct odsm_wire_pong pong;
-	struct odsm_req *req;
 	u8 buf[ODSM_WIRE_PONG_SIZE];
 	u32 n;
 
@@ -660,9 +308,9 @@ void odsm_cluster_rx(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		pong.free_bytes = (u64)odsm_heap.pa.free_blocks << ODSM_BLOCK_SHIFT;
 		mutex_unlock(&odsm_heap.lock);
 		n = odsm_wire_put_pong(buf, &pong);
-		send_msg(c, conn, h->src_node, ODSM_MSG_PONG, ODSM_WIRE_F_REPLY,
-			 h->seq, 0, buf, n,
-			 NULL, 0);
+		odsm_send_msg(c, conn, h->src_node, ODSM_MSG_PONG, ODSM_WIRE_F_REPLY,
+			      h->seq, 0, buf, n,
+			      NULL, 0);
 		return;
 	case ODSM_MSG_PONG:
 		if (odsm_wire_get_pong(payload, h->len, &pong))
@@ -674,181 +322,19 @@ void odsm_cluster_rx(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		return;
 	}
 	if (h->flags & ODSM_WIRE_F_REPLY) {
-		on_reply(c, h, payload);
+		odsm_on_reply(c, h, payload);
 		return;
 	}
-	mh = READ_ONCE(handlers[h->type]);
+	mh = odsm_handler_of(h->type);
 	if (!mh)
 		goto bad;	/* no service serves it here */
-	if (mh->rx) {
+	if (mh->rx)
 		mh->rx(conn, h, payload);
-		return;
-	}
-	/* a request: served on the workqueue, which may sleep and send */
-	req = kvmalloc(struct_size(req, payload, h->len), GFP_KERNEL);
-	if (!req)
-		return;		/* the caller times out */
-	INIT_WORK(&req->work, serve_work);
-	req->mh = mh;
-	kref_get(&conn->ref);
-	req->conn = conn;
-	req->h = *h;
-	memcpy(req->payload, payload, h->len);
-	queue_work(c->wq, &req->work);
+	else
+		odsm_serve_request(c, conn, h, payload, mh);
 	return;
 bad:
 	odsm_stat_inc(ODSM_STAT_bad_msgs);
-}
-
-/* ---- calls ------------------------------------------------------------ */
-
-int odsm_rpc(u32 node, u8 type, const void *payload, u32 plen,
-	     const void *data, u32 dlen, void *reply, u32 cap, u32 *rlen)
-{
-	struct odsm_cluster *c = &odsm_cluster;
-	struct odsm_call call = { .peer = node, .reply = reply, .cap = cap };
-	struct odsm_conn *conn;
-	u64 seq;
-	long left;
-	int ret;
-
-	/* a leave in progress: the cluster is going away */
-	if (!down_read_trylock(&c->users))
-		return -EHOSTDOWN;
-	conn = peer_conn(c, node, true);
-	if (!conn) {
-		up_read(&c->users);
-		odsm_stat_inc(ODSM_STAT_rpc_hostdown);
-		return -EHOSTDOWN;
-	}
-	init_completion(&call.done);
-	seq = atomic64_inc_return(&c->next_seq);
-	ret = xa_insert(&c->calls, seq, &call, GFP_KERNEL);
-	if (ret)
-		goto out;
-	ret = send_msg(c, conn, node, type, 0, seq, 0, payload, plen, data,
-		       dlen);
-	if (ret) {
-		if (xa_erase(&c->calls, seq) != &call)
-			wait_for_completion(&call.done);
-		goto out;
-	}
-	left = wait_for_completion_killable_timeout(&call.done,
-						    msecs_to_jiffies(c->timeout_ms));
-	if (left <= 0) {
-		if (xa_erase(&c->calls, seq) == &call) {
-			ret = left ? -EINTR : -ETIMEDOUT;
-			if (!left)
-				odsm_stat_inc(ODSM_STAT_rpc_timeouts);
-			goto out;
-		}
-		/* a reply (or a failure) took the call first and is
-		 * completing it right now: wait for that.  (A wait that
-		 * succeeded consumed the completion: no second wait then.)
-		 */
-		wait_for_completion(&call.done);
-	}
-	ret = call.status;
-	if (ret == -EHOSTDOWN)
-		odsm_stat_inc(ODSM_STAT_rpc_hostdown);
-	if (rlen)
-		*rlen = call.len;
-out:
-	odsm_conn_put(conn);
-	up_read(&c->users);
-	return ret;
-}
-
-/* ---- for services (odsm_core.h) ---------------------------------------- */
-
-struct odsm_conn *odsm_peer_conn_get(u32 node)
-{
-	struct odsm_cluster *c = &odsm_cluster;
-	struct odsm_conn *conn;
-
-	if (!down_read_trylock(&c->users))
-		return NULL;
-	conn = peer_conn(c, node, true);
-	if (!conn)
-		up_read(&c->users);
-	return conn;
-}
-
-void odsm_peer_conn_put(struct odsm_conn *conn)
-{
-	odsm_conn_put(conn);
-	up_read(&odsm_cluster.users);
-}
-
-const struct odsm_transport_ops *odsm_conn_ops(const struct odsm_conn *conn)
-{
-	return conn->ops;
-}
-
-bool odsm_conn_dead(const struct odsm_conn *conn)
-{
-	return READ_ONCE(conn->dead);
-}
-
-void odsm_conn_hold(struct odsm_conn *conn)
-{
-	kref_get(&conn->ref);
-}
-
-int odsm_msg_send(struct odsm_conn *conn, u8 type, const void *payload,
-		  u32 plen)
-{
-	return send_msg(&odsm_cluster, conn, conn->peer, type, 0, 0, 0,
-			payload, plen, NULL, 0);
-}
-
-const struct odsm_transport_ops *odsm_cluster_transport(void)
-{
-	struct odsm_cluster *c = &odsm_cluster;
-
-	return READ_ONCE(c->joined) ? READ_ONCE(c->ops) : NULL;
-}
-
-bool odsm_cluster_queue(struct work_struct *work)
-{
-	struct odsm_cluster *c = &odsm_cluster;
-	bool queued = false;
-
-	/* the workqueue lives from join to the end of leave, which holds
-	 * c->users for writing while it flushes and destroys it
-	 */
-	if (!down_read_trylock(&c->users))
-		return false;
-	if (READ_ONCE(c->joined) && c->wq)
-		queued = queue_work(c->wq, work);
-	up_read(&c->users);
-	return queued;
-}
-
-bool odsm_cluster_hold(void)
-{
-	return down_read_trylock(&odsm_cluster.users);
-}
-
-void odsm_cluster_unhold(void)
-{
-	up_read(&odsm_cluster.users);
-}
-
-int odsm_home_of(u64 addr, u64 len, bool *local)
-{
-	const struct odsm_geom *g = &odsm_heap.geom;
-	u32 node;
-
-	if (!len || !odsm_in_heap(g, addr) || len > odsm_heap_end(g) - addr)
-		return -EINVAL;
-	node = odsm_node_of(g, addr);
-	if (odsm_node_of(g, addr + len - 1) != node)
-		return -EINVAL;
-	*local = node == g->node_id;
-	if (!*local && !READ_ONCE(odsm_cluster.joined))
-		return -EINVAL;
-	return node;
 }
 
 /* ---- the tick: heartbeat, timeouts, re-dial, reaping ------------------ */
@@ -953,12 +439,12 @@ static void tick(struct odsm_cluster *c)
 		}
 		if (state != ODSM_PEER_UP)
 			continue;
-		conn = peer_conn(c, i, true);
+		conn = odsm_peer_conn(c, i, true);
 		if (!conn)
 			continue;
 		ping.send_ns = now;
 		n = odsm_wire_put_ping(buf, &ping);
-		send_msg(c, conn, i, ODSM_MSG_PING, 0, 0, 0, buf, n, NULL, 0);
+		odsm_send_msg(c, conn, i, ODSM_MSG_PING, 0, 0, 0, buf, n, NULL, 0);
 		odsm_conn_put(conn);
 	}
 	reap_dead_conns(c, false);
@@ -990,7 +476,7 @@ int odsm_cluster_join(const struct odsm_join *j,
 	if (j->transport != ODSM_TRANSPORT_TCP &&
 	    j->transport != ODSM_TRANSPORT_RDMA)
 		return -EINVAL;
-	ops = transport_find(j->transport);
+	ops = odsm_transport_find(j->transport);
 	if (!ops)	/* e.g. RDMA on a kernel without the RDMA CM */
 		return -EPROTONOSUPPORT;
 	if (j->nr_nodes != odsm_heap.geom.nr_nodes || j->nr_nodes < 2)
@@ -1103,7 +589,7 @@ void odsm_cluster_leave(void)
 	c->joined = false;
 	spin_unlock(&c->lock);
 	for (i = 0; i < c->nr_nodes; i++)
-		fail_calls(c, i, -EHOSTDOWN);
+		odsm_fail_calls(c, i, -EHOSTDOWN);
 	down_write(&c->users);
 	kthread_stop(c->ticker);
 	put_task_struct(c->ticker);
@@ -1123,7 +609,7 @@ void odsm_cluster_leave(void)
 			odsm_conn_kill(conn);
 			odsm_conn_put(conn);
 		}
-		fail_calls(c, i, -EHOSTDOWN);
+		odsm_fail_calls(c, i, -EHOSTDOWN);
 	}
 	reap_dead_conns(c, true);
 	/* requests being served drop their connections when done */
@@ -1145,7 +631,7 @@ void odsm_cluster_leave(void)
 static void peer_onesided_counts(struct odsm_cluster *c, u32 node,
 				 struct odsm_peer_info *o)
 {
-	struct odsm_conn *conn = peer_conn(c, node, false);
+	struct odsm_conn *conn = odsm_peer_conn(c, node, false);
 
 	if (!conn)
 		return;

@@ -38,12 +38,12 @@
  * once; the cluster sees the peers fail.
  *
  * One-sided READ, WRITE and atomics, and the registrations behind them,
- * are in odsm_rdma_onesided.c.  This file also keeps the loopback pair, a
- * connection of the node to itself through which its own device runs the
- * atomics on its own words that must be atomic against peers' one-sided
- * ones (see "the loopback pair" below).
+ * are in odsm_rdma_onesided.c; the loopback pair, a connection of the
+ * node to itself through which its own device runs the atomics on its own
+ * words that must be atomic against peers' one-sided ones, in
+ * odsm_rdma_loop.c.
  *
- * Locks: rdma_lock (the list of connections, the listener) and loop_lock
+ * Locks: odsm_rdma_lock (the list of connections, the listener) and loop_lock
  * (the loopback pair) are mutexes taken outside any connection's locks;
  * loop_acc_lock (a spinlock) only guards the list of accepted loopback
  * ends.
@@ -59,11 +59,11 @@
 
 /* The accepting side: its id is NULL once gone (leave or device removal). */
 struct odsm_rdma_listener {
-	struct rdma_cm_id *id;		/* under rdma_lock */
+	struct rdma_cm_id *id;		/* under odsm_rdma_lock */
 };
 
-static DEFINE_MUTEX(rdma_lock);		/* rdma_conns, rdma_lis.id */
-static LIST_HEAD(rdma_conns);		/* connections with resources */
+DEFINE_MUTEX(odsm_rdma_lock);		/* odsm_rdma_conns, rdma_lis.id */
+LIST_HEAD(odsm_rdma_conns);		/* connections with resources */
 static struct odsm_rdma_listener rdma_lis;	/* static: CM ids point at it */
 
 static void disc_work(struct work_struct *w);
@@ -451,8 +451,8 @@ static void qp_event(struct ib_event *ev, void *ctx)
 	}
 }
 
-static struct odsm_rdma_conn *conn_alloc(struct odsm_cluster *c, u32 peer,
-					 bool dialled)
+struct odsm_rdma_conn *odsm_rdma_conn_alloc(struct odsm_cluster *c, u32 peer,
+					    bool dialled)
 {
 	struct odsm_conn *conn = kzalloc(sizeof(*conn), GFP_KERNEL);
 	struct odsm_rdma_conn *x = kzalloc(sizeof(*x), GFP_KERNEL);
@@ -492,7 +492,7 @@ static struct odsm_rdma_conn *conn_alloc(struct odsm_cluster *c, u32 peer,
 }
 
 /* PD, CQ, QP and the posted receive buffers on x->id's device. */
-static int conn_setup(struct odsm_rdma_conn *x)
+int odsm_rdma_conn_setup(struct odsm_rdma_conn *x)
 {
 	struct ib_qp_init_attr qa = {
 		.event_handler = qp_event,
@@ -633,7 +633,7 @@ static void conn_free(struct odsm_rdma_conn *x)
 }
 
 /* A connection that was never published. */
-static void conn_abort(struct odsm_rdma_conn *x, bool keep_id)
+void odsm_rdma_conn_abort(struct odsm_rdma_conn *x, bool keep_id)
 {
 	conn_teardown(x, keep_id);
 	kfree(x->conn);
@@ -643,9 +643,9 @@ static void conn_abort(struct odsm_rdma_conn *x, bool keep_id)
 /* Start the receiver and hand the connection to the cluster. */
 static void conn_publish(struct odsm_cluster *c, struct odsm_rdma_conn *x)
 {
-	mutex_lock(&rdma_lock);
-	list_add(&x->node, &rdma_conns);
-	mutex_unlock(&rdma_lock);
+	mutex_lock(&odsm_rdma_lock);
+	list_add(&x->node, &odsm_rdma_conns);
+	mutex_unlock(&odsm_rdma_lock);
 	odsm_conn_publish(c, x->conn);
 	wake_up_process(x->rx);
 }
@@ -690,8 +690,8 @@ static int cm_wait(struct odsm_rdma_conn *x)
 }
 
 /* What an accepted connection agrees to, given what the dialler offers. */
-static void accept_param(struct rdma_cm_id *id, struct rdma_cm_event *ev,
-			 struct rdma_conn_param *p)
+void odsm_rdma_accept_param(struct rdma_cm_id *id, struct rdma_cm_event *ev,
+			    struct rdma_conn_param *p)
 {
 	const struct ib_device_attr *a = &id->device->attrs;
 
@@ -705,9 +705,6 @@ static void accept_param(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 				  (u32)a->max_qp_init_rd_atom);
 }
 
-static bool is_loop_req(struct rdma_cm_event *ev, struct sockaddr_in *from);
-static int on_loop_req(struct rdma_cm_id *id, struct rdma_cm_event *ev);
-
 /* A connection request on the listener: set up, accept and publish. */
 static int on_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
@@ -719,17 +716,17 @@ static int on_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 
 	if (from->sin_family != AF_INET)
 		return -EAFNOSUPPORT;	/* the core destroys the id */
-	if (is_loop_req(ev, from))
-		return on_loop_req(id, ev);
-	accept_param(id, ev, &p);
-	x = conn_alloc(c, U32_MAX, false);
+	if (odsm_rdma_is_loop_req(ev, from))
+		return odsm_rdma_on_loop_req(id, ev);
+	odsm_rdma_accept_param(id, ev, &p);
+	x = odsm_rdma_conn_alloc(c, U32_MAX, false);
 	if (!x)
 		return -ENOMEM;
 	x->id = id;
 	id->context = x;
 	x->peer_ip = from->sin_addr.s_addr;
 	rdma_set_ack_timeout(id, RDMA_ACK_TIMEOUT);
-	ret = conn_setup(x);
+	ret = odsm_rdma_conn_setup(x);
 	if (ret)
 		goto err;
 	ret = rx_create(x, U32_MAX);
@@ -746,7 +743,7 @@ err_rx:
 	rx_destroy(x);
 err:
 	id->context = NULL;
-	conn_abort(x, true);
+	odsm_rdma_conn_abort(x, true);
 	return ret;
 }
 
@@ -758,12 +755,12 @@ static int on_listener_event(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	if (ev->event != RDMA_CM_EVENT_DEVICE_REMOVAL)
 		return 0;
 	/* not torn down by rdma_remove_one (a race): let the core do it */
-	mutex_lock(&rdma_lock);
+	mutex_lock(&odsm_rdma_lock);
 	if (rdma_lis.id == id) {
 		rdma_lis.id = NULL;
 		gone = 1;
 	}
-	mutex_unlock(&rdma_lock);
+	mutex_unlock(&odsm_rdma_lock);
 	return gone;
 }
 
@@ -844,9 +841,9 @@ static void rdma_release(struct odsm_conn *conn)
 {
 	struct odsm_rdma_conn *x = rc(conn);
 
-	mutex_lock(&rdma_lock);
+	mutex_lock(&odsm_rdma_lock);
 	list_del_init(&x->node);
-	mutex_unlock(&rdma_lock);
+	mutex_unlock(&odsm_rdma_lock);
 	cancel_work_sync(&x->disc_work);
 	conn_teardown(x, false);
 	rx_destroy(x);
@@ -891,9 +888,9 @@ static int rdma_listen_(struct odsm_cluster *c)
 		pr_err("cannot listen on %pISpc over RDMA: %d\n", &a, ret);
 		goto err;
 	}
-	mutex_lock(&rdma_lock);
+	mutex_lock(&odsm_rdma_lock);
 	rdma_lis.id = id;
-	mutex_unlock(&rdma_lock);
+	mutex_unlock(&odsm_rdma_lock);
 	c->listener = &rdma_lis;
 	return 0;
 err:
@@ -901,17 +898,15 @@ err:
 	return ret;
 }
 
-static void loop_destroy(void);
-
 static void rdma_unlisten(struct odsm_cluster *c)
 {
 	struct rdma_cm_id *id;
 
-	loop_destroy();
-	mutex_lock(&rdma_lock);
+	odsm_rdma_loop_destroy();
+	mutex_lock(&odsm_rdma_lock);
 	id = rdma_lis.id;
 	rdma_lis.id = NULL;
-	mutex_unlock(&rdma_lock);
+	mutex_unlock(&odsm_rdma_lock);
 	/* waits for the connection requests being handled */
 	if (id)
 		rdma_destroy_id(id);
@@ -922,8 +917,8 @@ static void rdma_unlisten(struct odsm_cluster *c)
  * Resolve dst (from our own address) and set up x's resources on the
  * device that reaches it: everything a dial does before connecting.
  */
-static int dial_prepare(struct odsm_cluster *c, struct odsm_rdma_conn *x,
-			struct sockaddr_in dst, struct rdma_conn_param *p)
+int odsm_rdma_dial_prepare(struct odsm_cluster *c, struct odsm_rdma_conn *x,
+			   struct sockaddr_in dst, struct rdma_conn_param *p)
 {
 	struct sockaddr_in src = c->peers[c->self].addr;
 	struct rdma_cm_id *id;
@@ -958,11 +953,11 @@ static int dial_prepare(struct odsm_cluster *c, struct odsm_rdma_conn *x,
 				   id->device->attrs.max_qp_init_rd_atom);
 	p->responder_resources = min_t(u32, RDMA_RD_ATOM,
 				       id->device->attrs.max_qp_rd_atom);
-	return conn_setup(x);
+	return odsm_rdma_conn_setup(x);
 }
 
 /* Connect x, prepared; 0 once established. */
-static int dial_connect(struct odsm_rdma_conn *x, struct rdma_conn_param *p)
+int odsm_rdma_dial_connect(struct odsm_rdma_conn *x, struct rdma_conn_param *p)
 {
 	int ret;
 
@@ -982,16 +977,16 @@ static struct odsm_conn *rdma_dial(struct odsm_cluster *c, u32 peer)
 	struct odsm_rdma_conn *x;
 	int ret;
 
-	x = conn_alloc(c, peer, true);
+	x = odsm_rdma_conn_alloc(c, peer, true);
 	if (!x)
 		return ERR_PTR(-ENOMEM);
-	ret = dial_prepare(c, x, c->peers[peer].addr, &p);
+	ret = odsm_rdma_dial_prepare(c, x, c->peers[peer].addr, &p);
 	if (ret)
 		goto err;
 	ret = rx_create(x, peer);
 	if (ret)
 		goto err;
-	ret = dial_connect(x, &p);
+	ret = odsm_rdma_dial_connect(x, &p);
 	if (ret)
 		goto err_rx;
 	conn_publish(c, x);
@@ -1000,231 +995,8 @@ static struct odsm_conn *rdma_dial(struct odsm_cluster *c, u32 peer)
 err_rx:
 	rx_destroy(x);
 err:
-	conn_abort(x, false);
+	odsm_rdma_conn_abort(x, false);
 	return ERR_PTR(ret);
-}
-
-/* ---- the loopback pair ----------------------------------------------------- */
-
-/*
- * A connection from this node to itself, through its own device: the way
- * the node runs RDMA atomics on its own memory (odsm_rdma_loop_atomic).
- * Set up on first use, one for the node, outside the cluster's connection
- * table (it is no peer: no HELLO, no heartbeat, no receiver thread);
- * torn down on leave, and with its device (it is on rdma_conns), after
- * which the next use sets up a new one.
- *
- * The dialled end's request carries LOOP_MAGIC, this module instance's
- * incarnation and the attempt's number; the listener accepts it as the
- * pair's other end only from our own address with our incarnation, and
- * the dialler takes the accepted end of its own attempt only (a late
- * request of an abandoned attempt is an orphan that it frees).  The
- * accepted end holds the registrations of our blocks, in its own PD.
- */
-#define LOOP_MAGIC	0x504f4f4c4d53444fULL	/* "ODSMLOOP" in LE */
-
-struct loop_pdata {
-	__le64 magic;
-	__le64 incarnation;
-	__le64 attempt;
-};
-
-static DEFINE_MUTEX(loop_lock);		/* loop, loop_attempt */
-static struct odsm_rdma_loop loop;
-static u64 loop_attempt;
-/* accepted ends not yet taken by their dialler, on loop_node */
-static DEFINE_SPINLOCK(loop_acc_lock);
-static LIST_HEAD(loop_acc);
-static DECLARE_WAIT_QUEUE_HEAD(loop_acc_wait);
-
-static bool is_loop_req(struct rdma_cm_event *ev, struct sockaddr_in *from)
-{
-	const struct loop_pdata *d = ev->param.conn.private_data;
-	struct odsm_cluster *c = &odsm_cluster;
-
-	return d && ev->param.conn.private_data_len >= sizeof(*d) &&
-	       le64_to_cpu(d->magic) == LOOP_MAGIC &&
-	       le64_to_cpu(d->incarnation) == c->incarnation &&
-	       from->sin_addr.s_addr == c->peers[c->self].addr.sin_addr.s_addr;
-}
-
-/* Free a loop end: it was never published, its reference is ours. */
-static void loop_end_free(struct odsm_rdma_conn *x)
-{
-	if (!x)
-		return;
-	odsm_conn_kill(x->conn);
-	odsm_conn_put(x->conn);
-}
-
-/*
- * The listener's side: set up and accept the pair's other end, and leave
- * it for the dialler, which frees it if it is not its own.  Only then:
- * freeing it destroys its CM id, which waits for this handler to return.
- */
-static int on_loop_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
-{
-	const struct loop_pdata *d = ev->param.conn.private_data;
-	struct odsm_cluster *c = &odsm_cluster;
-	struct rdma_conn_param p;
-	struct odsm_rdma_conn *x;
-	int ret;
-
-	accept_param(id, ev, &p);
-	x = conn_alloc(c, c->self, false);
-	if (!x)
-		return -ENOMEM;
-	x->id = id;
-	id->context = x;
-	x->peer_ip = c->peers[c->self].addr.sin_addr.s_addr;
-	x->loop_end = true;
-	x->loop_attempt = le64_to_cpu(d->attempt);
-	rdma_set_ack_timeout(id, RDMA_ACK_TIMEOUT);
-	ret = conn_setup(x);
-	if (!ret)
-		ret = rdma_accept(id, &p);
-	if (ret) {
-		id->context = NULL;
-		conn_abort(x, true);
-		return ret;
-	}
-	x->live = true;
-	mutex_lock(&rdma_lock);
-	list_add(&x->node, &rdma_conns);
-	mutex_unlock(&rdma_lock);
-	spin_lock(&loop_acc_lock);
-	list_add_tail(&x->loop_node, &loop_acc);
-	spin_unlock(&loop_acc_lock);
-	wake_up_all(&loop_acc_wait);
-	return 0;
-}
-
-static bool loop_acc_has(u64 attempt)
-{
-	struct odsm_rdma_conn *x;
-	bool found = false;
-
-	spin_lock(&loop_acc_lock);
-	list_for_each_entry(x, &loop_acc, loop_node)
-		found |= x->loop_attempt == attempt;
-	spin_unlock(&loop_acc_lock);
-	return found;
-}
-
-/*
- * The accepted end of attempt (waiting for it up to timeout_ms when
- * wait_ms), or NULL; every other accepted end is an orphan and is freed.
- */
-static struct odsm_rdma_conn *loop_take_accepted(u64 attempt, u32 wait_ms)
-{
-	struct odsm_rdma_conn *x, *tmp, *mine = NULL;
-	LIST_HEAD(all);
-
-	if (wait_ms)
-		wait_event_timeout(loop_acc_wait, loop_acc_has(attempt),
-				   msecs_to_jiffies(wait_ms));
-	spin_lock(&loop_acc_lock);
-	list_splice_init(&loop_acc, &all);
-	spin_unlock(&loop_acc_lock);
-	list_for_each_entry_safe(x, tmp, &all, loop_node) {
-		list_del_init(&x->loop_node);
-		if (!mine && attempt && x->loop_attempt == attempt)
-			mine = x;
-		else
-			loop_end_free(x);
-	}
-	return mine;
-}
-
-static bool loop_end_ok(struct odsm_rdma_conn *x)
-{
-	return x && !READ_ONCE(x->broken) && !READ_ONCE(x->conn->dead);
-}
-
-/* Dial ourselves: both ends of a new pair into loop.  Under loop_lock. */
-static int loop_dial(struct odsm_cluster *c)
-{
-	struct loop_pdata d = {
-		.magic = cpu_to_le64(LOOP_MAGIC),
-		.incarnation = cpu_to_le64(c->incarnation),
-		.attempt = cpu_to_le64(++loop_attempt),
-	};
-	struct rdma_conn_param p;
-	struct odsm_rdma_conn *x, *resp;
-	int ret;
-
-	x = conn_alloc(c, c->self, true);
-	if (!x)
-		return -ENOMEM;
-	x->loop_end = true;
-	ret = dial_prepare(c, x, c->peers[c->self].addr, &p);
-	if (ret)
-		goto err;
-	ret = -EOPNOTSUPP;
-	if (!odsm_rdma_dev_atomics(x->dev))
-		goto err;
-	p.private_data = &d;
-	p.private_data_len = sizeof(d);
-	ret = dial_connect(x, &p);
-	resp = loop_take_accepted(loop_attempt, ret ? 0 : x->timeout_ms);
-	if (!ret && !resp)
-		ret = -ECONNRESET;	/* accepted, and gone already */
-	if (ret) {
-		loop_end_free(resp);
-		goto err;
-	}
-	mutex_lock(&rdma_lock);
-	list_add(&x->node, &rdma_conns);
-	mutex_unlock(&rdma_lock);
-	loop.req = x;
-	loop.resp = resp;
-	return 0;
-err:
-	conn_abort(x, false);
-	return ret;
-}
-
-static void loop_destroy_locked(void)
-{
-	loop_end_free(loop.req);
-	loop_end_free(loop.resp);
-	loop.req = NULL;
-	loop.resp = NULL;
-}
-
-static void loop_destroy(void)
-{
-	mutex_lock(&loop_lock);
-	loop_destroy_locked();
-	loop_take_accepted(0, 0);
-	mutex_unlock(&loop_lock);
-}
-
-int odsm_rdma_loop_get(struct odsm_rdma_loop *lp)
-{
-	struct odsm_cluster *c = &odsm_cluster;
-	int ret = 0;
-
-	mutex_lock(&loop_lock);
-	if (!loop_end_ok(loop.req) || !loop_end_ok(loop.resp)) {
-		loop_destroy_locked();
-		ret = -EHOSTDOWN;
-		if (READ_ONCE(c->joined) && c->ops == &odsm_rdma_ops)
-			ret = loop_dial(c);
-	}
-	if (!ret) {
-		*lp = loop;
-		kref_get(&lp->req->conn->ref);
-		kref_get(&lp->resp->conn->ref);
-	}
-	mutex_unlock(&loop_lock);
-	return ret;
-}
-
-void odsm_rdma_loop_put(struct odsm_rdma_loop *lp)
-{
-	odsm_conn_put(lp->req->conn);
-	odsm_conn_put(lp->resp->conn);
 }
 
 /* Called only while the cluster is joined over this transport. */
@@ -1232,10 +1004,10 @@ bool odsm_rdma_nic_atomics(void)
 {
 	bool yes = false;
 
-	mutex_lock(&rdma_lock);
+	mutex_lock(&odsm_rdma_lock);
 	if (rdma_lis.id && rdma_lis.id->device)
 		yes = odsm_rdma_dev_atomics(rdma_lis.id->device);
-	mutex_unlock(&rdma_lock);
+	mutex_unlock(&odsm_rdma_lock);
 	return yes;
 }
 
@@ -1282,15 +1054,15 @@ static void rdma_remove_one(struct ib_device *dev, void *data)
 	struct odsm_rdma_conn *x, *tmp;
 	LIST_HEAD(gone);
 
-	mutex_lock(&rdma_lock);
+	mutex_lock(&odsm_rdma_lock);
 	if (rdma_lis.id && rdma_lis.id->device == dev) {
 		lid = rdma_lis.id;
 		rdma_lis.id = NULL;
 	}
-	list_for_each_entry(x, &rdma_conns, node)
+	list_for_each_entry(x, &odsm_rdma_conns, node)
 		if (x->dev == dev && kref_get_unless_zero(&x->conn->ref))
 			list_add_tail(&x->rm_node, &gone);
-	mutex_unlock(&rdma_lock);
+	mutex_unlock(&odsm_rdma_lock);
 
 	if (lid) {
 		pr_notice("RDMA device %s removed: no longer accepting\n",

@@ -35,6 +35,28 @@
 struct odsm_rdma_conn;
 
 extern struct odsm_transport_ops odsm_rdma_ops;
+
+/*
+ * odsm_rdma.c's connection life, for the loopback pair (odsm_rdma_loop.c):
+ * odsm_rdma_lock guards odsm_rdma_conns (every connection with resources)
+ * and the listener.
+ */
+extern struct mutex odsm_rdma_lock;
+extern struct list_head odsm_rdma_conns;
+struct odsm_rdma_conn *odsm_rdma_conn_alloc(struct odsm_cluster *c, u32 peer,
+					    bool dialled);
+int odsm_rdma_conn_setup(struct odsm_rdma_conn *x);
+void odsm_rdma_conn_abort(struct odsm_rdma_conn *x, bool keep_id);
+void odsm_rdma_accept_param(struct rdma_cm_id *id, struct rdma_cm_event *ev,
+			    struct rdma_conn_param *p);
+int odsm_rdma_dial_prepare(struct odsm_cluster *c, struct odsm_rdma_conn *x,
+			   struct sockaddr_in dst, struct rdma_conn_param *p);
+int odsm_rdma_dial_connect(struct odsm_rdma_conn *x,
+			   struct rdma_conn_param *p);
+/* odsm_rdma_loop.c: the loopback pair, for the connection manager */
+bool odsm_rdma_is_loop_req(struct rdma_cm_event *ev, struct sockaddr_in *from);
+int odsm_rdma_on_loop_req(struct rdma_cm_id *id, struct rdma_cm_event *ev);
+void odsm_rdma_loop_destroy(void);
 /*
  * One-sided access over an RDMA connection (odsm_rdma_onesided.c), the
  * transport's optional ops (odsm_cluster.h says what each does).  The
@@ -139,7 +161,7 @@ struct odsm_rdma_conn {
 	wait_queue_head_t rx_wait;
 	struct task_struct *rx;
 	struct work_struct disc_work;
-	struct list_head node;		/* on rdma_conns, under rdma_lock */
+	struct list_head node;		/* on odsm_rdma_conns, under odsm_rdma_lock */
 	struct list_head rm_node;	/* a device removal's list */
 	/* one-sided, our side: the bounce buffer, one operation at a time */
 	struct mutex os_lock;

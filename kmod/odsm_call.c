@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Calls and dispatch: messages out (a header filled, the peer's traffic
+ * counted), requests and their replies matched by sequence number, the
+ * requests peers send served by the handler registered for their type,
+ * and what services use of the cluster (odsm_core.h).  Calls the
+ * connections' and the registry's files of the core, never membership.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include "odsm.h"
+#include "odsm_cluster.h"
+#include "odsm_core_pri.h"
+
+/* A call waiting for its reply. */
+struct odsm_call {
+	u32 peer;
+	int status;
+	void *reply;
+	u32 cap, len;
+	struct completion done;
+};
+
+/* A request to serve, with the connection to answer on. */
+struct odsm_req {
+	struct work_struct work;
+	const struct odsm_msg_handler *mh;
+	struct odsm_conn *conn;
+	struct odsm_wire_hdr h;
+	u8 payload[];
+};
+
+/* Fail every call waiting on node: its peer is gone. */
+void odsm_fail_calls(struct odsm_cluster *c, u32 node, int err)
+{
+	struct odsm_call *call;
+	unsigned long seq;
+
+	xa_for_each(&c->calls, seq, call) {
+		if (call->peer != node)
+			continue;
+		if (xa_erase(&c->calls, seq) != call)
+			continue;	/* its reply won the race */
+		call->status = err;
+		complete(&call->done);
+	}
+}
+
+bool odsm_peer_up(u32 node)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	bool up;
+
+	spin_lock(&c->lock);
+	up = c->joined && node < c->nr_nodes &&
+	     c->peers[node].state == ODSM_PEER_UP;
+	spin_unlock(&c->lock);
+	return up;
+}
+
+int odsm_peer_most_free(void)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	int best = -ENOSPC;
+	u64 most = 0;
+	u32 i;
+
+	spin_lock(&c->lock);
+	for (i = 0; c->joined && i < c->nr_nodes; i++) {
+		if (c->peers[i].state == ODSM_PEER_UP &&
+		    c->peers[i].free_bytes > most) {
+			most = c->peers[i].free_bytes;
+			best = i;
+		}
+	}
+	spin_unlock(&c->lock);
+	return best;
+}
+
+/* The connection to send on, with a reference, or NULL. */
+struct odsm_conn *odsm_peer_conn(struct odsm_cluster *c, u32 node,
+				 bool up_only)
+{
+	struct odsm_conn *conn = NULL;
+
+	spin_lock(&c->lock);
+	if (c->joined && node < c->nr_nodes && c->peers[node].conn &&
+	    (!up_only || c->peers[node].state == ODSM_PEER_UP)) {
+		conn = c->peers[node].conn;
+		kref_get(&conn->ref);
+	}
+	spin_unlock(&c->lock);
+	return conn;
+}
+
+/* A reply is known by its flag (and answers the seq of its request). */
+static void fill_hdr(struct odsm_cluster *c, struct odsm_wire_hdr *h, u32 dst,
+		     u8 type, u16 flags, u64 seq, u32 len, s32 status)
+{
+	h->magic = ODSM_WIRE_MAGIC;
+	h->version = ODSM_WIRE_VERSION;
+	h->type = type;
+	h->flags = flags;
+	h->src_node = c->self;
+	h->dst_node = dst;
+	h->seq = seq;
+	h->len = len;
+	h->status = status;
+}
+
+int odsm_send_msg(struct odsm_cluster *c, struct odsm_conn *conn, u32 dst,
+		  u8 type, u16 flags, u64 seq, s32 status, const void *payload,
+		  u32 plen, const void *data, u32 dlen)
+{
+	struct odsm_wire_hdr h;
+	int ret;
+
+	fill_hdr(c, &h, dst, type, flags, seq, plen + dlen, status);
+	ret = conn->ops->send(conn, &h, payload, plen, data, dlen);
+	if (!ret && dst < c->nr_nodes) {
+		atomic64_inc(&c->peers[dst].msgs_tx);
+		atomic64_add(ODSM_WIRE_HDR_SIZE + plen + dlen,
+			     &c->peers[dst].bytes_tx);
+	}
+	return ret;
+}
+
+void odsm_on_reply(struct odsm_cluster *c, const struct odsm_wire_hdr *h,
+		   const u8 *payload)
+{
+	struct odsm_call *call = xa_load(&c->calls, h->seq);
+
+	/* only the peer it was sent to may answer it */
+	if (!call || call->peer != h->src_node ||
+	    xa_cmpxchg(&c->calls, h->seq, call, NULL, 0) != call) {
+		odsm_stat_inc(ODSM_STAT_bad_msgs);
+		return;
+	}
+	if (h->len > call->cap) {
+		call->status = -EPROTO;
+	} else {
+		memcpy(call->reply, payload, h->len);
+		call->len = h->len;
+		call->status = h->status;
+	}
+	complete(&call->done);
+}
+
+static void serve_work(struct work_struct *w)
+{
+	struct odsm_req *req = container_of(w, struct odsm_req, work);
+	const struct odsm_msg_handler *mh = req->mh;
+	struct odsm_cluster *c = &odsm_cluster;
+	u8 reply[ODSM_REPLY_MAX];
+	const void *data = NULL;
+	u32 rlen = 0, dlen = 0;
+	int status;
+
+	status = mh->serve(req->conn, &req->h, req->payload, reply, &rlen,
+			   &data, &dlen);
+	if (status == -EPROTO) {
+		/* malformed payload: dropped and counted, no answer */
+		odsm_stat_inc(ODSM_STAT_bad_msgs);
+	} else {
+		if (status) {
+			rlen = 0;
+			dlen = 0;
+		}
+		odsm_send_msg(c, req->conn, req->h.src_node, mh->reply,
+			      ODSM_WIRE_F_REPLY, req->h.seq, status, reply, rlen,
+			      data, dlen);
+		odsm_stat_inc(ODSM_STAT_served);
+	}
+	kvfree(data);
+	odsm_conn_put(req->conn);
+	kvfree(req);
+}
+
+/* ---- calls ------------------------------------------------------------ */
+
+int odsm_rpc(u32 node, u8 type, const void *payload, u32 plen,
+	     const void *data, u32 dlen, void *reply, u32 cap, u32 *rlen)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	struct odsm_call call = { .peer = node, .reply = reply, .cap = cap };
+	struct odsm_conn *conn;
+	u64 seq;
+	long left;
+	int ret;
+
+	/* a leave in progress: the cluster is going away */
+	if (!down_read_trylock(&c->users))
+		return -EHOSTDOWN;
+	conn = odsm_peer_conn(c, node, true);
+	if (!conn) {
+		up_read(&c->users);
+		odsm_stat_inc(ODSM_STAT_rpc_hostdown);
+		return -EHOSTDOWN;
+	}
+	init_completion(&call.done);
+	seq = atomic64_inc_return(&c->next_seq);
+	ret = xa_insert(&c->calls, seq, &call, GFP_KERNEL);
+	if (ret)
+		goto out;
+	ret = odsm_send_msg(c, conn, node, type, 0, seq, 0, payload, plen, data,
+			    dlen);
+	if (ret) {
+		if (xa_erase(&c->calls, seq) != &call)
+			wait_for_completion(&call.done);
+		goto out;
+	}
+	left = wait_for_completion_killable_timeout(&call.done,
+						    msecs_to_jiffies(c->timeout_ms));
+	if (left <= 0) {
+		if (xa_erase(&c->calls, seq) == &call) {
+			ret = left ? -EINTR : -ETIMEDOUT;
+			if (!left)
+				odsm_stat_inc(ODSM_STAT_rpc_timeouts);
+			goto out;
+		}
+		/* a reply (or a failure) took the call first and is
+		 * completing it right now: wait for that.  (A wait that
+		 * succeeded consumed the completion: no second wait then.)
+		 */
+		wait_for_completion(&call.done);
+	}
+	ret = call.status;
+	if (ret == -EHOSTDOWN)
+		odsm_stat_inc(ODSM_STAT_rpc_hostdown);
+	if (rlen)
+		*rlen = call.len;
+out:
+	odsm_conn_put(conn);
+	up_read(&c->users);
+	return ret;
+}
+
+/* ---- for services (odsm_core.h) ---------------------------------------- */
+
+struct odsm_conn *odsm_peer_conn_get(u32 node)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	struct odsm_conn *conn;
+
+	if (!down_read_trylock(&c->users))
+		return NULL;
+	conn = odsm_peer_conn(c, node, true);
+	if (!conn)
+		up_read(&c->users);
+	return conn;
+}
+
+void odsm_peer_conn_put(struct odsm_conn *conn)
+{
+	odsm_conn_put(conn);
+	up_read(&odsm_cluster.users);
+}
+
+int odsm_msg_send(struct odsm_conn *conn, u8 type, const void *payload,
+		  u32 plen)
+{
+	return odsm_send_msg(&odsm_cluster, conn, conn->peer, type, 0, 0, 0,
+			     payload, plen, NULL, 0);
+}
+
+const struct odsm_transport_ops *odsm_cluster_transport(void)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+
+	return READ_ONCE(c->joined) ? READ_ONCE(c->ops) : NULL;
+}
+
+bool odsm_cluster_queue(struct work_struct *work)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	bool queued = false;
+
+	/* the workqueue lives from join to the end of leave, which holds
+	 * c->users for writing while it flushes and destroys it
+	 */
+	if (!down_read_trylock(&c->users))
+		return false;
+	if (READ_ONCE(c->joined) && c->wq)
+		queued = queue_work(c->wq, work);
+	up_read(&c->users);
+	return queued;
+}
+
+bool odsm_cluster_hold(void)
+{
+	return down_read_trylock(&odsm_cluster.users);
+}
+
+void odsm_cluster_unhold(void)
+{
+	up_read(&odsm_cluster.users);
+}
+
+int odsm_home_of(u64 addr, u64 len, bool *local)
+{
+	const struct odsm_geom *g = &odsm_heap.geom;
+	u32 node;
+
+	if (!len || !odsm_in_heap(g, addr) || len > odsm_heap_end(g) - addr)
+		return -EINVAL;
+	node = odsm_node_of(g, addr);
+	if (odsm_node_of(g, addr + len - 1) != node)
+		return -EINVAL;
+	*local = node == g->node_id;
+	if (!*local && !READ_ONCE(odsm_cluster.joined))
+		return -EINVAL;
+	return node;
+}
+
+/* A request from a peer: served on the workqueue, which may sleep and send. */
+void odsm_serve_request(struct odsm_cluster *c, struct odsm_conn *conn,
+			const struct odsm_wire_hdr *h, const u8 *payload,
+			const struct odsm_msg_handler *mh)
+{
+	struct odsm_req *req;
+
+	req = kvmalloc(struct_size(req, payload, h->len), GFP_KERNEL);
+	if (!req)
+		return;		/* the caller times out */
+	INIT_WORK(&req->work, serve_work);
+	req->mh = mh;
+	kref_get(&conn->ref);
+	req->conn = conn;
+	req->h = *h;
+	memcpy(req->payload, payload, h->len);
+	queue_work(c->wq, &req->work);
+}
