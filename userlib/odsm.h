@@ -250,26 +250,19 @@ int odsm__write_back(uint64_t owner, uint64_t g, uint64_t ext);
 #define ODSM_CHK_OWNER_DROP	12	/* owner dropped */
 int odsm__check(int event, const void *who, uint64_t g);
 
+/*
+ * ODSM__CHECKED(): the checking hook's verdict on an event, 0 or the error
+ * the call must fail with; each caller acts on it in plain sight.  Without
+ * ODSM_CHECK it is the constant 0 (its arguments type-checked, never
+ * evaluated), so the call and the branch on it disappear.
+ * ODSM__UNDO(): a borrow that failed after its check is not out.
+ */
 #ifdef ODSM_CHECK
-#define ODSM__CHECK(ev, who, g) do {					\
-	int __c = odsm__check(ev, who, g);				\
-	if (__c)							\
-		return __c;						\
-} while (0)
-/* ... in a borrow: a failed one sets its pointer result to NULL */
-#define ODSM__CHECK_P(ev, who, g, p) do {				\
-	int __c = odsm__check(ev, who, g);				\
-	if (__c) {							\
-		*(p) = NULL;						\
-		return __c;						\
-	}								\
-} while (0)
-/* ... a borrow that failed after its check: it is not out */
+#define ODSM__CHECKED(ev, who, g) odsm__check(ev, who, g)
 #define ODSM__UNDO(who) ((void)odsm__check(ODSM_CHK_FAILED, who, 0))
 #else
-#define ODSM__CHECK(ev, who, g) do { } while (0)
-#define ODSM__CHECK_P(ev, who, g, p) do { } while (0)
-#define ODSM__UNDO(who) do { } while (0)
+#define ODSM__CHECKED(ev, who, g) ((void)sizeof(odsm__check(ev, who, g)), 0)
+#define ODSM__UNDO(who) ((void)sizeof(odsm__check(ODSM_CHK_FAILED, who, 0)))
 #endif
 
 /* Bump the color of *g, moving the object when the color is spent. */
@@ -322,10 +315,8 @@ int odsm_box_drop(odsm_box *b);
  */
 static inline void odsm_box_transfer(odsm_box *dst, odsm_box *src)
 {
-#ifdef ODSM_CHECK
-	if (odsm__check(ODSM_CHK_OWNER_MOVE, src, src->g))
+	if (ODSM__CHECKED(ODSM_CHK_OWNER_MOVE, src, src->g))
 		return;		/* reported; nothing moves */
-#endif
 	if (__builtin_expect(src->ext > ODSM_EXT_U, 0) &&
 	    odsm__copy_of(src->ext))
 		odsm__drop_copy(src->g, &src->ext);
@@ -345,7 +336,11 @@ static inline int odsm_box_read(odsm_box *b, const void **p)
 	uint64_t c;
 	int ret;
 
-	ODSM__CHECK_P(ODSM_CHK_OWNER_READ, b, b->g, p);
+	ret = ODSM__CHECKED(ODSM_CHK_OWNER_READ, b, b->g);
+	if (ret) {
+		*p = NULL;
+		return ret;
+	}
 	if (__builtin_expect(!odsm_is_local(b->g), 0)) {
 		c = odsm__copy_of(b->ext);
 		if (!c) {
@@ -372,7 +367,11 @@ static inline int odsm_box_write(odsm_box *b, void **p)
 {
 	int ret;
 
-	ODSM__CHECK_P(ODSM_CHK_OWNER_WRITE, b, b->g, p);
+	ret = ODSM__CHECKED(ODSM_CHK_OWNER_WRITE, b, b->g);
+	if (ret) {
+		*p = NULL;
+		return ret;
+	}
 	if (__builtin_expect(!odsm_is_local(b->g), 0)) {
 		ret = odsm__move_here(&b->g, &b->ext);
 		if (ret) {
@@ -418,7 +417,11 @@ static inline int odsm_ref_get(odsm_ref *r, const void **p)
 	uint64_t c;
 	int ret;
 
-	ODSM__CHECK_P(ODSM_CHK_USE, r, r->g, p);
+	ret = ODSM__CHECKED(ODSM_CHK_USE, r, r->g);
+	if (ret) {
+		*p = NULL;
+		return ret;
+	}
 	if (__builtin_expect(!odsm_is_local(r->g), 0)) {
 		c = odsm__copy_of(r->ext);
 		if (!c) {
@@ -436,11 +439,20 @@ static inline int odsm_ref_get(odsm_ref *r, const void **p)
 	return 0;
 }
 
-/* The first access of a new shared borrow: one that fails is not out. */
-static inline int odsm__ref_first(odsm_ref *r, const void **p)
+/*
+ * A new shared borrow *r: checked as event ev, then its first access; one
+ * that fails is not out.
+ */
+static inline int odsm__ref_first(int ev, odsm_ref *r, const void **p)
 {
-	int ret = odsm_ref_get(r, p);
+	int ret;
 
+	ret = ODSM__CHECKED(ev, r, r->g);
+	if (ret) {
+		*p = NULL;
+		return ret;
+	}
+	ret = odsm_ref_get(r, p);
 	if (__builtin_expect(ret != 0, 0))
 		ODSM__UNDO(r);
 	return ret;
@@ -452,8 +464,7 @@ static inline int odsm_borrow(odsm_box *b, odsm_ref *r, const void **p)
 	b->ext &= ~ODSM_EXT_U;	/* the next write must bump again */
 	r->g = b->g;
 	r->ext = 0;
-	ODSM__CHECK_P(ODSM_CHK_BORROW, r, r->g, p);
-	return odsm__ref_first(r, p);
+	return odsm__ref_first(ODSM_CHK_BORROW, r, p);
 }
 
 /* A shared borrow of what a mutable borrow holds (a reborrow). */
@@ -463,8 +474,7 @@ static inline int odsm_borrow_from_mut(odsm_mut *m, odsm_ref *r,
 	m->ext &= ~ODSM_EXT_U;
 	r->g = m->g;
 	r->ext = 0;
-	ODSM__CHECK_P(ODSM_CHK_REBORROW, r, r->g, p);
-	return odsm__ref_first(r, p);
+	return odsm__ref_first(ODSM_CHK_REBORROW, r, p);
 }
 
 /*
@@ -479,8 +489,7 @@ static inline int odsm_borrow_field(const odsm_box *field, odsm_ref *r,
 {
 	r->g = field->g;
 	r->ext = 0;
-	ODSM__CHECK_P(ODSM_CHK_BORROW, r, r->g, p);
-	return odsm__ref_first(r, p);
+	return odsm__ref_first(ODSM_CHK_BORROW, r, p);
 }
 
 /* Another shared borrow from a shared borrow. */
@@ -489,16 +498,17 @@ static inline int odsm_ref_clone(const odsm_ref *src, odsm_ref *r,
 {
 	r->g = src->g;
 	r->ext = 0;
-	ODSM__CHECK_P(ODSM_CHK_BORROW, r, r->g, p);
-	return odsm__ref_first(r, p);
+	return odsm__ref_first(ODSM_CHK_BORROW, r, p);
 }
 
 /* End a shared borrow: a cached copy it referenced may be reclaimed. */
 static inline int odsm_return(odsm_ref *r)
 {
-	int ret = 0;
+	int ret;
 
-	ODSM__CHECK(ODSM_CHK_RETURN, r, r->g);
+	ret = ODSM__CHECKED(ODSM_CHK_RETURN, r, r->g);
+	if (ret)
+		return ret;
 	if (__builtin_expect(r->ext != 0, 0))
 		ret = odsm__drop_ref(r);
 	r->g = 0;
@@ -529,7 +539,11 @@ static inline int odsm_mut_get(odsm_mut *m, void **p)
 	odsm_box *owner;
 	int ret;
 
-	ODSM__CHECK_P(ODSM_CHK_USE_MUT, m, m->g, p);
+	ret = ODSM__CHECKED(ODSM_CHK_USE_MUT, m, m->g);
+	if (ret) {
+		*p = NULL;
+		return ret;
+	}
 	if (__builtin_expect(!odsm_is_local(m->g), 0)) {
 		owner = odsm__owner_of(m);
 		ret = odsm__move_here(&m->g, owner && owner->g == m->g ?
@@ -551,11 +565,20 @@ static inline int odsm_mut_get(odsm_mut *m, void **p)
 	return 0;
 }
 
-/* The first access of a new mutable borrow: one that fails is not out. */
-static inline int odsm__mut_first(odsm_mut *m, void **p)
+/*
+ * A new mutable borrow *m: checked as event ev, then its first access; one
+ * that fails is not out.
+ */
+static inline int odsm__mut_first(int ev, odsm_mut *m, void **p)
 {
-	int ret = odsm_mut_get(m, p);
+	int ret;
 
+	ret = ODSM__CHECKED(ev, m, m->g);
+	if (ret) {
+		*p = NULL;
+		return ret;
+	}
+	ret = odsm_mut_get(m, p);
 	if (__builtin_expect(ret != 0, 0))
 		ODSM__UNDO(m);
 	return ret;
@@ -566,8 +589,7 @@ static inline int odsm_borrow_mut(odsm_box *b, odsm_mut *m, void **p)
 {
 	m->g = b->g;
 	m->ext = (uint64_t)(uintptr_t)b;	/* owner: for the write-back */
-	ODSM__CHECK_P(ODSM_CHK_MUT, m, m->g, p);
-	return odsm__mut_first(m, p);
+	return odsm__mut_first(ODSM_CHK_MUT, m, p);
 }
 
 /*
@@ -623,8 +645,7 @@ static inline int odsm_borrow_mut_at(uint64_t owner, odsm_mut *m, void **p)
 	if (!m->g)
 		return -EINVAL;		/* an empty box owns nothing */
 	m->ext = owner | ODSM_EXT_AT;	/* written back at its home */
-	ODSM__CHECK_P(ODSM_CHK_MUT, m, m->g, p);
-	return odsm__mut_first(m, p);
+	return odsm__mut_first(ODSM_CHK_MUT, m, p);
 }
 
 /*
@@ -646,7 +667,9 @@ static inline int odsm_return_mut(odsm_mut *m)
 		if (ret)
 			return ret;
 	}
-	ODSM__CHECK(ODSM_CHK_RETURN_MUT, m, m->g);
+	ret = ODSM__CHECKED(ODSM_CHK_RETURN_MUT, m, m->g);
+	if (ret)
+		return ret;
 	if (owner) {
 		owner->g = m->g;
 		/* the owner continues the mut's epoch: if a reader saw the
