@@ -374,10 +374,23 @@ int odsm_palloc_free(struct odsm_palloc *pa, u64 cgaddr,
 	return 0;
 }
 
+/*
+ * The slot of the slab (or slab history) of block b that addr falls in;
+ * *rem: addr's offset into that slot (0 at its start).
+ */
+static u32 slot_of(const struct odsm_palloc *pa, u32 b, u64 addr, u64 *rem)
+{
+	u32 cs = odsm_class_size[pa->blocks[b].cls];
+	u64 off = addr - block_addr(pa, b);
+
+	*rem = off % cs;
+	return (u32)(off / cs);
+}
+
 int odsm_palloc_lookup(const struct odsm_palloc *pa, u64 cgaddr,
 		       struct odsm_objinfo *oi)
 {
-	u64 addr = odsm_clear_color(cgaddr);
+	u64 addr = odsm_clear_color(cgaddr), rem;
 	const struct odsm_block *blk;
 	s64 b = block_of(pa, addr);
 
@@ -387,10 +400,9 @@ int odsm_palloc_lookup(const struct odsm_palloc *pa, u64 cgaddr,
 	if (blk->kind == ODSM_BLK_SLAB) {
 		const struct odsm_slab *s = blk->slab;
 		u32 cs = odsm_class_size[blk->cls];
-		u64 off = addr - block_addr(pa, (u32)b);
-		u32 slot = (u32)(off / cs);
+		u32 slot = slot_of(pa, (u32)b, addr, &rem);
 
-		if (off % cs || slot >= s->nr_slots ||
+		if (rem || slot >= s->nr_slots ||
 		    !bit_test(s->live, slot) || bit_test(s->retired, slot))
 			return -EINVAL;
 		oi->addr = addr;
@@ -413,17 +425,14 @@ int odsm_palloc_lookup(const struct odsm_palloc *pa, u64 cgaddr,
 int odsm_palloc_containing(const struct odsm_palloc *pa, u64 addr,
 			   struct odsm_objinfo *oi)
 {
-	const struct odsm_block *blk;
 	s64 b = block_of(pa, addr);
+	u64 rem;
 
 	if (b < 0)
 		return -EINVAL;
-	blk = &pa->blocks[b];
-	if (blk->kind == ODSM_BLK_SLAB) {
-		u32 cs = odsm_class_size[blk->cls];
-		u64 off = addr - block_addr(pa, (u32)b);
-
-		return odsm_palloc_lookup(pa, addr - off % cs, oi);
+	if (pa->blocks[b].kind == ODSM_BLK_SLAB) {
+		slot_of(pa, (u32)b, addr, &rem);
+		return odsm_palloc_lookup(pa, addr - rem, oi);
 	}
 	/* a tail: its head is at most the partition's blocks back */
 	while (b > 0 && pa->blocks[b].kind == ODSM_BLK_TAIL)
@@ -440,16 +449,15 @@ void odsm_palloc_set_copied(struct odsm_palloc *pa, u64 addr)
 {
 	struct odsm_block *blk;
 	s64 b = block_of(pa, addr);
+	u64 rem;
+	u32 slot;
 
 	if (b < 0)
 		return;
 	blk = &pa->blocks[b];
 	if (blk->kind == ODSM_BLK_SLAB) {
-		u32 cs = odsm_class_size[blk->cls];
-		u64 off = addr - block_addr(pa, (u32)b);
-		u32 slot = (u32)(off / cs);
-
-		if (!(off % cs) && slot < blk->slab->nr_slots &&
+		slot = slot_of(pa, (u32)b, addr, &rem);
+		if (!rem && slot < blk->slab->nr_slots &&
 		    bit_test(blk->slab->live, slot))
 			bit_set(blk->slab->copied, slot);
 	} else if (blk->kind == ODSM_BLK_HEAD &&
