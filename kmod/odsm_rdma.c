@@ -106,17 +106,17 @@ static int take_credit(struct odsm_rdma_conn *x, u32 need, u32 *imm)
 {
 	int ret = 0;
 
-	spin_lock(&x->lock);
+	spin_lock(&x->msg.lock);
 	if (READ_ONCE(x->broken)) {
 		ret = -1;
-	} else if (x->credits >= need && x->sq_free) {
-		x->credits--;
-		x->sq_free--;
-		*imm = x->owed;
-		x->owed = 0;
+	} else if (x->msg.credits >= need && x->msg.sq_free) {
+		x->msg.credits--;
+		x->msg.sq_free--;
+		*imm = x->msg.owed;
+		x->msg.owed = 0;
 		ret = 1;
 	}
-	spin_unlock(&x->lock);
+	spin_unlock(&x->msg.lock);
 	return ret;
 }
 
@@ -127,23 +127,23 @@ static int take_credit(struct odsm_rdma_conn *x, u32 need, u32 *imm)
 static void send_credits(struct odsm_rdma_conn *x)
 {
 	struct ib_send_wr wr = {
-		.wr_cqe = &x->credit_cqe,
+		.wr_cqe = &x->msg.credit_cqe,
 		.opcode = IB_WR_SEND_WITH_IMM,
 		.send_flags = IB_SEND_SIGNALED,
 	};
 	u32 imm;
 
-	spin_lock(&x->lock);
-	if (READ_ONCE(x->broken) || x->owed < RDMA_CREDIT_BATCH ||
-	    !x->credits || !x->sq_free) {
-		spin_unlock(&x->lock);
+	spin_lock(&x->msg.lock);
+	if (READ_ONCE(x->broken) || x->msg.owed < RDMA_CREDIT_BATCH ||
+	    !x->msg.credits || !x->msg.sq_free) {
+		spin_unlock(&x->msg.lock);
 		return;
 	}
-	x->credits--;
-	x->sq_free--;
-	imm = x->owed;
-	x->owed = 0;
-	spin_unlock(&x->lock);
+	x->msg.credits--;
+	x->msg.sq_free--;
+	imm = x->msg.owed;
+	x->msg.owed = 0;
+	spin_unlock(&x->msg.lock);
 	wr.ex.imm_data = cpu_to_be32(imm);
 	if (ib_post_send(x->qp, &wr, NULL)) {
 		pr_notice_ratelimited("rdma: credits not returned (send queue full): connection closed\n");
@@ -160,10 +160,10 @@ static void sent(struct odsm_rdma_conn *x, struct ib_wc *wc)
 					      ib_wc_status_msg(wc->status));
 		rdma_fail(x);
 	}
-	spin_lock(&x->lock);
-	x->sq_free++;
-	spin_unlock(&x->lock);
-	wake_up_all(&x->tx_wait);
+	spin_lock(&x->msg.lock);
+	x->msg.sq_free++;
+	spin_unlock(&x->msg.lock);
+	wake_up_all(&x->msg.tx_wait);
 	send_credits(x);
 }
 
@@ -179,7 +179,7 @@ static void send_done(struct ib_cq *cq, struct ib_wc *wc)
 
 static void credit_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	sent(container_of(wc->wr_cqe, struct odsm_rdma_conn, credit_cqe), wc);
+	sent(container_of(wc->wr_cqe, struct odsm_rdma_conn, msg.credit_cqe), wc);
 }
 
 static int rdma_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
@@ -211,7 +211,7 @@ static int rdma_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		memcpy(t->buf + ODSM_WIRE_HDR_SIZE + plen, data, dlen);
 
 	/* a message leaves the last credit for returning credits */
-	left = wait_event_timeout(x->tx_wait,
+	left = wait_event_timeout(x->msg.tx_wait,
 				  (got = take_credit(x, 2, &imm)) != 0,
 				  msecs_to_jiffies(x->timeout_ms));
 	if (!left) {
@@ -319,13 +319,13 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		m->len = len;
 		memcpy(m->data, r->buf, len);
 	}
-	spin_lock(&x->lock);
+	spin_lock(&x->msg.lock);
 	/* a peer returns no more than it was given */
-	if (imm > RDMA_RECVS - x->credits)
+	if (imm > RDMA_RECVS - x->msg.credits)
 		bad = true;
 	else
-		x->credits += imm;
-	spin_unlock(&x->lock);
+		x->msg.credits += imm;
+	spin_unlock(&x->msg.lock);
 	if (bad)
 		goto out_bad;
 	if (READ_ONCE(x->broken) || post_recv(x, r)) {
@@ -333,15 +333,15 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		rdma_fail(x);
 		return;
 	}
-	spin_lock(&x->lock);
-	x->owed++;
+	spin_lock(&x->msg.lock);
+	x->msg.owed++;
 	if (m)
-		list_add_tail(&m->node, &x->rxq);
-	spin_unlock(&x->lock);
+		list_add_tail(&m->node, &x->msg.rxq);
+	spin_unlock(&x->msg.lock);
 	if (m)
-		wake_up(&x->rx_wait);
+		wake_up(&x->msg.rx_wait);
 	if (imm)
-		wake_up_all(&x->tx_wait);
+		wake_up_all(&x->msg.tx_wait);
 	send_credits(x);
 	return;
 
@@ -356,11 +356,11 @@ static struct odsm_rdma_msg *rx_pop(struct odsm_rdma_conn *x)
 {
 	struct odsm_rdma_msg *m;
 
-	spin_lock(&x->lock);
-	m = list_first_entry_or_null(&x->rxq, struct odsm_rdma_msg, node);
+	spin_lock(&x->msg.lock);
+	m = list_first_entry_or_null(&x->msg.rxq, struct odsm_rdma_msg, node);
 	if (m)
 		list_del(&m->node);
-	spin_unlock(&x->lock);
+	spin_unlock(&x->msg.lock);
 	return m;
 }
 
@@ -368,7 +368,7 @@ static bool rx_ready(struct odsm_conn *conn)
 {
 	struct odsm_rdma_conn *x = rc(conn);
 
-	return !list_empty_careful(&x->rxq) || READ_ONCE(x->broken) ||
+	return !list_empty_careful(&x->msg.rxq) || READ_ONCE(x->broken) ||
 	       READ_ONCE(conn->dead) || kthread_should_stop();
 }
 
@@ -401,7 +401,7 @@ static int rdma_rx_thread(void *arg)
 	bool ok;
 
 	for (;;) {
-		wait_event_interruptible(x->rx_wait, rx_ready(conn));
+		wait_event_interruptible(x->msg.rx_wait, rx_ready(conn));
 		if (READ_ONCE(conn->dead) || kthread_should_stop())
 			break;
 		/* what arrived before a failure is still delivered */
@@ -465,27 +465,27 @@ struct odsm_rdma_conn *odsm_rdma_conn_alloc(struct odsm_cluster *c, u32 peer,
 	x->timeout_ms = c->timeout_ms;
 	init_completion(&x->cm_done);
 	init_rwsem(&x->res_sem);
-	spin_lock_init(&x->lock);
-	x->credits = RDMA_RECVS;
-	x->sq_free = RDMA_SENDS;
-	x->credit_cqe.done = credit_done;
-	INIT_LIST_HEAD(&x->rxq);
-	init_waitqueue_head(&x->tx_wait);
-	init_waitqueue_head(&x->rx_wait);
+	spin_lock_init(&x->msg.lock);
+	x->msg.credits = RDMA_RECVS;
+	x->msg.sq_free = RDMA_SENDS;
+	x->msg.credit_cqe.done = credit_done;
+	INIT_LIST_HEAD(&x->msg.rxq);
+	init_waitqueue_head(&x->msg.tx_wait);
+	init_waitqueue_head(&x->msg.rx_wait);
 	INIT_WORK(&x->disc_work, disc_work);
 	INIT_LIST_HEAD(&x->node);
 	INIT_LIST_HEAD(&x->rm_node);
-	INIT_LIST_HEAD(&x->loop_node);
-	mutex_init(&x->os_lock);
-	mutex_init(&x->reg_lock);
-	xa_init(&x->keys);
-	xa_init(&x->regs);
-	x->os_wait.x = x;
-	x->os_wait.cqe.done = odsm_rdma_wr_done;
-	init_completion(&x->os_wait.done);
-	x->reg_wait.x = x;
-	x->reg_wait.cqe.done = odsm_rdma_wr_done;
-	init_completion(&x->reg_wait.done);
+	INIT_LIST_HEAD(&x->loop.node);
+	mutex_init(&x->os.lock);
+	mutex_init(&x->reg.lock);
+	xa_init(&x->os.keys);
+	xa_init(&x->reg.map);
+	x->os.wait.x = x;
+	x->os.wait.cqe.done = odsm_rdma_wr_done;
+	init_completion(&x->os.wait.done);
+	x->reg.wait.x = x;
+	x->reg.wait.cqe.done = odsm_rdma_wr_done;
+	init_completion(&x->reg.wait.done);
 	odsm_conn_init(conn, &odsm_rdma_ops, x, peer, dialled);
 	x->conn = conn;
 	return x;
@@ -529,8 +529,8 @@ int odsm_rdma_conn_setup(struct odsm_rdma_conn *x)
 		return ret;
 	x->qp = x->id->qp;
 	/* the loopback pair carries no SEND: no receive buffers */
-	for (i = 0; i < RDMA_RECVS && !x->loop_end; i++) {
-		struct odsm_rdma_rbuf *r = &x->rbufs[i];
+	for (i = 0; i < RDMA_RECVS && !x->loop.end; i++) {
+		struct odsm_rdma_rbuf *r = &x->msg.rbufs[i];
 
 		buf = alloc_pages_exact(RDMA_MSG_MAX, GFP_KERNEL | __GFP_NOWARN);
 		if (!buf)
@@ -551,13 +551,13 @@ int odsm_rdma_conn_setup(struct odsm_rdma_conn *x)
 	buf = alloc_pages_exact(ODSM_WIRE_MAX_DATA, GFP_KERNEL | __GFP_NOWARN);
 	if (!buf)
 		return -ENOMEM;
-	x->os_dma = ib_dma_map_single(x->dev, buf, ODSM_WIRE_MAX_DATA,
+	x->os.dma = ib_dma_map_single(x->dev, buf, ODSM_WIRE_MAX_DATA,
 				      DMA_BIDIRECTIONAL);
-	if (ib_dma_mapping_error(x->dev, x->os_dma)) {
+	if (ib_dma_mapping_error(x->dev, x->os.dma)) {
 		free_pages_exact(buf, ODSM_WIRE_MAX_DATA);
 		return -ENOMEM;
 	}
-	x->os_buf = buf;
+	x->os.buf = buf;
 	return 0;
 }
 
@@ -590,7 +590,7 @@ static void conn_teardown(struct odsm_rdma_conn *x, bool keep_id)
 		x->cq = NULL;
 	}
 	for (i = 0; i < RDMA_RECVS; i++) {
-		struct odsm_rdma_rbuf *r = &x->rbufs[i];
+		struct odsm_rdma_rbuf *r = &x->msg.rbufs[i];
 
 		if (!r->buf)
 			continue;
@@ -599,11 +599,11 @@ static void conn_teardown(struct odsm_rdma_conn *x, bool keep_id)
 		free_pages_exact(r->buf, RDMA_MSG_MAX);
 		r->buf = NULL;
 	}
-	if (x->os_buf) {
-		ib_dma_unmap_single(x->dev, x->os_dma, ODSM_WIRE_MAX_DATA,
+	if (x->os.buf) {
+		ib_dma_unmap_single(x->dev, x->os.dma, ODSM_WIRE_MAX_DATA,
 				    DMA_BIDIRECTIONAL);
-		free_pages_exact(x->os_buf, ODSM_WIRE_MAX_DATA);
-		x->os_buf = NULL;
+		free_pages_exact(x->os.buf, ODSM_WIRE_MAX_DATA);
+		x->os.buf = NULL;
 	}
 	odsm_rdma_regs_free(x);
 	if (x->pd) {
@@ -625,10 +625,10 @@ static void conn_free(struct odsm_rdma_conn *x)
 
 	while ((m = rx_pop(x)))
 		kvfree(m);
-	xa_for_each(&x->keys, i, k)
+	xa_for_each(&x->os.keys, i, k)
 		kfree(k);
-	xa_destroy(&x->keys);
-	xa_destroy(&x->regs);
+	xa_destroy(&x->os.keys);
+	xa_destroy(&x->reg.map);
 	kfree(x);
 }
 

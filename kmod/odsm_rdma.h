@@ -127,6 +127,46 @@ struct odsm_rdma_msg {
 	u8 data[];
 };
 
+/* Messages: SEND/RECV with credit-based flow control. */
+struct odsm_rdma_msgs {
+	struct odsm_rdma_rbuf rbufs[RDMA_RECVS];
+	struct ib_cqe credit_cqe;
+	/* under lock */
+	spinlock_t lock;
+	u32 credits;			/* SENDs the peer has room for */
+	u32 owed;			/* credits to return to the peer */
+	u32 sq_free;			/* send queue slots */
+	struct list_head rxq;		/* rdma_msg, for the receiver */
+	wait_queue_head_t tx_wait;
+	wait_queue_head_t rx_wait;
+};
+
+/* One-sided, our side: the bounce buffer, one operation at a time. */
+struct odsm_rdma_initiator {
+	struct mutex lock;		/* one operation at a time */
+	void *buf;			/* ODSM_WIRE_MAX_DATA, DMA-mapped */
+	u64 dma;
+	struct odsm_rdma_wait wait;
+	struct xarray keys;		/* peer's block (gaddr >> 16) -> key */
+	atomic_t nr_keys;
+	bool no_maps;			/* the peer registers no more */
+};
+
+/* One-sided, the peer's side: our blocks registered for it. */
+struct odsm_rdma_regs {
+	struct mutex lock;		/* one MAP at a time */
+	struct odsm_rdma_wait wait;
+	struct xarray map;		/* our block (gaddr >> 16) -> reg */
+	u32 nr;				/* under lock */
+};
+
+/* An end of the loopback pair (odsm_rdma_loop.c); the accepted one. */
+struct odsm_rdma_loop_end {
+	bool end;
+	struct list_head node;
+	u64 attempt;
+};
+
 struct odsm_rdma_conn {
 	struct odsm_conn *conn;
 	u32 timeout_ms;
@@ -148,38 +188,15 @@ struct odsm_rdma_conn {
 	struct ib_pd *pd;
 	struct ib_cq *cq;
 	struct ib_qp *qp;
-	struct odsm_rdma_rbuf rbufs[RDMA_RECVS];
-	struct ib_cqe credit_cqe;
 	bool broken;			/* no more traffic */
-	/* under lock */
-	spinlock_t lock;
-	u32 credits;			/* SENDs the peer has room for */
-	u32 owed;			/* credits to return to the peer */
-	u32 sq_free;			/* send queue slots */
-	struct list_head rxq;		/* rdma_msg, for the receiver */
-	wait_queue_head_t tx_wait;
-	wait_queue_head_t rx_wait;
+	struct odsm_rdma_msgs msg;
 	struct task_struct *rx;
 	struct work_struct disc_work;
 	struct list_head node;		/* on odsm_rdma_conns, under odsm_rdma_lock */
 	struct list_head rm_node;	/* a device removal's list */
-	/* one-sided, our side: the bounce buffer, one operation at a time */
-	struct mutex os_lock;
-	void *os_buf;			/* ODSM_WIRE_MAX_DATA, DMA-mapped */
-	u64 os_dma;
-	struct odsm_rdma_wait os_wait;
-	struct xarray keys;		/* peer's block (gaddr >> 16) -> key */
-	atomic_t nr_keys;
-	bool no_maps;			/* the peer registers no more */
-	/* one-sided, the peer's side: our blocks registered for it */
-	struct mutex reg_lock;		/* one MAP at a time */
-	struct odsm_rdma_wait reg_wait;
-	struct xarray regs;		/* our block (gaddr >> 16) -> reg */
-	u32 nr_regs;			/* under reg_lock */
-	/* an end of the loopback pair (odsm_rdma.c); the accepted one */
-	bool loop_end;
-	struct list_head loop_node;
-	u64 loop_attempt;
+	struct odsm_rdma_initiator os;
+	struct odsm_rdma_regs reg;
+	struct odsm_rdma_loop_end loop;
 };
 
 static inline struct odsm_rdma_conn *rc(struct odsm_conn *conn)
@@ -191,8 +208,8 @@ static inline struct odsm_rdma_conn *rc(struct odsm_conn *conn)
 static inline void rdma_fail(struct odsm_rdma_conn *x)
 {
 	WRITE_ONCE(x->broken, true);
-	wake_up_all(&x->tx_wait);
-	wake_up_all(&x->rx_wait);
+	wake_up_all(&x->msg.tx_wait);
+	wake_up_all(&x->msg.rx_wait);
 }
 
 /* odsm_rdma_onesided.c */

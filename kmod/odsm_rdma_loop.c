@@ -83,8 +83,8 @@ int odsm_rdma_on_loop_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	x->id = id;
 	id->context = x;
 	x->peer_ip = c->peers[c->self].addr.sin_addr.s_addr;
-	x->loop_end = true;
-	x->loop_attempt = le64_to_cpu(d->attempt);
+	x->loop.end = true;
+	x->loop.attempt = le64_to_cpu(d->attempt);
 	rdma_set_ack_timeout(id, RDMA_ACK_TIMEOUT);
 	ret = odsm_rdma_conn_setup(x);
 	if (!ret)
@@ -99,7 +99,7 @@ int odsm_rdma_on_loop_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	list_add(&x->node, &odsm_rdma_conns);
 	mutex_unlock(&odsm_rdma_lock);
 	spin_lock(&loop_acc_lock);
-	list_add_tail(&x->loop_node, &loop_acc);
+	list_add_tail(&x->loop.node, &loop_acc);
 	spin_unlock(&loop_acc_lock);
 	wake_up_all(&loop_acc_wait);
 	return 0;
@@ -111,8 +111,8 @@ static bool loop_acc_has(u64 attempt)
 	bool found = false;
 
 	spin_lock(&loop_acc_lock);
-	list_for_each_entry(x, &loop_acc, loop_node)
-		found |= x->loop_attempt == attempt;
+	list_for_each_entry(x, &loop_acc, loop.node)
+		found |= x->loop.attempt == attempt;
 	spin_unlock(&loop_acc_lock);
 	return found;
 }
@@ -132,9 +132,9 @@ static struct odsm_rdma_conn *loop_take_accepted(u64 attempt, u32 wait_ms)
 	spin_lock(&loop_acc_lock);
 	list_splice_init(&loop_acc, &all);
 	spin_unlock(&loop_acc_lock);
-	list_for_each_entry_safe(x, tmp, &all, loop_node) {
-		list_del_init(&x->loop_node);
-		if (!mine && attempt && x->loop_attempt == attempt)
+	list_for_each_entry_safe(x, tmp, &all, loop.node) {
+		list_del_init(&x->loop.node);
+		if (!mine && attempt && x->loop.attempt == attempt)
 			mine = x;
 		else
 			loop_end_free(x);
@@ -162,7 +162,7 @@ static int loop_dial(struct odsm_cluster *c)
 	x = odsm_rdma_conn_alloc(c, c->self, true);
 	if (!x)
 		return -ENOMEM;
-	x->loop_end = true;
+	x->loop.end = true;
 	ret = odsm_rdma_dial_prepare(c, x, c->peers[c->self].addr, &p);
 	if (ret)
 		goto err;

@@ -69,8 +69,8 @@ void odsm_rdma_regs_free(struct odsm_rdma_conn *x)
 	struct odsm_rdma_reg *g;
 	unsigned long i;
 
-	xa_for_each(&x->regs, i, g) {
-		xa_erase(&x->regs, i);
+	xa_for_each(&x->reg.map, i, g) {
+		xa_erase(&x->reg.map, i);
 		if (g->mr)
 			ib_dereg_mr(g->mr);
 		if (g->nents)
@@ -97,18 +97,18 @@ void odsm_rdma_counts(struct odsm_conn *conn, u32 *keys, u32 *regs)
 {
 	struct odsm_rdma_conn *x = rc(conn);
 
-	*keys = atomic_read(&x->nr_keys);
-	*regs = READ_ONCE(x->nr_regs);
+	*keys = atomic_read(&x->os.nr_keys);
+	*regs = READ_ONCE(x->reg.nr);
 }
 
 bool odsm_rdma_can_map(struct odsm_conn *conn)
 {
-	return !READ_ONCE(rc(conn)->no_maps);
+	return !READ_ONCE(rc(conn)->os.no_maps);
 }
 
 void odsm_rdma_no_maps(struct odsm_conn *conn)
 {
-	WRITE_ONCE(rc(conn)->no_maps, true);
+	WRITE_ONCE(rc(conn)->os.no_maps, true);
 }
 
 int odsm_rdma_add_key(struct odsm_conn *conn,
@@ -126,11 +126,11 @@ int odsm_rdma_add_key(struct odsm_conn *conn,
 	/* keys are only ever added, freed with the connection: lookups
 	 * need no lock
 	 */
-	ret = xa_insert(&x->keys, r->gaddr >> ODSM_BLOCK_SHIFT, k, GFP_KERNEL);
+	ret = xa_insert(&x->os.keys, r->gaddr >> ODSM_BLOCK_SHIFT, k, GFP_KERNEL);
 	if (ret)
 		kfree(k);
 	else
-		atomic_inc(&x->nr_keys);
+		atomic_inc(&x->os.nr_keys);
 	return ret == -EBUSY ? 0 : ret;
 }
 
@@ -141,7 +141,7 @@ bool odsm_rdma_missing(struct odsm_conn *conn, u64 addr, u32 len, u64 *blk)
 	u64 b, last = (addr + len - 1) >> ODSM_BLOCK_SHIFT;
 
 	for (b = addr >> ODSM_BLOCK_SHIFT; b <= last; b++) {
-		if (!xa_load(&x->keys, b)) {
+		if (!xa_load(&x->os.keys, b)) {
 			*blk = b << ODSM_BLOCK_SHIFT;
 			return true;
 		}
@@ -158,7 +158,7 @@ bool odsm_rdma_missing(struct odsm_conn *conn, u64 addr, u32 len, u64 *blk)
 static int os_run(struct odsm_rdma_conn *x, const struct ib_send_wr *wr, u32 n,
 		  const char *what, u32 len)
 {
-	struct odsm_rdma_wait *w = &x->os_wait;
+	struct odsm_rdma_wait *w = &x->os.wait;
 	int ret;
 
 	reinit_completion(&w->done);
@@ -184,11 +184,11 @@ static int os_run(struct odsm_rdma_conn *x, const struct ib_send_wr *wr, u32 n,
 /* Lock the connection for a one-sided operation: 0, or -EHOSTDOWN. */
 static int os_begin(struct odsm_rdma_conn *x)
 {
-	mutex_lock(&x->os_lock);
+	mutex_lock(&x->os.lock);
 	down_read(&x->res_sem);
 	if (x->torn || READ_ONCE(x->broken) || READ_ONCE(x->conn->dead)) {
 		up_read(&x->res_sem);
-		mutex_unlock(&x->os_lock);
+		mutex_unlock(&x->os.lock);
 		return -EHOSTDOWN;
 	}
 	return 0;
@@ -197,7 +197,7 @@ static int os_begin(struct odsm_rdma_conn *x)
 static void os_end(struct odsm_rdma_conn *x)
 {
 	up_read(&x->res_sem);
-	mutex_unlock(&x->os_lock);
+	mutex_unlock(&x->os.lock);
 }
 
 int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
@@ -219,17 +219,17 @@ int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 		return ret;
 	for (off = 0; off < len; off += piece, n++) {
 		a = addr + off;
-		k = xa_load(&x->keys, a >> ODSM_BLOCK_SHIFT);
+		k = xa_load(&x->os.keys, a >> ODSM_BLOCK_SHIFT);
 		if (!k) {
 			ret = -ENOKEY;
 			goto out;
 		}
 		in = a & (ODSM_WIRE_MAP_LEN - 1);
 		piece = min(len - off, ODSM_WIRE_MAP_LEN - in);
-		sges[n].addr = x->os_dma + off;
+		sges[n].addr = x->os.dma + off;
 		sges[n].length = piece;
 		sges[n].lkey = x->pd->local_dma_lkey;
-		wrs[n].wr.wr_cqe = &x->os_wait.cqe;
+		wrs[n].wr.wr_cqe = &x->os.wait.cqe;
 		wrs[n].wr.opcode = write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ;
 		wrs[n].wr.send_flags = IB_SEND_SIGNALED;
 		wrs[n].wr.sg_list = &sges[n];
@@ -240,15 +240,15 @@ int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 			wrs[n - 1].wr.next = &wrs[n].wr;
 	}
 	if (write) {
-		memcpy(x->os_buf, buf, len);
-		ib_dma_sync_single_for_device(x->dev, x->os_dma, len,
+		memcpy(x->os.buf, buf, len);
+		ib_dma_sync_single_for_device(x->dev, x->os.dma, len,
 					      DMA_BIDIRECTIONAL);
 	}
 	ret = os_run(x, &wrs[0].wr, n, write ? "WRITE" : "READ", len);
 	if (!ret && !write) {
-		ib_dma_sync_single_for_cpu(x->dev, x->os_dma, len,
+		ib_dma_sync_single_for_cpu(x->dev, x->os.dma, len,
 					   DMA_BIDIRECTIONAL);
-		memcpy(buf, x->os_buf, len);
+		memcpy(buf, x->os.buf, len);
 	}
 out:
 	os_end(x);
@@ -271,7 +271,7 @@ int odsm_rdma_atomic(struct odsm_conn *conn, u64 addr, u32 op, u64 operand,
 
 	if (addr % 8)
 		return -EINVAL;
-	k = xa_load(&x->keys, addr >> ODSM_BLOCK_SHIFT);
+	k = xa_load(&x->os.keys, addr >> ODSM_BLOCK_SHIFT);
 	if (!k)
 		return -ENOKEY;
 	if (!(k->flags & ODSM_WIRE_MAP_F_ATOMIC))
@@ -279,10 +279,10 @@ int odsm_rdma_atomic(struct odsm_conn *conn, u64 addr, u32 op, u64 operand,
 	ret = os_begin(x);
 	if (ret)
 		return ret;
-	sge.addr = x->os_dma;
+	sge.addr = x->os.dma;
 	sge.length = sizeof(u64);
 	sge.lkey = x->pd->local_dma_lkey;
-	wr.wr.wr_cqe = &x->os_wait.cqe;
+	wr.wr.wr_cqe = &x->os.wait.cqe;
 	wr.wr.send_flags = IB_SEND_SIGNALED;
 	wr.wr.sg_list = &sge;
 	wr.wr.num_sge = 1;
@@ -299,9 +299,9 @@ int odsm_rdma_atomic(struct odsm_conn *conn, u64 addr, u32 op, u64 operand,
 	ret = os_run(x, &wr.wr, 1, "atomic", 8);
 	if (!ret) {
 		/* the device writes the old value in host byte order */
-		ib_dma_sync_single_for_cpu(x->dev, x->os_dma, sizeof(u64),
+		ib_dma_sync_single_for_cpu(x->dev, x->os.dma, sizeof(u64),
 					   DMA_BIDIRECTIONAL);
-		*old = *(u64 *)x->os_buf;
+		*old = *(u64 *)x->os.buf;
 	}
 	os_end(x);
 	return ret;
@@ -316,15 +316,15 @@ int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
 {
 	struct odsm_rdma_conn *x = rc(conn);
 	unsigned long blk = addr >> ODSM_BLOCK_SHIFT;
-	struct odsm_rdma_wait *w = &x->reg_wait;
+	struct odsm_rdma_wait *w = &x->reg.wait;
 	struct ib_reg_wr wr = {};
 	struct odsm_rdma_reg *g;
 	int i, ret;
 
 	if (odsm_rdma_dev_atomics(x->dev))
 		r->flags = ODSM_WIRE_MAP_F_ATOMIC;
-	mutex_lock(&x->reg_lock);
-	g = xa_load(&x->regs, blk);
+	mutex_lock(&x->reg.lock);
+	g = xa_load(&x->reg.map, blk);
 	if (g) {
 		/* asked again (a race, or a lost reply): the same one */
 		ret = -EHOSTDOWN;
@@ -336,7 +336,7 @@ int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
 		goto out;
 	}
 	ret = -ENOSPC;
-	if (x->nr_regs >= RDMA_MAX_REGS)
+	if (x->reg.nr >= RDMA_MAX_REGS)
 		goto out;
 	ret = -EOPNOTSUPP;
 	if (x->dev->attrs.max_fast_reg_page_list_len < ODSM_BLOCK_PAGES)
@@ -355,10 +355,10 @@ int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
 	if (x->torn || READ_ONCE(x->broken))
 		goto err_unpin;
 	/* on the list first: from here on the teardown cleans it up */
-	ret = xa_insert(&x->regs, blk, g, GFP_KERNEL);
+	ret = xa_insert(&x->reg.map, blk, g, GFP_KERNEL);
 	if (ret)
 		goto err_unpin;
-	x->nr_regs++;
+	x->reg.nr++;
 	sg_init_table(g->sg, ODSM_BLOCK_PAGES);
 	for (i = 0; i < ODSM_BLOCK_PAGES; i++)
 		sg_set_page(&g->sg[i], g->pages[i], PAGE_SIZE, 0);
@@ -416,7 +416,7 @@ err_unpin:
 err_free:
 	kfree(g);
 out:
-	mutex_unlock(&x->reg_lock);
+	mutex_unlock(&x->reg.lock);
 	return ret;
 }
 
@@ -437,7 +437,7 @@ int odsm_rdma_loop_atomic(u64 addr, u32 op, u64 operand, u64 compare,
 	ret = odsm_rdma_loop_get(&lp);
 	if (ret)
 		return ret;
-	if (!xa_load(&lp.req->keys, blk >> ODSM_BLOCK_SHIFT)) {
+	if (!xa_load(&lp.req->os.keys, blk >> ODSM_BLOCK_SHIFT)) {
 		ret = odsm_rdma_map(lp.resp->conn, blk, &r);
 		if (!ret)
 			ret = odsm_rdma_add_key(lp.req->conn, &r);
