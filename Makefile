@@ -113,15 +113,15 @@ $(BUILD)/bin/odsmctl: tools/odsmctl/odsmctl.c $(LIB_A) $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -static -o $@ $< $(LIB_A)
 
-$(BUILD)/bin/odsm-bench: tools/bench/odsm-bench.c $(LIB_A) $(LIB_HDR)
+$(BUILD)/bin/odsm-bench: tools/bench/odsm-bench.c tools/bench/bench.h $(LIB_A) $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -static -o $@ $< $(LIB_A)
 
-$(BUILD)/bin/odsm-cbench: tools/bench/odsm-cbench.c $(LIB_A) $(LIB_HDR)
+$(BUILD)/bin/odsm-cbench: tools/bench/odsm-cbench.c tools/bench/bench.h $(LIB_A) $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -static -o $@ $< $(LIB_A)
 
-$(BUILD)/bin/odsm-rbench: tools/bench/odsm-rbench.c $(LIB_HDR)
+$(BUILD)/bin/odsm-rbench: tools/bench/odsm-rbench.c tools/bench/bench.h $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -static -o $@ $<
 

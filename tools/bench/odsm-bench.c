@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <x86intrin.h>
 #include "odsm.h"
+#include "bench.h"
 
 struct obj {
 	uint64_t value;
@@ -25,16 +26,10 @@ static inline uint64_t tsc(void)
 	return __rdtscp(&aux);
 }
 
-static void die(const char *what, int err)
-{
-	fprintf(stderr, "odsm-bench: %s: %s\n", what, odsm_strerror(err));
-	exit(1);
-}
-
 int main(int argc, char **argv)
 {
-	size_t n = argc > 1 ? strtoul(argv[1], NULL, 0) : 4096;
-	int rounds = argc > 2 ? atoi(argv[2]) : 50;
+	size_t n = arg_num(argc, argv, 1, 4096);
+	int rounds = arg_num(argc, argv, 2, 50);
 	struct obj **plain;
 	odsm_box *boxes;
 	uint64_t t, best_plain = UINT64_MAX, best_ref = UINT64_MAX,
@@ -48,7 +43,7 @@ int main(int argc, char **argv)
 	plain = calloc(n, sizeof(*plain));
 	boxes = calloc(n, sizeof(*boxes));
 	if (!plain || !boxes)
-		die("calloc", -12);
+		die("calloc", -ENOMEM);
 	for (i = 0; i < n; i++) {
 		ret = odsm_box_new(&boxes[i], sizeof(struct obj), ODSM_ALLOC_ZERO);
 		if (ret)
@@ -94,13 +89,13 @@ int main(int argc, char **argv)
 			best_mut = t;
 	}
 
-	printf("ODSM_BENCH local_access objects=%zu rounds=%d best-of-rounds cycles/access:\n",
-	       n, rounds);
-	printf("ODSM_BENCH plain_deref_cycles=%.1f\n", (double)best_plain / n);
-	printf("ODSM_BENCH borrow_cycles=%.1f ratio=%.2f\n", (double)best_ref / n,
-	       (double)best_ref / best_plain);
-	printf("ODSM_BENCH borrow_mut_cycles=%.1f ratio=%.2f\n", (double)best_mut / n,
-	       (double)best_mut / best_plain);
+	row("local_access objects=%zu rounds=%d best-of-rounds cycles/access:",
+	    n, rounds);
+	row("plain_deref_cycles=%.1f", (double)best_plain / n);
+	row("borrow_cycles=%.1f ratio=%.2f", (double)best_ref / n,
+	    (double)best_ref / best_plain);
+	row("borrow_mut_cycles=%.1f ratio=%.2f", (double)best_mut / n,
+	    (double)best_mut / best_plain);
 	for (i = 0; i < n; i++)
 		odsm_box_drop(&boxes[i]);
 	odsm_fini();

@@ -27,53 +27,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <time.h>
 #include "odsm.h"
+#include "bench.h"
 
 #define MiB(x)	((uint64_t)(x) << 20)
 
 static unsigned int node;
 static const char *xport = "";
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* median and p90 of n samples (sorts them) */
-static void stats(double *t, int n, double *med, double *p90)
-{
-	qsort(t, n, sizeof(*t), cmp_double);
-	*med = t[n / 2];
-	*p90 = t[n * 9 / 10];
-}
-
-static void die(const char *what, int err)
-{
-	fprintf(stderr, "odsm-cbench: %s: %s\n", what, odsm_strerror(err));
-	exit(1);
-}
-
-static void knob(const char *name, uint64_t v)
-{
-	char path[128];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/kernel/odsm/%s", name);
-	f = fopen(path, "w");
-	if (!f || fprintf(f, "%llu\n", (unsigned long long)v) < 0 || fclose(f))
-		die(path, -errno);
-}
 
 static uint64_t remote_obj(uint64_t size)
 {
@@ -137,8 +97,8 @@ static void uncached_vs_raw(int iters)
 		}
 		stats(tb, iters, &bm, &b9);
 		stats(tr, iters, &rm, &r9);
-		printf("ODSM_BENCH coherence %s uncached_borrow_%zu_us=%.1f (p90 %.1f) raw_read_%zu_us=%.1f (p90 %.1f) ratio=%.2f\n",
-		       xport, sizes[s], bm, b9, sizes[s], rm, r9, bm / rm);
+		row("coherence %s uncached_borrow_%zu_us=%.1f (p90 %.1f) raw_read_%zu_us=%.1f (p90 %.1f) ratio=%.2f",
+		    xport, sizes[s], bm, b9, sizes[s], rm, r9, bm / rm);
 		odsm_free(cg);
 	}
 	knob("cache_budget_bytes", MiB(64));
@@ -182,8 +142,8 @@ static void hit_vs_local(int iters)
 		odsm_return(&r);
 	}
 	local_ns = (now_us() - t0) * 1000 / n;
-	printf("ODSM_BENCH coherence %s cached_hit_borrow_return_us=%.2f (p90 %.2f) local_borrow_return_ns=%.1f ratio=%.0f\n",
-	       xport, hm, h9, local_ns, hm * 1000 / local_ns);
+	row("coherence %s cached_hit_borrow_return_us=%.2f (p90 %.2f) local_borrow_return_ns=%.1f ratio=%.0f",
+	    xport, hm, h9, local_ns, hm * 1000 / local_ns);
 	odsm_box_drop(&lb);
 	odsm_free(cg);
 	free(t);
@@ -218,8 +178,8 @@ static void mut_vs_raw(int iters)
 		}
 		stats(tm, iters, &mm, &m9);
 		stats(tr, iters, &rm, &r9);
-		printf("ODSM_BENCH coherence %s mut_borrow_move_%zu_us=%.1f (p90 %.1f) raw_read_%zu_us=%.1f (p90 %.1f) ratio=%.2f\n",
-		       xport, sizes[s], mm, m9, sizes[s], rm, r9, mm / rm);
+		row("coherence %s mut_borrow_move_%zu_us=%.1f (p90 %.1f) raw_read_%zu_us=%.1f (p90 %.1f) ratio=%.2f",
+		    xport, sizes[s], mm, m9, sizes[s], rm, r9, mm / rm);
 	}
 	free(objs);
 	free(tm);
@@ -253,8 +213,8 @@ static void move_bw(int n)
 		raw_read(cg, buf, MiB(1));
 	reads = n / ((now_us() - t0) / 1e6);
 	odsm_free(cg);
-	printf("ODSM_BENCH coherence %s move_1MiB_MiB_s=%.1f raw_read_1MiB_MiB_s=%.1f ratio=%.2f\n",
-	       xport, moves, reads, moves / reads);
+	row("coherence %s move_1MiB_MiB_s=%.1f raw_read_1MiB_MiB_s=%.1f ratio=%.2f",
+	    xport, moves, reads, moves / reads);
 	free(objs);
 	free(buf);
 }
@@ -290,8 +250,8 @@ static void big(void)
 	eager = first_byte(cg);
 	knob("cache_budget_bytes", 0);		/* drop the eager copy */
 	knob("cache_budget_bytes", MiB(256));
-	printf("ODSM_BENCH coherence %s first_byte_64MiB_lazy_us=%.0f eager_us=%.0f ratio=%.4f\n",
-	       xport, lazy, eager, lazy / eager);
+	row("coherence %s first_byte_64MiB_lazy_us=%.0f eager_us=%.0f ratio=%.4f",
+	    xport, lazy, eager, lazy / eager);
 	knob("lazy_threshold", MiB(1));
 	for (i = 0; i < 4; i++) {
 		knob("readahead_pages", ras[i]);
@@ -301,9 +261,9 @@ static void big(void)
 			die("borrow 64 MiB", ret);
 		for (off = 0; off < MiB(64); off += 4096)
 			(void)*(volatile const char *)(uintptr_t)(b.addr + off);
-		printf("ODSM_BENCH coherence %s lazy_64MiB_touch_all readahead_pages=%u ms=%.0f MiB_s=%.1f\n",
-		       xport, ras[i], (now_us() - t0) / 1e3,
-		       64 / ((now_us() - t0) / 1e6));
+		row("coherence %s lazy_64MiB_touch_all readahead_pages=%u ms=%.0f MiB_s=%.1f",
+		    xport, ras[i], (now_us() - t0) / 1e3,
+		    64 / ((now_us() - t0) / 1e6));
 		give_back(cg);
 	}
 	knob("readahead_pages", 16);
@@ -318,8 +278,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: odsm-cbench NODE [ITERATIONS] [LABEL]\n");
 		return 2;
 	}
-	node = strtoul(argv[1], NULL, 0);
-	iters = argc > 2 ? atoi(argv[2]) : 100;
+	node = arg_num(argc, argv, 1, 0);
+	iters = arg_num(argc, argv, 2, 100);
 	if (argc > 3)
 		xport = argv[3];
 	if (iters < 10)
@@ -327,8 +287,8 @@ int main(int argc, char **argv)
 	ret = odsm_init();
 	if (ret)
 		die("odsm_init", ret);
-	printf("ODSM_BENCH coherence %s: node %u against node %u, %d iterations per row\n",
-	       xport, odsm_rt.info.node_id, node, iters);
+	row("coherence %s: node %u against node %u, %d iterations per row",
+	    xport, odsm_rt.info.node_id, node, iters);
 	fflush(stdout);
 	uncached_vs_raw(iters);
 	hit_vs_local(iters);

@@ -18,42 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <time.h>
 #include <unistd.h>
 #include <linux/odsm.h>
+#include "bench.h"
 
 static int fd;
-
-static unsigned long long stat_of(const char *name)
-{
-	char path[128];
-	unsigned long long v = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/kernel/odsm/stats/%s", name);
-	f = fopen(path, "r");
-	if (f) {
-		if (fscanf(f, "%llu", &v) != 1)
-			v = 0;
-		fclose(f);
-	}
-	return v;
-}
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static unsigned long long alloc_on(unsigned int node, unsigned long long size)
 {
@@ -61,9 +30,11 @@ static unsigned long long alloc_on(unsigned int node, unsigned long long size)
 				ODSM_ALLOC_ZERO, .node = node };
 
 	if (ioctl(fd, ODSM_IOC_ALLOC, &a)) {
-		fprintf(stderr, "odsm-rbench: alloc %llu on node %u: %s\n",
-			size, node, strerror(errno));
-		exit(1);
+		int err = -errno;
+		char what[64];
+
+		snprintf(what, sizeof(what), "alloc %llu on node %u", size, node);
+		die(what, err);
 	}
 	return a.gaddr;
 }
@@ -82,22 +53,16 @@ static double ioctl_median(unsigned long cmd, void *arg, const char *what,
 	double *t = calloc(n, sizeof(*t)), m;
 	int i;
 
-	if (!t) {
-		fprintf(stderr, "odsm-rbench: out of memory\n");
-		exit(1);
-	}
+	if (!t)
+		errx(1, "out of memory");
 	for (i = 0; i < n; i++) {
 		double t0 = now_us();
 
-		if (ioctl(fd, cmd, arg)) {
-			fprintf(stderr, "odsm-rbench: %s: %s\n", what,
-				strerror(errno));
-			exit(1);
-		}
+		if (ioctl(fd, cmd, arg))
+			die(what, -errno);
 		t[i] = now_us() - t0;
 	}
-	qsort(t, n, sizeof(*t), cmp_double);
-	m = t[n / 2];
+	stats(t, n, &m, NULL);
 	free(t);
 	return m;
 }
@@ -133,14 +98,14 @@ static void run(const char *where, unsigned int node, int iters)
 		obj[i] = alloc_on(node, sizes[i]);
 	for (i = 0; i < 3; i++) {
 		n = sizes[i] >= (1 << 20) ? iters / 10 + 1 : iters;
-		printf("ODSM_BENCH %s read_%zu_us=%.1f write_%zu_us=%.1f\n", where,
-		       sizes[i], rw_median(obj[i], buf, sizes[i], ODSM_IOC_READ, n),
-		       sizes[i], rw_median(obj[i], buf, sizes[i], ODSM_IOC_WRITE, n));
+		row("%s read_%zu_us=%.1f write_%zu_us=%.1f", where,
+		    sizes[i], rw_median(obj[i], buf, sizes[i], ODSM_IOC_READ, n),
+		    sizes[i], rw_median(obj[i], buf, sizes[i], ODSM_IOC_WRITE, n));
 	}
-	printf("ODSM_BENCH %s fetch_add_us=%.1f fetch_add_nic_us=%.1f\n", where,
-	       atomic_median(obj[0] & ODSM_ADDR_MASK, 0, iters),
-	       atomic_median((obj[1] & ODSM_ADDR_MASK) + 8, ODSM_ATOMIC_F_NIC,
-			     iters));
+	row("%s fetch_add_us=%.1f fetch_add_nic_us=%.1f", where,
+	    atomic_median(obj[0] & ODSM_ADDR_MASK, 0, iters),
+	    atomic_median((obj[1] & ODSM_ADDR_MASK) + 8, ODSM_ATOMIC_F_NIC,
+			  iters));
 	n = iters / 10 + 2;
 	t0 = now_us();
 	for (i = 0; i < n; i++) {
@@ -151,7 +116,7 @@ static void run(const char *where, unsigned int node, int iters)
 			exit(1);
 	}
 	secs = (now_us() - t0) / 1e6;
-	printf("ODSM_BENCH %s read_bw_MiB_s=%.1f\n", where, n / secs);
+	row("%s read_bw_MiB_s=%.1f", where, n / secs);
 	for (i = 0; i < 3; i++)
 		free_obj(obj[i]);
 	free(buf);
@@ -167,13 +132,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: odsm-rbench NODE [ITERATIONS [LABEL]]\n");
 		return 2;
 	}
-	node = strtoul(argv[1], NULL, 0);
-	iters = argc > 2 ? atoi(argv[2]) : 200;
+	node = arg_num(argc, argv, 1, 0);
+	iters = arg_num(argc, argv, 2, 200);
 	fd = open(ODSM_DEVICE_PATH, O_RDWR);
-	if (fd < 0 || ioctl(fd, ODSM_IOC_INFO, &in)) {
-		perror("odsm-rbench: /dev/odsm");
-		return 1;
-	}
+	if (fd < 0 || ioctl(fd, ODSM_IOC_INFO, &in))
+		die("/dev/odsm", -errno);
 	if (argc > 3) {
 		unsigned long long r0 = stat_of("onesided_reads"),
 				   w0 = stat_of("onesided_writes"),
@@ -185,20 +148,20 @@ int main(int argc, char **argv)
 		run(argv[3], node, iters);
 		/* this node's own flagged word: its device runs it (loopback) */
 		mine = alloc_on(in.node_id, 8);
-		printf("ODSM_BENCH %s home_fetch_add_nic_us=%.1f\n", argv[3],
-		       atomic_median(mine & ODSM_ADDR_MASK, ODSM_ATOMIC_F_NIC,
-				     iters));
+		row("%s home_fetch_add_nic_us=%.1f", argv[3],
+		    atomic_median(mine & ODSM_ADDR_MASK, ODSM_ATOMIC_F_NIC,
+				  iters));
 		free_obj(mine);
-		printf("ODSM_BENCH %s counters: onesided_reads +%llu onesided_writes +%llu onesided_atomics +%llu loop_atomics +%llu onesided_fallbacks +%llu\n",
-		       argv[3], stat_of("onesided_reads") - r0,
-		       stat_of("onesided_writes") - w0,
-		       stat_of("onesided_atomics") - a0,
-		       stat_of("loop_atomics") - l0,
-		       stat_of("onesided_fallbacks") - f0);
+		row("%s counters: onesided_reads +%llu onesided_writes +%llu onesided_atomics +%llu loop_atomics +%llu onesided_fallbacks +%llu",
+		    argv[3], stat_of("onesided_reads") - r0,
+		    stat_of("onesided_writes") - w0,
+		    stat_of("onesided_atomics") - a0,
+		    stat_of("loop_atomics") - l0,
+		    stat_of("onesided_fallbacks") - f0);
 		return 0;
 	}
-	printf("ODSM_BENCH remote ops from node %u to node %u, median of %d (1 MiB: %d)\n",
-	       in.node_id, node, iters, iters / 10 + 1);
+	row("remote ops from node %u to node %u, median of %d (1 MiB: %d)",
+	    in.node_id, node, iters, iters / 10 + 1);
 	run("local", in.node_id, iters);
 	run("remote", node, iters);
 	return 0;
