@@ -49,9 +49,10 @@ CLUSTER_TESTS := $(patsubst selftests/cluster/%.c,$(BUILD)/tests/cluster/%,\
 # libodsm itself on the host, against a fake /dev/odsm (selftests/lib)
 LIB_TESTS  := $(patsubst selftests/lib/%.c,$(BUILD)/tests/lib/%,\
 		$(wildcard selftests/lib/*_test.c))
-TOOLS	   := $(BUILD)/bin/odsmctl $(BUILD)/bin/odsm-bench $(BUILD)/bin/odsm-rbench \
-	      $(BUILD)/bin/odsm-cbench \
-	      $(BUILD)/bin/odsm-demo $(BUILD)/bin/odsm-kvs $(BUILD)/bin/odsm-coherence
+# odsmctl, the benchmarks, the examples: build/bin/NAME from .../NAME.c
+TOOL_SRC   := tools/odsmctl/odsmctl.c $(wildcard tools/bench/*.c) \
+	      $(wildcard tools/examples/*.c)
+TOOLS	   := $(patsubst %.c,$(BUILD)/bin/%,$(notdir $(TOOL_SRC)))
 
 MODULE	:= $(BUILD)/kmod/$(KVER)/kmod/odsm.ko
 
@@ -109,33 +110,18 @@ $(BUILD)/lib/odsm.pc: userlib/odsm.pc.in
 # ---- tools, benchmarks, examples (static: they also run in test guests) ------
 tools: $(TOOLS)
 
-$(BUILD)/bin/odsmctl: tools/odsmctl/odsmctl.c $(LIB_A) $(LIB_HDR)
+# One rule for every tool.  Its source: $(call tool_src,NAME), the NAME.c
+# of TOOL_SRC (second expansion: the stem is known only per target).
+# libodsm.a adds only what a tool calls (odsm-kvs and odsm-rbench speak
+# the raw ioctls and take nothing from it).
+tool_src = $(foreach s,$(TOOL_SRC),$(if $(filter $(1).c,$(notdir $(s))),$(s)))
+.SECONDEXPANSION:
+$(TOOLS): $(BUILD)/bin/%: $$(call tool_src,$$*) $(LIB_A) $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -static -o $@ $< $(LIB_A)
 
-$(BUILD)/bin/odsm-bench: tools/bench/odsm-bench.c tools/bench/bench.h $(LIB_A) $(LIB_HDR)
-	@mkdir -p $(@D)
-	$(CC) $(UCFLAGS) -static -o $@ $< $(LIB_A)
-
-$(BUILD)/bin/odsm-cbench: tools/bench/odsm-cbench.c tools/bench/bench.h $(LIB_A) $(LIB_HDR)
-	@mkdir -p $(@D)
-	$(CC) $(UCFLAGS) -static -o $@ $< $(LIB_A)
-
-$(BUILD)/bin/odsm-rbench: tools/bench/odsm-rbench.c tools/bench/bench.h $(LIB_HDR)
-	@mkdir -p $(@D)
-	$(CC) $(UCFLAGS) -static -o $@ $<
-
-$(BUILD)/bin/odsm-kvs: tools/examples/odsm-kvs.c $(LIB_HDR)
-	@mkdir -p $(@D)
-	$(CC) $(UCFLAGS) -static -o $@ $<
-
-$(BUILD)/bin/odsm-coherence: tools/examples/odsm-coherence.c $(LIB_A) $(LIB_HDR)
-	@mkdir -p $(@D)
-	$(CC) $(UCFLAGS) -static -o $@ $< $(LIB_A)
-
-$(BUILD)/bin/odsm-demo: tools/examples/odsm-demo.c $(LIB_A) $(LIB_HDR)
-	@mkdir -p $(@D)
-	$(CC) $(UCFLAGS) -static -o $@ $< $(LIB_A)
+# the benchmarks' shared helpers
+$(patsubst tools/bench/%.c,$(BUILD)/bin/%,$(wildcard tools/bench/*.c)): tools/bench/bench.h
 
 # ---- tests ------------------------------------------------------------------
 tests: $(HOST_TESTS) $(LIB_TESTS) $(VM_TESTS) $(CLUSTER_TESTS)
