@@ -43,6 +43,43 @@ tap_totals() {	# file -> "pass fail" summed over every program in it
 
 step() { echo "== $*"; }
 
+# One run of the VM rig, counted into the suite being run (s_pass, s_fail):
+# scenario SCEN on N guests of kernel KVER booted from $img, run.sh's
+# output in RUNLOG, more run.sh options after the fixed arguments.  Each
+# node's log gives its kselftest totals and its failure lines ("[nodeI] "
+# before them when N > 1, as run.sh does); with SUMMARY, the run's totals
+# follow as "SUMMARY: P passed, F failed".  The run itself counts once
+# more: "ok: OK" when run.sh passed (each guest's result marker, no kernel
+# problem in its log), else run.sh's last lines and "not ok: NOTOK".
+run_guests() {	# SCEN KVER N RUNLOG SUMMARY OK NOTOK [run.sh options...]
+	local scen=$1 k=$2 n=$3 runlog=$4 summary=$5 ok=$6 notok=$7
+	local rc node log p f tp=0 tf=0
+	shift 7
+	tools/rig/run.sh -k "$k" -n "$n" -s "$scen" -i "$img" -l "$LOGS" -t 600 "$@" \
+		>"$runlog" 2>&1
+	rc=$?
+	for node in $(seq 0 $((n - 1))); do
+		log=$LOGS/$scen-$k-node$node.log
+		[ -f "$log" ] || continue	# no guest: run.sh failed, see below
+		read -r p f < <(tap_totals "$log")
+		tr -d '\r' <"$log" | grep -E '^(not ok|# FAIL|#  )' |
+			if [ "$n" -gt 1 ]; then sed "s/^/[node$node] /"; else cat; fi
+		tp=$((tp + p))
+		tf=$((tf + f))
+	done
+	[ -z "$summary" ] || echo "$summary: $tp passed, $tf failed"
+	if [ "$rc" = 0 ]; then
+		tp=$((tp + 1))
+		echo "ok: $ok"
+	else
+		tf=$((tf + 1))
+		tail -n 40 "$runlog"
+		echo "not ok: $notok"
+	fi
+	s_pass=$((s_pass + tp))
+	s_fail=$((s_fail + tf))
+}
+
 KVERS=()
 for s in $SERIES; do
 	k=$(tools/rig/kernels.sh | grep -E "^${s//./\\.}\.[0-9]" | tail -n 1 || true)
@@ -127,7 +164,6 @@ suite_end rig "$rp" "$rf"
 
 # ---- VM suites -------------------------------------------------------------------
 for k in "${KVERS[@]}"; do
-	vp=0 vf=0
 	img=build/vm/check-$k.cpio.gz
 	step "vm $k: guest image"
 	if ! tools/vm-image.sh "$k" "$img" >"$LOGS/image-$k.txt" 2>&1; then
@@ -135,61 +171,31 @@ for k in "${KVERS[@]}"; do
 		suite_end "vm-$k" 0 1
 		continue
 	fi
-	for scen in selftests demo; do
+	# the kselftest programs, then the demo (no TAP of its own)
+	s_pass=0 s_fail=0
+	for spec in "selftests kselftests" "demo"; do
+		set -- $spec
+		scen=$1 summary=${2:-}
 		step "vm $k: $scen"
-		tools/rig/run.sh -k "$k" -n 1 -s "$scen" -i "$img" -l "$LOGS" -t 600 \
-			>"$LOGS/run-$scen-$k.txt" 2>&1
-		rc=$?
-		log=$LOGS/$scen-$k-node0.log
-		if [ "$scen" = selftests ]; then
-			read -r p f < <(tap_totals "$log")
-			tr -d '\r' <"$log" | grep -E '^(not ok|# (FAIL|RUN|OK)|#  )' |
-				grep -vE '^# (RUN|OK)' || true
-			vp=$((vp + p))
-			vf=$((vf + f))
-			echo "kselftests: $p passed, $f failed"
-		fi
-		# the guest as a whole: result marker and a clean kernel log
-		if [ "$rc" = 0 ]; then
-			vp=$((vp + 1))
-			echo "ok: $scen guest passed, kernel log clean"
-		else
-			vf=$((vf + 1))
-			tail -n 40 "$LOGS/run-$scen-$k.txt"
-			echo "not ok: $scen guest (see $log)"
-		fi
+		run_guests "$scen" "$k" 1 "$LOGS/run-$scen-$k.txt" "$summary" \
+			"$scen guest passed, kernel log clean" \
+			"$scen guest (see $LOGS/$scen-$k-node0.log)"
 	done
-	suite_end "vm-$k" $vp $vf
+	suite_end "vm-$k" $s_pass $s_fail
 
 	# the cluster: 2 guests; 3 guests of which one dies after the
 	# programs (the survivors check that operations on it fail in time
 	# and that rmmod works with a peer dead); the same two over Soft-RoCE
-	c_pass=0 c_fail=0
+	s_pass=0 s_fail=0
 	for spec in "2 tcp" "3 tcp rig.down=2" "2 rdma" "3 rdma rig.down=2"; do
 		set -- $spec
 		n=$1 xport=$2 extra=${3:-}
 		step "cluster $k: $n guests over $xport ${extra:+($extra)}"
-		tools/rig/run.sh -k "$k" -n "$n" -s cluster -i "$img" -l "$LOGS" -t 600 \
-			-a "rig.transport=$xport rig.heartbeat_ms=250 rig.timeout_ms=5000 $extra" \
-			>"$LOGS/run-cluster-$n-$k.txt" 2>&1
-		rc=$?
-		for node in $(seq 0 $((n - 1))); do
-			log=$LOGS/cluster-$k-node$node.log
-			read -r p f < <(tap_totals "$log")
-			tr -d '\r' <"$log" | grep -E '^(not ok|#  )' | sed "s/^/[node$node] /" || true
-			c_pass=$((c_pass + p))
-			c_fail=$((c_fail + f))
-		done
-		if [ "$rc" = 0 ]; then
-			c_pass=$((c_pass + 1))
-			echo "ok: $n guests passed, kernel logs clean"
-		else
-			c_fail=$((c_fail + 1))
-			tail -n 40 "$LOGS/run-cluster-$n-$k.txt"
-			echo "not ok: cluster of $n"
-		fi
+		run_guests cluster "$k" "$n" "$LOGS/run-cluster-$n-$k.txt" "" \
+			"$n guests passed, kernel logs clean" "cluster of $n" \
+			-a "rig.transport=$xport rig.heartbeat_ms=250 rig.timeout_ms=5000 $extra"
 	done
-	suite_end "cluster-$k" $c_pass $c_fail
+	suite_end "cluster-$k" $s_pass $s_fail
 done
 
 echo "check: $(( $(date +%s) - t_start )) s"
