@@ -2,7 +2,8 @@
 # make check: every test of the project, on every supported kernel.
 #
 #   build     the module builds with W=1 and no warning on each kernel;
-#             checkpatch --strict is clean on kmod/ and uapi/
+#             checkpatch --strict is clean on kmod/ and uapi/; no kmod
+#             file calls a layer above its own (tools/kmod-deps.sh)
 #   host      unit tests of the pure logic, and of libodsm against a fake
 #             /dev/odsm (ASan + UBSan)
 #   rig       the VM rig's own checks: guests boot, Soft-RoCE comes up,
@@ -121,6 +122,18 @@ if make -s checkpatch >"$LOGS/checkpatch.txt" 2>&1 &&
 else
 	cat "$LOGS/checkpatch.txt"
 	echo "not ok: checkpatch"
+	bf=$((bf + 1))
+fi
+# the layer map (Documentation/odsm/design.rst): no file calls a layer above
+step "kmod layers: no cycle of calls across them"
+k=${KVERS[${#KVERS[@]}-1]:-}
+if [ -n "$k" ] && tools/kmod-deps.sh "build/kmod/$k/kmod" >"$LOGS/kmod-deps.txt" 2>&1; then
+	grep -E '^(cycle|kmod-deps:)' "$LOGS/kmod-deps.txt"
+	echo "ok: no cycle across layers"
+	bp=$((bp + 1))
+else
+	grep -E '^(CYCLE|cycle|kmod-deps)' "$LOGS/kmod-deps.txt" 2>/dev/null
+	echo "not ok: kmod layers"
 	bf=$((bf + 1))
 fi
 suite_end build $bp $bf
