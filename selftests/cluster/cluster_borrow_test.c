@@ -41,13 +41,7 @@
 
 static int step(unsigned int id)
 {
-	int ret = c_dir_wait(0, SECS);
-
-	if (!ret)
-		ret = c_dir_wait(B_HOST, SECS);
-	if (!ret)
-		ret = c_barrier(B_HOST, B_BR + id, C.nodes, SECS);
-	return ret;
+	return c_step(B_HOST, B_BR + id, SECS);
 }
 
 TEST(shared_hit_and_miss)

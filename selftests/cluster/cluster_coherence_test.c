@@ -32,11 +32,7 @@
 
 static int step(struct __test_metadata *_metadata, unsigned int id)
 {
-	int ret = c_dir_wait(0, SECS);
-
-	if (!ret)
-		ret = c_barrier(0, B_CO + id, C.nodes, SECS);
-	return ret;
+	return c_step(0, B_CO + id, SECS);
 }
 
 /* A box for the object node 0 published at word w. */

@@ -54,13 +54,7 @@ struct pobj {			/* P: a name and X's owner box */
 
 static int step(unsigned int id)
 {
-	int ret = c_dir_wait(0, SECS);
-
-	if (!ret)
-		ret = c_dir_wait(B_HOST, SECS);
-	if (!ret)
-		ret = c_barrier(B_HOST, B_OW + id, C.nodes, SECS);
-	return ret;
+	return c_step(B_HOST, B_OW + id, SECS);
 }
 
 /* X's value, read through R -> P -> X with shared borrows; P's colored

@@ -384,6 +384,23 @@ static C_UNUSED int c_dir_wait(unsigned int node, unsigned int secs)
 }
 
 /*
+ * A step of a program: once node 0's and host's directories exist, the
+ * barrier id on host's (a program whose barriers live on node 1 because
+ * node 0's ids are taken).
+ */
+static C_UNUSED int c_step(unsigned int host, unsigned int id,
+			   unsigned int secs)
+{
+	int ret = c_dir_wait(0, secs);
+
+	if (!ret && host)
+		ret = c_dir_wait(host, secs);
+	if (!ret)
+		ret = c_barrier(host, id, C.nodes, secs);
+	return ret;
+}
+
+/*
  * Start a test: set up, SKIP off a cluster, fail on a geometry that is not
  * the one the scenario announced, make this node's directory.
  */
