@@ -377,7 +377,7 @@ static void dial_work(struct work_struct *w)
 {
 	struct odsm_peer *p = container_of(w, struct odsm_peer, dial);
 	struct odsm_cluster *c = &odsm_cluster;
-	struct odsm_conn *conn = c->ops->dial(c, p->id);
+	struct odsm_conn *conn = c->ops->dial(p->id);
 	bool mine = false;
 
 	spin_lock(&c->lock);
@@ -535,7 +535,7 @@ int odsm_cluster_join(const struct odsm_join *j,
 		ret = -ENOMEM;
 		goto err_peers;
 	}
-	ret = c->ops->listen(c);
+	ret = c->ops->listen();
 	if (ret)
 		goto err_wq;
 	spin_lock(&c->lock);
@@ -557,7 +557,7 @@ err_listen:
 	spin_lock(&c->lock);
 	c->joined = false;
 	spin_unlock(&c->lock);
-	c->ops->unlisten(c);
+	c->ops->unlisten();
 	reap_dead_conns(c, true);
 err_wq:
 	destroy_workqueue(c->wq);
@@ -595,7 +595,7 @@ void odsm_cluster_leave(void)
 	put_task_struct(c->ticker);
 	for (i = 0; i < c->nr_nodes; i++)
 		cancel_work_sync(&c->peers[i].dial);
-	c->ops->unlisten(c);
+	c->ops->unlisten();
 	for (i = 0; i < c->nr_nodes; i++) {
 		struct odsm_conn *conn;
 

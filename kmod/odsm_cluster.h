@@ -42,7 +42,6 @@ struct task_struct;
 struct crypto_shash;
 
 struct odsm_conn;
-struct odsm_cluster;
 
 /*
  * A transport: how messages travel (odsm_tcp.c, odsm_rdma.c), registered
@@ -57,10 +56,10 @@ struct odsm_transport_ops {
 	const char *name;
 	u32 id;					/* ODSM_TRANSPORT_* */
 	struct list_head list;			/* on the core's list */
-	int (*listen)(struct odsm_cluster *c);		/* start accepting */
-	void (*unlisten)(struct odsm_cluster *c);	/* stop; may sleep */
+	int (*listen)(void);		/* start accepting (at join) */
+	void (*unlisten)(void);		/* stop; may sleep */
 	/* connect to peer: a published connection, with a reference */
-	struct odsm_conn *(*dial)(struct odsm_cluster *c, u32 peer);
+	struct odsm_conn *(*dial)(u32 peer);
 	int (*send)(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		    const void *payload, u32 plen, const void *data, u32 dlen);
 	void (*kill)(struct odsm_conn *conn);	/* stop traffic, any context */
@@ -119,46 +118,15 @@ struct odsm_conn {
 	struct list_head node;		/* on cluster.conns */
 };
 
-struct odsm_peer {
-	u32 id;
-	struct sockaddr_in addr;
-	/* under cluster.lock (a spinlock) */
-	u32 state;			/* enum odsm_peer_state */
-	struct odsm_conn *conn;		/* the UP or CONNECTING connection */
-	u64 last_rx_ns;
-	u64 rtt_ns;
-	u64 free_bytes;
-	u64 incarnation;
-	struct work_struct dial;	/* connect, off the tick */
-	bool dialling;
-	/* traffic, bumped without the lock */
-	atomic64_t msgs_tx, msgs_rx, bytes_tx, bytes_rx;
-};
-
-struct odsm_cluster {
-	struct mutex join_lock;		/* join / leave / status */
-	/* held for reading by every call in flight, for writing by leave
-	 * before it frees what calls use (peers, connections)
-	 */
-	struct rw_semaphore users;
-	spinlock_t lock;		/* peers' state, conns list */
-	bool joined;
-	u32 transport;
-	const struct odsm_transport_ops *ops;
-	u32 self, nr_nodes;
-	u32 heartbeat_ms, timeout_ms;
-	u64 incarnation;		/* this module instance */
-	struct crypto_shash *hmac;	/* hmac(sha256) keyed with the secret */
-	struct odsm_peer *peers;	/* nr_nodes, self's slot included */
-	struct list_head conns;
-	void *listener;			/* the transport's accepting side */
-	struct task_struct *ticker;
-	struct workqueue_struct *wq;	/* serves requests */
-	struct xarray calls;		/* seq -> struct odsm_call */
-	atomic64_t next_seq;
-};
-
-extern struct odsm_cluster odsm_cluster;
+/*
+ * The joined cluster as a transport needs it (valid between its listen()
+ * and unlisten(), and for its connections' lives): this node's id, a
+ * node's address, this module instance's incarnation, the timeout.
+ */
+u32 odsm_cluster_self(void);
+struct sockaddr_in odsm_cluster_addr(u32 node);
+u64 odsm_cluster_incarnation(void);
+u32 odsm_cluster_timeout_ms(void);
 
 int odsm_cluster_join(const struct odsm_join *j,
 		      const struct odsm_node_addr *nodes, const u8 *key);
@@ -186,7 +154,7 @@ static inline int odsm_conn_peer_id(const struct odsm_conn *conn)
 /* Connections, for transports: set up, then publish when ready to run. */
 void odsm_conn_init(struct odsm_conn *conn, const struct odsm_transport_ops *ops,
 		    void *xprt, u32 peer, bool dialled);
-void odsm_conn_publish(struct odsm_cluster *c, struct odsm_conn *conn);
+void odsm_conn_publish(struct odsm_conn *conn);
 void odsm_conn_kill(struct odsm_conn *conn);
 
 /* For receivers: validate a header in the connection's context (counts a

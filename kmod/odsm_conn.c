@@ -10,6 +10,7 @@
 #include <linux/slab.h>
 #include "odsm.h"
 #include "odsm_cluster.h"
+#include "odsm_core_pri.h"
 
 struct odsm_cluster odsm_cluster = {
 	.join_lock = __MUTEX_INITIALIZER(odsm_cluster.join_lock),
@@ -32,8 +33,10 @@ void odsm_conn_init(struct odsm_conn *conn, const struct odsm_transport_ops *ops
 	INIT_LIST_HEAD(&conn->node);
 }
 
-void odsm_conn_publish(struct odsm_cluster *c, struct odsm_conn *conn)
+void odsm_conn_publish(struct odsm_conn *conn)
 {
+	struct odsm_cluster *c = &odsm_cluster;
+
 	spin_lock(&c->lock);
 	list_add(&conn->node, &c->conns);
 	spin_unlock(&c->lock);
@@ -109,4 +112,24 @@ bool odsm_conn_dead(const struct odsm_conn *conn)
 void odsm_conn_hold(struct odsm_conn *conn)
 {
 	kref_get(&conn->ref);
+}
+
+u32 odsm_cluster_self(void)
+{
+	return odsm_cluster.self;
+}
+
+struct sockaddr_in odsm_cluster_addr(u32 node)
+{
+	return odsm_cluster.peers[node].addr;
+}
+
+u64 odsm_cluster_incarnation(void)
+{
+	return odsm_cluster.incarnation;
+}
+
+u32 odsm_cluster_timeout_ms(void)
+{
+	return odsm_cluster.timeout_ms;
 }

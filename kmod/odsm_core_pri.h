@@ -9,7 +9,51 @@
 #ifndef _ODSM_CORE_PRI_H
 #define _ODSM_CORE_PRI_H
 
+#include <linux/in.h>
 #include "odsm_cluster.h"
+
+struct crypto_shash;
+struct task_struct;
+
+struct odsm_peer {
+	u32 id;
+	struct sockaddr_in addr;
+	/* under cluster.lock (a spinlock) */
+	u32 state;			/* enum odsm_peer_state */
+	struct odsm_conn *conn;		/* the UP or CONNECTING connection */
+	u64 last_rx_ns;
+	u64 rtt_ns;
+	u64 free_bytes;
+	u64 incarnation;
+	struct work_struct dial;	/* connect, off the tick */
+	bool dialling;
+	/* traffic, bumped without the lock */
+	atomic64_t msgs_tx, msgs_rx, bytes_tx, bytes_rx;
+};
+
+struct odsm_cluster {
+	struct mutex join_lock;		/* join / leave / status */
+	/* held for reading by every call in flight, for writing by leave
+	 * before it frees what calls use (peers, connections)
+	 */
+	struct rw_semaphore users;
+	spinlock_t lock;		/* peers' state, conns list */
+	bool joined;
+	u32 transport;
+	const struct odsm_transport_ops *ops;
+	u32 self, nr_nodes;
+	u32 heartbeat_ms, timeout_ms;
+	u64 incarnation;		/* this module instance */
+	struct crypto_shash *hmac;	/* hmac(sha256) keyed with the secret */
+	struct odsm_peer *peers;	/* nr_nodes, self's slot included */
+	struct list_head conns;
+	struct task_struct *ticker;
+	struct workqueue_struct *wq;	/* serves requests */
+	struct xarray calls;		/* seq -> struct odsm_call */
+	atomic64_t next_seq;
+};
+
+extern struct odsm_cluster odsm_cluster;
 
 /* odsm_core_reg.c */
 const struct odsm_transport_ops *odsm_transport_find(u32 id);

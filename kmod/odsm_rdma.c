@@ -451,8 +451,7 @@ static void qp_event(struct ib_event *ev, void *ctx)
 	}
 }
 
-struct odsm_rdma_conn *odsm_rdma_conn_alloc(struct odsm_cluster *c, u32 peer,
-					    bool dialled)
+struct odsm_rdma_conn *odsm_rdma_conn_alloc(u32 peer, bool dialled)
 {
 	struct odsm_conn *conn = kzalloc(sizeof(*conn), GFP_KERNEL);
 	struct odsm_rdma_conn *x = kzalloc(sizeof(*x), GFP_KERNEL);
@@ -462,7 +461,7 @@ struct odsm_rdma_conn *odsm_rdma_conn_alloc(struct odsm_cluster *c, u32 peer,
 		kfree(x);
 		return NULL;
 	}
-	x->timeout_ms = c->timeout_ms;
+	x->timeout_ms = odsm_cluster_timeout_ms();
 	init_completion(&x->cm_done);
 	init_rwsem(&x->res_sem);
 	spin_lock_init(&x->msg.lock);
@@ -641,12 +640,12 @@ void odsm_rdma_conn_abort(struct odsm_rdma_conn *x, bool keep_id)
 }
 
 /* Start the receiver and hand the connection to the cluster. */
-static void conn_publish(struct odsm_cluster *c, struct odsm_rdma_conn *x)
+static void conn_publish(struct odsm_rdma_conn *x)
 {
 	mutex_lock(&odsm_rdma_lock);
 	list_add(&x->node, &odsm_rdma_conns);
 	mutex_unlock(&odsm_rdma_lock);
-	odsm_conn_publish(c, x->conn);
+	odsm_conn_publish(x->conn);
 	wake_up_process(x->rx);
 }
 
@@ -708,7 +707,6 @@ void odsm_rdma_accept_param(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 /* A connection request on the listener: set up, accept and publish. */
 static int on_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
-	struct odsm_cluster *c = &odsm_cluster;
 	struct sockaddr_in *from = (struct sockaddr_in *)&id->route.addr.dst_addr;
 	struct rdma_conn_param p;
 	struct odsm_rdma_conn *x;
@@ -719,7 +717,7 @@ static int on_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	if (odsm_rdma_is_loop_req(ev, from))
 		return odsm_rdma_on_loop_req(id, ev);
 	odsm_rdma_accept_param(id, ev, &p);
-	x = odsm_rdma_conn_alloc(c, U32_MAX, false);
+	x = odsm_rdma_conn_alloc(U32_MAX, false);
 	if (!x)
 		return -ENOMEM;
 	x->id = id;
@@ -737,7 +735,7 @@ static int on_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		goto err_rx;
 	x->live = true;
 	/* the HELLO tells who it is: until then it may say nothing else */
-	conn_publish(c, x);
+	conn_publish(x);
 	return 0;
 err_rx:
 	rx_destroy(x);
@@ -866,9 +864,9 @@ static bool nic_atomics = true;
 module_param(nic_atomics, bool, 0644);
 MODULE_PARM_DESC(nic_atomics, "Use the RDMA device's atomics for ODSM_ATOMIC_F_NIC words (one-sided from peers, loopback at home); N: the home's CPU runs them all, as on a device without atomics. Read at join (default: on)");
 
-static int rdma_listen_(struct odsm_cluster *c)
+static int rdma_listen_(void)
 {
-	struct sockaddr_in a = c->peers[c->self].addr;
+	struct sockaddr_in a = odsm_cluster_addr(odsm_cluster_self());
 	struct rdma_cm_id *id;
 	int ret;
 
@@ -891,14 +889,13 @@ static int rdma_listen_(struct odsm_cluster *c)
 	mutex_lock(&odsm_rdma_lock);
 	rdma_lis.id = id;
 	mutex_unlock(&odsm_rdma_lock);
-	c->listener = &rdma_lis;
 	return 0;
 err:
 	rdma_destroy_id(id);
 	return ret;
 }
 
-static void rdma_unlisten(struct odsm_cluster *c)
+static void rdma_unlisten(void)
 {
 	struct rdma_cm_id *id;
 
@@ -910,17 +907,16 @@ static void rdma_unlisten(struct odsm_cluster *c)
 	/* waits for the connection requests being handled */
 	if (id)
 		rdma_destroy_id(id);
-	c->listener = NULL;
 }
 
 /*
  * Resolve dst (from our own address) and set up x's resources on the
  * device that reaches it: everything a dial does before connecting.
  */
-int odsm_rdma_dial_prepare(struct odsm_cluster *c, struct odsm_rdma_conn *x,
-			   struct sockaddr_in dst, struct rdma_conn_param *p)
+int odsm_rdma_dial_prepare(struct odsm_rdma_conn *x, struct sockaddr_in dst,
+			   struct rdma_conn_param *p)
 {
-	struct sockaddr_in src = c->peers[c->self].addr;
+	struct sockaddr_in src = odsm_cluster_addr(odsm_cluster_self());
 	struct rdma_cm_id *id;
 	int ret;
 
@@ -971,16 +967,16 @@ int odsm_rdma_dial_connect(struct odsm_rdma_conn *x, struct rdma_conn_param *p)
 }
 
 /* Connect to peer; the new connection, with a reference for the caller. */
-static struct odsm_conn *rdma_dial(struct odsm_cluster *c, u32 peer)
+static struct odsm_conn *rdma_dial(u32 peer)
 {
 	struct rdma_conn_param p;
 	struct odsm_rdma_conn *x;
 	int ret;
 
-	x = odsm_rdma_conn_alloc(c, peer, true);
+	x = odsm_rdma_conn_alloc(peer, true);
 	if (!x)
 		return ERR_PTR(-ENOMEM);
-	ret = odsm_rdma_dial_prepare(c, x, c->peers[peer].addr, &p);
+	ret = odsm_rdma_dial_prepare(x, odsm_cluster_addr(peer), &p);
 	if (ret)
 		goto err;
 	ret = rx_create(x, peer);
@@ -989,7 +985,7 @@ static struct odsm_conn *rdma_dial(struct odsm_cluster *c, u32 peer)
 	ret = odsm_rdma_dial_connect(x, &p);
 	if (ret)
 		goto err_rx;
-	conn_publish(c, x);
+	conn_publish(x);
 	kref_get(&x->conn->ref);
 	return x->conn;
 err_rx:

@@ -43,14 +43,13 @@ extern struct odsm_transport_ops odsm_rdma_ops;
  */
 extern struct mutex odsm_rdma_lock;
 extern struct list_head odsm_rdma_conns;
-struct odsm_rdma_conn *odsm_rdma_conn_alloc(struct odsm_cluster *c, u32 peer,
-					    bool dialled);
+struct odsm_rdma_conn *odsm_rdma_conn_alloc(u32 peer, bool dialled);
 int odsm_rdma_conn_setup(struct odsm_rdma_conn *x);
 void odsm_rdma_conn_abort(struct odsm_rdma_conn *x, bool keep_id);
 void odsm_rdma_accept_param(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 			    struct rdma_conn_param *p);
-int odsm_rdma_dial_prepare(struct odsm_cluster *c, struct odsm_rdma_conn *x,
-			   struct sockaddr_in dst, struct rdma_conn_param *p);
+int odsm_rdma_dial_prepare(struct odsm_rdma_conn *x, struct sockaddr_in dst,
+			   struct rdma_conn_param *p);
 int odsm_rdma_dial_connect(struct odsm_rdma_conn *x,
 			   struct rdma_conn_param *p);
 /* odsm_rdma_loop.c: the loopback pair, for the connection manager */

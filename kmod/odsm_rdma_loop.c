@@ -46,12 +46,11 @@ static DECLARE_WAIT_QUEUE_HEAD(loop_acc_wait);
 bool odsm_rdma_is_loop_req(struct rdma_cm_event *ev, struct sockaddr_in *from)
 {
 	const struct loop_pdata *d = ev->param.conn.private_data;
-	struct odsm_cluster *c = &odsm_cluster;
 
 	return d && ev->param.conn.private_data_len >= sizeof(*d) &&
 	       le64_to_cpu(d->magic) == LOOP_MAGIC &&
-	       le64_to_cpu(d->incarnation) == c->incarnation &&
-	       from->sin_addr.s_addr == c->peers[c->self].addr.sin_addr.s_addr;
+	       le64_to_cpu(d->incarnation) == odsm_cluster_incarnation() &&
+	       from->sin_addr.s_addr == odsm_cluster_addr(odsm_cluster_self()).sin_addr.s_addr;
 }
 
 /* Free a loop end: it was never published, its reference is ours. */
@@ -71,18 +70,17 @@ static void loop_end_free(struct odsm_rdma_conn *x)
 int odsm_rdma_on_loop_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	const struct loop_pdata *d = ev->param.conn.private_data;
-	struct odsm_cluster *c = &odsm_cluster;
 	struct rdma_conn_param p;
 	struct odsm_rdma_conn *x;
 	int ret;
 
 	odsm_rdma_accept_param(id, ev, &p);
-	x = odsm_rdma_conn_alloc(c, c->self, false);
+	x = odsm_rdma_conn_alloc(odsm_cluster_self(), false);
 	if (!x)
 		return -ENOMEM;
 	x->id = id;
 	id->context = x;
-	x->peer_ip = c->peers[c->self].addr.sin_addr.s_addr;
+	x->peer_ip = odsm_cluster_addr(odsm_cluster_self()).sin_addr.s_addr;
 	x->loop.end = true;
 	x->loop.attempt = le64_to_cpu(d->attempt);
 	rdma_set_ack_timeout(id, RDMA_ACK_TIMEOUT);
@@ -148,22 +146,22 @@ static bool loop_end_ok(struct odsm_rdma_conn *x)
 }
 
 /* Dial ourselves: both ends of a new pair into loop.  Under loop_lock. */
-static int loop_dial(struct odsm_cluster *c)
+static int loop_dial(void)
 {
 	struct loop_pdata d = {
 		.magic = cpu_to_le64(LOOP_MAGIC),
-		.incarnation = cpu_to_le64(c->incarnation),
+		.incarnation = cpu_to_le64(odsm_cluster_incarnation()),
 		.attempt = cpu_to_le64(++loop_attempt),
 	};
 	struct rdma_conn_param p;
 	struct odsm_rdma_conn *x, *resp;
 	int ret;
 
-	x = odsm_rdma_conn_alloc(c, c->self, true);
+	x = odsm_rdma_conn_alloc(odsm_cluster_self(), true);
 	if (!x)
 		return -ENOMEM;
 	x->loop.end = true;
-	ret = odsm_rdma_dial_prepare(c, x, c->peers[c->self].addr, &p);
+	ret = odsm_rdma_dial_prepare(x, odsm_cluster_addr(odsm_cluster_self()), &p);
 	if (ret)
 		goto err;
 	ret = -EOPNOTSUPP;
@@ -208,15 +206,14 @@ void odsm_rdma_loop_destroy(void)
 
 int odsm_rdma_loop_get(struct odsm_rdma_loop *lp)
 {
-	struct odsm_cluster *c = &odsm_cluster;
 	int ret = 0;
 
 	mutex_lock(&loop_lock);
 	if (!loop_end_ok(loop.req) || !loop_end_ok(loop.resp)) {
 		loop_destroy_locked();
 		ret = -EHOSTDOWN;
-		if (READ_ONCE(c->joined) && c->ops == &odsm_rdma_ops)
-			ret = loop_dial(c);
+		if (odsm_cluster_transport() == &odsm_rdma_ops)
+			ret = loop_dial();
 	}
 	if (!ret) {
 		*lp = loop;

@@ -154,8 +154,7 @@ static int tcp_rx_thread(void *arg)
 /* Wrap a connected socket; the connection runs once published. */
 static struct odsm_transport_ops tcp_transport;
 
-static struct odsm_conn *tcp_conn_new(struct odsm_cluster *c,
-				      struct socket *sock, u32 peer,
+static struct odsm_conn *tcp_conn_new(struct socket *sock, u32 peer,
 				      bool dialled)
 {
 	struct odsm_conn *conn = kzalloc(sizeof(*conn), GFP_KERNEL);
@@ -166,13 +165,13 @@ static struct odsm_conn *tcp_conn_new(struct odsm_cluster *c,
 	t->sock = sock;
 	mutex_init(&t->tx_lock);
 	odsm_conn_init(conn, &tcp_transport, t, peer, dialled);
-	sock_tune(sock, c->timeout_ms);
+	sock_tune(sock, odsm_cluster_timeout_ms());
 	t->rx = kthread_create(tcp_rx_thread, conn, "odsm-rx/%d",
 			       peer == U32_MAX ? -1 : (int)peer);
 	if (IS_ERR(t->rx))
 		goto err;
 	get_task_struct(t->rx);
-	odsm_conn_publish(c, conn);
+	odsm_conn_publish(conn);
 	wake_up_process(t->rx);
 	return conn;
 err:
@@ -212,10 +211,12 @@ static int tcp_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	return 0;
 }
 
+/* The accepting side, from listen to unlisten. */
+static struct tcp_listener *tcp_lis;
+
 static int acceptor_thread(void *arg)
 {
-	struct odsm_cluster *c = arg;
-	struct tcp_listener *l = c->listener;
+	struct tcp_listener *l = arg;
 	struct odsm_conn *conn;
 	struct socket *sock;
 
@@ -228,16 +229,16 @@ static int acceptor_thread(void *arg)
 			continue;
 		}
 		/* the HELLO tells who it is: until then it may say nothing else */
-		conn = tcp_conn_new(c, sock, U32_MAX, false);
+		conn = tcp_conn_new(sock, U32_MAX, false);
 		if (IS_ERR(conn))
 			sock_release(sock);
 	}
 	return 0;
 }
 
-static int tcp_listen(struct odsm_cluster *c)
+static int tcp_listen(void)
 {
-	struct sockaddr_in a = c->peers[c->self].addr;
+	struct sockaddr_in a = odsm_cluster_addr(odsm_cluster_self());
 	struct tcp_listener *l;
 	int ret;
 
@@ -257,13 +258,12 @@ static int tcp_listen(struct odsm_cluster *c)
 	ret = kernel_listen(l->sock, ODSM_MAX_NODES);
 	if (ret)
 		goto err_sock;
-	c->listener = l;
-	l->acceptor = kthread_run(acceptor_thread, c, "odsm-accept");
+	l->acceptor = kthread_run(acceptor_thread, l, "odsm-accept");
 	if (IS_ERR(l->acceptor)) {
 		ret = PTR_ERR(l->acceptor);
-		c->listener = NULL;
 		goto err_sock;
 	}
+	tcp_lis = l;
 	get_task_struct(l->acceptor);
 	return 0;
 err_sock:
@@ -273,22 +273,22 @@ err_free:
 	return ret;
 }
 
-static void tcp_unlisten(struct odsm_cluster *c)
+static void tcp_unlisten(void)
 {
-	struct tcp_listener *l = c->listener;
+	struct tcp_listener *l = tcp_lis;
 
 	kernel_sock_shutdown(l->sock, SHUT_RDWR);
 	kthread_stop(l->acceptor);
 	put_task_struct(l->acceptor);
 	sock_release(l->sock);
 	kfree(l);
-	c->listener = NULL;
+	tcp_lis = NULL;
 }
 
 /* Connect to peer; the new connection, with a reference for the caller. */
-static struct odsm_conn *tcp_dial(struct odsm_cluster *c, u32 peer)
+static struct odsm_conn *tcp_dial(u32 peer)
 {
-	struct sockaddr_in a = c->peers[peer].addr;
+	struct sockaddr_in a = odsm_cluster_addr(peer);
 	struct odsm_conn *conn;
 	struct socket *sock;
 	int ret;
@@ -298,13 +298,13 @@ static struct odsm_conn *tcp_dial(struct odsm_cluster *c, u32 peer)
 	if (ret)
 		return ERR_PTR(ret);
 	/* bounds the connect too: a silent address costs one timeout */
-	sock_tune(sock, c->timeout_ms);
+	sock_tune(sock, odsm_cluster_timeout_ms());
 	ret = kernel_connect(sock, (struct sockaddr *)&a, sizeof(a), 0);
 	if (ret) {
 		sock_release(sock);
 		return ERR_PTR(ret);
 	}
-	conn = tcp_conn_new(c, sock, peer, true);
+	conn = tcp_conn_new(sock, peer, true);
 	if (IS_ERR(conn)) {
 		sock_release(sock);
 		return conn;
