@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The RDMA transport's insides, shared by its files: odsm_rdma.c (the
- * connection manager, SEND/RECV, connection lifecycle, the loopback pair)
- * and odsm_rdma_onesided.c (registrations, one-sided READ/WRITE and
- * atomics).  The rest of the module sees odsm_cluster.h only.
+ * connection manager, SEND/RECV, connection lifecycle), odsm_rdma_loop.c
+ * (the loopback pair) and odsm_rdma_onesided.c (registrations, one-sided
+ * READ/WRITE and atomics).  The rest of the module sees the transport only
+ * through its ops (odsm_cluster.h).
  */
 #ifndef _ODSM_RDMA_H
 #define _ODSM_RDMA_H
