@@ -463,6 +463,21 @@ static int ticker_thread(void *arg)
 
 /* ---- join / leave / status ---------------------------------------------- */
 
+/*
+ * Reconfigure the node, never while it is in a cluster: the geometry is
+ * what a join sized its peers by, and what peers checked in its HELLO.
+ */
+int odsm_cluster_set_config(const struct odsm_geom *g)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	int ret;
+
+	mutex_lock(&c->join_lock);
+	ret = c->joined ? -EBUSY : odsm_heap_set_config(&odsm_heap, g);
+	mutex_unlock(&c->join_lock);
+	return ret;
+}
+
 int odsm_cluster_join(const struct odsm_join *j,
 		      const struct odsm_node_addr *nodes, const u8 *key)
 {
@@ -470,7 +485,7 @@ int odsm_cluster_join(const struct odsm_join *j,
 	const struct odsm_transport_ops *ops;
 	struct crypto_shash *hmac;
 	struct odsm_peer *peers;
-	u32 i, k;
+	u32 i, k, hb, to;
 	int ret;
 
 	if (j->transport != ODSM_TRANSPORT_TCP &&
@@ -479,6 +494,10 @@ int odsm_cluster_join(const struct odsm_join *j,
 	ops = odsm_transport_find(j->transport);
 	if (!ops)	/* e.g. RDMA on a kernel without the RDMA CM */
 		return -EPROTONOSUPPORT;
+	hb = j->heartbeat_ms ? j->heartbeat_ms : 200;
+	to = j->timeout_ms ? j->timeout_ms : 2000;
+	if (hb > ODSM_HEARTBEAT_MS_MAX || to > ODSM_TIMEOUT_MS_MAX || to <= hb)
+		return -EINVAL;
 	if (j->nr_nodes != odsm_heap.geom.nr_nodes || j->nr_nodes < 2)
 		return -EINVAL;
 	for (i = 0; i < j->nr_nodes; i++) {
@@ -519,13 +538,19 @@ int odsm_cluster_join(const struct odsm_join *j,
 		ret = -EBUSY;
 		goto err_unlock;
 	}
+	/* the geometry cannot change under join_lock (set_config below) */
+	if (j->nr_nodes != odsm_heap.geom.nr_nodes ||
+	    odsm_heap.geom.node_id >= j->nr_nodes) {
+		ret = -EINVAL;
+		goto err_unlock;
+	}
 	c->self = odsm_heap.geom.node_id;
 	peers[c->self].state = ODSM_PEER_SELF;
 	c->nr_nodes = j->nr_nodes;
 	c->transport = j->transport;
 	c->ops = ops;
-	c->heartbeat_ms = j->heartbeat_ms ? j->heartbeat_ms : 200;
-	c->timeout_ms = j->timeout_ms ? j->timeout_ms : 2000;
+	c->heartbeat_ms = hb;
+	c->timeout_ms = to;
 	c->incarnation = get_random_u64();
 	c->peers = peers;
 	c->hmac = hmac;

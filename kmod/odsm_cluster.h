@@ -131,6 +131,7 @@ u32 odsm_cluster_timeout_ms(void);
 int odsm_cluster_join(const struct odsm_join *j,
 		      const struct odsm_node_addr *nodes, const u8 *key);
 void odsm_cluster_leave(void);
+int odsm_cluster_set_config(const struct odsm_geom *g);
 int odsm_cluster_status(struct odsm_status *st, struct odsm_peer_info *out,
 			u32 room);
 

@@ -64,7 +64,7 @@ static long ioc_set_config(void __user *arg)
 	g.nr_nodes = c.nr_nodes;
 	g.base = c.heap_base;
 	g.part_size = c.part_size;
-	return odsm_heap_set_config(&odsm_heap, &g);
+	return odsm_cluster_set_config(&g);
 }
 
 /* Where an allocation goes: this node, or a peer's node id. */

@@ -566,7 +566,8 @@ static int cmd_join(int argc, char **argv)
 				id, ip, nodes[id].port);
 			break;
 		case EINVAL:
-			fprintf(stderr, "  (the module refused the node table or the timings)\n");
+			fprintf(stderr, "  (the module refused the node table or the timings: heartbeat at most %u ms, timeout at most %u ms and longer than the heartbeat)\n",
+				ODSM_HEARTBEAT_MS_MAX, ODSM_TIMEOUT_MS_MAX);
 			break;
 		case EPERM:
 			fprintf(stderr, "  (joining needs CAP_SYS_ADMIN)\n");

@@ -162,12 +162,18 @@ struct odsm_node_addr {
  * secret, the same on every node: a connection is used only after both
  * ends proved they hold it (an HMAC-SHA256 challenge-response in the
  * handshake).  The module keeps its own copy until the node leaves.
- * heartbeat_ms / timeout_ms 0 take the defaults (200 / 2000).
+ * heartbeat_ms / timeout_ms 0 take the defaults (200 / 2000); otherwise
+ * heartbeat_ms is at most ODSM_HEARTBEAT_MS_MAX, timeout_ms at most
+ * ODSM_TIMEOUT_MS_MAX and longer than the heartbeat (-EINVAL).  A joined
+ * node refuses ODSM_IOC_SET_CONFIG (-EBUSY): its geometry is the
+ * cluster's until it leaves.
  * -EBUSY if already joined, -ENOKEY without a key, -EINVAL for a bad table
  * or key length, -EPROTONOSUPPORT for a transport this build does not have.
  */
 #define ODSM_KEY_MIN	16
 #define ODSM_KEY_MAX	64
+#define ODSM_HEARTBEAT_MS_MAX	10000
+#define ODSM_TIMEOUT_MS_MAX	60000
 
 struct odsm_join {
 	__u32 transport;

@@ -104,6 +104,9 @@ if [ "$transport" = tcp ]; then
 	expect_join_fail "not an address of this machine" --node-id "$rig_node" --nodes "$bad" --key-file "$KEY"
 	# no cluster without its key
 	expect_join_fail "key-file FILE is required" --node-id "$rig_node" --nodes "$addrs"
+	# the module bounds the timeouts it accepts (ODSM_TIMEOUT_MS_MAX)
+	expect_join_fail "invalid argument" "$@" --timeout-ms 600000
+	expect_join_fail "invalid argument" "$@" --heartbeat-ms 20000 --timeout-ms 40000
 	# odsmctl keygen: 32 random bytes, owner-only, never over a file
 	rm -f /tmp/odsm-gen.key
 	odsmctl keygen /tmp/odsm-gen.key || { echo "cluster: odsmctl keygen failed"; failed=$((failed + 1)); }
@@ -133,6 +136,15 @@ fi
 
 join "$@"
 expect_join_fail "already joined" "$@"
+# a joined node keeps its geometry: reconfiguring it, even to the same
+# one with nothing mapped or allocated yet, is refused until it leaves
+out=$(odsmctl config --node-id "$rig_node" --nodes "$rig_nodes" 2>&1)
+rc=$?
+echo "$out"
+if [ "$rc" = 0 ] || ! echo "$out" | grep -q "busy"; then
+	echo "cluster: 'odsmctl config' while joined should have failed busy (rc=$rc)"
+	failed=$((failed + 1))
+fi
 odsmctl status
 barrier || fail "barrier before the programs"
 
