@@ -313,7 +313,8 @@ struct odsm_atomic {
  * Errors: -ESTALE (gaddr names an object that is gone: it was moved or
  * freed since that colored address was read; read its owner again),
  * -EINVAL (no object starts at gaddr), -ENOMEM (no room for the copy
- * here), -EHOSTDOWN / -ETIMEDOUT.
+ * here), -EOVERFLOW (the copy has 2^32 - 1 references already),
+ * -EHOSTDOWN / -ETIMEDOUT.
  */
 struct odsm_borrow {
 	__u64 gaddr;		/* in: colored global address */
