@@ -8,6 +8,7 @@
 #                   supported kernel; ends with "N passed, M failed"
 #   make demo       setup, then a guest running the example application
 #   make bench      setup, then the benchmarks in a guest (not a test)
+#   make model      spin checks the coherence protocol's model (model/)
 #   make install    library, headers, odsm.pc, odsmctl and the module
 #                   (PREFIX=/usr/local, DESTDIR=)
 #
@@ -56,7 +57,7 @@ TOOLS	   := $(patsubst %.c,$(BUILD)/bin/%,$(notdir $(TOOL_SRC)))
 
 MODULE	:= $(BUILD)/kmod/$(KVER)/kmod/odsm.ko
 
-.PHONY: all module lib tools tests setup check demo bench checkpatch install clean \
+.PHONY: all module lib tools tests setup check demo bench model checkpatch install clean \
 	FORCE
 
 all: module lib tools tests
@@ -167,6 +168,10 @@ demo: setup
 
 bench: setup
 	@tools/bench.sh
+
+# the coherence protocol's Promela model and its mutants (make check too)
+model:
+	@tools/model-check.sh
 
 # checkpatch.pl from the linux-source package, on the kernel-side files
 checkpatch: $(BUILD)/lsrc/scripts/checkpatch.pl

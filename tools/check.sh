@@ -6,6 +6,8 @@
 #             file calls a layer above its own (tools/kmod-deps.sh)
 #   host      unit tests of the pure logic, and of libodsm against a fake
 #             /dev/odsm (ASan + UBSan)
+#   model     spin checks the coherence protocol's model (model/): the
+#             model passes, every mutant fails (tools/model-check.sh)
 #   rig       the VM rig's own checks: guests boot, Soft-RoCE comes up,
 #             a kernel WARN or panic is judged a failure
 #   vm-KVER   kselftest programs in a QEMU/TCG guest of each kernel, and the
@@ -157,6 +159,19 @@ for t in build/tests/host/* build/tests/lib/*; do
 	hf=$((hf + f))
 done
 suite_end host $hp $hf
+
+# ---- the protocol, model-checked ------------------------------------------------
+step "model: spin on model/odsm_coherence.pml and its mutants"
+tools/model-check.sh >"$LOGS/model.txt" 2>&1
+rc=$?
+mp=$(grep -c '^ok: ' "$LOGS/model.txt")
+mf=$(grep -c '^not ok: ' "$LOGS/model.txt")
+grep -E '^(ok|not ok): ' "$LOGS/model.txt" | sed 's/^/  /'
+if [ "$rc" != 0 ] && [ "$mf" = 0 ]; then
+	tail -n 20 "$LOGS/model.txt"
+	mf=1
+fi
+suite_end model "$mp" "$mf"
 
 # ---- the rig judges what it should -----------------------------------------------
 # smoke and Soft-RoCE rping in one guest must pass; a module that fires a

@@ -18,6 +18,7 @@ PKGS=(
 	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest
 	libibverbs-dev librdmacm-dev
 	linux-source-6.1
+	spin
 )
 
 have_all() {
