@@ -125,6 +125,16 @@ int odsm_heap_alloc(struct odsm_heap *h, u64 size, u32 align, u32 flags,
  * freed: the address's colors have passed it), -EINVAL for an address
  * where no object starts.  Caller holds h->lock.
  */
+/* A refusal (ret) of cgaddr: -ESTALE, counted, if it names a gone object. */
+static int refusal(struct odsm_heap *h, u64 cgaddr, int ret)
+{
+	if (ret && odsm_palloc_stale(&h->pa, cgaddr)) {
+		odsm_stat_inc(ODSM_STAT_stale_refused);
+		return -ESTALE;
+	}
+	return ret;
+}
+
 static int object_at(struct odsm_heap *h, u64 cgaddr, struct odsm_objinfo *oi)
 {
 	int ret;
@@ -133,11 +143,7 @@ static int object_at(struct odsm_heap *h, u64 cgaddr, struct odsm_objinfo *oi)
 	ret = odsm_palloc_lookup(&h->pa, cgaddr, oi);
 	if (!ret && odsm_color(cgaddr) < oi->color)
 		ret = -EINVAL;
-	if (ret && odsm_palloc_stale(&h->pa, cgaddr)) {
-		odsm_stat_inc(ODSM_STAT_stale_refused);
-		ret = -ESTALE;
-	}
-	return ret;
+	return refusal(h, cgaddr, ret);
 }
 
 int odsm_heap_object(struct odsm_heap *h, u64 cgaddr, struct odsm_objinfo *oi)
@@ -226,12 +232,8 @@ int odsm_heap_obj_info(struct odsm_heap *h, u64 cgaddr,
 	int ret;
 
 	mutex_lock(&h->lock);
-	ret = odsm_palloc_lookup(&h->pa, cgaddr, oi);
-	/* none there now: gone, if cgaddr named one that lived there */
-	if (ret && odsm_palloc_stale(&h->pa, cgaddr)) {
-		odsm_stat_inc(ODSM_STAT_stale_refused);
-		ret = -ESTALE;
-	}
+	/* the color is not compared: none there now is gone, if it lived */
+	ret = refusal(h, cgaddr, odsm_palloc_lookup(&h->pa, cgaddr, oi));
 	mutex_unlock(&h->lock);
 	return ret;
 }
