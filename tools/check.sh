@@ -46,6 +46,24 @@ tap_totals() {	# file -> "pass fail" summed over every program in it
 
 step() { echo "== $*"; }
 
+# A suite whose command prints a line per check: ok and bad are the
+# patterns of a passed and a failed one (the lines are shown); a command
+# that exits non-zero with no failed line counts as one failure.
+counted_suite() {	# name log ok-pattern bad-pattern command...
+	local name=$1 log=$2 okp=$3 badp=$4 rc p f
+	shift 4
+	"$@" >"$log" 2>&1
+	rc=$?
+	p=$(grep -c "$okp" "$log")
+	f=$(grep -c "$badp" "$log")
+	grep -E "($okp|$badp)" "$log" | sed 's/^/  /'
+	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+		tail -n 20 "$log"
+		f=1
+	fi
+	suite_end "$name" "$p" "$f"
+}
+
 # One run of the VM rig, counted into the suite being run (s_pass, s_fail):
 # scenario SCEN on N guests of kernel KVER booted from $img, run.sh's
 # output in RUNLOG, more run.sh options after the fixed arguments.  Each
@@ -162,16 +180,7 @@ suite_end host $hp $hf
 
 # ---- the protocol, model-checked ------------------------------------------------
 step "model: spin on model/odsm_coherence.pml and its mutants"
-tools/model-check.sh >"$LOGS/model.txt" 2>&1
-rc=$?
-mp=$(grep -c '^ok: ' "$LOGS/model.txt")
-mf=$(grep -c '^not ok: ' "$LOGS/model.txt")
-grep -E '^(ok|not ok): ' "$LOGS/model.txt" | sed 's/^/  /'
-if [ "$rc" != 0 ] && [ "$mf" = 0 ]; then
-	tail -n 20 "$LOGS/model.txt"
-	mf=1
-fi
-suite_end model "$mp" "$mf"
+counted_suite model "$LOGS/model.txt" '^ok: ' '^not ok: ' tools/model-check.sh
 
 # ---- the rig judges what it should -----------------------------------------------
 # smoke and Soft-RoCE rping in one guest must pass; a module that fires a
@@ -179,16 +188,8 @@ suite_end model "$mp" "$mf"
 # guests is covered by the cluster suite over RDMA; rping between guests,
 # flaky under a loaded host, stays in tools/rig/selftest.sh.)
 step "rig self-test (judge, 1-3 guests with Soft-RoCE)"
-RIG_SELFTEST_NODES=1 tools/rig/selftest.sh "${KVERS[@]/#/-k}" >"$LOGS/rig-selftest.txt" 2>&1
-rc=$?
-rp=$(grep -c '^ok ' "$LOGS/rig-selftest.txt")
-rf=$(grep -c '^BAD ' "$LOGS/rig-selftest.txt")
-grep -E '^(ok|BAD) ' "$LOGS/rig-selftest.txt" | sed 's/^/  /'
-if [ "$rc" != 0 ] && [ "$rf" = 0 ]; then
-	tail -n 20 "$LOGS/rig-selftest.txt"
-	rf=1
-fi
-suite_end rig "$rp" "$rf"
+counted_suite rig "$LOGS/rig-selftest.txt" '^ok ' '^BAD ' \
+	env RIG_SELFTEST_NODES=1 tools/rig/selftest.sh "${KVERS[@]/#/-k}"
 
 # ---- VM suites -------------------------------------------------------------------
 for k in "${KVERS[@]}"; do
