@@ -31,6 +31,8 @@
 #   -B           boot the bzImage /boot/vmlinuz-KVER as is.  By default the ELF
 #                kernel inside it (cached in out/) is started at its PVH entry:
 #                no decompression under TCG, 1-4 s faster per guest
+# Runs on one machine wait for each other (flock on RIG_LOCK, default
+# /tmp/odsm-rig.lock): one set of guests at a time.
 # A guest passes only if its log has "RIG_RESULT: PASS scenario=S node=K" and
 # no kernel problem (WARNING, BUG, Oops, lockdep, hung task, stall, ...).
 # Exit status 0 iff every guest passes.
@@ -80,6 +82,15 @@ quotes=${EXTRA//[^\"]/}
 [ $((${#quotes} % 2)) = 0 ] || die "-a: unbalanced double quote in '$EXTRA'"
 mkdir -p "$LOGDIR"
 LOGDIR=$(cd "$LOGDIR" && pwd)
+
+# One set of guests at a time on this machine: TCG guests of two runs
+# starve each other of CPU and time out for no fault of the code.  A run
+# waits here for the one before it (RIG_LOCK names the lock file).
+exec 9>"${RIG_LOCK:-/tmp/odsm-rig.lock}"
+if ! flock -n 9; then
+	echo "run.sh: waiting for another rig run to end (${RIG_LOCK:-/tmp/odsm-rig.lock})" >&2
+	flock 9
+fi
 
 RUN=$(mktemp -d "${TMPDIR:-/tmp}/rig-run.XXXXXX")
 PIDS=() FOLLOWS=()
@@ -171,7 +182,7 @@ boot() { # K: start guest K in the background
 		-device "virtio-net-pci,netdev=n0,romfile=,mac=52:54:00:00:00:$(printf %02x $((k + 1)))" \
 		-kernel "$KERNEL" -initrd "$INITRD" \
 		-append "console=ttyS0 panic=-1 oops=panic loglevel=4 rig.scenario=$SCEN rig.node=$k rig.nodes=$NODES rig.ip=$(ip_of "$k")/24 rig.peers=$peers rig.key=$RIGKEY $EXTRA" \
-		</dev/null >"$(log_of "$k")" 2>&1 &
+		</dev/null >"$(log_of "$k")" 2>&1 9>&- &
 	PIDS+=($!)
 	[ "$VERBOSE" = 0 ] || follow "$k" "$!"
 }
@@ -188,7 +199,7 @@ wait_for_socket() { # PATH: QEMU/vde_switch listening on it
 
 start=$EPOCHREALTIME
 if [ "$NODES" -ge 3 ]; then
-	vde_switch -s "$RUN/sw" -d -p "$RUN/vde.pid" -n $((NODES + 2)) >/dev/null
+	vde_switch -s "$RUN/sw" -d -p "$RUN/vde.pid" -n $((NODES + 2)) >/dev/null 9>&-
 	wait_for_socket "$RUN/sw/ctl"
 fi
 boot 0
