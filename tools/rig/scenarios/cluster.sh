@@ -25,7 +25,7 @@
 #   rig.odsm_params=a=1,b=2  odsm module parameters (commas become spaces)
 #
 # Markers:  RIG_MARK cluster_up node=K peers=N secs=S   (again after a re-join)
-#           RIG_MARK selftest_start NAME / selftest_end NAME rc=N
+#           RIG_MARK selftest_start NAME / selftest_end NAME rc=N secs=S
 #           RIG_MARK cluster_tests programs=N failed=M
 #           RIG_MARK node_down node=K                     (node K, going)
 #           RIG_MARK rmmod secs=S rc=N
@@ -151,14 +151,15 @@ barrier || fail "barrier before the programs"
 # the programs, on every node at once; a rig barrier after each
 only=" $(echo "${rig_cluster_tests:-}" | tr ',' ' ') "
 run_test() { # PATH [ENV=VALUE...]
-	local t=$1 name rc
+	local t=$1 name rc t0
 	shift
 	name=${t##*/}
 	mark selftest_start "$name"
+	t0=$(now_cs)
 	env ODSM_NODE="$rig_node" ODSM_NODES="$rig_nodes" ODSM_TIMEOUT_MS="$timeout_ms" \
 		ODSM_PORT="$PORT" ODSM_KEY_FILE="$KEY" "$@" "$t"
 	rc=$?
-	mark selftest_end "$name" "rc=$rc"
+	mark selftest_end "$name" "rc=$rc secs=$(secs_since "$t0")"
 	n=$((n + 1))
 	[ "$rc" -eq 0 ] || failed=$((failed + 1))
 }
