@@ -32,10 +32,12 @@
  *
  * Teardown: kill marks the connection broken and disconnects from a work
  * item (rdma_disconnect sleeps); stop drains the QP, frees the verbs
- * resources and the CM id, and stops the receiver; release frees what is
- * left.  A device going away (ib_client remove, which runs before the
- * RDMA CM's own) tears down the listener and every connection on it at
- * once; the cluster sees the peers fail.
+ * resources and the CM id, stops the receiver and only then cancels the
+ * work item (the drain's completions may queue it again); release does
+ * the same for a connection never stopped and frees what is left.  A
+ * device going away (ib_client remove, which runs before the RDMA CM's
+ * own) tears down the listener and every connection on it at once; the
+ * cluster sees the peers fail.
  *
  * One-sided READ, WRITE and atomics, and the registrations behind them,
  * are in odsm_rdma_onesided.c; the loopback pair, a connection of the
@@ -635,6 +637,8 @@ static void conn_free(struct odsm_rdma_conn *x)
 void odsm_rdma_conn_abort(struct odsm_rdma_conn *x, bool keep_id)
 {
 	conn_teardown(x, keep_id);
+	/* as rdma_release: a completion drained above may have queued it */
+	cancel_work_sync(&x->disc_work);
 	kfree(x->conn);
 	conn_free(x);
 }
@@ -826,13 +830,22 @@ static void rdma_kill(struct odsm_conn *conn)
 	schedule_work(&x->disc_work);
 }
 
+/*
+ * The teardown comes before the last cancel of disc_work, never after:
+ * draining the QP completes what is still posted (a one-sided operation
+ * or a REG_MR that timed out) with an error, and that completion's
+ * handler kills the connection, which queues disc_work again.  Once torn,
+ * nothing queues it any more (the CQ is gone, the receiver stopped, and
+ * at release nobody else holds the connection), and a disc_work that
+ * runs after the teardown does nothing.
+ */
 static void rdma_stop(struct odsm_conn *conn)
 {
 	struct odsm_rdma_conn *x = rc(conn);
 
-	cancel_work_sync(&x->disc_work);
 	conn_teardown(x, false);
 	rx_destroy(x);
+	cancel_work_sync(&x->disc_work);
 }
 
 static void rdma_release(struct odsm_conn *conn)
@@ -842,9 +855,9 @@ static void rdma_release(struct odsm_conn *conn)
 	mutex_lock(&odsm_rdma_lock);
 	list_del_init(&x->node);
 	mutex_unlock(&odsm_rdma_lock);
-	cancel_work_sync(&x->disc_work);
 	conn_teardown(x, false);
 	rx_destroy(x);
+	cancel_work_sync(&x->disc_work);
 	conn_free(x);
 }
 
