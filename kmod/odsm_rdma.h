@@ -17,6 +17,9 @@
 #include "odsm_cluster.h"
 
 #define RDMA_RECVS		16	/* receive buffers = credits, per side */
+/* accepted connections before their handshake: from one address, in all */
+#define RDMA_UNAUTH_PER_ADDR	2
+#define RDMA_UNAUTH_MAX		8
 #define RDMA_SENDS		(2 * RDMA_RECVS)	/* send queue slots */
 #define RDMA_CREDIT_BATCH	(RDMA_RECVS / 2)
 #define RDMA_MSG_MAX		(ODSM_WIRE_HDR_SIZE + ODSM_WIRE_MAX_PAYLOAD)
