@@ -808,7 +808,7 @@ static int on_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 
 	if (from->sin_family != AF_INET)
 		return refuse(from, "not IPv4");
-	if (odsm_rdma_is_loop_req(ev, from))
+	if (odsm_rdma_is_loop_req(ev))
 		return odsm_rdma_on_loop_req(id, ev);
 	if (!from_member(from->sin_addr.s_addr))
 		return refuse(from, "no member of the cluster");

@@ -57,7 +57,7 @@ int odsm_rdma_dial_prepare(struct odsm_rdma_conn *x, struct sockaddr_in dst,
 int odsm_rdma_dial_connect(struct odsm_rdma_conn *x,
 			   struct rdma_conn_param *p);
 /* odsm_rdma_loop.c: the loopback pair, for the connection manager */
-bool odsm_rdma_is_loop_req(struct rdma_cm_event *ev, struct sockaddr_in *from);
+bool odsm_rdma_is_loop_req(struct rdma_cm_event *ev);
 int odsm_rdma_on_loop_req(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 void odsm_rdma_loop_destroy(void);
 /*

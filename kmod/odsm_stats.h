@@ -79,6 +79,9 @@ enum odsm_stat {
 					 * no member's address, or too many
 					 * unauthenticated
 					 */
+	ODSM_STAT_rdma_loop_refused,	/* loopback pair requests refused:
+					 * not this attempt's token
+					 */
 	ODSM_STAT_NR
 };
 
