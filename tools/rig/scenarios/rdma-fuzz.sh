@@ -158,7 +158,7 @@ if [ "$rig_node" = 1 ]; then
 	out=$("$bin" garbage "$(node_ip 0)" "$PORT" 6)
 	echo "$out"
 	sent=$(val sent "$out")
-	[ -n "$sent" ] && [ "$sent" -le 40 ] || bad "node 0 took $sent garbage SENDs (at most 40)"
+	[ -n "$sent" ] && [ "$sent" -le 64 ] || bad "node 0 took $sent garbage SENDs (at most 64)"
 fi
 barrier || fail "barrier after the garbage"
 if [ "$rig_node" = 0 ]; then
