@@ -12,11 +12,11 @@
  *	source address SRC), redialling every one that is refused or closed;
  *	prints attempts, established, peak (most open at once), rejected,
  *	closed.
- *   garbage ADDR PORT SECS [SRC]
+ *   garbage ADDR PORT SECS [SIZE]
  *	one connection that SENDs (with immediate 0: valid credits) messages
- *	of the transport's largest size full of garbage, as fast as they
- *	complete, for SECS seconds; prints sent (completed SENDs), the
- *	status that ended it.
+ *	of SIZE bytes (default: the transport's largest) full of garbage, as
+ *	fast as they complete, for SECS seconds; prints sent (completed
+ *	SENDs), the status that ended it.
  *   hello ADDR PORT NODE NR_NODES HEAP_BASE PART_SIZE
  *	a HELLO offer claiming NODE (no key needed), and print the
  *	incarnation the acceptor's challenge carries in clear.
@@ -251,7 +251,7 @@ static struct rdma_cm_id *connect_one(struct cm *c, struct slot *s)
 	return s->state == S_UP ? s->id : NULL;
 }
 
-static int garbage(const char *ip, int port, int secs, const char *src)
+static int garbage(const char *ip, int port, int secs, unsigned int size)
 {
 	struct slot s = { 0 };
 	struct ibv_send_wr wr, *bad;
@@ -264,7 +264,9 @@ static int garbage(const char *ip, int port, int secs, const char *src)
 	struct cm c;
 	char *buf;
 
-	cm_init(&c, ip, port, src);
+	if (!size || size > MSG_MAX)
+		size = MSG_MAX;
+	cm_init(&c, ip, port, NULL);
 	if (!connect_one(&c, &s)) {
 		printf("garbage: not connected: rejected=%ld\n", c.rejected);
 		return 0;
@@ -281,7 +283,7 @@ static int garbage(const char *ip, int port, int secs, const char *src)
 		while (inflight < 8) {
 			memset(&wr, 0, sizeof(wr));
 			sge.addr = (uintptr_t)buf;
-			sge.length = MSG_MAX;
+			sge.length = size;
 			sge.lkey = mr->lkey;
 			wr.opcode = IBV_WR_SEND_WITH_IMM;
 			wr.send_flags = IBV_SEND_SIGNALED;
@@ -306,7 +308,7 @@ static int garbage(const char *ip, int port, int secs, const char *src)
 		if (!n)
 			usleep(200);
 	}
-	printf("garbage: posted=%ld sent=%ld status=%s\n", posted, sent,
+	printf("garbage: size=%u posted=%ld sent=%ld status=%s\n", size, posted, sent,
 	       status > 0 ? ibv_wc_status_str(status) :
 	       status ? "post failed" : "time up");
 	fflush(stdout);
@@ -507,7 +509,7 @@ static int atomics(int secs, int threads, int blocks)
 	if (!objs)
 		die("calloc");
 	for (i = 0; i < blocks; i++) {
-		ret = odsm_alloc(64 << 10, 64 << 10, ODSM_ALLOC_ZERO, &objs[i]);
+		ret = odsm_alloc(64 << 10, 4096, ODSM_ALLOC_ZERO, &objs[i]);
 		if (ret)
 			break;
 	}
@@ -542,7 +544,7 @@ int main(int argc, char **argv)
 			     argc > 6 ? argv[6] : NULL);
 	if (!strcmp(m, "garbage") && argc >= 5)
 		return garbage(argv[2], atoi(argv[3]), atoi(argv[4]),
-			       argc > 5 ? argv[5] : NULL);
+			       argc > 5 ? strtoul(argv[5], NULL, 0) : 0);
 	if (!strcmp(m, "hello") && argc >= 8)
 		return hello(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
 			     strtoull(argv[6], NULL, 0), strtoull(argv[7], NULL, 0));
