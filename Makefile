@@ -47,6 +47,10 @@ VM_TESTS   := $(patsubst selftests/vm/%.c,$(BUILD)/tests/vm/%,\
 		$(wildcard selftests/vm/*.c))
 CLUSTER_TESTS := $(patsubst selftests/cluster/%.c,$(BUILD)/tests/cluster/%,\
 		$(wildcard selftests/cluster/*_test.c))
+# user-space RDMA-CM clients for the rdma-fuzz scenario (dynamic: rdma-core
+# loads its device providers at run time)
+RDMA_TESTS := $(patsubst selftests/rdma/%.c,$(BUILD)/tests/rdma/%,\
+		$(wildcard selftests/rdma/*.c))
 # libodsm itself on the host, against a fake /dev/odsm (selftests/lib)
 LIB_TESTS  := $(patsubst selftests/lib/%.c,$(BUILD)/tests/lib/%,\
 		$(wildcard selftests/lib/*_test.c))
@@ -125,7 +129,7 @@ $(TOOLS): $(BUILD)/bin/%: $$(call tool_src,$$*) $(LIB_A) $(LIB_HDR)
 $(patsubst tools/bench/%.c,$(BUILD)/bin/%,$(wildcard tools/bench/*.c)): tools/bench/bench.h
 
 # ---- tests ------------------------------------------------------------------
-tests: $(HOST_TESTS) $(LIB_TESTS) $(VM_TESTS) $(CLUSTER_TESTS)
+tests: $(HOST_TESTS) $(LIB_TESTS) $(VM_TESTS) $(CLUSTER_TESTS) $(RDMA_TESTS)
 
 $(KSFT)/kselftest_harness.h:
 	@test -f /usr/src/linux-source-6.1.tar.xz || \
@@ -159,6 +163,10 @@ $(BUILD)/tests/cluster/%: selftests/cluster/%.c $(wildcard selftests/cluster/*.h
 		$(LIB_A) $(LIB_HDR) $(KSFT)/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -I$(KSFT) -static -pthread -o $@ $< $(LIB_A)
+
+$(BUILD)/tests/rdma/%: selftests/rdma/%.c $(LIB_A) $(LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(UCFLAGS) -pthread -o $@ $< $(LIB_A) -lrdmacm -libverbs
 
 check: setup
 	@tools/check.sh

@@ -120,10 +120,12 @@ struct odsm_conn {
 
 /*
  * The joined cluster as a transport needs it (valid between its listen()
- * and unlisten(), and for its connections' lives): this node's id, a
- * node's address, this module instance's incarnation, the timeout.
+ * and unlisten(), and for its connections' lives): this node's id, the
+ * number of nodes, a node's address, this module instance's incarnation,
+ * the timeout.
  */
 u32 odsm_cluster_self(void);
+u32 odsm_cluster_nr_nodes(void);
 struct sockaddr_in odsm_cluster_addr(u32 node);
 u64 odsm_cluster_incarnation(void);
 u32 odsm_cluster_timeout_ms(void);

@@ -119,6 +119,11 @@ u32 odsm_cluster_self(void)
 	return odsm_cluster.self;
 }
 
+u32 odsm_cluster_nr_nodes(void)
+{
+	return odsm_cluster.nr_nodes;
+}
+
 struct sockaddr_in odsm_cluster_addr(u32 node)
 {
 	return odsm_cluster.peers[node].addr;

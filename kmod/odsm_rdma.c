@@ -32,10 +32,19 @@
  *
  * Teardown: kill marks the connection broken and disconnects from a work
  * item (rdma_disconnect sleeps); stop drains the QP, frees the verbs
- * resources and the CM id, and stops the receiver; release frees what is
- * left.  A device going away (ib_client remove, which runs before the
- * RDMA CM's own) tears down the listener and every connection on it at
- * once; the cluster sees the peers fail.
+ * resources and the CM id, stops the receiver and only then cancels the
+ * work item (the drain's completions may queue it again); release does
+ * the same for a connection never stopped and frees what is left.  A
+ * device going away (ib_client remove, which runs before the RDMA CM's
+ * own) tears down the listener and every connection on it at once; the
+ * cluster sees the peers fail.
+ *
+ * Before the handshake: a connection request is accepted only from a
+ * member's address (not our own: that is the loopback pair's, which has
+ * its own check in odsm_rdma_loop.c), and only while there are places for
+ * unauthenticated connections (unauth_place_get); a connection whose
+ * receiver found a bad message or refused its handshake takes nothing
+ * more (recv_done).
  *
  * One-sided READ, WRITE and atomics, and the registrations behind them,
  * are in odsm_rdma_onesided.c; the loopback pair, a connection of the
@@ -303,6 +312,17 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		rdma_fail(x);
 		return;
 	}
+	/*
+	 * A connection that is over (a bad header, a refused handshake, a
+	 * failure) takes nothing more: no copy, no buffer reposted, no
+	 * credit returned, so a peer that goes on sending after its first
+	 * bad message is stopped by the missing credits and buffers instead
+	 * of filling our memory until the tick reaps the connection.
+	 */
+	if (READ_ONCE(x->broken) || READ_ONCE(x->conn->dead)) {
+		rdma_fail(x);
+		return;
+	}
 	if (!(wc->wc_flags & IB_WC_WITH_IMM)) {
 		bad = true;
 		goto out_bad;
@@ -416,6 +436,8 @@ static int rdma_rx_thread(void *arg)
 		if (!ok)
 			break;
 	}
+	/* take nothing more (recv_done) while the tick comes to reap it */
+	rdma_fail(x);
 	odsm_cluster_conn_failed(conn);
 	/* the tick (or leave) stops us: wait for it */
 	while (!kthread_should_stop()) {
@@ -635,6 +657,8 @@ static void conn_free(struct odsm_rdma_conn *x)
 void odsm_rdma_conn_abort(struct odsm_rdma_conn *x, bool keep_id)
 {
 	conn_teardown(x, keep_id);
+	/* as rdma_release: a completion drained above may have queued it */
+	cancel_work_sync(&x->disc_work);
 	kfree(x->conn);
 	conn_free(x);
 }
@@ -704,7 +728,77 @@ void odsm_rdma_accept_param(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 				  (u32)a->max_qp_init_rd_atom);
 }
 
-/* A connection request on the listener: set up, accept and publish. */
+/* Is ip the address of a member of the cluster other than this node? */
+static bool from_member(__be32 ip)
+{
+	u32 i, n = odsm_cluster_nr_nodes();
+
+	for (i = 0; i < n; i++)
+		if (i != odsm_cluster_self() &&
+		    odsm_cluster_addr(i).sin_addr.s_addr == ip)
+			return true;
+	return false;
+}
+
+/*
+ * Take one of the places for an unauthenticated connection from ip, or
+ * refuse (false).  An accepted connection costs RDMA_RECVS receive
+ * buffers of RDMA_MSG_MAX bytes (some 4.5 MiB) before its peer proved
+ * anything, so there are at most RDMA_UNAUTH_PER_ADDR of them from one
+ * address and RDMA_UNAUTH_MAX in all: counted over the connections that
+ * still hold their resources and never completed the handshake (dead ones
+ * too, until the tick reaps them), plus the ones being set up
+ * (rdma_accepting), under odsm_rdma_lock.  A real peer dials one
+ * connection at a time and redials on its next tick if refused.
+ */
+static u32 rdma_accepting;		/* under odsm_rdma_lock */
+
+static bool unauth_place_get(__be32 ip)
+{
+	struct odsm_rdma_conn *x;
+	u32 all = 0, mine = 0;
+	bool ok;
+
+	mutex_lock(&odsm_rdma_lock);
+	list_for_each_entry(x, &odsm_rdma_conns, node) {
+		if (x->conn->dialled || x->loop.end || READ_ONCE(x->torn) ||
+		    READ_ONCE(x->conn->authed))
+			continue;
+		all++;
+		mine += x->peer_ip == ip;
+	}
+	/* the ones being set up are not on the list yet: count them as
+	 * from everywhere
+	 */
+	ok = all + rdma_accepting < RDMA_UNAUTH_MAX &&
+	     mine + rdma_accepting < RDMA_UNAUTH_PER_ADDR;
+	if (ok)
+		rdma_accepting++;
+	mutex_unlock(&odsm_rdma_lock);
+	return ok;
+}
+
+static void unauth_place_put(void)
+{
+	mutex_lock(&odsm_rdma_lock);
+	rdma_accepting--;
+	mutex_unlock(&odsm_rdma_lock);
+}
+
+static int refuse(const struct sockaddr_in *from, const char *why)
+{
+	odsm_stat_inc(ODSM_STAT_rdma_conn_refused);
+	pr_notice_ratelimited("rdma: refused a connection request from %pI4: %s\n",
+			      &from->sin_addr, why);
+	return -ECONNREFUSED;	/* the core rejects and destroys the id */
+}
+
+/*
+ * A connection request on the listener: check who asks, then set up,
+ * accept and publish.  Nothing is allocated for a request from an address
+ * that is no member's, nor beyond the places for unauthenticated
+ * connections (unauth_place_get).
+ */
 static int on_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct sockaddr_in *from = (struct sockaddr_in *)&id->route.addr.dst_addr;
@@ -713,13 +807,18 @@ static int on_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	int ret;
 
 	if (from->sin_family != AF_INET)
-		return -EAFNOSUPPORT;	/* the core destroys the id */
-	if (odsm_rdma_is_loop_req(ev, from))
+		return refuse(from, "not IPv4");
+	if (odsm_rdma_is_loop_req(ev))
 		return odsm_rdma_on_loop_req(id, ev);
+	if (!from_member(from->sin_addr.s_addr))
+		return refuse(from, "no member of the cluster");
+	if (!unauth_place_get(from->sin_addr.s_addr))
+		return refuse(from, "too many unauthenticated connections");
+	ret = -ENOMEM;
 	odsm_rdma_accept_param(id, ev, &p);
 	x = odsm_rdma_conn_alloc(U32_MAX, false);
 	if (!x)
-		return -ENOMEM;
+		goto out_place;
 	x->id = id;
 	id->context = x;
 	x->peer_ip = from->sin_addr.s_addr;
@@ -736,12 +835,15 @@ static int on_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	x->live = true;
 	/* the HELLO tells who it is: until then it may say nothing else */
 	conn_publish(x);
+	unauth_place_put();	/* on the list now: counted there */
 	return 0;
 err_rx:
 	rx_destroy(x);
 err:
 	id->context = NULL;
 	odsm_rdma_conn_abort(x, true);
+out_place:
+	unauth_place_put();
 	return ret;
 }
 
@@ -826,13 +928,22 @@ static void rdma_kill(struct odsm_conn *conn)
 	schedule_work(&x->disc_work);
 }
 
+/*
+ * The teardown comes before the last cancel of disc_work, never after:
+ * draining the QP completes what is still posted (a one-sided operation
+ * or a REG_MR that timed out) with an error, and that completion's
+ * handler kills the connection, which queues disc_work again.  Once torn,
+ * nothing queues it any more (the CQ is gone, the receiver stopped, and
+ * at release nobody else holds the connection), and a disc_work that
+ * runs after the teardown does nothing.
+ */
 static void rdma_stop(struct odsm_conn *conn)
 {
 	struct odsm_rdma_conn *x = rc(conn);
 
-	cancel_work_sync(&x->disc_work);
 	conn_teardown(x, false);
 	rx_destroy(x);
+	cancel_work_sync(&x->disc_work);
 }
 
 static void rdma_release(struct odsm_conn *conn)
@@ -842,9 +953,9 @@ static void rdma_release(struct odsm_conn *conn)
 	mutex_lock(&odsm_rdma_lock);
 	list_del_init(&x->node);
 	mutex_unlock(&odsm_rdma_lock);
-	cancel_work_sync(&x->disc_work);
 	conn_teardown(x, false);
 	rx_destroy(x);
+	cancel_work_sync(&x->disc_work);
 	conn_free(x);
 }
 

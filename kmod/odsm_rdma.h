@@ -17,6 +17,9 @@
 #include "odsm_cluster.h"
 
 #define RDMA_RECVS		16	/* receive buffers = credits, per side */
+/* accepted connections before their handshake: from one address, in all */
+#define RDMA_UNAUTH_PER_ADDR	2
+#define RDMA_UNAUTH_MAX		8
 #define RDMA_SENDS		(2 * RDMA_RECVS)	/* send queue slots */
 #define RDMA_CREDIT_BATCH	(RDMA_RECVS / 2)
 #define RDMA_MSG_MAX		(ODSM_WIRE_HDR_SIZE + ODSM_WIRE_MAX_PAYLOAD)
@@ -54,7 +57,7 @@ int odsm_rdma_dial_prepare(struct odsm_rdma_conn *x, struct sockaddr_in dst,
 int odsm_rdma_dial_connect(struct odsm_rdma_conn *x,
 			   struct rdma_conn_param *p);
 /* odsm_rdma_loop.c: the loopback pair, for the connection manager */
-bool odsm_rdma_is_loop_req(struct rdma_cm_event *ev, struct sockaddr_in *from);
+bool odsm_rdma_is_loop_req(struct rdma_cm_event *ev);
 int odsm_rdma_on_loop_req(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 void odsm_rdma_loop_destroy(void);
 /*

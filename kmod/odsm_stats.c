@@ -63,6 +63,8 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_stale_refused] = "stale_refused",
 	[ODSM_STAT_owner_refused] = "owner_refused",
 	[ODSM_STAT_copies_dropped] = "copies_dropped",
+	[ODSM_STAT_rdma_conn_refused] = "rdma_conn_refused",
+	[ODSM_STAT_rdma_loop_refused] = "rdma_loop_refused",
 };
 
 u64 odsm_stat_read(enum odsm_stat s)

@@ -75,6 +75,13 @@ enum odsm_stat {
 					 * object holding it has copies out
 					 */
 	ODSM_STAT_copies_dropped,	/* idle copies dropped on request */
+	ODSM_STAT_rdma_conn_refused,	/* RDMA connection requests refused:
+					 * no member's address, or too many
+					 * unauthenticated
+					 */
+	ODSM_STAT_rdma_loop_refused,	/* loopback pair requests refused:
+					 * not this attempt's token
+					 */
 	ODSM_STAT_NR
 };
 

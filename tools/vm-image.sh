@@ -11,7 +11,7 @@ OUT=${2:?usage: vm-image.sh KVER OUT}
 make -s module KVER="$KVER"
 make -s lib tools tests
 bins=()
-for b in build/bin/* build/tests/vm/* build/tests/cluster/*; do
+for b in build/bin/* build/tests/vm/* build/tests/cluster/* build/tests/rdma/*; do
 	[ -x "$b" ] && bins+=(-b "$b")
 done
 tools/rig/mkinitramfs.sh -k "$KVER" -o "$OUT" \
