@@ -58,6 +58,7 @@ struct odsm_centry {
 	u32 node;			/* the object's home */
 	u64 local_cg;			/* the copy: a slot of this partition */
 	u64 size;			/* the object's bytes */
+	u64 home_inc;			/* the home's incarnation it came from */
 	bool lazy;			/* filled page by page on first touch */
 	bool orphan;			/* out of the index, still referenced */
 	bool dead;			/* left the cache: the slot goes */
@@ -69,6 +70,7 @@ static struct {
 	struct odsm_cindex ci;
 	struct xarray ids;		/* id -> entry */
 	struct xarray lazy;		/* local block index -> lazy entry */
+	struct xarray lazy_err;		/* page index -> failed fetch's errno */
 	struct xarray slots;		/* slot_index() -> entry: the slots
 					 * that are copies, not objects
 					 */
@@ -104,6 +106,28 @@ static inline unsigned long slot_index(u64 addr)
 	return (addr - odsm_part_start(g, g->node_id)) >> 4;
 }
 
+/* Page index, in the partition, of the page holding addr. */
+static inline unsigned long page_of(u64 addr)
+{
+	const struct odsm_geom *g = &odsm_heap.geom;
+
+	return (addr - odsm_part_start(g, g->node_id)) >> PAGE_SHIFT;
+}
+
+/* Forget the records of [addr, addr + len).  Under cache.lock. */
+static void lazy_err_clear_locked(u64 addr, u64 len)
+{
+	unsigned long idx;
+	void *v;
+
+	lockdep_assert_held(&cache.lock);
+	xa_for_each_range(&cache.lazy_err, idx, v, page_of(addr),
+			  page_of(addr + len - 1)) {
+		xa_erase(&cache.lazy_err, idx);
+		cond_resched();
+	}
+}
+
 /*
  * Is the local object at addr a cached copy?  The device refuses to free
  * or move one on a caller's behalf: the cache would go on serving a slot
@@ -113,6 +137,14 @@ static inline unsigned long slot_index(u64 addr)
 bool odsm_cache_lazy_block(u64 addr)
 {
 	return !!xa_load(&cache.lazy, block_of(addr));
+}
+
+bool odsm_cache_lazy_range(u64 addr, u64 len)
+{
+	unsigned long b = block_of(addr);
+
+	return len && xa_find(&cache.lazy, &b, block_of(addr + len - 1),
+			      XA_PRESENT);
 }
 
 bool odsm_cache_is_slot(u64 addr)
@@ -138,6 +170,19 @@ int odsm_owner_rw_local(u64 addr, void *box, enum odsm_owner_op op)
 static void entry_free(struct kref *kref)
 {
 	kfree(container_of(kref, struct odsm_centry, kref));
+}
+
+/*
+ * Is the home that answered still the instance e was copied from?  A home
+ * that restarted hands its addresses out again from color 0, so a new
+ * object at the same address and of the same size would pass every other
+ * check; its incarnation changes before any of its replies is delivered
+ * (odsm_peer_incarnation()), and the cache orphans e when it learns of it.
+ */
+static bool home_same(const struct odsm_centry *e)
+{
+	return !READ_ONCE(e->orphan) &&
+	       odsm_peer_incarnation(e->node) == e->home_inc;
 }
 
 /* ---- fetching ----------------------------------------------------------- */
@@ -219,6 +264,7 @@ static void evict_locked(struct odsm_centry *e)
 		nb = DIV_ROUND_UP(e->size, ODSM_BLOCK_SIZE);
 		for (b = block_of(slot_addr(e)); nb--; b++)
 			xa_erase(&cache.lazy, b);
+		lazy_err_clear_locked(slot_addr(e), e->size);
 	}
 	WRITE_ONCE(e->dead, true);
 	list_add_tail(&e->doomed, &cache.doomed);
@@ -420,6 +466,9 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 		ret = -ENOMEM;
 		goto out;
 	}
+	/* read before the first fetch: see home_same() */
+	e->home_inc = odsm_peer_incarnation(node);
+	e->node = node;
 	ret = odsm_fetch(node, cg, 0, first, FIRST_FETCH, &size, &got);
 	if (ret)
 		goto out;
@@ -432,7 +481,6 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 	}
 	if (ret)
 		goto out;
-	e->node = node;
 	e->size = size;
 	e->cn.key = cg;
 	e->cn.bytes = usable;
@@ -453,10 +501,15 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 		if (!ret)
 			ret = odsm_fetch_rest(node, cg, got, size,
 					      slot_addr(e));
-		if (ret) {
-			odsm_heap_free(&odsm_heap, e->local_cg);
-			goto out;
-		}
+	}
+	/* every byte, and the size, from the instance it was asked of */
+	if (!ret && !home_same(e)) {
+		odsm_stat_inc(ODSM_STAT_lazy_stale);
+		ret = -EHOSTDOWN;
+	}
+	if (ret) {
+		odsm_heap_free(&odsm_heap, e->local_cg);
+		goto out;
 	}
 	*out = e;
 	e = NULL;
@@ -631,18 +684,17 @@ out:
 
 /* ---- lazy fill ---------------------------------------------------------- */
 
-int odsm_cache_lazy_fault(u64 addr)
+/*
+ * The live lazy entry whose block holds addr, referenced (its kref), or
+ * NULL.  The kref keeps its memory, never its slot: see the top of the file.
+ */
+static struct odsm_centry *lazy_get(u64 addr)
 {
-	struct odsm_heap *h = &odsm_heap;
 	unsigned long b = block_of(addr);
 	struct odsm_centry *e;
-	u64 off, osize;
-	u32 len, got;
-	void *buf;
-	int ret;
 
 	if (!xa_load(&cache.lazy, b))
-		return 0;		/* the common case: no lazy copy */
+		return NULL;		/* the common case: no lazy copy */
 	mutex_lock(&cache.lock);
 	e = xa_load(&cache.lazy, b);
 	if (e && !e->dead)
@@ -650,26 +702,51 @@ int odsm_cache_lazy_fault(u64 addr)
 	else
 		e = NULL;
 	mutex_unlock(&cache.lock);
+	return e;
+}
+
+int odsm_cache_lazy_check(u64 addr)
+{
+	struct odsm_centry *e = lazy_get(addr);
+	int ret = 0;
+
 	if (!e)
 		return 0;
+	if (!home_same(e))
+		ret = -EHOSTDOWN;	/* its home restarted: the object is gone */
+	else if ((addr & PAGE_MASK) - slot_addr(e) < e->size)
+		ret = 1;		/* past the object: zero pages */
+	kref_put(&e->kref, entry_free);
+	return ret;
+}
 
-	off = (addr & PAGE_MASK) - slot_addr(e);
-	ret = -EHOSTDOWN;	/* its home restarted: the object is gone */
-	if (READ_ONCE(e->orphan))
-		goto out;
-	ret = 0;
-	if (off >= e->size)
-		goto out;	/* slot tail past the object: zero pages */
+/*
+ * Fetch the page of e at off (and read-ahead) and insert what is absent.
+ * The fetch runs with no lock held; the pages go in under heap->lock only
+ * while e is alive (not @dead: its slot not freed) and its home the
+ * instance it was copied from, checked after the reply came.
+ */
+static int lazy_fill(struct odsm_centry *e, u64 off)
+{
+	struct odsm_heap *h = &odsm_heap;
+	u64 osize;
+	u32 len, got;
+	void *buf;
+	int ret;
+
 	len = clamp_t(u32, READ_ONCE(odsm_readahead_pages), 1,
 		      ODSM_READAHEAD_MAX) << PAGE_SHIFT;
 	len = min_t(u64, len, e->size - off);
 	buf = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + len, GFP_KERNEL);
-	ret = -ENOMEM;
 	if (!buf)
-		goto out;
+		return -ENOMEM;
 	ret = odsm_fetch(e->node, e->cn.key, off, buf, len, &osize, &got);
 	if (!ret && (osize != e->size || got != len))
 		ret = -EPROTO;
+	if (!ret && !home_same(e)) {
+		odsm_stat_inc(ODSM_STAT_lazy_stale);
+		ret = -EHOSTDOWN;
+	}
 	if (!ret) {
 		mutex_lock(&h->lock);
 		if (!READ_ONCE(e->dead))
@@ -680,9 +757,79 @@ int odsm_cache_lazy_fault(u64 addr)
 		odsm_stat_inc(ODSM_STAT_lazy_faults);
 	}
 	kvfree(buf);
+	return ret;
+}
+
+/*
+ * A failed fetch made with mmap_lock dropped is remembered for the page
+ * that faulted (cache.lazy_err: page index -> error), so that the fault's
+ * retry answers SIGBUS instead of fetching again with the lock held; a
+ * later first attempt fetches again (the home may be back), and the record
+ * goes when a fetch of the page succeeds or the copy leaves the cache.
+ * Under cache.lock, only for a live entry, so no record outlives its copy.
+ */
+static void lazy_err_set(struct odsm_centry *e, u64 addr, int err)
+{
+	mutex_lock(&cache.lock);
+	if (!e->dead)	/* no memory: the retry fetches again, holding the lock */
+		xa_store(&cache.lazy_err, page_of(addr),
+			 xa_mk_value((unsigned long)-err), GFP_KERNEL);
+	mutex_unlock(&cache.lock);
+}
+
+int odsm_cache_lazy_error(u64 addr)
+{
+	void *v = xa_load(&cache.lazy_err, page_of(addr));
+
+	return v ? -(int)xa_to_value(v) : 0;
+}
+
+int odsm_cache_lazy_fault(u64 addr, bool remember)
+{
+	struct odsm_centry *e = lazy_get(addr);
+	u64 off;
+	int ret;
+
+	if (!e)
+		return 0;
+	off = (addr & PAGE_MASK) - slot_addr(e);
+	ret = -EHOSTDOWN;	/* its home restarted: the object is gone */
+	if (!home_same(e))
+		goto out;
+	ret = 0;
+	if (off >= e->size)
+		goto out;	/* slot tail past the object: zero pages */
+	ret = lazy_fill(e, off);
+	if (!ret && !xa_empty(&cache.lazy_err))
+		xa_erase(&cache.lazy_err, page_of(addr));
 out:
+	if (ret && remember)
+		lazy_err_set(e, addr, ret);
 	kref_put(&e->kref, entry_free);
 	return ret;
+}
+
+int odsm_cache_lazy_fill_range(u64 addr, u64 len)
+{
+	struct odsm_heap *h = &odsm_heap;
+	u64 a, end = addr + len;
+	int ret;
+
+	for (a = addr & PAGE_MASK; a < end; a += PAGE_SIZE) {
+		/* a whole block with no lazy copy is skipped at once */
+		if (!odsm_cache_lazy_block(a)) {
+			a = (a | (ODSM_BLOCK_SIZE - 1)) + 1 - PAGE_SIZE;
+			continue;
+		}
+		if (odsm_store_present(h, a))
+			continue;
+		ret = odsm_cache_lazy_fault(a, false);
+		if (ret)
+			return ret;
+		odsm_stat_inc(ODSM_STAT_lazy_prefills);
+		cond_resched();
+	}
+	return 0;
 }
 
 /* ---- the shrinker, gauges, init ------------------------------------------ */
@@ -773,6 +920,7 @@ int odsm_cache_init(void)
 	mutex_init(&cache.lock);
 	xa_init_flags(&cache.ids, XA_FLAGS_ALLOC);
 	xa_init(&cache.lazy);
+	xa_init(&cache.lazy_err);
 	xa_init(&cache.slots);
 	INIT_LIST_HEAD(&cache.doomed);
 	INIT_WORK(&cache.reaper, reaper_fn);
@@ -818,6 +966,7 @@ void odsm_cache_exit(void)
 	WARN_ON_ONCE(!xa_empty(&cache.ids));
 	xa_destroy(&cache.ids);
 	xa_destroy(&cache.lazy);
+	xa_destroy(&cache.lazy_err);
 	xa_destroy(&cache.slots);
 	odsm_cindex_destroy(&cache.ci);
 }
