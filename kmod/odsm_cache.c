@@ -63,6 +63,7 @@ struct odsm_centry {
 	bool orphan;			/* out of the index, still referenced */
 	bool dead;			/* left the cache: the slot goes */
 	struct list_head doomed;	/* on cache.doomed */
+	struct rcu_head rcu;		/* lazy_fill_only() reads it under RCU */
 };
 
 static struct {
@@ -147,6 +148,24 @@ bool odsm_cache_lazy_range(u64 addr, u64 len)
 			      XA_PRESENT);
 }
 
+/*
+ * The store's fill_only hook (see store_fill_only()): is addr inside the
+ * object's bytes of a lazily filled copy?  The slot's tail past the object
+ * is ordinary zero pages.  Under heap->lock, so only RCU here: an entry is
+ * freed after a grace period (entry_free()).
+ */
+static bool lazy_fill_only(u64 addr)
+{
+	struct odsm_centry *e;
+	bool ret;
+
+	rcu_read_lock();
+	e = xa_load(&cache.lazy, block_of(addr));
+	ret = e && addr - odsm_clear_color(e->local_cg) < e->size;
+	rcu_read_unlock();
+	return ret;
+}
+
 bool odsm_cache_is_slot(u64 addr)
 {
 	return !!xa_load(&cache.slots, slot_index(addr));
@@ -169,7 +188,7 @@ int odsm_owner_rw_local(u64 addr, void *box, enum odsm_owner_op op)
 
 static void entry_free(struct kref *kref)
 {
-	kfree(container_of(kref, struct odsm_centry, kref));
+	kfree_rcu(container_of(kref, struct odsm_centry, kref), rcu);
 }
 
 /*
@@ -250,22 +269,60 @@ int odsm_fetch_rest(u32 node, u64 cg, u64 from, u64 size, u64 dst)
 
 /* ---- entries leaving the cache ---------------------------------------- */
 
+/* e's blocks are no longer lazy.  Under cache.lock. */
+static void lazy_unregister_locked(struct odsm_centry *e)
+{
+	unsigned long b, nb = DIV_ROUND_UP(e->size, ODSM_BLOCK_SIZE);
+
+	lockdep_assert_held(&cache.lock);
+	for (b = block_of(slot_addr(e)); nb--; b++)
+		xa_erase(&cache.lazy, b);
+	lazy_err_clear_locked(slot_addr(e), e->size);
+}
+
+/*
+ * Make e's blocks lazy before anything is discarded from its slot: from
+ * then on the store inserts no zero page there (lazy_fill_only()), and
+ * lazy faults fetch for e, indexed or not yet.
+ */
+static int lazy_register(struct odsm_centry *e)
+{
+	unsigned long b, nb = DIV_ROUND_UP(e->size, ODSM_BLOCK_SIZE);
+	int ret = 0;
+
+	mutex_lock(&cache.lock);
+	for (b = block_of(slot_addr(e)); nb-- && !ret; b++)
+		ret = xa_err(xa_store(&cache.lazy, b, e, GFP_KERNEL));
+	if (ret)
+		lazy_unregister_locked(e);
+	mutex_unlock(&cache.lock);
+	return ret;
+}
+
+/*
+ * A copy that never made it into the cache gives its slot back: no lazy
+ * fill may land in it any more (@dead), then it is freed.
+ */
+static void copy_drop(struct odsm_centry *e)
+{
+	mutex_lock(&cache.lock);
+	if (e->lazy)
+		lazy_unregister_locked(e);
+	WRITE_ONCE(e->dead, true);
+	mutex_unlock(&cache.lock);
+	odsm_heap_free(&odsm_heap, e->local_cg);
+}
+
 /* Take e out of the cache; the reaper frees its slot.  Under cache.lock. */
 static void evict_locked(struct odsm_centry *e)
 {
-	unsigned long b, nb;
-
 	lockdep_assert_held(&cache.lock);
 	if (!e->orphan)
 		odsm_cindex_remove(&cache.ci, &e->cn);
 	xa_erase(&cache.ids, e->id);
 	xa_erase(&cache.slots, slot_index(slot_addr(e)));
-	if (e->lazy) {
-		nb = DIV_ROUND_UP(e->size, ODSM_BLOCK_SIZE);
-		for (b = block_of(slot_addr(e)); nb--; b++)
-			xa_erase(&cache.lazy, b);
-		lazy_err_clear_locked(slot_addr(e), e->size);
-	}
+	if (e->lazy)
+		lazy_unregister_locked(e);
 	WRITE_ONCE(e->dead, true);
 	list_add_tail(&e->doomed, &cache.doomed);
 	odsm_stat_inc(ODSM_STAT_cache_evictions);
@@ -489,11 +546,19 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 		  size >= ODSM_LAZY_MIN;
 	/* a reused block keeps its pages: the fault handler must find
 	 * none, so that every first touch fetches; a block pinned for RDMA
-	 * keeps them, so that copy is filled now instead
+	 * keeps them, so that copy is filled now instead.  Registered
+	 * first: a page inserted before the discard goes with it, none
+	 * after (see lazy_register())
 	 */
-	if (e->lazy && odsm_store_discard(&odsm_heap, slot_addr(e),
-					  round_up(size, ODSM_BLOCK_SIZE)))
+	if (e->lazy && lazy_register(e))
 		e->lazy = false;
+	if (e->lazy && odsm_store_discard(&odsm_heap, slot_addr(e),
+					  round_up(size, ODSM_BLOCK_SIZE))) {
+		mutex_lock(&cache.lock);
+		lazy_unregister_locked(e);
+		mutex_unlock(&cache.lock);
+		e->lazy = false;
+	}
 	if (!e->lazy) {
 		ret = odsm_store_rw(&odsm_heap, slot_addr(e),
 				    first + ODSM_WIRE_FETCH_REPLY_SIZE, got,
@@ -508,7 +573,7 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 		ret = -EHOSTDOWN;
 	}
 	if (ret) {
-		odsm_heap_free(&odsm_heap, e->local_cg);
+		copy_drop(e);
 		goto out;
 	}
 	*out = e;
@@ -522,7 +587,6 @@ out:
 /* Index e with one reference of f's.  Under the lock. */
 static int insert_locked(struct odsm_fref *f, struct odsm_centry *e)
 {
-	unsigned long b, nb;
 	u32 id;
 	int ret;
 
@@ -537,24 +601,12 @@ static int insert_locked(struct odsm_fref *f, struct odsm_centry *e)
 	ret = fref_add_locked(f, id);
 	if (ret)
 		goto err_slot;
-	if (e->lazy) {
-		nb = DIV_ROUND_UP(e->size, ODSM_BLOCK_SIZE);
-		for (b = block_of(slot_addr(e)); nb--; b++) {
-			ret = xa_err(xa_store(&cache.lazy, b, e, GFP_KERNEL));
-			if (ret)
-				goto err_lazy;
-		}
-	}
+	/* a lazy copy's blocks were registered by make_copy() */
 	e->cn.refs = 1;
 	odsm_cindex_insert(&cache.ci, &e->cn);
 	atomic64_inc(&cache.nr_slots);
 	return 0;
 
-err_lazy:
-	nb = DIV_ROUND_UP(e->size, ODSM_BLOCK_SIZE);
-	for (b = block_of(slot_addr(e)); nb--; b++)
-		xa_erase(&cache.lazy, b);
-	fref_drop_locked(f, id);
 err_slot:
 	xa_erase(&cache.slots, slot_index(slot_addr(e)));
 err_id:
@@ -614,7 +666,7 @@ int odsm_cache_borrow(struct odsm_fref *f, u32 node, u64 cg, u64 *addr,
 	}
 	mutex_unlock(&cache.lock);
 	if (e) {
-		odsm_heap_free(&odsm_heap, e->local_cg);
+		copy_drop(e);
 		kref_put(&e->kref, entry_free);
 	}
 	reap();
@@ -944,6 +996,7 @@ int odsm_cache_init(void)
 	if (ret)
 		goto err;
 #endif
+	WRITE_ONCE(odsm_heap.fill_only, lazy_fill_only);
 	odsm_peer_events_register(&cache_events);
 	return 0;
 err:
@@ -963,6 +1016,7 @@ void odsm_cache_exit(void)
 	odsm_cache_forget(U32_MAX);
 	flush_work(&cache.reaper);
 	reap();
+	WRITE_ONCE(odsm_heap.fill_only, NULL);
 	WARN_ON_ONCE(!xa_empty(&cache.ids));
 	xa_destroy(&cache.ids);
 	xa_destroy(&cache.lazy);

@@ -90,6 +90,12 @@ static vm_fault_t odsm_vm_fault(struct vm_fault *vmf)
 	case -EFAULT:
 		odsm_stat_inc(ODSM_STAT_sigbus_unbacked);
 		return VM_FAULT_SIGBUS;
+	case -ENODATA:		/* a lazy copy's page, not ours to zero-fill:
+				 * a slot not handed out yet, or one whose
+				 * fetch we raced with its copy's eviction
+				 */
+		odsm_stat_inc(ODSM_STAT_sigbus_lazy);
+		return VM_FAULT_SIGBUS;
 	default:
 		odsm_stat_inc(ODSM_STAT_fault_enomem);
 		return VM_FAULT_OOM;
