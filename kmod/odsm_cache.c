@@ -574,6 +574,9 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 	}
 	if (ret) {
 		copy_drop(e);
+		/* a lazy fault that found it registered may still hold it */
+		kref_put(&e->kref, entry_free);
+		e = NULL;
 		goto out;
 	}
 	*out = e;
