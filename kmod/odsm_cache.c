@@ -275,8 +275,10 @@ static void lazy_unregister_locked(struct odsm_centry *e)
 	unsigned long b, nb = DIV_ROUND_UP(e->size, ODSM_BLOCK_SIZE);
 
 	lockdep_assert_held(&cache.lock);
-	for (b = block_of(slot_addr(e)); nb--; b++)
+	for (b = block_of(slot_addr(e)); nb--; b++) {
 		xa_erase(&cache.lazy, b);
+		cond_resched();		/* up to a partition of blocks */
+	}
 	lazy_err_clear_locked(slot_addr(e), e->size);
 }
 
@@ -291,8 +293,10 @@ static int lazy_register(struct odsm_centry *e)
 	int ret = 0;
 
 	mutex_lock(&cache.lock);
-	for (b = block_of(slot_addr(e)); nb-- && !ret; b++)
+	for (b = block_of(slot_addr(e)); nb-- && !ret; b++) {
 		ret = xa_err(xa_store(&cache.lazy, b, e, GFP_KERNEL));
+		cond_resched();		/* up to a partition of blocks */
+	}
 	if (ret)
 		lazy_unregister_locked(e);
 	mutex_unlock(&cache.lock);
