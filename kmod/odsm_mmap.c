@@ -28,7 +28,7 @@
  * On 6.12 a fault under the per-VMA lock (FAULT_FLAG_VMA_LOCK) never
  * reaches us (no ->map_pages: the core retries under mmap_lock), but
  * odsm_release_fault_lock() drops whichever lock the fault holds.
- * NULL to go on with the page store; else what the fault returns.
+ * 0 to go on with the page store; else what the fault returns.
  */
 static vm_fault_t lazy_fault(struct vm_fault *vmf, u64 addr)
 {
@@ -91,8 +91,7 @@ static vm_fault_t odsm_vm_fault(struct vm_fault *vmf)
 		odsm_stat_inc(ODSM_STAT_sigbus_unbacked);
 		return VM_FAULT_SIGBUS;
 	case -ENODATA:		/* a lazy copy's page, not ours to zero-fill:
-				 * a slot not handed out yet, or one whose
-				 * fetch we raced with its copy's eviction
+				 * a slot its borrow has not handed out yet
 				 */
 		odsm_stat_inc(ODSM_STAT_sigbus_lazy);
 		return VM_FAULT_SIGBUS;
