@@ -21,7 +21,8 @@
  *                      HOME reading USER's copy (READ, a borrow: FETCH)
  *                      is refused or reads the object's bytes
  *
- * Words of node 0's directory: 540.. (see odsm_cluster.h); barriers: node
+ * Words of node 0's directory: 300, 301 (see odsm_cluster.h; a
+ * directory has 512); barriers: node
  * 0's ids 56 .. 59.
  */
 #include <pthread.h>
@@ -33,8 +34,8 @@
 
 #define HOME		0
 #define USER		1
-#define W_LZ		540		/* HOME: the object's colored address */
-#define W_LZ_SLOT	541		/* USER: its copy's colored address */
+#define W_LZ		300		/* HOME: the object's colored address */
+#define W_LZ_SLOT	301		/* USER: its copy's colored address */
 #define LAZY_SIZE	MiB(4)
 #define SECS		120
 #define B_LZ		56		/* .. 59: two per test */
