@@ -21,9 +21,8 @@
  *                      HOME reading USER's copy (READ, a borrow: FETCH)
  *                      is refused or reads the object's bytes
  *
- * Words of node 0's directory: 300, 301 (see odsm_cluster.h; a
- * directory has 512); barriers: node
- * 0's ids 56 .. 59.
+ * Words of node 0's directory: 300, 301 (see odsm_cluster.h; a directory
+ * has 512); barriers: node 0's ids 56 .. 61.
  */
 #include <pthread.h>
 #include <setjmp.h>
