@@ -41,6 +41,12 @@ struct odsm_heap {
 	atomic_long_t nr_pages;
 	atomic_t maps;			/* live VMAs of the heap */
 	struct inode *inode;		/* every open file's f_mapping */
+	/*
+	 * Set by the cache (odsm_cache.c): is the page at addr one of a
+	 * lazily filled copy, which only odsm_store_fill_locked() may bring?
+	 * Called under heap->lock; takes nothing but RCU.
+	 */
+	bool (*fill_only)(u64 addr);
 };
 
 extern struct odsm_heap odsm_heap;

@@ -58,10 +58,12 @@ struct odsm_centry {
 	u32 node;			/* the object's home */
 	u64 local_cg;			/* the copy: a slot of this partition */
 	u64 size;			/* the object's bytes */
+	u64 home_inc;			/* the home's incarnation it came from */
 	bool lazy;			/* filled page by page on first touch */
 	bool orphan;			/* out of the index, still referenced */
 	bool dead;			/* left the cache: the slot goes */
 	struct list_head doomed;	/* on cache.doomed */
+	struct rcu_head rcu;		/* lazy_fill_only() reads it under RCU */
 };
 
 static struct {
@@ -69,6 +71,7 @@ static struct {
 	struct odsm_cindex ci;
 	struct xarray ids;		/* id -> entry */
 	struct xarray lazy;		/* local block index -> lazy entry */
+	struct xarray lazy_err;		/* page index -> failed fetch's errno */
 	struct xarray slots;		/* slot_index() -> entry: the slots
 					 * that are copies, not objects
 					 */
@@ -104,6 +107,28 @@ static inline unsigned long slot_index(u64 addr)
 	return (addr - odsm_part_start(g, g->node_id)) >> 4;
 }
 
+/* Page index, in the partition, of the page holding addr. */
+static inline unsigned long page_of(u64 addr)
+{
+	const struct odsm_geom *g = &odsm_heap.geom;
+
+	return (addr - odsm_part_start(g, g->node_id)) >> PAGE_SHIFT;
+}
+
+/* Forget the records of [addr, addr + len).  Under cache.lock. */
+static void lazy_err_clear_locked(u64 addr, u64 len)
+{
+	unsigned long idx;
+	void *v;
+
+	lockdep_assert_held(&cache.lock);
+	xa_for_each_range(&cache.lazy_err, idx, v, page_of(addr),
+			  page_of(addr + len - 1)) {
+		xa_erase(&cache.lazy_err, idx);
+		cond_resched();
+	}
+}
+
 /*
  * Is the local object at addr a cached copy?  The device refuses to free
  * or move one on a caller's behalf: the cache would go on serving a slot
@@ -113,6 +138,32 @@ static inline unsigned long slot_index(u64 addr)
 bool odsm_cache_lazy_block(u64 addr)
 {
 	return !!xa_load(&cache.lazy, block_of(addr));
+}
+
+bool odsm_cache_lazy_range(u64 addr, u64 len)
+{
+	unsigned long b = block_of(addr);
+
+	return len && xa_find(&cache.lazy, &b, block_of(addr + len - 1),
+			      XA_PRESENT);
+}
+
+/*
+ * The store's fill_only hook (see store_fill_only()): is addr inside the
+ * object's bytes of a lazily filled copy?  The slot's tail past the object
+ * is ordinary zero pages.  Under heap->lock, so only RCU here: an entry is
+ * freed after a grace period (entry_free()).
+ */
+static bool lazy_fill_only(u64 addr)
+{
+	struct odsm_centry *e;
+	bool ret;
+
+	rcu_read_lock();
+	e = xa_load(&cache.lazy, block_of(addr));
+	ret = e && addr - odsm_clear_color(e->local_cg) < e->size;
+	rcu_read_unlock();
+	return ret;
 }
 
 bool odsm_cache_is_slot(u64 addr)
@@ -137,7 +188,20 @@ int odsm_owner_rw_local(u64 addr, void *box, enum odsm_owner_op op)
 
 static void entry_free(struct kref *kref)
 {
-	kfree(container_of(kref, struct odsm_centry, kref));
+	kfree_rcu(container_of(kref, struct odsm_centry, kref), rcu);
+}
+
+/*
+ * Is the home that answered still the instance e was copied from?  A home
+ * that restarted hands its addresses out again from color 0, so a new
+ * object at the same address and of the same size would pass every other
+ * check; its incarnation changes before any of its replies is delivered
+ * (odsm_peer_incarnation()), and the cache orphans e when it learns of it.
+ */
+static bool home_same(const struct odsm_centry *e)
+{
+	return !READ_ONCE(e->orphan) &&
+	       odsm_peer_incarnation(e->node) == e->home_inc;
 }
 
 /* ---- fetching ----------------------------------------------------------- */
@@ -205,21 +269,64 @@ int odsm_fetch_rest(u32 node, u64 cg, u64 from, u64 size, u64 dst)
 
 /* ---- entries leaving the cache ---------------------------------------- */
 
+/* e's blocks are no longer lazy.  Under cache.lock. */
+static void lazy_unregister_locked(struct odsm_centry *e)
+{
+	unsigned long b, nb = DIV_ROUND_UP(e->size, ODSM_BLOCK_SIZE);
+
+	lockdep_assert_held(&cache.lock);
+	for (b = block_of(slot_addr(e)); nb--; b++) {
+		xa_erase(&cache.lazy, b);
+		cond_resched();		/* up to a partition of blocks */
+	}
+	lazy_err_clear_locked(slot_addr(e), e->size);
+}
+
+/*
+ * Make e's blocks lazy before anything is discarded from its slot: from
+ * then on the store inserts no zero page there (lazy_fill_only()), and
+ * lazy faults fetch for e, indexed or not yet.
+ */
+static int lazy_register(struct odsm_centry *e)
+{
+	unsigned long b, nb = DIV_ROUND_UP(e->size, ODSM_BLOCK_SIZE);
+	int ret = 0;
+
+	mutex_lock(&cache.lock);
+	for (b = block_of(slot_addr(e)); nb-- && !ret; b++) {
+		ret = xa_err(xa_store(&cache.lazy, b, e, GFP_KERNEL));
+		cond_resched();		/* up to a partition of blocks */
+	}
+	if (ret)
+		lazy_unregister_locked(e);
+	mutex_unlock(&cache.lock);
+	return ret;
+}
+
+/*
+ * A copy that never made it into the cache gives its slot back: no lazy
+ * fill may land in it any more (@dead), then it is freed.
+ */
+static void copy_drop(struct odsm_centry *e)
+{
+	mutex_lock(&cache.lock);
+	if (e->lazy)
+		lazy_unregister_locked(e);
+	WRITE_ONCE(e->dead, true);
+	mutex_unlock(&cache.lock);
+	odsm_heap_free(&odsm_heap, e->local_cg);
+}
+
 /* Take e out of the cache; the reaper frees its slot.  Under cache.lock. */
 static void evict_locked(struct odsm_centry *e)
 {
-	unsigned long b, nb;
-
 	lockdep_assert_held(&cache.lock);
 	if (!e->orphan)
 		odsm_cindex_remove(&cache.ci, &e->cn);
 	xa_erase(&cache.ids, e->id);
 	xa_erase(&cache.slots, slot_index(slot_addr(e)));
-	if (e->lazy) {
-		nb = DIV_ROUND_UP(e->size, ODSM_BLOCK_SIZE);
-		for (b = block_of(slot_addr(e)); nb--; b++)
-			xa_erase(&cache.lazy, b);
-	}
+	if (e->lazy)
+		lazy_unregister_locked(e);
 	WRITE_ONCE(e->dead, true);
 	list_add_tail(&e->doomed, &cache.doomed);
 	odsm_stat_inc(ODSM_STAT_cache_evictions);
@@ -420,6 +527,9 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 		ret = -ENOMEM;
 		goto out;
 	}
+	/* read before the first fetch: see home_same() */
+	e->home_inc = odsm_peer_incarnation(node);
+	e->node = node;
 	ret = odsm_fetch(node, cg, 0, first, FIRST_FETCH, &size, &got);
 	if (ret)
 		goto out;
@@ -432,7 +542,6 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 	}
 	if (ret)
 		goto out;
-	e->node = node;
 	e->size = size;
 	e->cn.key = cg;
 	e->cn.bytes = usable;
@@ -441,11 +550,19 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 		  size >= ODSM_LAZY_MIN;
 	/* a reused block keeps its pages: the fault handler must find
 	 * none, so that every first touch fetches; a block pinned for RDMA
-	 * keeps them, so that copy is filled now instead
+	 * keeps them, so that copy is filled now instead.  Registered
+	 * first: a page inserted before the discard goes with it, none
+	 * after (see lazy_register())
 	 */
-	if (e->lazy && odsm_store_discard(&odsm_heap, slot_addr(e),
-					  round_up(size, ODSM_BLOCK_SIZE)))
+	if (e->lazy && lazy_register(e))
 		e->lazy = false;
+	if (e->lazy && odsm_store_discard(&odsm_heap, slot_addr(e),
+					  round_up(size, ODSM_BLOCK_SIZE))) {
+		mutex_lock(&cache.lock);
+		lazy_unregister_locked(e);
+		mutex_unlock(&cache.lock);
+		e->lazy = false;
+	}
 	if (!e->lazy) {
 		ret = odsm_store_rw(&odsm_heap, slot_addr(e),
 				    first + ODSM_WIRE_FETCH_REPLY_SIZE, got,
@@ -453,10 +570,18 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 		if (!ret)
 			ret = odsm_fetch_rest(node, cg, got, size,
 					      slot_addr(e));
-		if (ret) {
-			odsm_heap_free(&odsm_heap, e->local_cg);
-			goto out;
-		}
+	}
+	/* every byte, and the size, from the instance it was asked of */
+	if (!ret && !home_same(e)) {
+		odsm_stat_inc(ODSM_STAT_lazy_stale);
+		ret = -EHOSTDOWN;
+	}
+	if (ret) {
+		copy_drop(e);
+		/* a lazy fault that found it registered may still hold it */
+		kref_put(&e->kref, entry_free);
+		e = NULL;
+		goto out;
 	}
 	*out = e;
 	e = NULL;
@@ -469,7 +594,6 @@ out:
 /* Index e with one reference of f's.  Under the lock. */
 static int insert_locked(struct odsm_fref *f, struct odsm_centry *e)
 {
-	unsigned long b, nb;
 	u32 id;
 	int ret;
 
@@ -484,24 +608,12 @@ static int insert_locked(struct odsm_fref *f, struct odsm_centry *e)
 	ret = fref_add_locked(f, id);
 	if (ret)
 		goto err_slot;
-	if (e->lazy) {
-		nb = DIV_ROUND_UP(e->size, ODSM_BLOCK_SIZE);
-		for (b = block_of(slot_addr(e)); nb--; b++) {
-			ret = xa_err(xa_store(&cache.lazy, b, e, GFP_KERNEL));
-			if (ret)
-				goto err_lazy;
-		}
-	}
+	/* a lazy copy's blocks were registered by make_copy() */
 	e->cn.refs = 1;
 	odsm_cindex_insert(&cache.ci, &e->cn);
 	atomic64_inc(&cache.nr_slots);
 	return 0;
 
-err_lazy:
-	nb = DIV_ROUND_UP(e->size, ODSM_BLOCK_SIZE);
-	for (b = block_of(slot_addr(e)); nb--; b++)
-		xa_erase(&cache.lazy, b);
-	fref_drop_locked(f, id);
 err_slot:
 	xa_erase(&cache.slots, slot_index(slot_addr(e)));
 err_id:
@@ -561,7 +673,7 @@ int odsm_cache_borrow(struct odsm_fref *f, u32 node, u64 cg, u64 *addr,
 	}
 	mutex_unlock(&cache.lock);
 	if (e) {
-		odsm_heap_free(&odsm_heap, e->local_cg);
+		copy_drop(e);
 		kref_put(&e->kref, entry_free);
 	}
 	reap();
@@ -631,18 +743,17 @@ out:
 
 /* ---- lazy fill ---------------------------------------------------------- */
 
-int odsm_cache_lazy_fault(u64 addr)
+/*
+ * The live lazy entry whose block holds addr, referenced (its kref), or
+ * NULL.  The kref keeps its memory, never its slot: see the top of the file.
+ */
+static struct odsm_centry *lazy_get(u64 addr)
 {
-	struct odsm_heap *h = &odsm_heap;
 	unsigned long b = block_of(addr);
 	struct odsm_centry *e;
-	u64 off, osize;
-	u32 len, got;
-	void *buf;
-	int ret;
 
 	if (!xa_load(&cache.lazy, b))
-		return 0;		/* the common case: no lazy copy */
+		return NULL;		/* the common case: no lazy copy */
 	mutex_lock(&cache.lock);
 	e = xa_load(&cache.lazy, b);
 	if (e && !e->dead)
@@ -650,26 +761,51 @@ int odsm_cache_lazy_fault(u64 addr)
 	else
 		e = NULL;
 	mutex_unlock(&cache.lock);
+	return e;
+}
+
+int odsm_cache_lazy_check(u64 addr)
+{
+	struct odsm_centry *e = lazy_get(addr);
+	int ret = 0;
+
 	if (!e)
 		return 0;
+	if (!home_same(e))
+		ret = -EHOSTDOWN;	/* its home restarted: the object is gone */
+	else if ((addr & PAGE_MASK) - slot_addr(e) < e->size)
+		ret = 1;		/* past the object: zero pages */
+	kref_put(&e->kref, entry_free);
+	return ret;
+}
 
-	off = (addr & PAGE_MASK) - slot_addr(e);
-	ret = -EHOSTDOWN;	/* its home restarted: the object is gone */
-	if (READ_ONCE(e->orphan))
-		goto out;
-	ret = 0;
-	if (off >= e->size)
-		goto out;	/* slot tail past the object: zero pages */
+/*
+ * Fetch the page of e at off (and read-ahead) and insert what is absent.
+ * The fetch runs with no lock held; the pages go in under heap->lock only
+ * while e is alive (not @dead: its slot not freed) and its home the
+ * instance it was copied from, checked after the reply came.
+ */
+static int lazy_fill(struct odsm_centry *e, u64 off)
+{
+	struct odsm_heap *h = &odsm_heap;
+	u64 osize;
+	u32 len, got;
+	void *buf;
+	int ret;
+
 	len = clamp_t(u32, READ_ONCE(odsm_readahead_pages), 1,
 		      ODSM_READAHEAD_MAX) << PAGE_SHIFT;
 	len = min_t(u64, len, e->size - off);
 	buf = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + len, GFP_KERNEL);
-	ret = -ENOMEM;
 	if (!buf)
-		goto out;
+		return -ENOMEM;
 	ret = odsm_fetch(e->node, e->cn.key, off, buf, len, &osize, &got);
 	if (!ret && (osize != e->size || got != len))
 		ret = -EPROTO;
+	if (!ret && !home_same(e)) {
+		odsm_stat_inc(ODSM_STAT_lazy_stale);
+		ret = -EHOSTDOWN;
+	}
 	if (!ret) {
 		mutex_lock(&h->lock);
 		if (!READ_ONCE(e->dead))
@@ -680,9 +816,79 @@ int odsm_cache_lazy_fault(u64 addr)
 		odsm_stat_inc(ODSM_STAT_lazy_faults);
 	}
 	kvfree(buf);
+	return ret;
+}
+
+/*
+ * A failed fetch made with mmap_lock dropped is remembered for the page
+ * that faulted (cache.lazy_err: page index -> error), so that the fault's
+ * retry answers SIGBUS instead of fetching again with the lock held; a
+ * later first attempt fetches again (the home may be back), and the record
+ * goes when a fetch of the page succeeds or the copy leaves the cache.
+ * Under cache.lock, only for a live entry, so no record outlives its copy.
+ */
+static void lazy_err_set(struct odsm_centry *e, u64 addr, int err)
+{
+	mutex_lock(&cache.lock);
+	if (!e->dead)	/* no memory: the retry fetches again, holding the lock */
+		xa_store(&cache.lazy_err, page_of(addr),
+			 xa_mk_value((unsigned long)-err), GFP_KERNEL);
+	mutex_unlock(&cache.lock);
+}
+
+int odsm_cache_lazy_error(u64 addr)
+{
+	void *v = xa_load(&cache.lazy_err, page_of(addr));
+
+	return v ? -(int)xa_to_value(v) : 0;
+}
+
+int odsm_cache_lazy_fault(u64 addr, bool remember)
+{
+	struct odsm_centry *e = lazy_get(addr);
+	u64 off;
+	int ret;
+
+	if (!e)
+		return 0;
+	off = (addr & PAGE_MASK) - slot_addr(e);
+	ret = -EHOSTDOWN;	/* its home restarted: the object is gone */
+	if (!home_same(e))
+		goto out;
+	ret = 0;
+	if (off >= e->size)
+		goto out;	/* slot tail past the object: zero pages */
+	ret = lazy_fill(e, off);
+	if (!ret && !xa_empty(&cache.lazy_err))
+		xa_erase(&cache.lazy_err, page_of(addr));
 out:
+	if (ret && remember)
+		lazy_err_set(e, addr, ret);
 	kref_put(&e->kref, entry_free);
 	return ret;
+}
+
+int odsm_cache_lazy_fill_range(u64 addr, u64 len)
+{
+	struct odsm_heap *h = &odsm_heap;
+	u64 a, end = addr + len;
+	int ret;
+
+	for (a = addr & PAGE_MASK; a < end; a += PAGE_SIZE) {
+		/* a whole block with no lazy copy is skipped at once */
+		if (!odsm_cache_lazy_block(a)) {
+			a = (a | (ODSM_BLOCK_SIZE - 1)) + 1 - PAGE_SIZE;
+			continue;
+		}
+		if (odsm_store_present(h, a))
+			continue;
+		ret = odsm_cache_lazy_fault(a, false);
+		if (ret)
+			return ret;
+		odsm_stat_inc(ODSM_STAT_lazy_prefills);
+		cond_resched();
+	}
+	return 0;
 }
 
 /* ---- the shrinker, gauges, init ------------------------------------------ */
@@ -773,6 +979,7 @@ int odsm_cache_init(void)
 	mutex_init(&cache.lock);
 	xa_init_flags(&cache.ids, XA_FLAGS_ALLOC);
 	xa_init(&cache.lazy);
+	xa_init(&cache.lazy_err);
 	xa_init(&cache.slots);
 	INIT_LIST_HEAD(&cache.doomed);
 	INIT_WORK(&cache.reaper, reaper_fn);
@@ -796,6 +1003,7 @@ int odsm_cache_init(void)
 	if (ret)
 		goto err;
 #endif
+	WRITE_ONCE(odsm_heap.fill_only, lazy_fill_only);
 	odsm_peer_events_register(&cache_events);
 	return 0;
 err:
@@ -815,9 +1023,11 @@ void odsm_cache_exit(void)
 	odsm_cache_forget(U32_MAX);
 	flush_work(&cache.reaper);
 	reap();
+	WRITE_ONCE(odsm_heap.fill_only, NULL);
 	WARN_ON_ONCE(!xa_empty(&cache.ids));
 	xa_destroy(&cache.ids);
 	xa_destroy(&cache.lazy);
+	xa_destroy(&cache.lazy_err);
 	xa_destroy(&cache.slots);
 	odsm_cindex_destroy(&cache.ci);
 }

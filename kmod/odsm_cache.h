@@ -54,10 +54,29 @@ int odsm_cache_return(struct odsm_fref *f, u64 cg);
 int odsm_cache_take(struct odsm_fref *f, u64 cg, bool held, u64 *local_cg,
 		    u64 *size);
 /*
- * Fault handler: if addr lies in a lazily filled copy whose page is not
- * there yet, fetch it (and read-ahead).  0 when the normal path may go on.
+ * Does a touch of addr need a fetch first?  1: addr lies in a lazily
+ * filled copy (whose page the caller found absent); 0: no (no lazy copy
+ * there, or the slot's tail past the object); -EHOSTDOWN: the copy's home
+ * restarted, the page can never be had.  No lock needed, none taken long.
  */
-int odsm_cache_lazy_fault(u64 addr);
+int odsm_cache_lazy_check(u64 addr);
+/*
+ * If addr lies in a lazily filled copy whose page is not there yet, fetch
+ * it (and read-ahead): 0 when the normal path may go on.  Sleeps up to the
+ * cluster's timeout: the fault handler calls it with mmap_lock dropped
+ * where it may, and then asks it to remember a failure (@remember) for the
+ * fault's retry, which odsm_cache_lazy_error() then reports.
+ */
+int odsm_cache_lazy_fault(u64 addr, bool remember);
+/* The error of the last failed fetch remembered for addr's page, or 0. */
+int odsm_cache_lazy_error(u64 addr);
+/*
+ * Fill every absent page of a lazily filled copy in [addr, addr + len) of
+ * the local partition before an access that does not fault (READ, atomics,
+ * a peer's FETCH): such an access would otherwise read zeros, or insert a
+ * zero page that no fault would ever fetch over.  0 or -errno.
+ */
+int odsm_cache_lazy_fill_range(u64 addr, u64 len);
 /* A peer restarted (its addresses start over) or the cluster is left:
  * forget every copy of node's objects (U32_MAX: of every node).
  */
@@ -69,6 +88,13 @@ void odsm_cache_trim_to(u64 budget);
 /* Is the local object at addr a cached copy (not the caller's to free)? */
 bool odsm_cache_is_slot(u64 addr);
 bool odsm_cache_lazy_block(u64 addr);
+/*
+ * Does [addr, addr + len) of the local partition reach a lazily filled
+ * copy?  A peer's request that does is refused (counted in lazy_refused):
+ * a copy is this node's, not an object of the heap, and serving it would
+ * mean fetching its pages from a third node first.
+ */
+bool odsm_cache_lazy_range(u64 addr, u64 len);
 
 /* Gauges */
 u64 odsm_cache_entries(void);

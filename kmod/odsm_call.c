@@ -60,6 +60,18 @@ bool odsm_peer_up(u32 node)
 	return up;
 }
 
+u64 odsm_peer_incarnation(u32 node)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	u64 inc = 0;
+
+	spin_lock(&c->lock);
+	if (c->joined && node < c->nr_nodes)
+		inc = c->peers[node].incarnation;
+	spin_unlock(&c->lock);
+	return inc;
+}
+
 int odsm_peer_most_free(void)
 {
 	struct odsm_cluster *c = &odsm_cluster;

@@ -17,4 +17,17 @@ static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
 }
 #endif
 
+/*
+ * Drop the lock a fault holds before returning VM_FAULT_RETRY: the VMA's
+ * own (FAULT_FLAG_VMA_LOCK, 6.4+) or mmap_lock.
+ */
+static inline void odsm_release_fault_lock(struct vm_fault *vmf)
+{
+#ifdef ODSM_HAVE_RELEASE_FAULT_LOCK
+	release_fault_lock(vmf);
+#else
+	mmap_read_unlock(vmf->vma->vm_mm);
+#endif
+}
+
 #endif /* _ODSM_COMPAT_H */

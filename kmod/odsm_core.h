@@ -111,6 +111,13 @@ void odsm_cluster_unhold(void);
 
 /* Is node up (a peer we can send to now)? */
 bool odsm_peer_up(u32 node);
+/*
+ * The module instance node last authenticated as (0: never, or no
+ * cluster).  It changes, before any reply of the new instance is
+ * delivered, when the node restarts: a service that must not mix the
+ * answers of two instances reads it before and after a call.
+ */
+u64 odsm_peer_incarnation(u32 node);
 /* The up peer that last reported the most free memory, or -ENOSPC. */
 int odsm_peer_most_free(void);
 /*

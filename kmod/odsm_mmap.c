@@ -6,17 +6,68 @@
  * is fetched by the cache first (odsm_cache.c).  So the store knows
  * nothing of the network, and the cache nothing of VMAs.
  */
+#include <linux/file.h>
+#include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/mman.h>
 #include "odsm.h"
 #include "odsm_cache.h"
 #include "odsm_compat.h"
 
+/*
+ * A page of a lazily filled copy is fetched before it is mapped, which
+ * takes up to the cluster's timeout_ms.  Not with mmap_lock held where the
+ * fault may be retried: every other thread of the process would wait with
+ * us (an mmap, a munmap, another fault's lookup...).  So, as filemap_fault
+ * does for a read from disk, the lock is dropped (the file pinned: our
+ * module stays), the page fetched, and VM_FAULT_RETRY sends the fault
+ * round again, which then finds the page.  A fetch that failed is
+ * remembered for that page: the retry (FAULT_FLAG_TRIED) answers SIGBUS
+ * instead of fetching again.  With FAULT_FLAG_RETRY_NOWAIT we may not wait
+ * at all; a fault that may not be retried fetches with the lock held.
+ * On 6.12 a fault under the per-VMA lock (FAULT_FLAG_VMA_LOCK) never
+ * reaches us (no ->map_pages: the core retries under mmap_lock), but
+ * odsm_release_fault_lock() drops whichever lock the fault holds.
+ * 0 to go on with the page store; else what the fault returns.
+ */
+static vm_fault_t lazy_fault(struct vm_fault *vmf, u64 addr)
+{
+	struct file *fpin;
+	int ret = odsm_cache_lazy_check(addr);
+
+	if (!ret)
+		return 0;
+	if (ret < 0)
+		goto sigbus;
+	if (!(vmf->flags & FAULT_FLAG_ALLOW_RETRY)) {
+		if (odsm_cache_lazy_fault(addr, false))
+			goto sigbus;
+		return 0;
+	}
+	/* our own fetch, made with the lock dropped, failed */
+	if ((vmf->flags & FAULT_FLAG_TRIED) && odsm_cache_lazy_error(addr))
+		goto sigbus;
+	if (vmf->flags & FAULT_FLAG_RETRY_NOWAIT)
+		return VM_FAULT_RETRY;
+	fpin = get_file(vmf->vma->vm_file);
+	odsm_release_fault_lock(vmf);
+	/* no VMA from here on: it may be unmapped meanwhile */
+	odsm_cache_lazy_fault(addr, true);
+	odsm_stat_inc(ODSM_STAT_lazy_unlocked);
+	fput(fpin);
+	return VM_FAULT_RETRY;
+
+sigbus:
+	odsm_stat_inc(ODSM_STAT_sigbus_lazy);
+	return VM_FAULT_SIGBUS;
+}
+
 static vm_fault_t odsm_vm_fault(struct vm_fault *vmf)
 {
 	struct odsm_heap *h = &odsm_heap;
 	u64 addr = vmf->address;
 	struct page *page;
+	vm_fault_t vret;
 	int ret;
 
 	odsm_stat_inc(ODSM_STAT_faults);
@@ -24,10 +75,10 @@ static vm_fault_t odsm_vm_fault(struct vm_fault *vmf)
 		odsm_stat_inc(ODSM_STAT_sigbus_remote);
 		return VM_FAULT_SIGBUS;
 	}
-	/* a page of a lazily filled copy is fetched before it is mapped */
-	if (!odsm_store_present(h, addr) && odsm_cache_lazy_fault(addr)) {
-		odsm_stat_inc(ODSM_STAT_sigbus_lazy);
-		return VM_FAULT_SIGBUS;
+	if (!odsm_store_present(h, addr)) {
+		vret = lazy_fault(vmf, addr);
+		if (vret)
+			return vret;
 	}
 	ret = odsm_store_fault(h, addr, &page);
 	switch (ret) {
@@ -38,6 +89,11 @@ static vm_fault_t odsm_vm_fault(struct vm_fault *vmf)
 		return VM_FAULT_NOPAGE;
 	case -EFAULT:
 		odsm_stat_inc(ODSM_STAT_sigbus_unbacked);
+		return VM_FAULT_SIGBUS;
+	case -ENODATA:		/* a lazy copy's page, not ours to zero-fill:
+				 * a slot its borrow has not handed out yet
+				 */
+		odsm_stat_inc(ODSM_STAT_sigbus_lazy);
 		return VM_FAULT_SIGBUS;
 	default:
 		odsm_stat_inc(ODSM_STAT_fault_enomem);

@@ -53,6 +53,18 @@ static int odsm_home_atomic(u64 addr, u32 op, u32 flags, u64 operand,
 }
 
 /*
+ * A peer's request that reaches a lazily filled copy of ours: refused (see
+ * odsm_cache_lazy_range()); its absent pages would read as zeros.
+ */
+static bool lazy_refused(u64 addr, u64 len)
+{
+	if (!odsm_cache_lazy_range(addr, len))
+		return false;
+	odsm_stat_inc(ODSM_STAT_lazy_refused);
+	return true;
+}
+
+/*
  * Serve one request (the handler of every message type this service
  * registers, see odsm_core.h).  The reply's fixed part goes to reply,
  * bulk data (a READ's bytes) to *data, which the core frees.  Returns the
@@ -79,6 +91,8 @@ static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	case ODSM_MSG_READ:
 		if (odsm_wire_get_rw(payload, h->len, false, &rw))
 			return -EPROTO;
+		if (lazy_refused(rw.gaddr, rw.len))
+			return -EINVAL;
 		if (rw.flags & ODSM_WIRE_RW_CHECK)
 			return odsm_store_check(heap, rw.gaddr, rw.len);
 		buf = kvmalloc(rw.len, GFP_KERNEL);
@@ -99,6 +113,8 @@ static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	case ODSM_MSG_WRITE:
 		if (odsm_wire_get_rw(payload, h->len, true, &rw))
 			return -EPROTO;
+		if (lazy_refused(rw.gaddr, rw.len))
+			return -EINVAL;
 		if (rw.flags & ODSM_WIRE_RW_OWNER)
 			return odsm_owner_rw_local(rw.gaddr,
 						   (void *)(payload + h->len -
@@ -128,6 +144,8 @@ static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	case ODSM_MSG_FETCH:
 		if (odsm_wire_get_fetch(payload, h->len, &fe))
 			return -EPROTO;
+		if (lazy_refused(odsm_clear_color(fe.gaddr), 1))
+			return -EINVAL;
 		buf = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + fe.len, GFP_KERNEL);
 		if (!buf)
 			return -ENOMEM;
@@ -146,6 +164,8 @@ static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	case ODSM_MSG_ATOMIC:
 		if (odsm_wire_get_atomic(payload, h->len, &at))
 			return -EPROTO;
+		if (lazy_refused(at.gaddr, 8))
+			return -EINVAL;
 		ret = odsm_home_atomic(at.gaddr, at.op == ODSM_WIRE_FETCH_ADD ?
 				       ODSM_ATOMIC_FETCH_ADD :
 				       ODSM_ATOMIC_CMP_SWAP,
@@ -272,8 +292,10 @@ long odsm_ioc_rw(void __user *arg, bool write)
 			ret = -EFAULT;
 			break;
 		}
+		/* a lazily filled copy's absent pages are fetched first */
 		if (local)
-			ret = odsm_store_rw(&odsm_heap, addr + done, kbuf, n,
+			ret = odsm_cache_lazy_fill_range(addr + done, n) ?:
+			      odsm_store_rw(&odsm_heap, addr + done, kbuf, n,
 					    write);
 		else
 			ret = odsm_remote_rw(node, addr + done, kbuf, n, write);
@@ -329,7 +351,9 @@ long odsm_ioc_atomic(void __user *arg)
 	if (node < 0)
 		return node;
 	if (local) {
-		ret = odsm_home_atomic(a.gaddr, a.op, a.flags, a.operand,
+		/* a lazily filled copy's absent page is fetched first */
+		ret = odsm_cache_lazy_fill_range(a.gaddr, 8) ?:
+		      odsm_home_atomic(a.gaddr, a.op, a.flags, a.operand,
 				       a.compare, &a.old);
 	} else {
 		/* flagged: straight at the home's memory where it lets us */

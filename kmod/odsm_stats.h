@@ -54,6 +54,19 @@ enum odsm_stat {
 	ODSM_STAT_lazy_faults,		/* faults that fetched a lazy copy's pages */
 	ODSM_STAT_lazy_pages,		/* pages those faults filled */
 	ODSM_STAT_sigbus_lazy,		/* touches of a lazy copy that failed */
+	ODSM_STAT_lazy_unlocked,	/* lazy fetches made with mmap_lock
+					 * dropped (the fault retried)
+					 */
+	ODSM_STAT_lazy_stale,		/* lazy fetches refused: the home
+					 * restarted meanwhile
+					 */
+	ODSM_STAT_lazy_prefills,	/* accesses that are no faults (READ,
+					 * atomics, FETCH) that filled a lazy
+					 * copy's pages first
+					 */
+	ODSM_STAT_lazy_refused,		/* peers' requests refused: they
+					 * reached a lazily filled copy
+					 */
 	ODSM_STAT_auth_failures,	/* handshakes refused: no proof of the key */
 	ODSM_STAT_onesided_reads,	/* one-sided RDMA READs of peers' memory */
 	ODSM_STAT_onesided_writes,	/* one-sided RDMA WRITEs to peers' memory */

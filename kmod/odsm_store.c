@@ -32,6 +32,25 @@ static inline pgoff_t store_index(const struct odsm_heap *h, u64 addr)
 }
 
 /*
+ * An absent page of a lazily filled copy is not zero: its bytes are at the
+ * object's home.  No zero page may be inserted there (a fault, a write or
+ * an atomic would hide the object's bytes from every later touch), nor may
+ * it be read as zeros: -ENODATA, the cache fetches it first.  The cache
+ * registers the copy's pages before it discards what the slot held, so
+ * once the discard is done nothing but a fill brings a page there.  Caller
+ * holds heap->lock.
+ */
+static bool store_fill_only(struct odsm_heap *h, pgoff_t idx)
+{
+	bool (*fill_only)(u64 addr) = READ_ONCE(h->fill_only);
+
+	lockdep_assert_held(&h->lock);
+	return fill_only &&
+	       fill_only(odsm_part_start(&h->geom, h->geom.node_id) +
+			 ((u64)idx << PAGE_SHIFT));
+}
+
+/*
  * The page behind partition page @idx, allocated if absent; with an extra
  * reference.  Caller holds heap->lock.
  */
@@ -44,6 +63,8 @@ static struct page *store_get_locked(struct odsm_heap *h, pgoff_t idx)
 		get_page(page);
 		return page;
 	}
+	if (store_fill_only(h, idx))
+		return ERR_PTR(-ENODATA);
 	page = alloc_page(GFP_HIGHUSER | __GFP_ZERO);
 	if (!page)
 		return ERR_PTR(-ENOMEM);
@@ -62,7 +83,8 @@ static struct page *store_get_locked(struct odsm_heap *h, pgoff_t idx)
  * The page of the local partition at addr for a fault: the store's page,
  * inserted on first touch, returned locked and referenced (*page).  -EFAULT
  * for an address in blocks that hold no object, -ENOMEM, or -EAGAIN when
- * the page was released meanwhile (the access faults again).
+ * the page was released meanwhile (the access faults again), -ENODATA for
+ * a page of a lazily filled copy that was not fetched (store_fill_only()).
  */
 int odsm_store_fault(struct odsm_heap *h, u64 addr, struct page **pagep)
 {
@@ -440,6 +462,9 @@ static int rw_one(struct odsm_heap *h, pgoff_t idx, unsigned int off,
 		put_page(page);
 	} else {
 		page = xa_load(&h->pages, idx);
+		/* a lazy copy's page not fetched yet is not zero */
+		if (!page && store_fill_only(h, idx))
+			return -ENODATA;
 		if (page)
 			memcpy_from_page(st->buf, page, off, n);
 		else
