@@ -20,9 +20,19 @@
  *                      exactly that version with no transfer, the
  *                      original is freed at its home, and WRITE_BACK
  *                      stores an owner box in the home's partition
+ *   slots_protected    a copy's slot is never the caller's to free or move,
+ *                      also while the cache allocates, fills, evicts or
+ *                      reaps it: another thread freeing and moving the
+ *                      slot's address (at any color) all the while is
+ *                      refused every time (issue 12, finding 9)
+ *   peer_write_refused  the home's WRITE and ATOMIC into the address of
+ *                      USER's cached copy are refused (-EINVAL, counted
+ *                      on USER: copy_writes_refused); the copy keeps its
+ *                      bytes (finding 9)
  *
  * Words of node 0's directory: 400.. (see odsm_cluster.h).
  */
+#include <pthread.h>
 #include <sys/mman.h>
 #include "odsm_cluster.h"
 
@@ -349,6 +359,123 @@ TEST(home_sees_take_and_write_back)
 	memcpy(box, odsm_ptr(cc[O_BOX]), sizeof(box));
 	EXPECT_EQ(0x1234000000000010ULL, box[0]);
 	EXPECT_EQ(1ULL, box[1]);
+}
+
+/* ---- slots_protected ---------------------------------------------------- */
+
+static struct {
+	volatile uint64_t slot;	/* where the cache last put the copy */
+	volatile int stop;
+	uint64_t tries, freed, moved;
+} sp;
+
+/*
+ * Free and move the slot's address and its neighbours', at the highest
+ * color (which the allocator's color check lets through for any live
+ * object there), as fast as we can.  No call may succeed: nothing but
+ * copies lives in this partition's 32 KiB slab slots in this test.
+ */
+static void *slot_attacker(void *arg)
+{
+	struct odsm_move mv;
+	struct odsm_free f;
+
+	uint64_t a;
+	int k;
+
+	(void)arg;
+	while (!sp.stop) {
+		/* the last slot and its neighbours: where the next one goes */
+		for (k = -4; k <= 4; k++) {
+			a = sp.slot + k * (int64_t)SMALL_SIZE;
+			memset(&f, 0, sizeof(f));
+			f.gaddr = a | (0xffffULL << ODSM_COLOR_SHIFT);
+			if (!ioctl(fd, ODSM_IOC_FREE, &f))
+				sp.freed++;
+			memset(&mv, 0, sizeof(mv));
+			mv.gaddr = a | (0xffffULL << ODSM_COLOR_SHIFT);
+			if (!ioctl(fd, ODSM_IOC_MOVE, &mv))
+				sp.moved++;
+			sp.tries++;
+		}
+	}
+	return NULL;
+}
+
+CC_TEST(slots_protected, 6)
+{
+	uint64_t t0, rounds = 0, bad = 0;
+	struct odsm_borrow b;
+	pthread_t th;
+
+	/* every return evicts the copy, the reaper frees its slab slot,
+	 * and the next miss allocates one again, mostly the same (a 32 KiB
+	 * object takes two FETCHes: the slot is allocated a round trip
+	 * before the copy is indexed)
+	 */
+	ASSERT_EQ(0, set_knob("cache_budget_bytes", 0));
+	ASSERT_EQ(0, borrow(fd, cc[O_SMALL0], &b));
+	sp.slot = b.addr;
+	ASSERT_EQ(0, give_back(fd, cc[O_SMALL0]));
+	sp.stop = 0;
+	ASSERT_EQ(0, pthread_create(&th, NULL, slot_attacker, NULL));
+	t0 = c_now_ms();
+	while (c_now_ms() - t0 < 4000 && !sp.freed && !sp.moved) {
+		if (borrow(fd, cc[O_SMALL0], &b))
+			continue;
+		rounds++;
+		sp.slot = b.addr;
+		if (c_check((uint8_t *)(uintptr_t)b.addr, SMALL_SIZE, HOME,
+			    O_SMALL0) != -1)
+			bad++;
+		give_back(fd, cc[O_SMALL0]);
+	}
+	sp.stop = 1;
+	pthread_join(th, NULL);
+	TH_LOG("%llu borrows, %llu frees and moves tried",
+	       (unsigned long long)rounds, (unsigned long long)sp.tries);
+	EXPECT_EQ(0ULL, sp.freed);
+	EXPECT_EQ(0ULL, sp.moved);
+	EXPECT_EQ(0ULL, bad);
+	EXPECT_LT(0ULL, rounds);
+	EXPECT_LT(0ULL, sp.tries);
+}
+
+/* ---- peer_write_refused ----------------------------------------------- */
+
+#define W_COPY		(W_CC + 20)	/* USER's copy of O_SMALL0, for HOME */
+
+TEST(peer_write_refused)
+{
+	uint64_t refused0 = 0, a = 0, old;
+	struct odsm_borrow b;
+	uint8_t junk[64];
+
+	C_BEGIN();
+	ASSERT_EQ(0, c_dir_wait(HOME, SECS));
+	if (C.self == USER) {
+		ASSERT_EQ(0, c_get(HOME, W_CC + O_SMALL0, &cc[O_SMALL0]));
+		refused0 = c_stat("copy_writes_refused");
+		ASSERT_EQ(0, borrow(odsm_rt.fd, cc[O_SMALL0], &b));
+		ASSERT_EQ(0, c_put(HOME, W_COPY, b.addr));
+	}
+	ASSERT_EQ(0, c_barrier(HOME, B_CC + 16, C.nodes, SECS));
+	if (C.self == HOME) {
+		ASSERT_EQ(0, c_get(HOME, W_COPY, &a));
+		memset(junk, 0xa5, sizeof(junk));
+		/* the copy's first bytes, and bytes inside it */
+		EXPECT_EQ(-EINVAL, odsm_write(a, junk, sizeof(junk)));
+		EXPECT_EQ(-EINVAL, odsm_write(a + KiB(8), junk, sizeof(junk)));
+		EXPECT_EQ(-EINVAL, odsm_fetch_add(a + 64, 1, &old));
+	}
+	ASSERT_EQ(0, c_barrier(HOME, B_CC + 17, C.nodes, SECS));
+	if (C.self == USER) {
+		EXPECT_EQ(refused0 + 3, c_stat("copy_writes_refused"));
+		EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)b.addr, SMALL_SIZE,
+				      HOME, O_SMALL0));
+		EXPECT_EQ(0, give_back(odsm_rt.fd, cc[O_SMALL0]));
+	}
+	ASSERT_EQ(0, c_barrier(HOME, B_CC + 18, C.nodes, SECS));
 }
 
 TEST_HARNESS_MAIN
