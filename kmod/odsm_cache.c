@@ -674,8 +674,10 @@ int odsm_cache_borrow(struct odsm_fref *f, u32 node, u64 cg, u64 *addr,
 	mutex_unlock(&cache.lock);
 
 	ret = make_copy(node, cg, &e);
-	if (ret)
+	if (ret) {
+		reap();		/* a stale copy may have left just now */
 		return ret;
+	}
 
 	mutex_lock(&cache.lock);
 	n = odsm_cindex_find(&cache.ci, cg);

@@ -29,9 +29,18 @@
  *                      USER's cached copy are refused (-EINVAL, counted
  *                      on USER: copy_writes_refused); the copy keeps its
  *                      bytes (finding 9)
+ *   home_rejoin        HOME leaves the cluster and joins it again (a new
+ *                      incarnation, as after a restart): while it is
+ *                      down USER's idle copy of its object is not served
+ *                      (-EHOSTDOWN: the home may come back as another
+ *                      incarnation, whose addresses a third node may pass
+ *                      on before USER forgot the old copies, the model's
+ *                      gap 1); once it is up again the copy is forgotten
+ *                      and a borrow misses
  *
  * Words of node 0's directory: 400.. (see odsm_cluster.h).
  */
+#include <arpa/inet.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include "odsm_cluster.h"
@@ -476,6 +485,101 @@ TEST(peer_write_refused)
 		EXPECT_EQ(0, give_back(odsm_rt.fd, cc[O_SMALL0]));
 	}
 	ASSERT_EQ(0, c_barrier(HOME, B_CC + 18, C.nodes, SECS));
+}
+
+/* ---- home_rejoin ------------------------------------------------------- */
+
+#define RIG_KEY		"/tmp/odsm.key"	/* where the cluster scenario put it */
+#define RIG_PORT	7100
+
+/* HOME's state as USER sees it becomes want, within secs */
+static int wait_home(unsigned int want, unsigned int secs)
+{
+	unsigned int st[ODSM_MAX_NODES];
+	uint64_t t0 = c_now_ms();
+
+	while (c_now_ms() - t0 < secs * 1000ULL) {
+		if (!c_states(st, C.nodes) && st[HOME] == want)
+			return 0;
+		c_sleep_ms(20);
+	}
+	return -ETIMEDOUT;
+}
+
+/* HOME: leave, stay away for ms, join again as the scenario did */
+static int leave_and_rejoin(unsigned int ms)
+{
+	struct odsm_node_addr nodes[ODSM_MAX_NODES];
+	uint8_t key[ODSM_KEY_MAX];
+	unsigned int k;
+	ssize_t n;
+	int kf, ret;
+
+	kf = open(RIG_KEY, O_RDONLY);
+	if (kf < 0)
+		return -errno;
+	n = read(kf, key, sizeof(key));
+	close(kf);
+	if (n < ODSM_KEY_MIN)
+		return -EINVAL;
+	memset(nodes, 0, sizeof(nodes));
+	for (k = 0; k < C.nodes; k++) {	/* node K: 10.0.0.(K+1) */
+		nodes[k].ipv4 = htonl(0x0a000001 + k);
+		nodes[k].port = RIG_PORT;
+	}
+	ret = odsm_leave();
+	if (ret)
+		return ret;
+	c_sleep_ms(ms);
+	return odsm_join(C.transport, nodes, C.nodes, key, n, 0, 0);
+}
+
+TEST(home_rejoin)
+{
+	uint64_t t0, misses;
+	struct odsm_borrow b;
+	int ret;
+
+	C_BEGIN();
+	if (access(RIG_KEY, R_OK))
+		SKIP(return, "no %s: not the rig's cluster scenario", RIG_KEY);
+	ASSERT_EQ(0, c_dir_wait(HOME, SECS));
+	if (C.self == USER) {
+		ASSERT_EQ(0, c_get(HOME, W_CC + O_TINY, &cc[O_TINY]));
+		ASSERT_EQ(0, borrow(odsm_rt.fd, cc[O_TINY], &b));
+		ASSERT_EQ(0, give_back(odsm_rt.fd, cc[O_TINY]));
+		/* an idle copy, served while its home is up */
+		ASSERT_EQ(0, borrow(odsm_rt.fd, cc[O_TINY], &b));
+		EXPECT_EQ((unsigned int)ODSM_BORROWED_HIT, b.result);
+		ASSERT_EQ(0, give_back(odsm_rt.fd, cc[O_TINY]));
+	}
+	ASSERT_EQ(0, c_barrier(HOME, B_CC + 19, C.nodes, SECS));
+	if (C.self == HOME) {
+		ASSERT_EQ(0, leave_and_rejoin(3000));
+	} else if (C.self == USER) {
+		ASSERT_EQ(0, wait_home(ODSM_PEER_DOWN, 30));
+		ret = borrow(odsm_rt.fd, cc[O_TINY], &b);
+		EXPECT_EQ(-EHOSTDOWN, ret) {
+			TH_LOG("a copy of a home that is down was served: %s",
+			       ret ? odsm_strerror(ret) : "hit");
+		}
+		if (!ret)
+			give_back(odsm_rt.fd, cc[O_TINY]);
+		ASSERT_EQ(0, wait_home(ODSM_PEER_UP, 60));
+		/* the new incarnation's handshake forgot the copy */
+		misses = c_stat("borrow_misses");
+		t0 = c_now_ms();
+		ASSERT_EQ(0, borrow(odsm_rt.fd, cc[O_TINY], &b));
+		EXPECT_EQ((unsigned int)ODSM_BORROWED_MISS, b.result);
+		EXPECT_EQ(misses + 1, c_stat("borrow_misses"));
+		EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)b.addr, 512, HOME,
+				      O_TINY));
+		EXPECT_EQ(0, give_back(odsm_rt.fd, cc[O_TINY]));
+		TH_LOG("borrow after the re-join: %llu ms",
+		       (unsigned long long)(c_now_ms() - t0));
+	}
+	/* every node sees every peer up again before the next program */
+	ASSERT_EQ(0, c_barrier(HOME, B_CC + 20, C.nodes, 60));
 }
 
 TEST_HARNESS_MAIN
