@@ -229,11 +229,17 @@ static bool current_locked(struct odsm_centry *e)
 int odsm_owner_rw_local(u64 addr, void *box, enum odsm_owner_op op)
 {
 	struct odsm_objinfo oi;
+	int ret;
 
+	/* no slot appears between the check and the access */
+	odsm_cache_slots_hold();
 	if (!odsm_heap_containing(&odsm_heap, addr, &oi) &&
 	    odsm_cache_is_slot(oi.addr))
-		return -EINVAL;
-	return odsm_heap_owner_rw(&odsm_heap, addr, box, op);
+		ret = -EINVAL;
+	else
+		ret = odsm_heap_owner_rw(&odsm_heap, addr, box, op);
+	odsm_cache_slots_release();
+	return ret;
 }
 
 static void entry_free(struct kref *kref)
