@@ -372,17 +372,21 @@ TEST(home_sees_take_and_write_back)
 
 /* ---- slots_protected ---------------------------------------------------- */
 
+#define SP_RANGE	8		/* slab slots either side of the first */
+
 static struct {
-	volatile uint64_t slot;	/* where the cache last put the copy */
+	uint64_t target[2 * SP_RANGE + 1];	/* where copies may land */
+	int nr;
 	volatile int stop;
 	uint64_t tries, freed, moved;
 } sp;
 
 /*
- * Free and move the slot's address and its neighbours', at the highest
- * color (which the allocator's color check lets through for any live
- * object there), as fast as we can.  No call may succeed: nothing but
- * copies lives in this partition's 32 KiB slab slots in this test.
+ * Free and move the addresses where the cache puts its copies, at the
+ * highest color (which the allocator's color check lets through for any
+ * live object there), as fast as we can.  No call may succeed: the
+ * targets held no object when the test began, and only the cache
+ * allocates in this partition while it runs.
  */
 static void *slot_attacker(void *arg)
 {
@@ -394,9 +398,8 @@ static void *slot_attacker(void *arg)
 
 	(void)arg;
 	while (!sp.stop) {
-		/* the last slot and its neighbours: where the next one goes */
-		for (k = -4; k <= 4; k++) {
-			a = sp.slot + k * (int64_t)SMALL_SIZE;
+		for (k = 0; k < sp.nr; k++) {
+			a = sp.target[k];
 			memset(&f, 0, sizeof(f));
 			f.gaddr = a | (0xffffULL << ODSM_COLOR_SHIFT);
 			if (!ioctl(fd, ODSM_IOC_FREE, &f))
@@ -413,9 +416,11 @@ static void *slot_attacker(void *arg)
 
 CC_TEST(slots_protected, 6)
 {
-	uint64_t t0, rounds = 0, bad = 0;
+	uint64_t t0, rounds = 0, bad = 0, a;
+	struct odsm_obj_info oi;
 	struct odsm_borrow b;
 	pthread_t th;
+	int k;
 
 	/* every return evicts the copy, the reaper frees its slab slot,
 	 * and the next miss allocates one again, mostly the same (a 32 KiB
@@ -424,8 +429,16 @@ CC_TEST(slots_protected, 6)
 	 */
 	ASSERT_EQ(0, set_knob("cache_budget_bytes", 0));
 	ASSERT_EQ(0, borrow(fd, cc[O_SMALL0], &b));
-	sp.slot = b.addr;
 	ASSERT_EQ(0, give_back(fd, cc[O_SMALL0]));
+	/* that slot and its neighbours, unless a program's object is there
+	 * (no copy is: a budget of 0 keeps none)
+	 */
+	sp.nr = 0;
+	for (k = -SP_RANGE; k <= SP_RANGE; k++) {
+		a = b.addr + k * (int64_t)SMALL_SIZE;
+		if (odsm_in_heap(a) && odsm_obj_info(a, &oi) != 0)
+			sp.target[sp.nr++] = a;
+	}
 	sp.stop = 0;
 	ASSERT_EQ(0, pthread_create(&th, NULL, slot_attacker, NULL));
 	t0 = c_now_ms();
@@ -433,7 +446,6 @@ CC_TEST(slots_protected, 6)
 		if (borrow(fd, cc[O_SMALL0], &b))
 			continue;
 		rounds++;
-		sp.slot = b.addr;
 		if (c_check((uint8_t *)(uintptr_t)b.addr, SMALL_SIZE, HOME,
 			    O_SMALL0) != -1)
 			bad++;
