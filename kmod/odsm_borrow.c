@@ -245,6 +245,9 @@ long odsm_ioc_borrow_mut(struct odsm_fref *f, void __user *arg)
 		odsm_stat_inc(ODSM_STAT_mut_taken);
 	} else if (ret == -ENOENT) {
 		ret = move_here(node, m.gaddr, &m.new_gaddr, &m.size, &inc);
+		if (ret == -EREMCHG)	/* the home restarted: nothing moved */
+			ret = move_here(node, m.gaddr, &m.new_gaddr, &m.size,
+					&inc);
 		if (ret)
 			return ret;
 		m.result = ODSM_BORROWED_MOVED;

@@ -680,6 +680,8 @@ int odsm_cache_borrow(struct odsm_fref *f, u32 node, u64 cg, u64 *addr,
 	mutex_unlock(&cache.lock);
 
 	ret = make_copy(node, cg, &e);
+	if (ret == -EREMCHG)	/* the home restarted under the FETCH: anew */
+		ret = make_copy(node, cg, &e);
 	if (ret) {
 		reap();		/* a stale copy may have left just now */
 		return ret;
