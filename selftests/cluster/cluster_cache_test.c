@@ -557,6 +557,7 @@ TEST(home_rejoin)
 		SKIP(return, "no %s: not the rig's cluster scenario", RIG_KEY);
 	ASSERT_EQ(0, c_dir_wait(HOME, SECS));
 	if (C.self == USER) {
+		ASSERT_EQ(0, set_knob("cache_budget_bytes", MiB(64)));
 		ASSERT_EQ(0, c_get(HOME, W_CC + O_TINY, &cc[O_TINY]));
 		ASSERT_EQ(0, borrow(odsm_rt.fd, cc[O_TINY], &b));
 		ASSERT_EQ(0, give_back(odsm_rt.fd, cc[O_TINY]));
