@@ -56,8 +56,15 @@
 enum { O_TINY, O_MID, O_LAZY, O_BOX, O_TAKE, O_SMALL0 };
 #define NR_OBJ		(O_SMALL0 + NR_SMALL)
 
-/* barrier ids of this program: 32 .. 42, two per test and one */
+/*
+ * Barrier ids of this program, on HOME (ids are node-wide across the
+ * programs of one run, see odsm_cluster.h): 32 .. 42, two per test and
+ * one, for the first tests; then the free ones between the others'.
+ */
 #define B_CC		32
+#define B_CC_TEST(t, k)	((t) < 6 ? B_CC + 2 * (t) + (k) : 62 + (k))
+#define B_PW		29		/* .. 31: peer_write_refused */
+#define B_RJ		60		/* .. 61: home_rejoin */
 
 static uint64_t obj_size(int o)
 {
@@ -131,7 +138,7 @@ static bool start(struct __test_metadata *_metadata, unsigned int test)
 		}
 	}
 	ASSERT_EQ(0, c_dir_wait(HOME, SECS));
-	ASSERT_EQ(0, c_barrier(HOME, B_CC + 2 * test, C.nodes, SECS));
+	ASSERT_EQ(0, c_barrier(HOME, B_CC_TEST(test, 0), C.nodes, SECS));
 	for (o = 0; o < NR_OBJ; o++)
 		ASSERT_EQ(0, c_get(HOME, W_CC + o, &cc[o]));
 	if (C.self != USER)
@@ -149,7 +156,7 @@ static void finish(struct __test_metadata *_metadata, unsigned int test)
 {
 	if (C.self == USER)
 		close(fd2);
-	ASSERT_EQ(0, c_barrier(HOME, B_CC + 2 * test + 1, C.nodes, SECS));
+	ASSERT_EQ(0, c_barrier(HOME, B_CC_TEST(test, 1), C.nodes, SECS));
 }
 
 #define CC_TEST(name, n)						\
@@ -480,7 +487,7 @@ TEST(peer_write_refused)
 		ASSERT_EQ(0, borrow(odsm_rt.fd, cc[O_SMALL0], &b));
 		ASSERT_EQ(0, c_put(HOME, W_COPY, b.addr));
 	}
-	ASSERT_EQ(0, c_barrier(HOME, B_CC + 16, C.nodes, SECS));
+	ASSERT_EQ(0, c_barrier(HOME, B_PW, C.nodes, SECS));
 	if (C.self == HOME) {
 		ASSERT_EQ(0, c_get(HOME, W_COPY, &a));
 		memset(junk, 0xa5, sizeof(junk));
@@ -489,14 +496,14 @@ TEST(peer_write_refused)
 		EXPECT_EQ(-EINVAL, odsm_write(a + KiB(8), junk, sizeof(junk)));
 		EXPECT_EQ(-EINVAL, odsm_fetch_add(a + 64, 1, &old));
 	}
-	ASSERT_EQ(0, c_barrier(HOME, B_CC + 17, C.nodes, SECS));
+	ASSERT_EQ(0, c_barrier(HOME, B_PW + 1, C.nodes, SECS));
 	if (C.self == USER) {
 		EXPECT_EQ(refused0 + 3, c_stat("copy_writes_refused"));
 		EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)b.addr, SMALL_SIZE,
 				      HOME, O_SMALL0));
 		EXPECT_EQ(0, give_back(odsm_rt.fd, cc[O_SMALL0]));
 	}
-	ASSERT_EQ(0, c_barrier(HOME, B_CC + 18, C.nodes, SECS));
+	ASSERT_EQ(0, c_barrier(HOME, B_PW + 2, C.nodes, SECS));
 }
 
 /* ---- home_rejoin ------------------------------------------------------- */
@@ -566,7 +573,7 @@ TEST(home_rejoin)
 		EXPECT_EQ((unsigned int)ODSM_BORROWED_HIT, b.result);
 		ASSERT_EQ(0, give_back(odsm_rt.fd, cc[O_TINY]));
 	}
-	ASSERT_EQ(0, c_barrier(HOME, B_CC + 19, C.nodes, SECS));
+	ASSERT_EQ(0, c_barrier(HOME, B_RJ, C.nodes, SECS));
 	if (C.self == HOME) {
 		ASSERT_EQ(0, leave_and_rejoin(3000));
 	} else if (C.self == USER) {
@@ -592,7 +599,7 @@ TEST(home_rejoin)
 		       (unsigned long long)(c_now_ms() - t0));
 	}
 	/* every node sees every peer up again before the next program */
-	ASSERT_EQ(0, c_barrier(HOME, B_CC + 20, C.nodes, 60));
+	ASSERT_EQ(0, c_barrier(HOME, B_RJ + 1, C.nodes, 60));
 }
 
 TEST_HARNESS_MAIN
