@@ -22,9 +22,15 @@
 
 /* ---- frees of moved originals, off the borrower's path --------------- */
 
+/*
+ * The free of a moved original at its home, queued.  It names the home's
+ * incarnation the object was moved from: a home that restarted meanwhile
+ * hands the same colored addresses out again, and must not receive it.
+ */
 struct moved_free {
 	struct list_head node;
 	u32 home;
+	u64 inc;
 	u64 cg;
 };
 
@@ -41,8 +47,11 @@ static void frees_fn(struct work_struct *work)
 	list_splice_init(&frees, &list);
 	spin_unlock(&frees_lock);
 	list_for_each_entry_safe(mf, tmp, &list, node) {
-		ret = odsm_remote_free(mf->home, mf->cg);
-		if (ret) {
+		ret = odsm_remote_free_at(mf->home, mf->inc, mf->cg);
+		if (ret == -EREMCHG) {
+			/* the home restarted: the original went with it */
+			odsm_stat_inc(ODSM_STAT_move_frees_stale);
+		} else if (ret) {
 			/* the original stays allocated at its home: memory
 			 * lost there, never a wrong byte here
 			 */
@@ -57,7 +66,7 @@ static void frees_fn(struct work_struct *work)
 
 static DECLARE_WORK(frees_work, frees_fn);
 
-static void free_original(u32 home, u64 cg)
+static void free_original(u32 home, u64 inc, u64 cg)
 {
 	struct moved_free *mf = kmalloc(sizeof(*mf), GFP_KERNEL);
 
@@ -66,6 +75,7 @@ static void free_original(u32 home, u64 cg)
 		return;
 	}
 	mf->home = home;
+	mf->inc = inc;
 	mf->cg = cg;
 	spin_lock(&frees_lock);
 	list_add_tail(&mf->node, &frees);
@@ -167,18 +177,22 @@ long odsm_ioc_return(struct odsm_fref *f, void __user *arg)
  * Copy the object at cg from its home into a new object here, whole (a
  * move must not leave the original's bytes behind: its home frees it).
  */
-static int move_here(u32 node, u64 cg, u64 *new_cg, u64 *size)
+static int move_here(u32 node, u64 cg, u64 *new_cg, u64 *size, u64 *inc)
 {
 	u64 usable, dst;
 	void *buf;
 	u32 got;
 	int ret;
 
+	/* one incarnation of the home answers every FETCH of the move */
+	*inc = odsm_peer_incarnation(node, true);
+	if (!*inc)
+		return -EHOSTDOWN;
 	buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
-	ret = odsm_fetch(node, cg, 0, buf,
-			 PAGE_SIZE - ODSM_WIRE_FETCH_REPLY_SIZE, size, &got);
+	ret = odsm_fetch_at(node, *inc, cg, 0, buf,
+			    PAGE_SIZE - ODSM_WIRE_FETCH_REPLY_SIZE, size, &got);
 	if (ret)
 		goto out;
 	ret = odsm_heap_alloc(&odsm_heap, *size, 0, 0, new_cg, &usable);
@@ -192,7 +206,7 @@ static int move_here(u32 node, u64 cg, u64 *new_cg, u64 *size)
 	ret = odsm_store_rw(&odsm_heap, dst, buf + ODSM_WIRE_FETCH_REPLY_SIZE,
 			    got, true);
 	if (!ret)
-		ret = odsm_fetch_rest(node, cg, got, *size, dst);
+		ret = odsm_fetch_rest(node, *inc, cg, got, *size, dst);
 	if (ret)	/* nothing moved: the original stays the object */
 		odsm_heap_free(&odsm_heap, *new_cg);
 out:
@@ -205,7 +219,7 @@ long odsm_ioc_borrow_mut(struct odsm_fref *f, void __user *arg)
 	struct odsm_borrow_mut m;
 	bool local;
 	int node, ret;
-	u64 addr;
+	u64 addr, inc;
 
 	if (copy_from_user(&m, arg, sizeof(m)))
 		return -EFAULT;
@@ -225,12 +239,15 @@ long odsm_ioc_borrow_mut(struct odsm_fref *f, void __user *arg)
 	}
 
 	ret = odsm_cache_take(f, m.gaddr, m.flags & ODSM_MUT_HELD_REF,
-			      &m.new_gaddr, &m.size);
+			      &m.new_gaddr, &m.size, &inc);
 	if (!ret) {
 		m.result = ODSM_BORROWED_TAKEN;
 		odsm_stat_inc(ODSM_STAT_mut_taken);
 	} else if (ret == -ENOENT) {
-		ret = move_here(node, m.gaddr, &m.new_gaddr, &m.size);
+		ret = move_here(node, m.gaddr, &m.new_gaddr, &m.size, &inc);
+		if (ret == -EREMCHG)	/* the home restarted: nothing moved */
+			ret = move_here(node, m.gaddr, &m.new_gaddr, &m.size,
+					&inc);
 		if (ret)
 			return ret;
 		m.result = ODSM_BORROWED_MOVED;
@@ -246,7 +263,7 @@ long odsm_ioc_borrow_mut(struct odsm_fref *f, void __user *arg)
 	 * freed: as with a move on color overflow, a caller that faults on
 	 * its own argument loses the object.
 	 */
-	free_original(node, m.gaddr);
+	free_original(node, inc, m.gaddr);
 	return copy_to_user(arg, &m, sizeof(m)) ? -EFAULT : 0;
 }
 

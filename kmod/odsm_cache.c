@@ -13,23 +13,47 @@
  *   idle     when no file references it: on the index's LRU, a victim for
  *            the budget and the shrinker;
  *   orphan   when its home restarted or the cluster was left while it was
- *            referenced: out of the index (never found again), freed when
- *            its last reference goes;
+ *            referenced: out of the index (never found again), on the
+ *            orphan hash (so that its holders' RETURN finds it in O(1)),
+ *            freed when its last reference goes;
  *   dead     once it left the cache: its slot is freed by the reaper.
+ *
+ * A copy is of one incarnation of its home (@inc, the one its FETCH
+ * reached): it is served only while the home is up as that incarnation.
+ * A home that went down may come back as a new one, whose allocator
+ * starts over and hands the same colored addresses out again, and a
+ * third node may pass on such an address before this node has
+ * authenticated the new incarnation (when it forgets the old one's
+ * copies): until the home is up again as the copy's incarnation, a
+ * borrow misses, and the FETCH says what the home holds now.
+ *
+ * Slots.  cache.slots holds every slot of the partition that is the
+ * cache's, from its allocation (before the copy is filled or indexed)
+ * until the reaper freed it: a program's FREE and MOVE, and a peer's
+ * FREE, WRITE and ATOMIC, are refused there.  Their check and their heap
+ * operation run under cache.slot_sem held for reading
+ * (odsm_cache_slots_hold()); a slot is allocated and registered under it
+ * held for writing, so no slot appears between such a check and its
+ * operation.  (Unregistering needs no exclusion: the reaper frees the slot
+ * first.)  Lock order: slot_sem -> heap->lock.
  *
  * Locking: cache.lock (a mutex) serializes the index, the id and lazy maps,
  * every file's reference map and every entry's state.  It is never held
  * across a network call or a heap operation: slots are allocated and
  * filled before an entry is inserted, and freed by the reaper after it left
- * the cache.  So it nests with nothing, except that the shrinker, which
- * may run inside any allocation, only ever try-locks it.  An entry's kref
+ * the cache.  Under it the core's spinlock is taken (the home's
+ * incarnation); otherwise it nests with nothing, except that the shrinker,
+ * which may run inside any allocation, only ever try-locks it.  Loops over
+ * every copy or reference under it reschedule now and then.  An entry's kref
  * keeps its memory alive for lazy faults in flight; its slot is freed only
  * by the reaper, after @dead is set, and a lazy fill inserts pages under
  * heap->lock only while @dead is clear, so no fetched page lands in a slot
  * that was freed (the free takes heap->lock after @dead was set).
  */
+#include <linux/hash.h>
 #include <linux/kref.h>
 #include <linux/mm.h>
+#include <linux/rwsem.h>
 #include <linux/shrinker.h>
 #include <linux/slab.h>
 #include <linux/workqueue.h>
@@ -56,15 +80,19 @@ struct odsm_centry {
 	struct kref kref;		/* the cache's, and lazy faults' */
 	u32 id;				/* in cache.ids */
 	u32 node;			/* the object's home */
+	u64 inc;			/* ... the incarnation it was fetched from */
 	u64 local_cg;			/* the copy: a slot of this partition */
 	u64 size;			/* the object's bytes */
-	u64 home_inc;			/* the home's incarnation it came from */
 	bool lazy;			/* filled page by page on first touch */
 	bool orphan;			/* out of the index, still referenced */
 	bool dead;			/* left the cache: the slot goes */
 	struct list_head doomed;	/* on cache.doomed */
 	struct rcu_head rcu;		/* lazy_fill_only() reads it under RCU */
+	struct hlist_node onode;	/* on cache.orphans, while orphan */
 };
+
+#define ORPHAN_BITS	8
+#define RESCHED_EVERY	64		/* loop steps between cond_resched() */
 
 static struct {
 	struct mutex lock;		/* see the top of the file */
@@ -75,6 +103,8 @@ static struct {
 	struct xarray slots;		/* slot_index() -> entry: the slots
 					 * that are copies, not objects
 					 */
+	struct rw_semaphore slot_sem;	/* see the top of the file */
+	struct hlist_head orphans[1 << ORPHAN_BITS];	/* by key */
 	struct list_head doomed;	/* left the cache, slot not freed yet */
 	atomic64_t nr_slots;		/* slots allocated for copies and not
 					 * freed yet (indexed, orphans, doomed)
@@ -171,6 +201,76 @@ bool odsm_cache_is_slot(u64 addr)
 	return !!xa_load(&cache.slots, slot_index(addr));
 }
 
+void odsm_cache_slots_hold(void)
+{
+	down_read(&cache.slot_sem);
+}
+
+void odsm_cache_slots_release(void)
+{
+	up_read(&cache.slot_sem);
+}
+
+bool odsm_cache_overlaps(u64 addr, u64 len)
+{
+	struct odsm_objinfo oi;
+	unsigned long idx;
+
+	if (!len)
+		return false;
+	/* the object holding addr, and any object starting inside the range */
+	if (!odsm_heap_containing(&odsm_heap, addr, &oi) &&
+	    odsm_cache_is_slot(oi.addr))
+		return true;
+	idx = slot_index(addr);
+	return !!xa_find(&cache.slots, &idx, slot_index(addr + len - 1),
+			 XA_PRESENT);
+}
+
+/*
+ * A slot of size bytes for e's copy, allocated and registered in one step
+ * against the checks of odsm_cache_slots_hold().
+ */
+static int slot_new(struct odsm_centry *e, u64 size, u64 *usable)
+{
+	int ret;
+
+	down_write(&cache.slot_sem);
+	ret = odsm_heap_alloc(&odsm_heap, size, 0, 0, &e->local_cg, usable);
+	if (!ret) {
+		ret = xa_err(xa_store(&cache.slots, slot_index(slot_addr(e)),
+				      e, GFP_KERNEL));
+		if (ret)
+			odsm_heap_free(&odsm_heap, e->local_cg);
+	}
+	up_write(&cache.slot_sem);
+	return ret;
+}
+
+/* Free e's slot, then let programs at its address again. */
+static void slot_put(struct odsm_centry *e)
+{
+	odsm_heap_free(&odsm_heap, e->local_cg);
+	xa_erase(&cache.slots, slot_index(slot_addr(e)));
+}
+
+/*
+ * Is e of the incarnation of its home that is up now?  Under cache.lock.
+ * A copy of another one (the home restarted, and this node has not yet
+ * forgotten that: the handshake with the new incarnation is still to come
+ * or under way) leaves the index at once.
+ */
+static bool current_locked(struct odsm_centry *e)
+{
+	u64 inc = odsm_peer_incarnation(e->node, true);
+
+	if (inc == e->inc)
+		return true;
+	if (inc || odsm_peer_incarnation(e->node, false) != e->inc)
+		odsm_stat_inc(ODSM_STAT_cache_stale_refused);
+	return false;
+}
+
 /*
  * The owner box at addr of this partition, read or written by address
  * (odsm_heap_owner_rw()), unless it lies in a copy: a copy's bytes are the
@@ -179,11 +279,17 @@ bool odsm_cache_is_slot(u64 addr)
 int odsm_owner_rw_local(u64 addr, void *box, enum odsm_owner_op op)
 {
 	struct odsm_objinfo oi;
+	int ret;
 
+	/* no slot appears between the check and the access */
+	odsm_cache_slots_hold();
 	if (!odsm_heap_containing(&odsm_heap, addr, &oi) &&
 	    odsm_cache_is_slot(oi.addr))
-		return -EINVAL;
-	return odsm_heap_owner_rw(&odsm_heap, addr, box, op);
+		ret = -EINVAL;
+	else
+		ret = odsm_heap_owner_rw(&odsm_heap, addr, box, op);
+	odsm_cache_slots_release();
+	return ret;
 }
 
 static void entry_free(struct kref *kref)
@@ -201,7 +307,7 @@ static void entry_free(struct kref *kref)
 static bool home_same(const struct odsm_centry *e)
 {
 	return !READ_ONCE(e->orphan) &&
-	       odsm_peer_incarnation(e->node) == e->home_inc;
+	       odsm_peer_incarnation(e->node, false) == e->inc;
 }
 
 /* ---- fetching ----------------------------------------------------------- */
@@ -214,6 +320,12 @@ static bool home_same(const struct odsm_centry *e)
 int odsm_fetch(u32 node, u64 cg, u64 offset, void *rbuf, u32 len, u64 *size,
 	       u32 *got)
 {
+	return odsm_fetch_at(node, 0, cg, offset, rbuf, len, size, got);
+}
+
+int odsm_fetch_at(u32 node, u64 inc, u64 cg, u64 offset, void *rbuf, u32 len,
+		  u64 *size, u32 *got)
+{
 	struct odsm_wire_fetch fe = { .gaddr = cg, .offset = offset,
 				      .len = len };
 	struct odsm_wire_fetch_reply fr;
@@ -221,8 +333,8 @@ int odsm_fetch(u32 node, u64 cg, u64 offset, void *rbuf, u32 len, u64 *size,
 	u32 n = odsm_wire_put_fetch(p, &fe), rlen = 0;
 	int ret;
 
-	ret = odsm_rpc(node, ODSM_MSG_FETCH, p, n, NULL, 0, rbuf,
-		       ODSM_WIRE_FETCH_REPLY_SIZE + len, &rlen);
+	ret = odsm_rpc_inc(node, inc, ODSM_MSG_FETCH, p, n, NULL, 0, rbuf,
+			   ODSM_WIRE_FETCH_REPLY_SIZE + len, &rlen);
 	if (ret)
 		return ret;
 	if (odsm_wire_get_fetch_reply(rbuf, rlen, &fr) || !fr.size ||
@@ -239,7 +351,7 @@ int odsm_fetch(u32 node, u64 cg, u64 offset, void *rbuf, u32 len, u64 *size,
 }
 
 /* Fetch [from, size) of the object into the local range at dst, by chunks. */
-int odsm_fetch_rest(u32 node, u64 cg, u64 from, u64 size, u64 dst)
+int odsm_fetch_rest(u32 node, u64 inc, u64 cg, u64 from, u64 size, u64 dst)
 {
 	u32 chunk = min_t(u64, size - from, ODSM_WIRE_MAX_DATA), got;
 	u64 osize;
@@ -254,7 +366,7 @@ int odsm_fetch_rest(u32 node, u64 cg, u64 from, u64 size, u64 dst)
 	while (from < size && !ret) {
 		u32 n = min_t(u64, size - from, chunk);
 
-		ret = odsm_fetch(node, cg, from, buf, n, &osize, &got);
+		ret = odsm_fetch_at(node, inc, cg, from, buf, n, &osize, &got);
 		if (!ret && (osize != size || got != n))
 			ret = -EPROTO;	/* the object changed under us */
 		if (!ret)
@@ -314,7 +426,7 @@ static void copy_drop(struct odsm_centry *e)
 		lazy_unregister_locked(e);
 	WRITE_ONCE(e->dead, true);
 	mutex_unlock(&cache.lock);
-	odsm_heap_free(&odsm_heap, e->local_cg);
+	slot_put(e);
 }
 
 /* Take e out of the cache; the reaper frees its slot.  Under cache.lock. */
@@ -323,8 +435,10 @@ static void evict_locked(struct odsm_centry *e)
 	lockdep_assert_held(&cache.lock);
 	if (!e->orphan)
 		odsm_cindex_remove(&cache.ci, &e->cn);
+	else
+		hlist_del(&e->onode);
 	xa_erase(&cache.ids, e->id);
-	xa_erase(&cache.slots, slot_index(slot_addr(e)));
+	/* the slot stays registered until the reaper freed it */
 	if (e->lazy)
 		lazy_unregister_locked(e);
 	WRITE_ONCE(e->dead, true);
@@ -343,9 +457,10 @@ static void reap(void)
 	mutex_unlock(&cache.lock);
 	list_for_each_entry_safe(e, tmp, &list, doomed) {
 		list_del(&e->doomed);
-		odsm_heap_free(&odsm_heap, e->local_cg);
+		slot_put(e);
 		atomic64_dec(&cache.nr_slots);
 		kref_put(&e->kref, entry_free);
+		cond_resched();
 	}
 }
 
@@ -358,9 +473,13 @@ static void reaper_fn(struct work_struct *work)
 static void trim_locked(u64 budget)
 {
 	struct odsm_cnode *v;
+	unsigned int n = 0;
 
-	while (cache.ci.bytes > budget && (v = odsm_cindex_victim(&cache.ci)))
+	while (cache.ci.bytes > budget && (v = odsm_cindex_victim(&cache.ci))) {
 		evict_locked(container_of(v, struct odsm_centry, cn));
+		if (!(++n % RESCHED_EVERY))
+			cond_resched();
+	}
 }
 
 void odsm_cache_trim_to(u64 budget)
@@ -391,21 +510,36 @@ static void entry_put_locked(struct odsm_centry *e)
 		evict_locked(e);
 }
 
+static struct hlist_head *orphan_head(u64 key)
+{
+	return &cache.orphans[hash_64(key, ORPHAN_BITS)];
+}
+
+/* e's home is another incarnation now: e leaves the index.  Under the lock. */
+static void orphan_locked(struct odsm_centry *e)
+{
+	if (!e->cn.refs) {
+		evict_locked(e);
+		return;
+	}
+	odsm_cindex_remove(&cache.ci, &e->cn);
+	e->orphan = true;
+	hlist_add_head(&e->onode, orphan_head(e->cn.key));
+}
+
 void odsm_cache_forget(u32 node)
 {
 	struct odsm_centry *e;
 	unsigned long id;
+	unsigned int n = 0;
 
 	mutex_lock(&cache.lock);
 	xa_for_each(&cache.ids, id, e) {
+		if (!(++n % RESCHED_EVERY))
+			cond_resched();
 		if (e->orphan || (node != U32_MAX && e->node != node))
 			continue;
-		if (!e->cn.refs) {
-			evict_locked(e);
-			continue;
-		}
-		odsm_cindex_remove(&cache.ci, &e->cn);
-		e->orphan = true;
+		orphan_locked(e);
 	}
 	mutex_unlock(&cache.lock);
 	schedule_work(&cache.reaper);
@@ -459,6 +593,7 @@ void odsm_fref_release(struct odsm_fref *f)
 		e = xa_load(&cache.ids, id);
 		while (e && n--)
 			entry_put_locked(e);
+		cond_resched();
 	}
 	trim_locked(READ_ONCE(odsm_cache_budget));
 	mutex_unlock(&cache.lock);
@@ -469,25 +604,22 @@ void odsm_fref_release(struct odsm_fref *f)
 
 /*
  * The entry f references under key: the indexed one, else an orphan f
- * still holds.  Under the lock.
+ * still holds (by the orphan hash: a RETURN costs no walk over f's
+ * references).  Under the lock.
  */
 static struct odsm_centry *find_held_locked(struct odsm_fref *f, u64 key)
 {
 	struct odsm_cnode *n = odsm_cindex_find(&cache.ci, key);
 	struct odsm_centry *e;
-	unsigned long id;
-	void *v;
 
 	if (n) {
 		e = container_of(n, struct odsm_centry, cn);
 		if (xa_load(&f->refs, e->id))
 			return e;
 	}
-	xa_for_each(&f->refs, id, v) {
-		e = xa_load(&cache.ids, id);
-		if (e && e->orphan && e->cn.key == key)
+	hlist_for_each_entry(e, orphan_head(key), onode)
+		if (e->cn.key == key && xa_load(&f->refs, e->id))
 			return e;
-	}
 	return NULL;
 }
 
@@ -527,18 +659,23 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 		ret = -ENOMEM;
 		goto out;
 	}
-	/* read before the first fetch: see home_same() */
-	e->home_inc = odsm_peer_incarnation(node);
+	/* every FETCH of the copy reaches this incarnation of the home,
+	 * read before the first one: see home_same()
+	 */
+	e->inc = odsm_peer_incarnation(node, true);
 	e->node = node;
-	ret = odsm_fetch(node, cg, 0, first, FIRST_FETCH, &size, &got);
+	ret = -EHOSTDOWN;
+	if (!e->inc)
+		goto out;
+	ret = odsm_fetch_at(node, e->inc, cg, 0, first, FIRST_FETCH, &size,
+			    &got);
 	if (ret)
 		goto out;
-	ret = odsm_heap_alloc(&odsm_heap, size, 0, 0, &e->local_cg, &usable);
+	ret = slot_new(e, size, &usable);
 	if (ret == -ENOMEM) {
 		/* make room: every idle copy goes */
 		odsm_cache_trim_to(0);
-		ret = odsm_heap_alloc(&odsm_heap, size, 0, 0, &e->local_cg,
-				      &usable);
+		ret = slot_new(e, size, &usable);
 	}
 	if (ret)
 		goto out;
@@ -568,7 +705,7 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 				    first + ODSM_WIRE_FETCH_REPLY_SIZE, got,
 				    true);
 		if (!ret)
-			ret = odsm_fetch_rest(node, cg, got, size,
+			ret = odsm_fetch_rest(node, e->inc, cg, got, size,
 					      slot_addr(e));
 	}
 	/* every byte, and the size, from the instance it was asked of */
@@ -591,31 +728,35 @@ out:
 	return ret;
 }
 
-/* Index e with one reference of f's.  Under the lock. */
+/*
+ * Index e with one reference of f's.  Under the lock.  -ESTALE when e's
+ * home is another incarnation by now: odsm_cache_forget() of the one e
+ * was fetched from may have run already, and must not be outlived.
+ * (The incarnation changes before that forget is called, which takes
+ * this lock: what is checked here is either caught by it or refused.)
+ */
 static int insert_locked(struct odsm_fref *f, struct odsm_centry *e)
 {
 	u32 id;
 	int ret;
 
+	if (odsm_peer_incarnation(e->node, false) != e->inc) {
+		odsm_stat_inc(ODSM_STAT_cache_stale_refused);
+		return -ESTALE;
+	}
 	ret = xa_alloc(&cache.ids, &id, e, xa_limit_32b, GFP_KERNEL);
 	if (ret)
 		return ret;
 	e->id = id;
-	ret = xa_err(xa_store(&cache.slots, slot_index(slot_addr(e)), e,
-			      GFP_KERNEL));
-	if (ret)
-		goto err_id;
 	ret = fref_add_locked(f, id);
 	if (ret)
-		goto err_slot;
+		goto err_id;
 	/* a lazy copy's blocks were registered by make_copy() */
 	e->cn.refs = 1;
 	odsm_cindex_insert(&cache.ci, &e->cn);
 	atomic64_inc(&cache.nr_slots);
 	return 0;
 
-err_slot:
-	xa_erase(&cache.slots, slot_index(slot_addr(e)));
 err_id:
 	xa_erase(&cache.ids, id);
 	return ret;
@@ -630,8 +771,13 @@ int odsm_cache_borrow(struct odsm_fref *f, u32 node, u64 cg, u64 *addr,
 
 	mutex_lock(&cache.lock);
 	n = odsm_cindex_find(&cache.ci, cg);
-	if (n) {
-		old = container_of(n, struct odsm_centry, cn);
+	old = n ? container_of(n, struct odsm_centry, cn) : NULL;
+	if (old && !current_locked(old)) {
+		if (odsm_peer_incarnation(node, false) != old->inc)
+			orphan_locked(old);
+		old = NULL;
+	}
+	if (old) {
 		ret = hit_locked(f, old);
 		if (!ret) {
 			*addr = slot_addr(old);
@@ -645,14 +791,24 @@ int odsm_cache_borrow(struct odsm_fref *f, u32 node, u64 cg, u64 *addr,
 	mutex_unlock(&cache.lock);
 
 	ret = make_copy(node, cg, &e);
-	if (ret)
+	if (ret == -EREMCHG)	/* the home restarted under the FETCH: anew */
+		ret = make_copy(node, cg, &e);
+	if (ret) {
+		reap();		/* a stale copy may have left just now */
 		return ret;
+	}
 
 	mutex_lock(&cache.lock);
 	n = odsm_cindex_find(&cache.ci, cg);
-	if (n) {
+	old = n ? container_of(n, struct odsm_centry, cn) : NULL;
+	if (old && old->inc != e->inc) {
+		/* of another incarnation than the one that just answered */
+		odsm_stat_inc(ODSM_STAT_cache_stale_refused);
+		orphan_locked(old);
+		old = NULL;
+	}
+	if (old) {
 		/* another borrower of the same version filled it first */
-		old = container_of(n, struct odsm_centry, cn);
 		ret = hit_locked(f, old);
 		if (!ret) {
 			*addr = slot_addr(old);
@@ -700,7 +856,7 @@ int odsm_cache_return(struct odsm_fref *f, u64 cg)
 }
 
 int odsm_cache_take(struct odsm_fref *f, u64 cg, bool held, u64 *local_cg,
-		    u64 *size)
+		    u64 *size, u64 *inc)
 {
 	struct odsm_centry *e;
 	struct odsm_cnode *n;
@@ -713,7 +869,8 @@ int odsm_cache_take(struct odsm_fref *f, u64 cg, bool held, u64 *local_cg,
 			mutex_unlock(&cache.lock);
 			return -EINVAL;		/* it holds no such reference */
 		}
-		if (e->orphan || e->lazy || e->cn.refs != 1) {
+		if (e->orphan || e->lazy || e->cn.refs != 1 ||
+		    !current_locked(e)) {
 			entry_put_locked(e);	/* consumed all the same */
 			goto out;
 		}
@@ -721,7 +878,7 @@ int odsm_cache_take(struct odsm_fref *f, u64 cg, bool held, u64 *local_cg,
 	} else {
 		n = odsm_cindex_find(&cache.ci, cg);
 		e = n ? container_of(n, struct odsm_centry, cn) : NULL;
-		if (!e || e->lazy || e->cn.refs)
+		if (!e || e->lazy || e->cn.refs || !current_locked(e))
 			goto out;
 	}
 	/* the copy is exactly this version and nobody reads it: it becomes
@@ -733,6 +890,7 @@ int odsm_cache_take(struct odsm_fref *f, u64 cg, bool held, u64 *local_cg,
 	atomic64_dec(&cache.nr_slots);
 	*local_cg = e->local_cg;
 	*size = e->size;
+	*inc = e->inc;
 	kref_put(&e->kref, entry_free);
 	ret = 0;
 out:
@@ -799,7 +957,8 @@ static int lazy_fill(struct odsm_centry *e, u64 off)
 	buf = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + len, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
-	ret = odsm_fetch(e->node, e->cn.key, off, buf, len, &osize, &got);
+	ret = odsm_fetch_at(e->node, e->inc, e->cn.key, off, buf, len, &osize,
+			    &got);
 	if (!ret && (osize != e->size || got != len))
 		ret = -EPROTO;
 	if (!ret && !home_same(e)) {
@@ -912,7 +1071,8 @@ static unsigned long cache_scan(struct shrinker *s, struct shrink_control *sc)
 		return SHRINK_STOP;
 	while (freed < sc->nr_to_scan && (v = odsm_cindex_victim(&cache.ci))) {
 		evict_locked(container_of(v, struct odsm_centry, cn));
-		freed++;
+		if (!(++freed % RESCHED_EVERY))
+			cond_resched();
 	}
 	mutex_unlock(&cache.lock);
 	if (freed) {
@@ -981,6 +1141,7 @@ int odsm_cache_init(void)
 	xa_init(&cache.lazy);
 	xa_init(&cache.lazy_err);
 	xa_init(&cache.slots);
+	init_rwsem(&cache.slot_sem);
 	INIT_LIST_HEAD(&cache.doomed);
 	INIT_WORK(&cache.reaper, reaper_fn);
 	ret = odsm_cindex_init(&cache.ci, 12);

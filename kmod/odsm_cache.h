@@ -49,10 +49,12 @@ int odsm_cache_return(struct odsm_fref *f, u64 cg);
  * leaves the cache, its slot stays).  Only a complete copy that nobody else
  * references; with held, f's own reference on it is consumed (and dropped
  * if the copy cannot be taken).  0 with the slot's colored address and the
- * object's size, or -ENOENT.
+ * object's size, and the incarnation of the home the copy is of (where
+ * the original is to be freed), or -ENOENT.  A copy of another
+ * incarnation than the home's up one is never taken.
  */
 int odsm_cache_take(struct odsm_fref *f, u64 cg, bool held, u64 *local_cg,
-		    u64 *size);
+		    u64 *size, u64 *inc);
 /*
  * Does a touch of addr need a fetch first?  1: addr lies in a lazily
  * filled copy (whose page the caller found absent); 0: no (no lazy copy
@@ -85,8 +87,18 @@ void odsm_cache_forget(u32 node);
 void odsm_cache_trim(void);
 void odsm_cache_trim_to(u64 budget);
 
-/* Is the local object at addr a cached copy (not the caller's to free)? */
+/*
+ * Is the local object at addr a cached copy (not the caller's to free)?
+ * A slot is one from its allocation until it is freed.  The answer holds
+ * between odsm_cache_slots_hold() and odsm_cache_slots_release(), which
+ * bracket the check and the heap operation it guards (a FREE, MOVE,
+ * WRITE or ATOMIC on a caller's behalf): no slot is allocated meanwhile.
+ */
 bool odsm_cache_is_slot(u64 addr);
+void odsm_cache_slots_hold(void);
+void odsm_cache_slots_release(void);
+/* Does [addr, addr + len) of this partition touch a cached copy's slot? */
+bool odsm_cache_overlaps(u64 addr, u64 len);
 bool odsm_cache_lazy_block(u64 addr);
 /*
  * Does [addr, addr + len) of the local partition reach a lazily filled
@@ -109,8 +121,13 @@ u64 odsm_cache_copies(void);
  */
 int odsm_fetch(u32 node, u64 cg, u64 offset, void *buf, u32 len, u64 *size,
 	       u32 *got);
-/* The object's bytes [from, size) into the local range at dst. */
-int odsm_fetch_rest(u32 node, u64 cg, u64 from, u64 size, u64 dst);
+/* The same from one incarnation of node only: -EREMCHG from another. */
+int odsm_fetch_at(u32 node, u64 inc, u64 cg, u64 offset, void *buf, u32 len,
+		  u64 *size, u32 *got);
+/* The object's bytes [from, size) into the local range at dst (inc: as
+ * odsm_fetch_at()).
+ */
+int odsm_fetch_rest(u32 node, u64 inc, u64 cg, u64 from, u64 size, u64 dst);
 
 /* odsm_borrow.c: the ioctls of the ownership protocol */
 long odsm_ioc_borrow(struct odsm_fref *f, void __user *arg);

@@ -60,18 +60,6 @@ bool odsm_peer_up(u32 node)
 	return up;
 }
 
-u64 odsm_peer_incarnation(u32 node)
-{
-	struct odsm_cluster *c = &odsm_cluster;
-	u64 inc = 0;
-
-	spin_lock(&c->lock);
-	if (c->joined && node < c->nr_nodes)
-		inc = c->peers[node].incarnation;
-	spin_unlock(&c->lock);
-	return inc;
-}
-
 int odsm_peer_most_free(void)
 {
 	struct odsm_cluster *c = &odsm_cluster;
@@ -192,8 +180,9 @@ static void serve_work(struct work_struct *w)
 
 /* ---- calls ------------------------------------------------------------ */
 
-int odsm_rpc(u32 node, u8 type, const void *payload, u32 plen,
-	     const void *data, u32 dlen, void *reply, u32 cap, u32 *rlen)
+/* odsm_rpc(), to the incarnation inc of node only (0: any) */
+static int rpc(u32 node, u64 inc, u8 type, const void *payload, u32 plen,
+	       const void *data, u32 dlen, void *reply, u32 cap, u32 *rlen)
 {
 	struct odsm_cluster *c = &odsm_cluster;
 	struct odsm_call call = { .peer = node, .reply = reply, .cap = cap };
@@ -211,6 +200,10 @@ int odsm_rpc(u32 node, u8 type, const void *payload, u32 plen,
 		odsm_stat_inc(ODSM_STAT_rpc_hostdown);
 		return -EHOSTDOWN;
 	}
+	/* an up connection's peer_inc is fixed: its handshake is done */
+	ret = -EREMCHG;
+	if (inc && conn->peer_inc != inc)
+		goto out;
 	init_completion(&call.done);
 	seq = atomic64_inc_return(&c->next_seq);
 	ret = xa_insert(&c->calls, seq, &call, GFP_KERNEL);
@@ -247,6 +240,32 @@ out:
 	odsm_conn_put(conn);
 	up_read(&c->users);
 	return ret;
+}
+
+int odsm_rpc(u32 node, u8 type, const void *payload, u32 plen,
+	     const void *data, u32 dlen, void *reply, u32 cap, u32 *rlen)
+{
+	return rpc(node, 0, type, payload, plen, data, dlen, reply, cap, rlen);
+}
+
+int odsm_rpc_inc(u32 node, u64 inc, u8 type, const void *payload, u32 plen,
+		 const void *data, u32 dlen, void *reply, u32 cap, u32 *rlen)
+{
+	return rpc(node, inc, type, payload, plen, data, dlen, reply, cap,
+		   rlen);
+}
+
+u64 odsm_peer_incarnation(u32 node, bool up_only)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	u64 inc = 0;
+
+	spin_lock(&c->lock);
+	if (c->joined && node < c->nr_nodes &&
+	    (!up_only || c->peers[node].state == ODSM_PEER_UP))
+		inc = c->peers[node].incarnation;
+	spin_unlock(&c->lock);
+	return inc;
 }
 
 /* ---- for services (odsm_core.h) ---------------------------------------- */

@@ -79,6 +79,20 @@ void odsm_peer_events_unregister(struct odsm_peer_events *ev);
  */
 int odsm_rpc(u32 node, u8 type, const void *payload, u32 plen,
 	     const void *data, u32 dlen, void *reply, u32 cap, u32 *rlen);
+/*
+ * odsm_rpc() to one incarnation of node (what odsm_peer_incarnation()
+ * said): -EREMCHG, nothing sent, when node's up connection is another
+ * incarnation's.  What a peer's new incarnation must never receive (the
+ * free of an object of its former one) goes this way.
+ */
+int odsm_rpc_inc(u32 node, u64 inc, u8 type, const void *payload, u32 plen,
+		 const void *data, u32 dlen, void *reply, u32 cap, u32 *rlen);
+/*
+ * The incarnation of node that this node last authenticated (it changes,
+ * under the core's lock, before the restarted event is sent); with
+ * up_only, 0 unless node is up.  0 when none or not joined.
+ */
+u64 odsm_peer_incarnation(u32 node, bool up_only);
 /* A one-way message to conn's peer (no reply). */
 int odsm_msg_send(struct odsm_conn *conn, u8 type, const void *payload,
 		  u32 plen);
@@ -111,13 +125,6 @@ void odsm_cluster_unhold(void);
 
 /* Is node up (a peer we can send to now)? */
 bool odsm_peer_up(u32 node);
-/*
- * The module instance node last authenticated as (0: never, or no
- * cluster).  It changes, before any reply of the new instance is
- * delivered, when the node restarts: a service that must not mix the
- * answers of two instances reads it before and after a call.
- */
-u64 odsm_peer_incarnation(u32 node);
 /* The up peer that last reported the most free memory, or -ENOSPC. */
 int odsm_peer_most_free(void);
 /*

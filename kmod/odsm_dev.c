@@ -138,7 +138,7 @@ static long ioc_free(void __user *arg)
 	struct odsm_free f;
 	bool local;
 	u64 addr;
-	int node;
+	int node, ret;
 
 	if (copy_from_user(&f, arg, sizeof(f)))
 		return -EFAULT;
@@ -151,11 +151,16 @@ static long ioc_free(void __user *arg)
 	node = odsm_home_of(addr, 1, &local);
 	if (node >= 0 && !local)
 		return odsm_remote_free(node, f.gaddr);
+	/* the check and the free with no slot allocated in between */
+	odsm_cache_slots_hold();
 	if (odsm_cache_is_slot(addr)) {
 		odsm_stat_inc(ODSM_STAT_bad_frees);
-		return -EINVAL;		/* the cache's, not the caller's */
+		ret = -EINVAL;		/* the cache's, not the caller's */
+	} else {
+		ret = odsm_heap_free(&odsm_heap, f.gaddr);
 	}
-	return odsm_heap_free(&odsm_heap, f.gaddr);
+	odsm_cache_slots_release();
+	return ret;
 }
 
 static long ioc_join(void __user *arg)
@@ -227,10 +232,15 @@ static long ioc_move(void __user *arg)
 
 	if (copy_from_user(&m, arg, sizeof(m)))
 		return -EFAULT;
-	if (!odsm_reserved_zero(m.reserved, ARRAY_SIZE(m.reserved)) ||
-	    odsm_cache_is_slot(odsm_clear_color(m.gaddr)))
+	if (!odsm_reserved_zero(m.reserved, ARRAY_SIZE(m.reserved)))
 		return -EINVAL;
-	ret = odsm_heap_move(&odsm_heap, m.gaddr, &m.new_gaddr);
+	/* the check and the move with no slot allocated in between */
+	odsm_cache_slots_hold();
+	if (odsm_cache_is_slot(odsm_clear_color(m.gaddr)))
+		ret = -EINVAL;
+	else
+		ret = odsm_heap_move(&odsm_heap, m.gaddr, &m.new_gaddr);
+	odsm_cache_slots_release();
 	if (ret)
 		return ret;
 	/* the object already moved: a caller that faults here lost it, as it

@@ -65,6 +65,29 @@ static bool lazy_refused(u64 addr, u64 len)
 }
 
 /*
+ * A peer's WRITE of len bytes at addr of our partition.  Refused
+ * (-EINVAL, counted) where it touches a cached copy: a copy's bytes are
+ * this node's cache's, read by every process here as the object's at
+ * one colored address; a peer that wrote them would change what those
+ * read behind the color.  Checked and written with no slot appearing in
+ * between (odsm_cache_slots_hold()).
+ */
+static int copy_guarded_write(u64 addr, u32 len, const u8 *data)
+{
+	int ret;
+
+	odsm_cache_slots_hold();
+	if (odsm_cache_overlaps(addr, len)) {
+		odsm_stat_inc(ODSM_STAT_copy_writes_refused);
+		ret = -EINVAL;
+	} else {
+		ret = odsm_store_rw(&odsm_heap, addr, (void *)data, len, true);
+	}
+	odsm_cache_slots_release();
+	return ret;
+}
+
+/*
  * Serve one request (the handler of every message type this service
  * registers, see odsm_core.h).  The reply's fixed part goes to reply,
  * bulk data (a READ's bytes) to *data, which the core frees.  Returns the
@@ -122,9 +145,8 @@ static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 						   rw.flags & ODSM_WIRE_RW_IF_EMPTY ?
 						   ODSM_OWNER_FILL :
 						   ODSM_OWNER_WRITE);
-		return odsm_store_rw(heap, rw.gaddr,
-				     (void *)(payload + h->len - rw.len),
-				     rw.len, true);
+		return copy_guarded_write(rw.gaddr, rw.len,
+					  payload + h->len - rw.len);
 	case ODSM_MSG_ALLOC:
 		if (odsm_wire_get_alloc(payload, h->len, &al))
 			return -EPROTO;
@@ -138,9 +160,15 @@ static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		if (odsm_wire_get_free(payload, h->len, &fr))
 			return -EPROTO;
 		/* a cached copy is this node's, not an object of the heap */
-		if (odsm_cache_is_slot(odsm_clear_color(fr.gaddr)))
-			return -EINVAL;
-		return odsm_heap_free(heap, fr.gaddr);
+		odsm_cache_slots_hold();
+		if (odsm_cache_is_slot(odsm_clear_color(fr.gaddr))) {
+			odsm_stat_inc(ODSM_STAT_bad_frees);
+			ret = -EINVAL;
+		} else {
+			ret = odsm_heap_free(heap, fr.gaddr);
+		}
+		odsm_cache_slots_release();
+		return ret;
 	case ODSM_MSG_FETCH:
 		if (odsm_wire_get_fetch(payload, h->len, &fe))
 			return -EPROTO;
@@ -166,12 +194,20 @@ static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 			return -EPROTO;
 		if (lazy_refused(at.gaddr, 8))
 			return -EINVAL;
-		ret = odsm_home_atomic(at.gaddr, at.op == ODSM_WIRE_FETCH_ADD ?
-				       ODSM_ATOMIC_FETCH_ADD :
-				       ODSM_ATOMIC_CMP_SWAP,
-				       at.flags & ODSM_WIRE_ATOMIC_F_NIC ?
-				       ODSM_ATOMIC_F_NIC : 0,
-				       at.operand, at.compare, &xr.old);
+		odsm_cache_slots_hold();
+		if (odsm_cache_overlaps(at.gaddr, 8)) {
+			odsm_stat_inc(ODSM_STAT_copy_writes_refused);
+			ret = -EINVAL;
+		} else {
+			ret = odsm_home_atomic(at.gaddr,
+					       at.op == ODSM_WIRE_FETCH_ADD ?
+					       ODSM_ATOMIC_FETCH_ADD :
+					       ODSM_ATOMIC_CMP_SWAP,
+					       at.flags & ODSM_WIRE_ATOMIC_F_NIC ?
+					       ODSM_ATOMIC_F_NIC : 0,
+					       at.operand, at.compare, &xr.old);
+		}
+		odsm_cache_slots_release();
 		if (!ret)
 			*rlen = odsm_wire_put_atomic_reply(reply, &xr);
 		return ret;
@@ -395,14 +431,20 @@ int odsm_remote_alloc(u32 node, u64 size, u32 align, u32 flags, u64 *cg,
 	return 0;
 }
 
-int odsm_remote_free(u32 node, u64 cg)
+int odsm_remote_free_at(u32 node, u64 inc, u64 cg)
 {
 	struct odsm_wire_free fr = { .gaddr = cg };
 	u8 p[ODSM_WIRE_FREE_SIZE];
 	u32 n = odsm_wire_put_free(p, &fr);
 
 	odsm_stat_inc(ODSM_STAT_remote_frees);
-	return odsm_rpc(node, ODSM_MSG_FREE, p, n, NULL, 0, NULL, 0, NULL);
+	return odsm_rpc_inc(node, inc, ODSM_MSG_FREE, p, n, NULL, 0, NULL, 0,
+			    NULL);
+}
+
+int odsm_remote_free(u32 node, u64 cg)
+{
+	return odsm_remote_free_at(node, 0, cg);
 }
 
 /* ---- registration ---------------------------------------------------------- */

@@ -29,5 +29,7 @@ int odsm_remote_owner_rw(u32 node, u64 addr, void *box,
 int odsm_remote_alloc(u32 node, u64 size, u32 align, u32 flags, u64 *cg,
 		      u64 *usable);
 int odsm_remote_free(u32 node, u64 cg);
+/* The same to one incarnation of node only: -EREMCHG from another. */
+int odsm_remote_free_at(u32 node, u64 inc, u64 cg);
 
 #endif /* _ODSM_REMOTE_H */

@@ -69,6 +69,9 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_copies_dropped] = "copies_dropped",
 	[ODSM_STAT_rdma_conn_refused] = "rdma_conn_refused",
 	[ODSM_STAT_rdma_loop_refused] = "rdma_loop_refused",
+	[ODSM_STAT_copy_writes_refused] = "copy_writes_refused",
+	[ODSM_STAT_cache_stale_refused] = "cache_stale_refused",
+	[ODSM_STAT_move_frees_stale] = "move_frees_stale",
 };
 
 u64 odsm_stat_read(enum odsm_stat s)

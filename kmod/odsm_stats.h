@@ -95,6 +95,13 @@ enum odsm_stat {
 	ODSM_STAT_rdma_loop_refused,	/* loopback pair requests refused:
 					 * not this attempt's token
 					 */
+	ODSM_STAT_copy_writes_refused,	/* peers' writes into our copies */
+	ODSM_STAT_cache_stale_refused,	/* copies of a home's former
+					 * incarnation not served or indexed
+					 */
+	ODSM_STAT_move_frees_stale,	/* frees of moved originals dropped:
+					 * their home restarted
+					 */
 	ODSM_STAT_NR
 };
 

@@ -43,7 +43,8 @@
  *   L   nodes 0, 2: read the Q lent to them, return it
  *   EV  any node: its idle copies leave the cache (budget, shrinker)
  *   RS  node 2's module restarts: a new incarnation, its allocator starts
- *       over at color 0, the peers forget every copy of its objects
+ *       over at color 0; each peer sees it down until it authenticates
+ *       the new incarnation, and forgets every copy of its objects then
  *   Freer  the queued frees of moved originals, each at its home, later
  *
  * The programs keep Rust's discipline, in ghost variables: mutby[o] is the
@@ -73,6 +74,19 @@
  *                          peer that came back with a new incarnation
  *   NO_OWNER_REFUSAL       odsm_heap_owner_rw() does not refuse (-EBUSY) a
  *                          box inside a copied object: issue 11's bug
+ *   HIT_WITHOUT_HOME       a cached copy is served while its home is not up
+ *                          as the incarnation it was fetched from (issue
+ *                          12's gap 1: a peer forgets a restarted node's
+ *                          copies only when it authenticates the new
+ *                          incarnation, and served hits before that)
+ *   FREE_ANY_INCARNATION   the queued free of a moved original reaches the
+ *                          home whatever its incarnation (gap 2, finding 6)
+ *   OVERFLOW_LOSES         (implies OVERFLOW) a mutable borrow's first
+ *                          access bumps the color of an object it just
+ *                          moved onto the last color; the move on color
+ *                          overflow fails (-ENOMEM), the borrow fails, is
+ *                          not out, and the owner still names the freed
+ *                          original (gap 3)
  *
  * Bounds: OPS operations in all (an L, a free of a moved original and an
  * authentication cost none), at most one restart, colors up to MAXC (a
@@ -81,21 +95,11 @@
  * 0); each affords a deeper bound.  -DALLOC_ANY lets an allocation take any
  * free slot instead of the lowest.
  *
- * Known gaps in the code, each a switch under which spin finds a violation
- * (model/README.rst):
+ * -DOVERFLOW models the move on color overflow (odsm__bump_overflow),
+ * with colors 0..1 (MAXC 1), which may fail (-ENOMEM).
  *
- *   RESTART_LAZY_FORGET  a peer forgets a restarted node's copies only when
- *                        it authenticates the new incarnation, and serves
- *                        hits before that (RESTART_OK says what the default
- *                        assumes instead)
- *   RESTART_QUEUED_FREE  a free of a moved original queued before the
- *                        restart reaches the new incarnation
- *   RESTART_RACE         both
- *   OVERFLOW             the move on color overflow (odsm__bump_overflow)
- *                        is modeled (MAXC 1); when it fails (-ENOMEM) after
- *                        a mutable borrow's first access moved the object,
- *                        the borrow fails, is not out, and the owner still
- *                        names the freed original
+ * The three gaps that the first version of this model found in the code
+ * (issue 12) are closed; each is a mutant above.
  */
 
 #define NN	3		/* nodes */
@@ -110,6 +114,9 @@
 
 #ifndef OPS
 #define OPS	5
+#endif
+#ifdef MUTANT_OVERFLOW_LOSES
+#define OVERFLOW
 #endif
 #ifndef MAXC
 #ifdef OVERFLOW
@@ -175,22 +182,22 @@ bit q_u;
 byte q_copy;		/* its kept copy (Algorithm 7), or NIL */
 byte pend[NA];		/* a queued free of a moved original: its color, or NIL */
 byte pfrom[NA];		/* ... queued by that node */
+byte spend[NA];		/* node 2's addresses: a free queued for its former
+			 * incarnation, still waiting after the restart */
+byte sfrom[NA];
 byte npend;
 byte lent[NN];		/* a shared borrow of Q lent to that node, or NIL */
 byte pin;		/* D is out: the program does not move P meanwhile */
 byte ops = OPS;
 byte restarts;
 bit bounded;		/* this path passed the bounds: it stops */
-#ifdef RESTART_RACE
-#define RESTART_LAZY_FORGET
-#define RESTART_QUEUED_FREE
-#endif
-#ifdef RESTART_LAZY_FORGET
-bit auth[2];		/* node n has authenticated node 2's incarnation */
+/*
+ * Node n (0, 1) has authenticated node 2's current incarnation: it sees
+ * node 2 up.  A restart clears both (the old incarnation's connections
+ * die with it); each peer's handshake with the new one sets its own.
+ */
+bit auth[2];
 #define UP(x, y)	((x) == (y) || ((x) != 2 && (y) != 2) || auth[(x) + (y) - 2])
-#else
-#define UP(x, y)	1
-#endif
 #define GO	(ops > 0 && !bounded)
 
 /* ghost: the discipline and the truth */
@@ -263,7 +270,18 @@ inline pick_free(base)
 
 /* ---- the node cache (kmod/odsm_cache.c), on node n -------------------- */
 
-/* odsm_cindex_find: the indexed copy of exactly gg */
+#ifndef MUTANT_HIT_WITHOUT_HOME
+#define SERVED(gg)	UP(n, HOME(AD(gg)))
+#else
+#define SERVED(gg)	1
+#endif
+
+/*
+ * odsm_cindex_find: the indexed copy of exactly gg, served only while its
+ * home is up as the incarnation it was fetched from (current_locked();
+ * a copy of a former incarnation is forgotten when the new one
+ * authenticates, so here: while its home is up)
+ */
 inline lookup(gg)
 {
 	s = NIL;
@@ -272,7 +290,7 @@ inline lookup(gg)
 	:: sc_i < n * NS + NS ->
 		if
 		:: slot[sc_i].st == SCOPY && slot[sc_i].ckey == gg &&
-		   !slot[sc_i].orphan -> s = sc_i
+		   !slot[sc_i].orphan && SERVED(gg) -> s = sc_i
 		:: else -> skip
 		fi;
 		sc_i++
@@ -474,6 +492,17 @@ inline bump(gg, o)
 #endif
 }
 
+/*
+ * odsm_mut_get(): a move onto the last color is not bumped (its colored
+ * address is new: no copy of it exists), so no move on color overflow can
+ * fail after the original was freed.  mv: this access moved the object.
+ */
+#ifndef MUTANT_OVERFLOW_LOSES
+#define MOVED_LAST(gg)	(mv && CO(gg) == MAXC)
+#else
+#define MOVED_LAST(gg)	0
+#endif
+
 /* ---- shared borrows: odsm_ref_get -> ODSM_IOC_BORROW -> odsm_cache_borrow */
 
 /*
@@ -575,7 +604,7 @@ inline move_here(gg, o, hs)
 	if
 	:: hs != NIL ->
 		if
-		:: !slot[hs].orphan && slot[hs].crefs == 1 ->
+		:: !slot[hs].orphan && slot[hs].crefs == 1 && SERVED(gg) ->
 			s = hs;
 			slot[hs].crefs = 0
 		:: else ->
@@ -642,21 +671,21 @@ inline move_here(gg, o, hs)
 }
 
 /*
- * When node 2 may restart.  Always: it holds no live object (losing one is
- * lost data, not a coherence question), nobody lent it Q, and it flushed
- * its own queued frees (odsm_borrow_flush on leave).  By default also: no
- * free to it is queued anywhere, and the peers forget its copies in the
- * same step.  That assumes what the code does not enforce: that no peer
- * learns an address of the new incarnation (through a third node) before
- * it has authenticated that incarnation, and that no FREE queued for the
- * old incarnation is still waiting.  -DRESTART_QUEUED_FREE drops the
- * second; -DRESTART_LAZY_FORGET the first: each peer forgets when it
- * authenticates the new incarnation (peer_authed), talks to node 2 only
- * after that, but serves hits from its cache before.
+ * When node 2 may restart: it holds no live object (losing one is lost
+ * data, not a coherence question), nobody lent it Q, and it flushed its
+ * own queued frees (odsm_borrow_flush on leave).  Frees of moved originals
+ * queued for it elsewhere may still wait: each names the incarnation it
+ * was queued for, and reaches no other (odsm_rpc_inc).  The peers see
+ * node 2 down from the restart on, until each authenticates the new
+ * incarnation and forgets the old one's copies (peer_authed ->
+ * odsm_cache_forget); a copy is served only while its home is up (as the
+ * copy's incarnation), so an address of the new incarnation learnt
+ * through a third node before that misses.  What the model takes for
+ * granted: a peer sees the old incarnation's connection die before the
+ * new incarnation hands out addresses.
  */
 #define NOTHING_ON_2	(inst[P] < 2 * NS && inst[X] < 2 * NS && \
 			 (inst[Q] == NONE || inst[Q] < 2 * NS) && lent[2] == NIL)
-#ifdef RESTART_QUEUED_FREE
 #define RESTART_OK	(NOTHING_ON_2 && \
 			 (pend[0] == NIL || pfrom[0] != 2) && \
 			 (pend[1] == NIL || pfrom[1] != 2) && \
@@ -664,9 +693,6 @@ inline move_here(gg, o, hs)
 			 (pend[3] == NIL || pfrom[3] != 2) && \
 			 (pend[4] == NIL || pfrom[4] != 2) && \
 			 (pend[5] == NIL || pfrom[5] != 2))
-#else
-#define RESTART_OK	(NOTHING_ON_2 && npend == 0)
-#endif
 
 /* ---- the operations ---------------------------------------------------- */
 
@@ -783,13 +809,14 @@ inline op_MP(wx)
 	mutby[P] = n;
 	mg = dir_g;		/* READ_OWNER at node 0 */
 	if			/* odsm_mut_get */
-	:: HOME(AD(mg)) != n -> move_here(mg, P, NIL)
+	:: HOME(AD(mg)) != n -> move_here(mg, P, NIL); mv = (r == OK)
 	:: else -> r = OK
 	fi;
 	if
-	:: r == OK -> bump(mg, P)	/* a new mut: U clear */
+	:: r == OK && !MOVED_LAST(mg) -> bump(mg, P)	/* a new mut: U clear */
 	:: else -> skip
 	fi;
+	mv = 0;
 	if
 	:: r == OK ->
 		do_write(P, mg);
@@ -799,13 +826,14 @@ inline op_MP(wx)
 			mutby[X] = n;
 			xg = slot[AD(mg)].field;
 			if
-			:: HOME(AD(xg)) != n -> move_here(xg, X, NIL)
+			:: HOME(AD(xg)) != n -> move_here(xg, X, NIL); mv = (r == OK)
 			:: else -> r = OK
 			fi;
 			if
-			:: r == OK -> bump(xg, X)
+			:: r == OK && !MOVED_LAST(xg) -> bump(xg, X)
 			:: else -> skip
 			fi;
+			mv = 0;
 			if
 			:: r == OK ->
 				do_write(X, xg);
@@ -866,13 +894,14 @@ inline op_D1()
 		mutby[X] = 2;
 		pin++;
 		if
-		:: HOME(AD(xg)) != 2 -> move_here(xg, X, NIL)
+		:: HOME(AD(xg)) != 2 -> move_here(xg, X, NIL); mv = (r == OK)
 		:: else -> r = OK
 		fi;
 		if
-		:: r == OK -> bump(xg, X)
+		:: r == OK && !MOVED_LAST(xg) -> bump(xg, X)
 		:: else -> skip
 		fi;
+		mv = 0;
 		if
 		:: r == OK -> do_write(X, xg)
 		:: else ->	/* failed: the borrow is not out */
@@ -973,13 +1002,15 @@ inline op_QM()
 	if
 	:: HOME(AD(mg)) != 1 ->
 		move_here(mg, Q, q_copy);	/* owner->g == m.g */
+		mv = (r == OK);
 		q_copy = NIL
 	:: else -> r = OK
 	fi;
 	if
-	:: r == OK -> bump(mg, Q)
+	:: r == OK && !MOVED_LAST(mg) -> bump(mg, Q)
 	:: else -> skip
 	fi;
+	mv = 0;
 	if
 	:: r == OK ->
 		mu = 1;
@@ -1088,14 +1119,24 @@ inline op_RS()
 		sc_i++
 	:: else -> break
 	od;
+	sc_i = 2 * NS;
+	do		/* frees queued for the former incarnation */
+	:: sc_i < 3 * NS ->
+		if
+		:: pend[sc_i] != NIL ->
+			spend[sc_i] = pend[sc_i];
+			sfrom[sc_i] = pfrom[sc_i];
+			pend[sc_i] = NIL;
+			pfrom[sc_i] = 0;
+			npend--
+		:: else -> skip
+		fi;
+		sc_i++
+	:: else -> break
+	od;
 	sc_i = 0;
-#ifdef RESTART_LAZY_FORGET
 	auth[0] = 0;
 	auth[1] = 0
-#else
-	forget(0);
-	forget(1)
-#endif
 }
 
 /*
@@ -1117,7 +1158,7 @@ proctype Node(byte n)
 {
 	byte g, fg, l, l2, mg, xg, pa, s, r;
 	byte f_field, f_obj;
-	bit lref, lref2, hx, mu, f_fu, f_fresh;
+	bit lref, lref2, hx, mu, mv, f_fu, f_fresh;
 
 end:	do
 	:: STEP {
@@ -1184,15 +1225,34 @@ end:	do
 		trim()
 	   }
 	:: STEP { GO && n == 2 && restarts < 1 && RESTART_OK -> op_RS() }
-#ifdef RESTART_LAZY_FORGET
 	:: STEP {
 		n != 2 && !auth[n] ->
 		printf("node %d: authenticates node 2's new incarnation\n", n);
 		forget(n);
 		auth[n] = 1
 	   }
-#endif
 	od
+}
+
+/*
+ * A free queued for node 2's former incarnation, sent now: it reaches
+ * only the incarnation it was queued for (odsm_rpc_inc), so it is
+ * dropped (move_frees_stale); with the mutant it frees whatever the new
+ * incarnation put at that colored address.
+ */
+inline free_stale(a)
+{
+#ifdef MUTANT_FREE_ANY_INCARNATION
+	if
+	:: UP(sfrom[a], 2) && slot[a].st == SOBJ && spend[a] >= slot[a].gen ->
+		printf("home 2: frees %d.%d for its former incarnation\n",
+		       a, spend[a]);
+		slot_free(a, spend[a])
+	:: else -> skip
+	fi;
+#endif
+	spend[a] = NIL;
+	sfrom[a] = 0
 }
 
 /* frees_fn: the queued free of the moved original at a, at its home */
@@ -1203,7 +1263,8 @@ inline free_original(a)
 	:: UP(pfrom[a], HOME(a)) && slot[a].st == SOBJ && pend[a] >= slot[a].gen ->
 		printf("home %d: frees the original %d.%d\n", HOME(a), a, pend[a]);
 		slot_free(a, pend[a])
-	:: else -> skip		/* refused or down: move_free_errors */
+	:: else -> skip		/* refused, down (move_free_errors) or the
+				 */
 	fi;
 	pend[a] = NIL;
 	pfrom[a] = 0;
@@ -1222,6 +1283,9 @@ end:	do
 	:: STEP { pend[6] != NIL -> free_original(6) }
 	:: STEP { pend[7] != NIL -> free_original(7) }
 	:: STEP { pend[8] != NIL -> free_original(8) }
+	:: STEP { spend[6] != NIL -> free_stale(6) }
+	:: STEP { spend[7] != NIL -> free_stale(7) }
+	:: STEP { spend[8] != NIL -> free_stale(8) }
 	od
 }
 
@@ -1233,6 +1297,7 @@ init {
 			slot[sc_i].ckey = NIL;
 			slot[sc_i].gobj = NONE;
 			pend[sc_i] = NIL;
+			spend[sc_i] = NIL;
 			sc_i++
 		:: else -> break
 		od;
@@ -1255,10 +1320,8 @@ init {
 		q_copy = NIL;
 		mutby[P] = NONE; mutby[X] = NONE; mutby[Q] = NONE;
 		lent[0] = NIL; lent[1] = NIL; lent[2] = NIL;
-#ifdef RESTART_LAZY_FORGET
 		auth[0] = 1;
 		auth[1] = 1;
-#endif
 		run Node(0);
 		run Node(1);
 		run Node(2);

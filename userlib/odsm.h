@@ -532,7 +532,12 @@ static inline odsm_box *odsm__owner_of(const odsm_mut *m)
 /*
  * Where to write through a mutable borrow: a remote object moves here on
  * the first call (DRust: a mutable borrow moves the object); the color is
- * bumped once per epoch.
+ * bumped once per epoch.  A move that lands on the last color is not
+ * bumped: the bump would move the object again (odsm__bump_overflow), and
+ * if that failed (-ENOMEM) the borrow would fail after its original was
+ * freed at its home, with the owner still naming the original -- the
+ * object lost.  It needs no bump: a moved object's colored address is
+ * new (the allocator never hands one out twice), so no copy of it exists.
  */
 static inline int odsm_mut_get(odsm_mut *m, void **p)
 {
@@ -552,6 +557,8 @@ static inline int odsm_mut_get(odsm_mut *m, void **p)
 			*p = NULL;
 			return ret;
 		}
+		if (__builtin_expect(odsm_color_of(m->g) == ODSM_COLOR_MAX, 0))
+			m->ext |= ODSM_EXT_U;
 	}
 	if (!(m->ext & ODSM_EXT_U)) {
 		ret = odsm__bump(&m->g);

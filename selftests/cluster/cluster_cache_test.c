@@ -20,9 +20,28 @@
  *                      exactly that version with no transfer, the
  *                      original is freed at its home, and WRITE_BACK
  *                      stores an owner box in the home's partition
+ *   slots_protected    a copy's slot is never the caller's to free or move,
+ *                      also while the cache allocates, fills, evicts or
+ *                      reaps it: another thread freeing and moving the
+ *                      slot's address (at any color) all the while is
+ *                      refused every time (issue 12, finding 9)
+ *   peer_write_refused  the home's WRITE and ATOMIC into the address of
+ *                      USER's cached copy are refused (-EINVAL, counted
+ *                      on USER: copy_writes_refused); the copy keeps its
+ *                      bytes (finding 9)
+ *   home_rejoin        HOME leaves the cluster and joins it again (a new
+ *                      incarnation, as after a restart): while it is
+ *                      down USER's idle copy of its object is not served
+ *                      (-EHOSTDOWN: the home may come back as another
+ *                      incarnation, whose addresses a third node may pass
+ *                      on before USER forgot the old copies, the model's
+ *                      gap 1); once it is up again the copy is forgotten
+ *                      and a borrow misses
  *
  * Words of node 0's directory: 400.. (see odsm_cluster.h).
  */
+#include <arpa/inet.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include "odsm_cluster.h"
 
@@ -37,8 +56,15 @@
 enum { O_TINY, O_MID, O_LAZY, O_BOX, O_TAKE, O_SMALL0 };
 #define NR_OBJ		(O_SMALL0 + NR_SMALL)
 
-/* barrier ids of this program: 32 .. 42, two per test and one */
+/*
+ * Barrier ids of this program, on HOME (ids are node-wide across the
+ * programs of one run, see odsm_cluster.h): 32 .. 42, two per test and
+ * one, for the first tests; then the free ones between the others'.
+ */
 #define B_CC		32
+#define B_CC_TEST(t, k)	((t) < 6 ? B_CC + 2 * (t) + (k) : 62 + (k))
+#define B_PW		29		/* .. 31: peer_write_refused */
+#define B_RJ		60		/* .. 61: home_rejoin */
 
 static uint64_t obj_size(int o)
 {
@@ -112,7 +138,7 @@ static bool start(struct __test_metadata *_metadata, unsigned int test)
 		}
 	}
 	ASSERT_EQ(0, c_dir_wait(HOME, SECS));
-	ASSERT_EQ(0, c_barrier(HOME, B_CC + 2 * test, C.nodes, SECS));
+	ASSERT_EQ(0, c_barrier(HOME, B_CC_TEST(test, 0), C.nodes, SECS));
 	for (o = 0; o < NR_OBJ; o++)
 		ASSERT_EQ(0, c_get(HOME, W_CC + o, &cc[o]));
 	if (C.self != USER)
@@ -130,7 +156,7 @@ static void finish(struct __test_metadata *_metadata, unsigned int test)
 {
 	if (C.self == USER)
 		close(fd2);
-	ASSERT_EQ(0, c_barrier(HOME, B_CC + 2 * test + 1, C.nodes, SECS));
+	ASSERT_EQ(0, c_barrier(HOME, B_CC_TEST(test, 1), C.nodes, SECS));
 }
 
 #define CC_TEST(name, n)						\
@@ -349,6 +375,231 @@ TEST(home_sees_take_and_write_back)
 	memcpy(box, odsm_ptr(cc[O_BOX]), sizeof(box));
 	EXPECT_EQ(0x1234000000000010ULL, box[0]);
 	EXPECT_EQ(1ULL, box[1]);
+}
+
+/* ---- slots_protected ---------------------------------------------------- */
+
+#define SP_RANGE	8		/* slab slots either side of the first */
+
+static struct {
+	uint64_t target[2 * SP_RANGE + 1];	/* where copies may land */
+	int nr;
+	volatile int stop;
+	uint64_t tries, freed, moved;
+} sp;
+
+/*
+ * Free and move the addresses where the cache puts its copies, at the
+ * highest color (which the allocator's color check lets through for any
+ * live object there), as fast as we can.  No call may succeed: the
+ * targets held no object when the test began, and only the cache
+ * allocates in this partition while it runs.
+ */
+static void *slot_attacker(void *arg)
+{
+	struct odsm_move mv;
+	struct odsm_free f;
+
+	uint64_t a;
+	int k;
+
+	(void)arg;
+	while (!sp.stop) {
+		for (k = 0; k < sp.nr; k++) {
+			a = sp.target[k];
+			memset(&f, 0, sizeof(f));
+			f.gaddr = a | (0xffffULL << ODSM_COLOR_SHIFT);
+			if (!ioctl(fd, ODSM_IOC_FREE, &f))
+				sp.freed++;
+			memset(&mv, 0, sizeof(mv));
+			mv.gaddr = a | (0xffffULL << ODSM_COLOR_SHIFT);
+			if (!ioctl(fd, ODSM_IOC_MOVE, &mv))
+				sp.moved++;
+			sp.tries++;
+		}
+	}
+	return NULL;
+}
+
+CC_TEST(slots_protected, 6)
+{
+	uint64_t t0, rounds = 0, bad = 0, a;
+	struct odsm_obj_info oi;
+	struct odsm_borrow b;
+	pthread_t th;
+	int k;
+
+	/* every return evicts the copy, the reaper frees its slab slot,
+	 * and the next miss allocates one again, mostly the same (a 32 KiB
+	 * object takes two FETCHes: the slot is allocated a round trip
+	 * before the copy is indexed)
+	 */
+	ASSERT_EQ(0, set_knob("cache_budget_bytes", 0));
+	ASSERT_EQ(0, borrow(fd, cc[O_SMALL0], &b));
+	ASSERT_EQ(0, give_back(fd, cc[O_SMALL0]));
+	/* that slot and its neighbours, unless a program's object is there
+	 * (no copy is: a budget of 0 keeps none)
+	 */
+	sp.nr = 0;
+	for (k = -SP_RANGE; k <= SP_RANGE; k++) {
+		a = b.addr + k * (int64_t)SMALL_SIZE;
+		if (odsm_in_heap(a) && odsm_obj_info(a, &oi) != 0)
+			sp.target[sp.nr++] = a;
+	}
+	sp.stop = 0;
+	ASSERT_EQ(0, pthread_create(&th, NULL, slot_attacker, NULL));
+	t0 = c_now_ms();
+	while (c_now_ms() - t0 < 4000 && !sp.freed && !sp.moved) {
+		if (borrow(fd, cc[O_SMALL0], &b))
+			continue;
+		rounds++;
+		if (c_check((uint8_t *)(uintptr_t)b.addr, SMALL_SIZE, HOME,
+			    O_SMALL0) != -1)
+			bad++;
+		give_back(fd, cc[O_SMALL0]);
+	}
+	sp.stop = 1;
+	pthread_join(th, NULL);
+	TH_LOG("%llu borrows, %llu frees and moves tried",
+	       (unsigned long long)rounds, (unsigned long long)sp.tries);
+	EXPECT_EQ(0ULL, sp.freed);
+	EXPECT_EQ(0ULL, sp.moved);
+	EXPECT_EQ(0ULL, bad);
+	EXPECT_LT(0ULL, rounds);
+	EXPECT_LT(0ULL, sp.tries);
+}
+
+/* ---- peer_write_refused ----------------------------------------------- */
+
+#define W_COPY		(W_CC + 20)	/* USER's copy of O_SMALL0, for HOME */
+
+TEST(peer_write_refused)
+{
+	uint64_t refused0 = 0, a = 0, old;
+	struct odsm_borrow b;
+	uint8_t junk[64];
+
+	C_BEGIN();
+	ASSERT_EQ(0, c_dir_wait(HOME, SECS));
+	if (C.self == USER) {
+		ASSERT_EQ(0, c_get(HOME, W_CC + O_SMALL0, &cc[O_SMALL0]));
+		refused0 = c_stat("copy_writes_refused");
+		ASSERT_EQ(0, borrow(odsm_rt.fd, cc[O_SMALL0], &b));
+		ASSERT_EQ(0, c_put(HOME, W_COPY, b.addr));
+	}
+	ASSERT_EQ(0, c_barrier(HOME, B_PW, C.nodes, SECS));
+	if (C.self == HOME) {
+		ASSERT_EQ(0, c_get(HOME, W_COPY, &a));
+		memset(junk, 0xa5, sizeof(junk));
+		/* the copy's first bytes, and bytes inside it */
+		EXPECT_EQ(-EINVAL, odsm_write(a, junk, sizeof(junk)));
+		EXPECT_EQ(-EINVAL, odsm_write(a + KiB(8), junk, sizeof(junk)));
+		EXPECT_EQ(-EINVAL, odsm_fetch_add(a + 64, 1, &old));
+	}
+	ASSERT_EQ(0, c_barrier(HOME, B_PW + 1, C.nodes, SECS));
+	if (C.self == USER) {
+		EXPECT_EQ(refused0 + 3, c_stat("copy_writes_refused"));
+		EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)b.addr, SMALL_SIZE,
+				      HOME, O_SMALL0));
+		EXPECT_EQ(0, give_back(odsm_rt.fd, cc[O_SMALL0]));
+	}
+	ASSERT_EQ(0, c_barrier(HOME, B_PW + 2, C.nodes, SECS));
+}
+
+/* ---- home_rejoin ------------------------------------------------------- */
+
+#define RIG_KEY		"/tmp/odsm.key"	/* where the cluster scenario put it */
+#define RIG_PORT	7100
+
+/* HOME's state as USER sees it becomes want, within secs */
+static int wait_home(unsigned int want, unsigned int secs)
+{
+	unsigned int st[ODSM_MAX_NODES];
+	uint64_t t0 = c_now_ms();
+
+	while (c_now_ms() - t0 < secs * 1000ULL) {
+		if (!c_states(st, C.nodes) && st[HOME] == want)
+			return 0;
+		c_sleep_ms(20);
+	}
+	return -ETIMEDOUT;
+}
+
+/* HOME: leave, stay away for ms, join again as the scenario did */
+static int leave_and_rejoin(unsigned int ms)
+{
+	struct odsm_node_addr nodes[ODSM_MAX_NODES];
+	uint8_t key[ODSM_KEY_MAX];
+	unsigned int k;
+	ssize_t n;
+	int kf, ret;
+
+	kf = open(RIG_KEY, O_RDONLY);
+	if (kf < 0)
+		return -errno;
+	n = read(kf, key, sizeof(key));
+	close(kf);
+	if (n < ODSM_KEY_MIN)
+		return -EINVAL;
+	memset(nodes, 0, sizeof(nodes));
+	for (k = 0; k < C.nodes; k++) {	/* node K: 10.0.0.(K+1) */
+		nodes[k].ipv4 = htonl(0x0a000001 + k);
+		nodes[k].port = RIG_PORT;
+	}
+	ret = odsm_leave();
+	if (ret)
+		return ret;
+	c_sleep_ms(ms);
+	return odsm_join(C.transport, nodes, C.nodes, key, n, 0, 0);
+}
+
+TEST(home_rejoin)
+{
+	uint64_t t0, misses;
+	struct odsm_borrow b;
+	int ret;
+
+	C_BEGIN();
+	if (access(RIG_KEY, R_OK))
+		SKIP(return, "no %s: not the rig's cluster scenario", RIG_KEY);
+	ASSERT_EQ(0, c_dir_wait(HOME, SECS));
+	if (C.self == USER) {
+		ASSERT_EQ(0, set_knob("cache_budget_bytes", MiB(64)));
+		ASSERT_EQ(0, c_get(HOME, W_CC + O_TINY, &cc[O_TINY]));
+		ASSERT_EQ(0, borrow(odsm_rt.fd, cc[O_TINY], &b));
+		ASSERT_EQ(0, give_back(odsm_rt.fd, cc[O_TINY]));
+		/* an idle copy, served while its home is up */
+		ASSERT_EQ(0, borrow(odsm_rt.fd, cc[O_TINY], &b));
+		EXPECT_EQ((unsigned int)ODSM_BORROWED_HIT, b.result);
+		ASSERT_EQ(0, give_back(odsm_rt.fd, cc[O_TINY]));
+	}
+	ASSERT_EQ(0, c_barrier(HOME, B_RJ, C.nodes, SECS));
+	if (C.self == HOME) {
+		ASSERT_EQ(0, leave_and_rejoin(3000));
+	} else if (C.self == USER) {
+		ASSERT_EQ(0, wait_home(ODSM_PEER_DOWN, 30));
+		ret = borrow(odsm_rt.fd, cc[O_TINY], &b);
+		EXPECT_EQ(-EHOSTDOWN, ret) {
+			TH_LOG("a copy of a home that is down was served: %s",
+			       ret ? odsm_strerror(ret) : "hit");
+		}
+		if (!ret)
+			give_back(odsm_rt.fd, cc[O_TINY]);
+		ASSERT_EQ(0, wait_home(ODSM_PEER_UP, 60));
+		/* the new incarnation's handshake forgot the copy */
+		misses = c_stat("borrow_misses");
+		t0 = c_now_ms();
+		ASSERT_EQ(0, borrow(odsm_rt.fd, cc[O_TINY], &b));
+		EXPECT_EQ((unsigned int)ODSM_BORROWED_MISS, b.result);
+		EXPECT_EQ(misses + 1, c_stat("borrow_misses"));
+		EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)b.addr, 512, HOME,
+				      O_TINY));
+		EXPECT_EQ(0, give_back(odsm_rt.fd, cc[O_TINY]));
+		TH_LOG("borrow after the re-join: %llu ms",
+		       (unsigned long long)(c_now_ms() - t0));
+	}
+	/* every node sees every peer up again before the next program */
+	ASSERT_EQ(0, c_barrier(HOME, B_RJ + 1, C.nodes, 60));
 }
 
 TEST_HARNESS_MAIN

@@ -58,6 +58,8 @@ static struct {
 	struct fk_copy copy[FK_MAX_COPY];
 	struct fk_stats st;
 	int fail_borrow, fail_mut;	/* the next such call fails with it */
+	int fail_move;			/* every MOVE fails with it */
+	unsigned long move_calls;
 	uint64_t last_wb[3];		/* owner, g, ext of the last write-back */
 	uint32_t last_mut_flags;
 } fk = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -387,8 +389,11 @@ static int fk_ioctl_locked(unsigned long req, void *arg)
 		struct odsm_move *mv = arg;
 		struct fk_obj *o = fk_object(mv->gaddr);
 
+		fk.move_calls++;
 		if (!o || !fk_local(mv->gaddr))
 			return -EINVAL;
+		if (fk.fail_move)	/* a full partition: nothing moves */
+			return -fk.fail_move;
 		mv->new_gaddr = fk_new_obj_locked(0, o->size);
 		memcpy(odsm_ptr(mv->new_gaddr), odsm_ptr(o->addr), o->size);
 		o->live = false;

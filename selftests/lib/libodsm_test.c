@@ -280,6 +280,46 @@ TEST_F(lib, mutable_borrow_moves_and_bumps_once)
 	EXPECT_EQ(0UL, fk_checks - self->checks0);
 }
 
+/*
+ * The model's gap 3 (issue 12): a mutable borrow's move lands on the last
+ * color, and the move on color overflow that the bump would make fails
+ * (-ENOMEM: a full partition).  The original is already freed at its home,
+ * so a borrow that failed then would leave its owner naming a freed
+ * object.  The moved object's address is fresh -- nobody ever saw it, no
+ * copy of it exists anywhere -- so it needs no bump: the borrow succeeds
+ * and its return hands the owner the moved object.
+ */
+TEST_F(lib, move_onto_the_last_color_loses_nothing)
+{
+	odsm_box b = { fk_new_obj(1, SZ, 12), 0 };
+	uint64_t orig = b.g;
+	odsm_mut m;
+	void *w;
+
+	fk.next_color = ODSM_COLOR_MAX;	/* where the move lands */
+	fk.fail_move = ENOMEM;		/* no room for another move */
+	ASSERT_EQ(0, odsm_borrow_mut(&b, &m, &w));
+	EXPECT_EQ(1UL, fk_snap().moved);
+	EXPECT_EQ(0UL, fk.move_calls);
+	EXPECT_EQ((unsigned int)ODSM_COLOR_MAX, odsm_color_of(m.g));
+	EXPECT_TRUE(odsm_is_local(m.g));
+	EXPECT_TRUE(all(w, SZ, 12));
+	memset(w, 13, SZ);
+	EXPECT_EQ(0, odsm_return_mut(&m));
+	/* the owner names the live moved object, not the freed original */
+	EXPECT_EQ(NULL, fk_object(orig));
+	ASSERT_NE(NULL, fk_object(b.g));
+	EXPECT_TRUE(all(odsm_ptr(b.g), SZ, 13));
+	/* its next epoch needs a new color: that one may be refused, and
+	 * then nothing moved and the owner still names the object
+	 */
+	b.ext = 0;
+	EXPECT_EQ(-ENOMEM, odsm_borrow_mut(&b, &m, &w));
+	EXPECT_EQ(1UL, fk.move_calls);
+	ASSERT_NE(NULL, fk_object(b.g));
+	fk.fail_move = 0;
+}
+
 TEST_F(lib, mutable_borrow_takes_the_owner_copy)
 {
 	odsm_box b = { fk_new_obj(1, SZ, 10), 0 };
