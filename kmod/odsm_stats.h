@@ -75,6 +75,7 @@ enum odsm_stat {
 					 * object holding it has copies out
 					 */
 	ODSM_STAT_copies_dropped,	/* idle copies dropped on request */
+	ODSM_STAT_store_enomem,		/* page-store pages not allocated */
 	ODSM_STAT_NR
 };
 

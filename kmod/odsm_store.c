@@ -32,13 +32,32 @@ static inline pgoff_t store_index(const struct odsm_heap *h, u64 addr)
 }
 
 /*
- * A fault allocates its page with heap->lock dropped (STORE_GFP_FAULT);
- * the other paths allocate under it (STORE_GFP).
+ * Where the store's pages are charged, and what happens when there is no
+ * memory.  A heap page is user memory that happens to be shared through
+ * the store's xarray rather than a file, so it is charged (__GFP_ACCOUNT)
+ * to the memory cgroup of the task that makes it exist:
+ *
+ * - a fault: the faulting process.  The page is allocated with heap->lock
+ *   dropped and with the flags anonymous memory gets, so a cgroup at its
+ *   limit reclaims or runs its OOM killer as for any other user page;
+ * - ODSM_IOC_WRITE, ODSM_IOC_ATOMIC, ODSM_IOC_MOVE and the fills of cached
+ *   copies and moved objects: the calling process.  These allocate under
+ *   heap->lock, so they may fail (__GFP_RETRY_MAYFAIL): the caller gets
+ *   -ENOMEM, counted in store_enomem, and no OOM killer runs while every
+ *   fault on the heap waits for the lock;
+ * - a peer's WRITE, ATOMIC or MAP, served on the cluster's workqueue: a
+ *   kernel worker of the root cgroup, which __GFP_ACCOUNT does not charge.
+ *   A remote process has no cgroup here to charge; those pages are bounded
+ *   by the partition's blocks that hold objects, and fail with -ENOMEM
+ *   rather than wake the OOM killer on behalf of the network.
  */
-#define STORE_GFP_FAULT		(GFP_HIGHUSER | __GFP_ZERO)
-#define STORE_GFP		STORE_GFP_FAULT
-#define STORE_XA_GFP_FAULT	GFP_KERNEL
-#define STORE_XA_GFP		GFP_KERNEL
+#define STORE_GFP_FAULT		(GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT)
+#define STORE_GFP		(STORE_GFP_FAULT | __GFP_RETRY_MAYFAIL | \
+				 __GFP_NOWARN)
+/* the xarray's nodes for those pages */
+#define STORE_XA_GFP_FAULT	GFP_KERNEL_ACCOUNT
+#define STORE_XA_GFP		(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | \
+				 __GFP_NOWARN)
 
 /*
  * Long copies and zeroing take heap->lock for at most this many pages at a
@@ -48,12 +67,17 @@ static inline pgoff_t store_index(const struct odsm_heap *h, u64 addr)
 
 static struct page *store_alloc_page(gfp_t gfp)
 {
-	return alloc_page(gfp);
+	struct page *page = alloc_page(gfp);
+
+	if (!page)
+		odsm_stat_inc(ODSM_STAT_store_enomem);
+	return page;
 }
 
 /*
  * Insert @page (fresh, owned by the caller) at partition page @idx, which
- * is absent, allocating the xarray's nodes with @gfp; returns it with an extra reference for
+ * is absent, allocating the xarray's nodes with @gfp (charged and failing
+ * as the page's allocation does); returns it with an extra reference for
  * the caller, or an error (the page is freed).  Caller holds heap->lock.
  */
 static struct page *store_insert_locked(struct odsm_heap *h, pgoff_t idx,
@@ -131,7 +155,8 @@ int odsm_store_fault(struct odsm_heap *h, u64 addr, struct page **pagep)
 			break;
 		}
 		/*
-		 * Allocate (perhaps reclaim) with the lock dropped: no other fault waits for this one's
+		 * Allocate (reclaim, perhaps the cgroup's OOM killer) with
+		 * the lock dropped: no other fault waits for this one's
 		 * memory.  Then look again: the block may have emptied, or
 		 * another fault inserted the page.
 		 */
