@@ -78,7 +78,16 @@ int odsm_heap_set_config(struct odsm_heap *h, const struct odsm_geom *g)
 	if (ret)
 		return ret;
 	mutex_lock(&h->lock);
-	if (atomic_read(&h->maps) || h->pa.objects) {
+	/*
+	 * A block pinned for an RDMA registration keeps its pages named by
+	 * that registration (odsm_store_pin): dropping them, or changing the
+	 * geometry odsm_store_unpin() will find them by, would leave it
+	 * pointing at pages the store no longer serves.  Registrations go
+	 * with their connections at LEAVE, which comes first (SET_CONFIG is
+	 * refused while joined): a pin here means one outlived its leave.
+	 */
+	if (atomic_read(&h->maps) || h->pa.objects || !xa_empty(&h->pinned)) {
+		odsm_stat_inc(ODSM_STAT_config_refused);
 		ret = -EBUSY;
 		goto out;
 	}

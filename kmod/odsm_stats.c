@@ -64,6 +64,7 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_owner_refused] = "owner_refused",
 	[ODSM_STAT_copies_dropped] = "copies_dropped",
 	[ODSM_STAT_store_enomem] = "store_enomem",
+	[ODSM_STAT_config_refused] = "config_refused",
 };
 
 u64 odsm_stat_read(enum odsm_stat s)

@@ -76,6 +76,7 @@ enum odsm_stat {
 					 */
 	ODSM_STAT_copies_dropped,	/* idle copies dropped on request */
 	ODSM_STAT_store_enomem,		/* page-store pages not allocated */
+	ODSM_STAT_config_refused,	/* SET_CONFIG refused: busy node */
 	ODSM_STAT_NR
 };
 
