@@ -21,6 +21,7 @@
  * Lock order: heap->lock -> page lock -> i_mmap_rwsem -> page table lock;
  * the fault handler takes the page lock only after dropping heap->lock.
  */
+#include <linux/module.h>
 #include <linux/mm.h>
 #include <linux/highmem.h>
 #include <linux/pagemap.h>
@@ -65,9 +66,34 @@ static inline pgoff_t store_index(const struct odsm_heap *h, u64 addr)
  */
 #define STORE_BATCH		16
 
+/*
+ * The store's pages belong to the node, not to a process: an OOM kill
+ * gets none of them back.  Filled up to the last page the kernel would
+ * give, the store would leave the next allocation anywhere to the OOM
+ * killer, which then kills every process and panics (seen in a 256 MiB
+ * guest: the shell, then init).  So the store refuses a page, -ENOMEM,
+ * when less than store_reserve_mb MiB would stay available to the rest of
+ * the machine (si_mem_available(): free and reclaimable memory).  0, the
+ * default, means 1/16 of RAM, at least 16 MiB.
+ */
+static uint store_reserve_mb;
+module_param(store_reserve_mb, uint, 0644);
+MODULE_PARM_DESC(store_reserve_mb, "MiB of available memory the page store leaves to the rest of the machine: past it, new heap pages get -ENOMEM (default 0: 1/16 of RAM, at least 16)");
+
+static bool store_room(void)
+{
+	unsigned long reserve = READ_ONCE(store_reserve_mb);
+
+	if (reserve)
+		reserve <<= 20 - PAGE_SHIFT;
+	else
+		reserve = max(totalram_pages() / 16, 16UL << (20 - PAGE_SHIFT));
+	return si_mem_available() > (long)reserve;
+}
+
 static struct page *store_alloc_page(gfp_t gfp)
 {
-	struct page *page = alloc_page(gfp);
+	struct page *page = store_room() ? alloc_page(gfp) : NULL;
 
 	if (!page)
 		odsm_stat_inc(ODSM_STAT_store_enomem);
