@@ -19,7 +19,11 @@
  *
  * Locking: @lock (a mutex: every holder may sleep to allocate) serializes
  * the configuration, the allocator and insertions into / removals from
- * @pages.  Lookups in @pages are lockless (xarray RCU); the fault path
+ * @pages.  Every fault, allocator ioctl and a peer's PING answer take it,
+ * so nothing holds it across work that grows with an object's size: a
+ * move's copy, ALLOC_ZERO's zeroing and long reads and writes take it for
+ * a batch of pages at a time (odsm_store.c), and a fault allocates its
+ * page with it dropped.  Lookups in @pages are lockless (xarray RCU); the fault path
  * re-checks a page under its page lock to close the race with a free that
  * releases it (see odsm_store.c).  @geom changes only when no process has
  * the heap mapped (@maps == 0) and no object is allocated, so code running
@@ -96,10 +100,11 @@ int odsm_heap_containing(struct odsm_heap *h, u64 addr,
 			 struct odsm_objinfo *oi);
 
 /* odsm_store.c: the node-local page store behind the partition */
-int odsm_store_zero(struct odsm_heap *h, u64 addr, u64 len);
+int odsm_store_zero(struct odsm_heap *h, u64 addr, u16 color, u64 len);
 int odsm_store_fault(struct odsm_heap *h, u64 addr, struct page **pagep);
 bool odsm_store_present(struct odsm_heap *h, u64 addr);
-int odsm_store_copy(struct odsm_heap *h, u64 dst, u64 src, u64 len);
+int odsm_store_copy(struct odsm_heap *h, u64 dst, u16 dst_color, u64 src,
+		    u16 src_color, u64 len);
 void odsm_store_release(struct odsm_heap *h, u64 addr, u64 len);
 int odsm_store_discard(struct odsm_heap *h, u64 addr, u64 len);
 int odsm_store_fill_locked(struct odsm_heap *h, u64 addr, const void *buf,

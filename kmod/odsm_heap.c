@@ -58,6 +58,7 @@ static void store_drop_all(struct odsm_heap *h)
 		put_page(page);
 		atomic_long_dec(&h->nr_pages);
 		odsm_stat_inc(ODSM_STAT_page_frees);
+		cond_resched();
 	}
 }
 
@@ -77,7 +78,16 @@ int odsm_heap_set_config(struct odsm_heap *h, const struct odsm_geom *g)
 	if (ret)
 		return ret;
 	mutex_lock(&h->lock);
-	if (atomic_read(&h->maps) || h->pa.objects) {
+	/*
+	 * A block pinned for an RDMA registration keeps its pages named by
+	 * that registration (odsm_store_pin): dropping them, or changing the
+	 * geometry odsm_store_unpin() will find them by, would leave it
+	 * pointing at pages the store no longer serves.  Registrations go
+	 * with their connections at LEAVE, which comes first (SET_CONFIG is
+	 * refused while joined): a pin here means one outlived its leave.
+	 */
+	if (atomic_read(&h->maps) || h->pa.objects || !xa_empty(&h->pinned)) {
+		odsm_stat_inc(ODSM_STAT_config_refused);
 		ret = -EBUSY;
 		goto out;
 	}
@@ -101,9 +111,16 @@ int odsm_heap_alloc(struct odsm_heap *h, u64 size, u32 align, u32 flags,
 
 	mutex_lock(&h->lock);
 	ret = odsm_palloc_alloc(&h->pa, size, align, cgaddr, usable);
-	if (!ret && (flags & ODSM_ALLOC_ZERO))
-		ret = odsm_store_zero(h, odsm_clear_color(*cgaddr), *usable);
 	mutex_unlock(&h->lock);
+	/*
+	 * Zeroed without the lock held across it (it takes it per batch of
+	 * pages): the address is not handed out yet, and one big ALLOC_ZERO
+	 * must not stall every fault on the heap.  -ESTALE: someone freed
+	 * the object meanwhile by guessing its address.
+	 */
+	if (!ret && (flags & ODSM_ALLOC_ZERO))
+		ret = odsm_store_zero(h, odsm_clear_color(*cgaddr),
+				      odsm_color(*cgaddr), *usable);
 
 	switch (ret) {
 	case 0:
@@ -112,6 +129,8 @@ int odsm_heap_alloc(struct odsm_heap *h, u64 size, u32 align, u32 flags,
 		break;
 	case -ENOMEM:
 		odsm_stat_inc(ODSM_STAT_alloc_enomem);
+		break;
+	case -ESTALE:
 		break;
 	default:
 		odsm_stat_inc(ODSM_STAT_alloc_einval);
@@ -184,30 +203,48 @@ int odsm_heap_free(struct odsm_heap *h, u64 cgaddr)
 	return 0;
 }
 
+/*
+ * Move the object at cgaddr to a fresh address: allocate the new object
+ * and look the old one up under heap->lock, copy with the lock taken per
+ * batch of pages (odsm_store_copy: a move of an object of up to part_size
+ * must not stall every fault and PING), then, under the lock again, free
+ * the old object if it is still the one copied.  A free or another move
+ * of it meanwhile makes this one fail with -ESTALE, the new object given
+ * back: nothing lost, nothing left twice.
+ */
 int odsm_heap_move(struct odsm_heap *h, u64 cgaddr, u64 *new_cgaddr)
 {
 	struct odsm_release rel = { 0 };
-	struct odsm_objinfo oi;
-	u64 usable;
+	struct odsm_objinfo oi, now;
+	u64 usable, new;
 	int ret;
 
 	mutex_lock(&h->lock);
 	ret = object_at(h, cgaddr, &oi);
+	if (!ret)
+		ret = odsm_palloc_alloc(&h->pa, oi.size, 0, new_cgaddr, &usable);
+	mutex_unlock(&h->lock);
 	if (ret)
-		goto unlock;
-	ret = odsm_palloc_alloc(&h->pa, oi.size, 0, new_cgaddr, &usable);
-	if (ret)
-		goto unlock;
-	ret = odsm_store_copy(h, odsm_clear_color(*new_cgaddr), oi.addr,
-			      oi.size);
-	if (ret) {
+		return ret;
+	new = odsm_clear_color(*new_cgaddr);
+
+	ret = odsm_store_copy(h, new, odsm_color(*new_cgaddr), oi.addr,
+			      oi.color, oi.size);
+
+	mutex_lock(&h->lock);
+	if (!ret) {
+		ret = object_at(h, cgaddr, &now);
+		if (!ret && now.color != oi.color)
+			ret = -ESTALE;	/* freed, and a new one there */
+	}
+	if (!ret) {
+		ret = odsm_palloc_free(&h->pa, cgaddr, &rel);
+		WARN_ON_ONCE(ret);	/* looked up above, under the lock */
+	} else if (!odsm_palloc_lookup(&h->pa, new, &now) &&
+		   now.color == odsm_color(*new_cgaddr)) {
 		/* nothing lost: the old object stays, the new one goes */
 		odsm_palloc_free(&h->pa, *new_cgaddr, &rel);
-		goto unlock;
 	}
-	ret = odsm_palloc_free(&h->pa, cgaddr, &rel);
-	WARN_ON_ONCE(ret);	/* looked up above, under the same lock */
-unlock:
 	mutex_unlock(&h->lock);
 	if (!ret)
 		odsm_stat_inc(ODSM_STAT_moves);

@@ -72,6 +72,8 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_copy_writes_refused] = "copy_writes_refused",
 	[ODSM_STAT_cache_stale_refused] = "cache_stale_refused",
 	[ODSM_STAT_move_frees_stale] = "move_frees_stale",
+	[ODSM_STAT_store_enomem] = "store_enomem",
+	[ODSM_STAT_config_refused] = "config_refused",
 };
 
 u64 odsm_stat_read(enum odsm_stat s)

@@ -102,6 +102,8 @@ enum odsm_stat {
 	ODSM_STAT_move_frees_stale,	/* frees of moved originals dropped:
 					 * their home restarted
 					 */
+	ODSM_STAT_store_enomem,		/* page-store pages not allocated */
+	ODSM_STAT_config_refused,	/* SET_CONFIG refused: busy node */
 	ODSM_STAT_NR
 };
 

@@ -21,6 +21,7 @@
  * Lock order: heap->lock -> page lock -> i_mmap_rwsem -> page table lock;
  * the fault handler takes the page lock only after dropping heap->lock.
  */
+#include <linux/module.h>
 #include <linux/mm.h>
 #include <linux/highmem.h>
 #include <linux/pagemap.h>
@@ -51,24 +52,84 @@ static bool store_fill_only(struct odsm_heap *h, pgoff_t idx)
 }
 
 /*
- * The page behind partition page @idx, allocated if absent; with an extra
- * reference.  Caller holds heap->lock.
+ * Where the store's pages are charged, and what happens when there is no
+ * memory.  A heap page is user memory that happens to be shared through
+ * the store's xarray rather than a file, so it is charged (__GFP_ACCOUNT)
+ * to the memory cgroup of the task that makes it exist:
+ *
+ * - a fault: the faulting process.  The page is allocated with heap->lock
+ *   dropped and with the flags anonymous memory gets, so a cgroup at its
+ *   limit reclaims or runs its OOM killer as for any other user page;
+ * - ODSM_IOC_WRITE, ODSM_IOC_ATOMIC, ODSM_IOC_MOVE and the fills of cached
+ *   copies and moved objects: the calling process.  These allocate under
+ *   heap->lock, so they may fail (__GFP_RETRY_MAYFAIL): the caller gets
+ *   -ENOMEM, counted in store_enomem, and no OOM killer runs while every
+ *   fault on the heap waits for the lock;
+ * - a peer's WRITE, ATOMIC or MAP, served on the cluster's workqueue: a
+ *   kernel worker of the root cgroup, which __GFP_ACCOUNT does not charge.
+ *   A remote process has no cgroup here to charge; those pages are bounded
+ *   by the partition's blocks that hold objects, and fail with -ENOMEM
+ *   rather than wake the OOM killer on behalf of the network.
  */
-static struct page *store_get_locked(struct odsm_heap *h, pgoff_t idx)
-{
-	struct page *page = xa_load(&h->pages, idx);
-	void *old;
+#define STORE_GFP_FAULT		(GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT)
+#define STORE_GFP		(STORE_GFP_FAULT | __GFP_RETRY_MAYFAIL | \
+				 __GFP_NOWARN)
+/* the xarray's nodes for those pages */
+#define STORE_XA_GFP_FAULT	GFP_KERNEL_ACCOUNT
+#define STORE_XA_GFP		(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | \
+				 __GFP_NOWARN)
 
-	if (page) {
-		get_page(page);
-		return page;
-	}
-	if (store_fill_only(h, idx))
-		return ERR_PTR(-ENODATA);
-	page = alloc_page(GFP_HIGHUSER | __GFP_ZERO);
+/*
+ * Long copies and zeroing take heap->lock for at most this many pages at a
+ * time, so no fault or PING waits behind a whole object (issue 12).
+ */
+#define STORE_BATCH		16
+
+/*
+ * The store's pages belong to the node, not to a process: an OOM kill
+ * gets none of them back.  Filled up to the last page the kernel would
+ * give, the store would leave the next allocation anywhere to the OOM
+ * killer, which then kills every process and panics (seen in a 256 MiB
+ * guest: the shell, then init).  So the store refuses a page, -ENOMEM,
+ * when less than store_reserve_mb MiB would stay available to the rest of
+ * the machine (si_mem_available(): free and reclaimable memory).  0, the
+ * default, means 1/16 of RAM, at least 16 MiB.
+ */
+static uint store_reserve_mb;
+module_param(store_reserve_mb, uint, 0644);
+MODULE_PARM_DESC(store_reserve_mb, "MiB of available memory the page store leaves to the rest of the machine: past it, new heap pages get -ENOMEM (default 0: 1/16 of RAM, at least 16)");
+
+static bool store_room(void)
+{
+	unsigned long reserve = READ_ONCE(store_reserve_mb);
+
+	if (reserve)
+		reserve <<= 20 - PAGE_SHIFT;
+	else
+		reserve = max(totalram_pages() / 16, 16UL << (20 - PAGE_SHIFT));
+	return si_mem_available() > (long)reserve;
+}
+
+static struct page *store_alloc_page(gfp_t gfp)
+{
+	struct page *page = store_room() ? alloc_page(gfp) : NULL;
+
 	if (!page)
-		return ERR_PTR(-ENOMEM);
-	old = xa_store(&h->pages, idx, page, GFP_KERNEL);
+		odsm_stat_inc(ODSM_STAT_store_enomem);
+	return page;
+}
+
+/*
+ * Insert @page (fresh, owned by the caller) at partition page @idx, which
+ * is absent, allocating the xarray's nodes with @gfp (charged and failing
+ * as the page's allocation does); returns it with an extra reference for
+ * the caller, or an error (the page is freed).  Caller holds heap->lock.
+ */
+static struct page *store_insert_locked(struct odsm_heap *h, pgoff_t idx,
+					struct page *page, gfp_t gfp)
+{
+	void *old = xa_store(&h->pages, idx, page, gfp);
+
 	if (xa_is_err(old)) {
 		__free_page(page);
 		return ERR_PTR(xa_err(old));
@@ -77,6 +138,39 @@ static struct page *store_get_locked(struct odsm_heap *h, pgoff_t idx)
 	odsm_stat_inc(ODSM_STAT_page_allocs);
 	get_page(page);
 	return page;
+}
+
+/*
+ * The page behind partition page @idx, allocated if absent; with an extra
+ * reference.  Caller holds heap->lock.
+ */
+static struct page *store_get_locked(struct odsm_heap *h, pgoff_t idx)
+{
+	struct page *page = xa_load(&h->pages, idx);
+
+	lockdep_assert_held(&h->lock);
+	if (page) {
+		get_page(page);
+		return page;
+	}
+	if (store_fill_only(h, idx))
+		return ERR_PTR(-ENODATA);
+	page = store_alloc_page(STORE_GFP);
+	if (!page)
+		return ERR_PTR(-ENOMEM);
+	return store_insert_locked(h, idx, page, STORE_XA_GFP);
+}
+
+/*
+ * Is the object that starts at addr the one allocated with color, still
+ * live?  Colors never repeat at an address, so (addr, allocation color)
+ * names one object for good.  Caller holds heap->lock.
+ */
+static bool store_obj_live(struct odsm_heap *h, u64 addr, u16 color)
+{
+	struct odsm_objinfo oi;
+
+	return !odsm_palloc_lookup(&h->pa, addr, &oi) && oi.color == color;
 }
 
 /*
@@ -89,14 +183,44 @@ static struct page *store_get_locked(struct odsm_heap *h, pgoff_t idx)
 int odsm_store_fault(struct odsm_heap *h, u64 addr, struct page **pagep)
 {
 	pgoff_t idx = store_index(h, addr);
-	struct page *page;
+	struct page *page, *fresh = NULL;
 
 	mutex_lock(&h->lock);
-	if (!odsm_palloc_backed(&h->pa, addr))
-		page = ERR_PTR(-EFAULT);
-	else
-		page = store_get_locked(h, idx);
+	for (;;) {
+		if (!odsm_palloc_backed(&h->pa, addr)) {
+			page = ERR_PTR(-EFAULT);
+			break;
+		}
+		page = xa_load(&h->pages, idx);
+		if (page) {
+			get_page(page);
+			break;
+		}
+		if (store_fill_only(h, idx)) {
+			page = ERR_PTR(-ENODATA);
+			break;
+		}
+		if (fresh) {
+			page = store_insert_locked(h, idx, fresh,
+						   STORE_XA_GFP_FAULT);
+			fresh = NULL;
+			break;
+		}
+		/*
+		 * Allocate (reclaim, perhaps the cgroup's OOM killer) with
+		 * the lock dropped: no other fault waits for this one's
+		 * memory.  Then look again: the block may have emptied, or
+		 * another fault inserted the page.
+		 */
+		mutex_unlock(&h->lock);
+		fresh = store_alloc_page(STORE_GFP_FAULT);
+		if (!fresh)
+			return -ENOMEM;
+		mutex_lock(&h->lock);
+	}
 	mutex_unlock(&h->lock);
+	if (fresh)
+		__free_page(fresh);
 	if (IS_ERR(page))
 		return PTR_ERR(page);
 
@@ -142,22 +266,46 @@ static int store_walk(struct odsm_heap *h, u64 addr, u64 len,
 	return 0;
 }
 
-static int zero_one(struct odsm_heap *h, pgoff_t idx, unsigned int off,
-		    unsigned int n, void *arg)
+/*
+ * Zero the first len bytes of the live object at addr, allocated with
+ * color: an object just allocated, before its address is handed out.
+ * Called without heap->lock: it takes it for STORE_BATCH present pages at
+ * a time (absent pages are zero when first touched, and are skipped
+ * without a walk over them), each time checking the object still lives:
+ * -ESTALE if it was freed meanwhile (by someone who guessed its address).
+ */
+int odsm_store_zero(struct odsm_heap *h, u64 addr, u16 color, u64 len)
 {
-	struct page *page = xa_load(&h->pages, idx);
+	pgoff_t first = store_index(h, addr), idx = first;
+	pgoff_t last = store_index(h, addr + len - 1);
+	unsigned int n, off, end;
+	struct page *page;
+	unsigned long i;
+	int ret = 0;
 
-	/* an absent page is zero when it is first touched */
-	if (page)
-		memzero_page(page, off, n);
-	return 0;
-}
-
-/* Zero bytes of the local partition.  Caller holds heap->lock. */
-int odsm_store_zero(struct odsm_heap *h, u64 addr, u64 len)
-{
-	lockdep_assert_held(&h->lock);
-	return store_walk(h, addr, len, zero_one, NULL);
+	if (!len)
+		return 0;
+	while (idx <= last && !ret) {
+		n = 0;
+		mutex_lock(&h->lock);
+		if (!store_obj_live(h, addr, color)) {
+			ret = -ESTALE;
+		} else {
+			xa_for_each_range(&h->pages, i, page, idx, last) {
+				off = i == first ? offset_in_page(addr) : 0;
+				end = i == last ?
+				      offset_in_page(addr + len - 1) + 1 :
+				      PAGE_SIZE;
+				memzero_page(page, off, end - off);
+				if (++n == STORE_BATCH)
+					break;
+			}
+			idx = n == STORE_BATCH ? i + 1 : last + 1;
+		}
+		mutex_unlock(&h->lock);
+		cond_resched();
+	}
+	return ret;
 }
 
 struct copy_state {
@@ -199,15 +347,36 @@ static int copy_one(struct odsm_heap *h, pgoff_t idx, unsigned int off,
 }
 
 /*
- * Copy len bytes between two non-overlapping local ranges whose blocks are
- * allocated.  Caller holds heap->lock.
+ * Copy the first len bytes of the live object at src (allocated with
+ * src_color) to the live object at dst (dst_color), which do not overlap:
+ * a move.  Called without heap->lock: it takes it for STORE_BATCH pages
+ * at a time, each time checking that both objects still live (-ESTALE
+ * otherwise), so a fault or a PING answer waits for one batch, never for
+ * a whole object of up to part_size.  Writes to src while it is copied are
+ * the mover's own business: the owner moves an object it holds, and
+ * stores through the mapping never took the lock anyway.
  */
-int odsm_store_copy(struct odsm_heap *h, u64 dst, u64 src, u64 len)
+int odsm_store_copy(struct odsm_heap *h, u64 dst, u16 dst_color, u64 src,
+		    u16 src_color, u64 len)
 {
 	struct copy_state cs = { .src = src };
+	u64 done = 0, n;
+	int ret = 0;
 
-	lockdep_assert_held(&h->lock);
-	return store_walk(h, dst, len, copy_one, &cs);
+	while (done < len && !ret) {
+		n = min_t(u64, len - done, STORE_BATCH * PAGE_SIZE -
+			  offset_in_page(dst + done));
+		mutex_lock(&h->lock);
+		if (!store_obj_live(h, src, src_color) ||
+		    !store_obj_live(h, dst, dst_color))
+			ret = -ESTALE;
+		else
+			ret = store_walk(h, dst + done, n, copy_one, &cs);
+		mutex_unlock(&h->lock);
+		done += n;
+		cond_resched();
+	}
+	return ret;
 }
 
 /*
@@ -406,21 +575,17 @@ int odsm_store_fill_locked(struct odsm_heap *h, u64 addr, const void *buf,
 		pgoff_t idx = store_index(h, addr + done);
 		unsigned int n = min_t(u64, len - done, PAGE_SIZE);
 		struct page *page;
-		void *old;
 
 		if (xa_load(&h->pages, idx))
 			continue;
-		page = alloc_page(GFP_HIGHUSER | __GFP_ZERO);
+		page = store_alloc_page(STORE_GFP);
 		if (!page)
 			return -ENOMEM;
 		memcpy_to_page(page, 0, buf + done, n);
-		old = xa_store(&h->pages, idx, page, GFP_KERNEL);
-		if (xa_is_err(old)) {
-			__free_page(page);
-			return xa_err(old);
-		}
-		atomic_long_inc(&h->nr_pages);
-		odsm_stat_inc(ODSM_STAT_page_allocs);
+		page = store_insert_locked(h, idx, page, STORE_XA_GFP);
+		if (IS_ERR(page))
+			return PTR_ERR(page);
+		put_page(page);
 		odsm_stat_inc(ODSM_STAT_lazy_pages);
 	}
 	return 0;
@@ -476,18 +641,35 @@ static int rw_one(struct odsm_heap *h, pgoff_t idx, unsigned int off,
 
 /*
  * Copy between buf and [addr, addr + len) of the local partition, which
- * must lie in blocks that hold objects (-EINVAL otherwise).
+ * must lie in blocks that hold objects (-EINVAL otherwise).  The whole
+ * range is checked first; then heap->lock is taken for STORE_BATCH pages
+ * at a time, each batch checked again, so a long copy (a cached copy of a
+ * large object) stalls no fault for longer than a batch.  A range freed
+ * meanwhile stops the copy with -EINVAL, part of it done: the bytes of a
+ * freed object are nobody's.
  */
 int odsm_store_rw(struct odsm_heap *h, u64 addr, void *buf, u64 len,
 		  bool write)
 {
 	struct rw_state st = { .buf = buf, .write = write };
-	int ret = -EINVAL;
+	u64 done = 0, n;
+	int ret;
 
 	mutex_lock(&h->lock);
-	if (range_backed(h, addr, len))
-		ret = store_walk(h, addr, len, rw_one, &st);
+	ret = range_backed(h, addr, len) ? 0 : -EINVAL;
 	mutex_unlock(&h->lock);
+	while (done < len && !ret) {
+		n = min_t(u64, len - done, STORE_BATCH * PAGE_SIZE -
+			  offset_in_page(addr + done));
+		mutex_lock(&h->lock);
+		if (range_backed(h, addr + done, n))
+			ret = store_walk(h, addr + done, n, rw_one, &st);
+		else
+			ret = -EINVAL;
+		mutex_unlock(&h->lock);
+		done += n;
+		cond_resched();
+	}
 	return ret;
 }
 

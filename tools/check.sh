@@ -211,6 +211,11 @@ for k in "${KVERS[@]}"; do
 			"$scen guest passed, kernel log clean" \
 			"$scen guest (see $LOGS/$scen-$k-node0.log)"
 	done
+	# memory pressure (issue 12): mem_test alone in a guest of 256 MiB
+	step "vm $k: lowmem"
+	run_guests lowmem "$k" 1 "$LOGS/run-lowmem-$k.txt" lowmem \
+		"lowmem guest passed, kernel log clean" \
+		"lowmem guest (see $LOGS/lowmem-$k-node0.log)" -m 256M
 	suite_end "vm-$k" $s_pass $s_fail
 
 	# the cluster: 2 guests; 3 guests of which one dies after the

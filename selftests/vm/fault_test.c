@@ -535,8 +535,9 @@ TEST_F(reconf, set_config_busy)
 	EXPECT_EQ(-EBUSY, t_set_config(r->fd, o->node_id, o->nr_nodes,
 				       o->heap_base, o->part_size));
 	SNAP(s1);
-	/* a busy node is not a bad ioctl */
+	/* a busy node is not a bad ioctl, but it is counted */
 	EXPECT_DELTA(s0, s1, "bad_ioctls", 0);
+	EXPECT_DELTA(s0, s1, "config_refused", 2);
 	ASSERT_EQ(0, munmap(r->base, o->heap_size));
 	r->mapped = 0;
 
@@ -560,7 +561,10 @@ TEST_F(reconf, set_config_busy)
 
 	/* unmapped, but an object is allocated */
 	T_ALLOC(r->fd, &r->objs, 64, 0, 0, &cg, NULL);
+	SNAP(s0);
 	EXPECT_EQ(-EBUSY, t_set_config(r->fd, 0, 2, o->heap_base, MiB(64)));
+	SNAP(s1);
+	EXPECT_DELTA(s0, s1, "config_refused", 1);
 	T_FREE(r->fd, &r->objs, cg);
 
 	/* nothing mapped, nothing allocated: accepted */

@@ -92,7 +92,8 @@ static const char *const t_stat_names[] T_UNUSED = {
 	"allocs", "alloc_bytes", "alloc_einval", "alloc_enomem", "frees",
 	"free_bytes", "bad_frees", "moves", "mmaps", "mmap_refused", "faults",
 	"page_allocs", "page_frees", "sigbus_remote", "sigbus_unbacked",
-	"fault_enomem", "bad_ioctls", "stale_refused",
+	"fault_enomem", "bad_ioctls", "stale_refused", "store_enomem",
+	"config_refused",
 	"pages_in_use", "objects_in_use", "bytes_in_use", "free_blocks",
 	"slots_retired", "blocks_retired", "mappings",
 };
