@@ -63,6 +63,10 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_stale_refused] = "stale_refused",
 	[ODSM_STAT_owner_refused] = "owner_refused",
 	[ODSM_STAT_copies_dropped] = "copies_dropped",
+	[ODSM_STAT_fault_drops] = "fault_drops",
+	[ODSM_STAT_fault_delays] = "fault_delays",
+	[ODSM_STAT_fault_dups] = "fault_dups",
+	[ODSM_STAT_dup_requests] = "dup_requests",
 };
 
 u64 odsm_stat_read(enum odsm_stat s)

@@ -75,6 +75,10 @@ enum odsm_stat {
 					 * object holding it has copies out
 					 */
 	ODSM_STAT_copies_dropped,	/* idle copies dropped on request */
+	ODSM_STAT_fault_drops,		/* messages the injector dropped */
+	ODSM_STAT_fault_delays,		/* ... delayed */
+	ODSM_STAT_fault_dups,		/* ... sent twice */
+	ODSM_STAT_dup_requests,		/* peers' requests refused as replays */
 	ODSM_STAT_NR
 };
 
