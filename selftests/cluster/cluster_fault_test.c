@@ -157,7 +157,7 @@ TEST_F_TIMEOUT(fl, drops_errno_or_value, 600)
 			acked = i;
 			pending_lo = pending_hi = 0;
 		} else {
-			EXPECT_EQ(-ETIMEDOUT, ret);
+			EXPECT_TRUE(c_is_down_err(ret)) TH_LOG("%d", ret);
 			failed++;
 			if (!pending_lo)
 				pending_lo = i;
@@ -165,7 +165,7 @@ TEST_F_TIMEOUT(fl, drops_errno_or_value, 600)
 		}
 		ret = odsm_read(word, &got, 8);
 		if (ret) {
-			EXPECT_EQ(-ETIMEDOUT, ret);
+			EXPECT_TRUE(c_is_down_err(ret)) TH_LOG("%d", ret);
 			failed++;
 			continue;
 		}
@@ -189,7 +189,7 @@ TEST_F_TIMEOUT(fl, drops_errno_or_value, 600)
 	for (i = 0; i < 25; i++) {
 		ret = odsm_fetch_add(add, 1, &old);
 		if (ret) {
-			EXPECT_EQ(-ETIMEDOUT, ret);
+			EXPECT_TRUE(c_is_down_err(ret)) TH_LOG("%d", ret);
 			adds_unknown++;
 			continue;
 		}
