@@ -15,6 +15,7 @@
 #   rig.heartbeat_ms=N rig.timeout_ms=N   passed to odsmctl join
 #   rig.down=K rig.down_after=S          the node that dies, and when
 #   rig.fault_tests=0        skip cluster_fault_test (movedown only)
+#   rig.fault_only=a,b       run only these tests of cluster_fault_test
 #
 # Markers:  RIG_MARK cluster_up node=K peers=N
 #           RIG_MARK selftest_start NAME / selftest_end NAME rc=N
@@ -70,7 +71,7 @@ run_test() { # PATH [ENV=VALUE...]
 	[ "$rc" -eq 0 ] || failed=$((failed + 1))
 }
 if [ "${rig_fault_tests:-1}" != 0 ]; then
-	run_test /rig/bin/cluster_fault_test ODSM_FAULTS=1
+	run_test /rig/bin/cluster_fault_test ODSM_FAULTS=1 ODSM_FAULT_ONLY="${rig_fault_only:-}"
 	odsmctl stats --raw | grep -E '^(fault_|dup_requests|bad_msgs|rpc_|move_free_errors)'
 	barrier 600 || fail "barrier after cluster_fault_test"
 fi
