@@ -169,7 +169,7 @@ int odsm_fault_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	int ret;
 
 	/* off (the default), or a message that is not a call's */
-	if (likely(!(drop | delay | dup)) || !h->seq ||
+	if (likely(!(drop | delay | dup)) || !h->seq || h->type >= 32 ||
 	    !(READ_ONCE(fault_types) & BIT(h->type)))
 		return conn->ops->send(conn, h, payload, plen, data, dlen);
 
