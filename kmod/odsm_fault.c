@@ -16,6 +16,7 @@
 
 #include <linux/bitmap.h>
 #include <linux/delay.h>
+#include <linux/mm.h>
 #include <linux/moduleparam.h>
 #include <linux/prandom.h>
 #include <linux/spinlock.h>
@@ -166,6 +167,7 @@ int odsm_fault_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	unsigned int drop = READ_ONCE(fault_drop);
 	unsigned int delay = READ_ONCE(fault_delay);
 	unsigned int dup = READ_ONCE(fault_dup);
+	void *copy = NULL;
 	int ret;
 
 	/* off (the default), or a message that is not a call's */
@@ -185,16 +187,27 @@ int odsm_fault_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		odsm_stat_inc(ODSM_STAT_fault_delays);
 		fault_sleep();
 	}
+	/*
+	 * The same message again, a little later: a replayed request must
+	 * not be served twice (odsm_fault_rx_fresh), a second reply finds its
+	 * call answered.  Sent from a copy taken now: a caller may receive
+	 * its reply into the buffer its request came from (odsm_remote_alloc,
+	 * atomic_rpc), and the reply can land before the copy goes out.
+	 */
+	if (chance(dup)) {
+		copy = kvmalloc(plen + dlen ?: 1, GFP_KERNEL);
+		if (copy && plen)
+			memcpy(copy, payload, plen);
+		if (copy && dlen)
+			memcpy(copy + plen, data, dlen);
+	}
 	ret = conn->ops->send(conn, h, payload, plen, data, dlen);
-	if (!ret && chance(dup)) {
-		/* the same message again, a little later: a replayed request
-		 * must not be served twice (odsm_fault_rx_fresh), a second
-		 * reply finds its call answered
-		 */
+	if (!ret && copy) {
 		odsm_stat_inc(ODSM_STAT_fault_dups);
 		fault_sleep();
-		conn->ops->send(conn, h, payload, plen, data, dlen);
+		conn->ops->send(conn, h, copy, plen, copy + plen, dlen);
 	}
+	kvfree(copy);
 	return ret;
 }
 

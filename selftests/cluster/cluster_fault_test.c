@@ -128,8 +128,13 @@ TEST_F_TIMEOUT(fl, under_fire_faulted, 600)
 	ASSERT_EQ(0, f_faults(0, 150, 150, F_ALL, 100 + C.self));
 	EXPECT_EQ(0, fire_run(&fire, 2000 * (C.self + 1)));
 	ASSERT_EQ(0, f_faults(0, 0, 0, F_ALL, 1));
-	EXPECT_LT(delays, c_stat("fault_delays"));
-	EXPECT_LT(dups, c_stat("fault_dups"));
+	/* node 0 holds the table, the locks and the objects' first home:
+	 * it may send nothing at all; the others must have been hit
+	 */
+	if (C.self) {
+		EXPECT_LT(delays, c_stat("fault_delays"));
+		EXPECT_LT(dups, c_stat("fault_dups"));
+	}
 	TH_LOG("node %u: fault_delays +%" PRIu64 " fault_dups +%" PRIu64 " dup_requests %" PRIu64,
 	       C.self, c_stat("fault_delays") - delays,
 	       c_stat("fault_dups") - dups, c_stat("dup_requests"));

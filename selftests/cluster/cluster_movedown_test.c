@@ -9,7 +9,8 @@
  * Node 0 keeps a table of owner boxes (its partition), whose turn it is to
  * move each object and the last version each was written back with.
  * Objects travel between pairs of nodes: {0, K}, {1, K} and, as a control
- * the dead node has no part in, {0, 1}.  The node whose turn it is takes
+ * the dead node has no part in, {0, 1}; K also takes a few objects of its
+ * own once and keeps them (lost with it, for sure).  The node whose turn it is takes
  * the object with a mutable borrow through its box (odsm_borrow_mut_at:
  * the object moves to it), checks it, bumps its version, returns it (the
  * box at node 0 learns the new address), publishes the version and hands
@@ -33,7 +34,7 @@
 #include "odsm_faults.h"
 #include "under_fire.h"
 
-#define MD_OBJ		12
+#define MD_OBJ		16
 #define MD_HOLD_MS	150	/* node K holds each borrow this long */
 
 FIXTURE(md)
@@ -53,21 +54,30 @@ enum { P_MD = 50 };
 
 static unsigned int d;	/* the node that dies */
 
-/* the pair of nodes object j travels between, and where it starts */
+/* the kinds of objects: travelling between {0, K}, {1, K}, {0, 1} (the
+ * control), and K's own: K takes them once and keeps them
+ */
+enum { K_0D, K_1D, K_CTL, K_OWN, K_NR };
+
+/* the pair of nodes object j travels between: a moves it first, from b */
 static void pair(unsigned int j, unsigned int *a, unsigned int *b)
 {
-	switch (j % 3) {
-	case 0:
+	switch (j % K_NR) {
+	case K_0D:
 		*a = 0;
 		*b = d;
 		break;
-	case 1:
+	case K_1D:
 		*a = 1;
 		*b = d;
 		break;
-	default:
+	case K_CTL:
 		*a = 0;
 		*b = 1;
+		break;
+	default:
+		*a = d;
+		*b = (j / K_NR) % 2;
 		break;
 	}
 }
@@ -219,7 +229,11 @@ TEST_F_TIMEOUT(md, power_off_mid_moves, 300)
 			if (odsm_read(turn + 8 * j, &t, 8) ||
 			    t != C.self)
 				continue;
-			ret = mv_move(_metadata, j, C.self == a ? b : a);
+			/* the turn goes to the other of the pair; K keeps
+			 * its own
+			 */
+			ret = mv_move(_metadata, j, j % K_NR == K_OWN ? d :
+				      C.self == a ? b : a);
 			idle = false;
 			if (ret == 1) {
 				failures++;
@@ -229,7 +243,9 @@ TEST_F_TIMEOUT(md, power_off_mid_moves, 300)
 				done[j] = true;
 			} else {
 				nmoves++;
-				ctl_moves += j % 3 == 2;
+				ctl_moves += j % K_NR == K_CTL;
+				/* K keeps its own: one move each */
+				done[j] = j % K_NR == K_OWN;
 			}
 		}
 		if (C.self != d && !seen_down) {
@@ -270,11 +286,16 @@ TEST_F_TIMEOUT(md, power_off_mid_moves, 300)
 			if (C.self == 0) {
 				ret = odsm_read(g, &got, 8);
 				EXPECT_EQ(-EHOSTDOWN, ret) TH_LOG("object %u at node %u", j, d);
-				EXPECT_NE(2U, j % 3) TH_LOG("control object %u lost", j);
+				EXPECT_NE((unsigned int)K_CTL, j % K_NR) TH_LOG("control object %u lost", j);
 				lost++;
 			}
 			continue;
 		}
+		/* K took its own before it went (8 s: plenty of time) */
+		if (C.self == 0)
+			EXPECT_NE((unsigned int)K_OWN, j % K_NR) {
+				TH_LOG("object %u: node %u never took it", j, d);
+			}
 		if (node_of(g) != (int)C.self)
 			continue;
 		final++;
@@ -298,6 +319,9 @@ TEST_F_TIMEOUT(md, power_off_mid_moves, 300)
 	       C.self, final, init, extra, lost, d);
 	EXPECT_LE(0, extra);
 	EXPECT_GE(1, extra);
+	/* what K took is lost with it, and said so (above) */
+	if (C.self == 0)
+		EXPECT_LE((unsigned int)(MD_OBJ / K_NR), lost);
 	ASSERT_EQ(0, f_barrier(P_MD + 4, (int)d, 120));
 }
 
