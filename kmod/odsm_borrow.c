@@ -83,6 +83,24 @@ static void free_original(u32 home, u64 inc, u64 cg)
 	schedule_work(&frees_work);
 }
 
+/*
+ * The free of an original a borrow kept until its write-back
+ * (ODSM_MUT_KEEP_ORIGINAL): queued for the home's incarnation that is up
+ * now.  The move's own incarnation is not known here; one that is down
+ * gets no free at all, which may leak the original's memory at its home
+ * but never frees an object of a later incarnation.
+ */
+static void free_original_now(u32 home, u64 cg)
+{
+	u64 inc = odsm_peer_incarnation(home, true);
+
+	if (!inc) {
+		odsm_stat_inc(ODSM_STAT_move_frees_stale);
+		return;
+	}
+	free_original(home, inc, cg);
+}
+
 /* Wait for the frees queued so far (leave, unload, tests' quiescence). */
 void odsm_borrow_flush(void)
 {
@@ -256,14 +274,19 @@ long odsm_ioc_borrow_mut(struct odsm_fref *f, void __user *arg)
 		return ret;
 	}
 	/*
-	 * The object is here now.  Its original goes at its home, at the
+	 * The object is here now.  With KEEP_ORIGINAL the caller's owner box
+	 * lives in the heap and still names the original: the write-back
+	 * that names the new address frees it (ioc_owner), so a node that
+	 * dies before that leaves the original as the object.  Otherwise
+	 * its original goes at its home, at the
 	 * color the owner holds (its latest), so the home raises the
 	 * address's floor above every color a copy of it may carry.  Even
 	 * if the caller cannot learn the new address below, the original is
 	 * freed: as with a move on color overflow, a caller that faults on
 	 * its own argument loses the object.
 	 */
-	free_original(node, inc, m.gaddr);
+	if (!(m.flags & ODSM_MUT_KEEP_ORIGINAL))
+		free_original(node, inc, m.gaddr);
 	return copy_to_user(arg, &m, sizeof(m)) ? -EFAULT : 0;
 }
 
@@ -293,14 +316,23 @@ static int owner_rw(u64 owner, u64 *box, enum odsm_owner_op op)
 static long ioc_owner(void __user *arg, bool write)
 {
 	struct odsm_write_back w;
-	u64 box[2];
-	int ret;
+	u64 box[2], old[2];
+	int node, ret;
+	bool local;
 
 	if (copy_from_user(&w, arg, sizeof(w)))
 		return -EFAULT;
 	if (w.reserved0 || w.reserved || (w.flags & ~ODSM_WB_FLAGS) ||
 	    (!write && w.flags))
 		return -EINVAL;
+	if (w.flags & ODSM_WB_FREE_OLD) {
+		/* what the box names now: the original a borrow kept.  The
+		 * borrow is mutable, so nobody else writes the box meanwhile.
+		 */
+		ret = owner_rw(w.owner, old, ODSM_OWNER_READ);
+		if (ret)
+			return ret;
+	}
 	box[0] = w.g;
 	box[1] = w.ext;
 	ret = owner_rw(w.owner, box, !write ? ODSM_OWNER_READ :
@@ -310,6 +342,20 @@ static long ioc_owner(void __user *arg, bool write)
 		return ret;
 	if (write) {
 		odsm_stat_inc(ODSM_STAT_writebacks);
+		/*
+		 * The box names the new instance: only now may the original
+		 * go.  Only a remote one: a local object did not move (a
+		 * local move frees its source itself).  A write-back tried
+		 * again after a lost reply reads the new address here and
+		 * frees nothing: the original then stays allocated at its
+		 * home, unreachable (memory lost, no object).
+		 */
+		if (!(w.flags & ODSM_WB_FREE_OLD) || !old[0] ||
+		    odsm_clear_color(old[0]) == odsm_clear_color(w.g))
+			return 0;
+		node = home_of_object(old[0], &local);
+		if (node >= 0 && !local)
+			free_original_now(node, old[0]);
 		return 0;
 	}
 	w.g = box[0];

@@ -13,6 +13,7 @@
 #include "odsm.h"
 #include "odsm_cluster.h"
 #include "odsm_core_pri.h"
+#include "odsm_fault.h"
 
 /* A call waiting for its reply. */
 struct odsm_call {
@@ -118,7 +119,7 @@ int odsm_send_msg(struct odsm_cluster *c, struct odsm_conn *conn, u32 dst,
 	int ret;
 
 	fill_hdr(c, &h, dst, type, flags, seq, plen + dlen, status);
-	ret = conn->ops->send(conn, &h, payload, plen, data, dlen);
+	ret = odsm_fault_send(conn, &h, payload, plen, data, dlen);
 	if (!ret && dst < c->nr_nodes) {
 		atomic64_inc(&c->peers[dst].msgs_tx);
 		atomic64_add(ODSM_WIRE_HDR_SIZE + plen + dlen,

@@ -19,6 +19,7 @@
 #include "odsm.h"
 #include "odsm_cluster.h"
 #include "odsm_core_pri.h"
+#include "odsm_fault.h"
 
 /* ---- peers ------------------------------------------------------------ */
 
@@ -330,7 +331,7 @@ void odsm_cluster_rx(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		goto bad;	/* no service serves it here */
 	if (mh->rx)
 		mh->rx(conn, h, payload);
-	else
+	else if (odsm_fault_rx_fresh(conn, h))	/* a replay is served once */
 		odsm_serve_request(c, conn, h, payload, mh);
 	return;
 bad:

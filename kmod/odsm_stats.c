@@ -74,6 +74,10 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_move_frees_stale] = "move_frees_stale",
 	[ODSM_STAT_store_enomem] = "store_enomem",
 	[ODSM_STAT_config_refused] = "config_refused",
+	[ODSM_STAT_fault_drops] = "fault_drops",
+	[ODSM_STAT_fault_delays] = "fault_delays",
+	[ODSM_STAT_fault_dups] = "fault_dups",
+	[ODSM_STAT_dup_requests] = "dup_requests",
 };
 
 u64 odsm_stat_read(enum odsm_stat s)

@@ -104,6 +104,10 @@ enum odsm_stat {
 					 */
 	ODSM_STAT_store_enomem,		/* page-store pages not allocated */
 	ODSM_STAT_config_refused,	/* SET_CONFIG refused: busy node */
+	ODSM_STAT_fault_drops,		/* messages the injector dropped */
+	ODSM_STAT_fault_delays,		/* ... delayed */
+	ODSM_STAT_fault_dups,		/* ... sent twice */
+	ODSM_STAT_dup_requests,		/* peers' requests refused as replays */
 	ODSM_STAT_NR
 };
 

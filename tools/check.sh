@@ -16,7 +16,8 @@
 #   cluster-KVER  the multi-node programs (selftests/cluster) on 2 guests,
 #             and on 3 guests of which one powers off mid-run, over TCP
 #             and over RDMA (Soft-RoCE); on the newest kernel also on 8
-#             guests over TCP
+#             guests over TCP; and 3 guests over TCP under the message
+#             fault injector, one powering off in the middle of moves
 #
 # Each suite ends with "<suite>: N passed, M failed"; the run ends with the
 # total "N passed, M failed" and exits non-zero on any failure.
@@ -235,6 +236,12 @@ for k in "${KVERS[@]}"; do
 			-t $((n > 3 ? 1200 : 600)) \
 			-a "rig.transport=$xport rig.heartbeat_ms=250 rig.timeout_ms=5000 $extra"
 	done
+	# faults: calls under the message fault injector, then node 2
+	# powered off in the middle of moves (the failure contract)
+	step "cluster $k: 3 guests over tcp, faults and a node down mid-moves"
+	run_guests cluster-faults "$k" 3 "$LOGS/run-cluster-faults-$k.txt" "" \
+		"3 guests under faults passed, kernel logs clean" "cluster-faults of 3" \
+		-a "rig.transport=tcp rig.heartbeat_ms=250 rig.timeout_ms=5000 rig.down=2"
 	suite_end "cluster-$k" $s_pass $s_fail
 done
 

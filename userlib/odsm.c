@@ -400,6 +400,29 @@ int odsm__drop_ref(odsm_ref *r)
 	return odsm__drop_copy(r->g, &r->ext);
 }
 
+int odsm__move_here_kept(uint64_t *g)
+{
+	struct odsm_borrow_mut m = { .gaddr = *g,
+				     .flags = ODSM_MUT_KEEP_ORIGINAL };
+	int ret;
+
+	if (!odsm_in_heap(*g))
+		return -EINVAL;
+	ret = xioctl(ODSM_IOC_BORROW_MUT, &m);
+	if (ret)
+		return ret;
+	*g = m.new_gaddr;
+	return 0;
+}
+
+int odsm__write_back_moved(uint64_t owner, uint64_t g)
+{
+	struct odsm_write_back w = { .owner = owner, .g = g,
+				     .flags = ODSM_WB_FREE_OLD };
+
+	return xioctl(ODSM_IOC_WRITE_BACK, &w);
+}
+
 int odsm__write_back(uint64_t owner, uint64_t g, uint64_t ext)
 {
 	struct odsm_write_back w = { .owner = owner, .g = g, .ext = ext };

@@ -229,6 +229,12 @@ int odsm__move_here(uint64_t *g, uint64_t *copy_ext);
 int odsm__drop_copy(uint64_t g, uint64_t *ext);
 int odsm__drop_ref(odsm_ref *r);
 int odsm__write_back(uint64_t owner, uint64_t g, uint64_t ext);
+/* The same two for a box named by its global address: the move keeps the
+ * original (ODSM_MUT_KEEP_ORIGINAL), the write-back of the new address
+ * frees it (ODSM_WB_FREE_OLD).
+ */
+int odsm__move_here_kept(uint64_t *g);
+int odsm__write_back_moved(uint64_t owner, uint64_t g);
 
 /*
  * Checking mode: build the program with -DODSM_CHECK and the inline
@@ -551,8 +557,15 @@ static inline int odsm_mut_get(odsm_mut *m, void **p)
 	}
 	if (__builtin_expect(!odsm_is_local(m->g), 0)) {
 		owner = odsm__owner_of(m);
-		ret = odsm__move_here(&m->g, owner && owner->g == m->g ?
-					     &owner->ext : NULL);
+		/* a box named by its address keeps naming the original
+		 * until the write-back: a node that dies before loses its
+		 * changes, never the object
+		 */
+		if (m->ext & ODSM_EXT_AT)
+			ret = odsm__move_here_kept(&m->g);
+		else
+			ret = odsm__move_here(&m->g, owner && owner->g == m->g ?
+						     &owner->ext : NULL);
 		if (ret) {
 			*p = NULL;
 			return ret;
@@ -670,7 +683,8 @@ static inline int odsm_return_mut(odsm_mut *m)
 
 	if (__builtin_expect(!owner && m->g, 0)) {
 		/* a box in the heap keeps no U bit (see the top) */
-		ret = odsm__write_back(m->ext & ~ODSM_EXT_MUT_FLAGS, m->g, 0);
+		ret = odsm__write_back_moved(m->ext & ~ODSM_EXT_MUT_FLAGS,
+					     m->g);
 		if (ret)
 			return ret;
 	}

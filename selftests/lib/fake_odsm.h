@@ -286,7 +286,11 @@ static int fk_borrow_mut(struct odsm_borrow_mut *m)
 		fk.st.moved++;
 	}
 	m->size = o->size;
-	o->live = false;		/* the original, freed at its home */
+	/* the original, freed at its home (with KEEP_ORIGINAL: by the
+	 * write-back that names the new address)
+	 */
+	if (!(m->flags & ODSM_MUT_KEEP_ORIGINAL))
+		o->live = false;
 	return 0;
 }
 
@@ -345,6 +349,7 @@ static int fk_ioctl_locked(unsigned long req, void *arg)
 		return fk_borrow_mut(arg);
 	case ODSM_IOC_WRITE_BACK: {
 		struct odsm_write_back *w = arg;
+		uint64_t old_g;
 
 		ret = fk_owner_box(w->owner);
 		if (ret)
@@ -354,7 +359,16 @@ static int fk_ioctl_locked(unsigned long req, void *arg)
 		if ((w->flags & ODSM_WB_IF_EMPTY) &&
 		    ((odsm_box *)odsm_ptr(w->owner))->g)
 			return -EEXIST;
+		old_g = ((odsm_box *)odsm_ptr(w->owner))->g;
 		memcpy(odsm_ptr(w->owner), &w->g, 16);
+		if ((w->flags & ODSM_WB_FREE_OLD) && old_g &&
+		    !fk_local(old_g) && odsm_addr_of(old_g) !=
+		    odsm_addr_of(w->g)) {
+			struct fk_obj *o = fk_object(old_g);
+
+			if (o)
+				o->live = false;	/* freed only now */
+		}
 		fk.last_wb[0] = w->owner;
 		fk.last_wb[1] = w->g;
 		fk.last_wb[2] = w->ext;

@@ -344,15 +344,22 @@ TEST_F(lib, owner_box_in_a_remote_partition_is_written_back)
 	odsm_box *ob = odsm_ptr(boxat);	/* another node's memory */
 	volatile uint64_t outside = fk.base - 4096;
 	struct fk_stats s;
+	uint64_t orig;
 	odsm_mut m;
 	void *w;
 
 	ob->g = fk_new_obj(1, SZ, 11);
 	ob->ext = ODSM_EXT_U;
+	orig = ob->g;
 	ASSERT_EQ(0, odsm_borrow_mut_at(boxat, &m, &w));
 	s = fk_snap();
 	EXPECT_EQ(1UL, s.reads);		/* the box, read at its home */
 	EXPECT_EQ(1UL, s.moved);
+	/* the original stays the object until the box names the new one
+	 * (a node that dies now loses its changes, not the object)
+	 */
+	EXPECT_EQ((uint32_t)ODSM_MUT_KEEP_ORIGINAL, fk.last_mut_flags);
+	EXPECT_NE(NULL, fk_object(orig));
 	EXPECT_EQ(boxat | ODSM_EXT_AT | ODSM_EXT_U, m.ext);
 	EXPECT_TRUE(all(w, SZ, 11));
 	memset(w, 12, SZ);
@@ -361,6 +368,7 @@ TEST_F(lib, owner_box_in_a_remote_partition_is_written_back)
 	EXPECT_EQ(1UL, s.writebacks);
 	EXPECT_EQ(boxat, fk.last_wb[0]);
 	EXPECT_TRUE(odsm_is_local(fk.last_wb[1]));
+	EXPECT_EQ(NULL, fk_object(orig));	/* freed by the write-back */
 	/* no U bit into a box everyone can read */
 	EXPECT_EQ(0ULL, fk.last_wb[2]);
 	EXPECT_EQ(fk.last_wb[1], ob->g);

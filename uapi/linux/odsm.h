@@ -337,7 +337,12 @@ struct odsm_borrow {
 						 * (from BORROW); the borrow
 						 * consumes it
 						 */
-#define ODSM_MUT_FLAGS		ODSM_MUT_HELD_REF
+#define ODSM_MUT_KEEP_ORIGINAL	_BITUL(1)	/* leave the original at its
+						 * home: the write-back that
+						 * publishes the new address
+						 * frees it (ODSM_WB_FREE_OLD)
+						 */
+#define ODSM_MUT_FLAGS		(ODSM_MUT_HELD_REF | ODSM_MUT_KEEP_ORIGINAL)
 
 /*
  * ODSM_IOC_BORROW_MUT: a mutable borrow moves the object here (DRust).  A
@@ -353,6 +358,11 @@ struct odsm_borrow {
  *      (ODSM_BORROWED_LOCAL / MOVED / TAKEN).
  * The caller writes new_gaddr back into the owner when the borrow ends
  * (ODSM_IOC_WRITE_BACK when the owner box lives in another partition).
+ * With ODSM_MUT_KEEP_ORIGINAL the original is not freed here: the
+ * WRITE_BACK that names new_gaddr in the owner box frees it
+ * (ODSM_WB_FREE_OLD), so that until the box names the new instance the
+ * original stays the object -- a node that dies holding the borrow loses
+ * its changes, never the object (design.rst, "The failure contract").
  * Errors as ODSM_IOC_BORROW; on error nothing moved.
  */
 struct odsm_borrow_mut {
@@ -398,7 +408,13 @@ struct odsm_borrow_mut {
 						 * (g 0), else -EEXIST: in the
 						 * same step at the home
 						 */
-#define ODSM_WB_FLAGS		ODSM_WB_IF_EMPTY
+#define ODSM_WB_FREE_OLD	_BITUL(1)	/* then free the object the box
+						 * named before, when it lives
+						 * on another node: the end of
+						 * a borrow that kept it
+						 * (ODSM_MUT_KEEP_ORIGINAL)
+						 */
+#define ODSM_WB_FLAGS		(ODSM_WB_IF_EMPTY | ODSM_WB_FREE_OLD)
 
 struct odsm_write_back {
 	__u64 owner;		/* global address of the owner box */

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Faults on the wire (the injector) and the replay window that keeps a
+ * request that arrives twice from being applied twice; see odsm_fault.h.
+ *
+ * The injector is off unless a fault_* probability is set: it is a test
+ * tool (Documentation/odsm/admin-guide.rst, "Fault injection"), never on
+ * by default.  It acts only on calls -- requests with a sequence number
+ * and their replies, of the types in fault_types -- never on HELLO, PING,
+ * PONG or KEYS: faults in the handshake and the heartbeat have tests of
+ * their own (cluster_badmsg_test, cluster_down_test), and those messages
+ * are sent from receivers, which must not sleep for a delay.  One-sided
+ * RDMA operations are no messages and never see it.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/bitmap.h>
+#include <linux/delay.h>
+#include <linux/mm.h>
+#include <linux/moduleparam.h>
+#include <linux/prandom.h>
+#include <linux/spinlock.h>
+#include <linux/sysfs.h>
+#include "odsm.h"
+#include "odsm_cluster.h"
+#include "odsm_fault.h"
+
+/* ---- the injector ---------------------------------------------------- */
+
+/* the types it may touch: services' requests and replies, READ..MAP_REPLY */
+#define FAULT_TYPES_ALL	GENMASK(ODSM_MSG_MAP_REPLY, ODSM_MSG_READ)
+/* longest delay (ms): well below any timeout_ms a test would use */
+#define FAULT_DELAY_MS_MAX	1000
+
+static unsigned int fault_drop, fault_delay, fault_dup;	/* per mille */
+static unsigned int fault_delay_ms = 20;
+static unsigned int fault_types = FAULT_TYPES_ALL;
+static u64 fault_seed = 1;
+
+/* one stream of decisions, so that a seed replays them (in message order) */
+static DEFINE_SPINLOCK(rnd_lock);
+static struct rnd_state rnd;
+static bool rnd_seeded;
+
+static int set_per_mille(const char *val, const struct kernel_param *kp)
+{
+	int ret = param_set_uint_minmax(val, kp, 0, 1000);
+
+	if (!ret && *(unsigned int *)kp->arg)
+		pr_notice("fault injection on: %s=%u per mille (test use only)\n",
+			  kp->name, *(unsigned int *)kp->arg);
+	return ret;
+}
+
+static const struct kernel_param_ops per_mille_ops = {
+	.set = set_per_mille,
+	.get = param_get_uint,
+};
+
+static int set_delay_ms(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 0, FAULT_DELAY_MS_MAX);
+}
+
+static const struct kernel_param_ops delay_ms_ops = {
+	.set = set_delay_ms,
+	.get = param_get_uint,
+};
+
+static int set_types(const char *val, const struct kernel_param *kp)
+{
+	unsigned int v;
+	int ret = kstrtouint(val, 0, &v);
+
+	if (ret)
+		return ret;
+	if (v & ~FAULT_TYPES_ALL)
+		return -EINVAL;
+	WRITE_ONCE(fault_types, v);
+	return 0;
+}
+
+static int get_types(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%#x\n", READ_ONCE(fault_types));
+}
+
+static const struct kernel_param_ops types_ops = {
+	.set = set_types,
+	.get = get_types,
+};
+
+static int set_seed(const char *val, const struct kernel_param *kp)
+{
+	u64 v;
+	int ret = kstrtou64(val, 0, &v);
+
+	if (ret)
+		return ret;
+	spin_lock(&rnd_lock);
+	fault_seed = v;
+	prandom_seed_state(&rnd, v);
+	rnd_seeded = true;
+	spin_unlock(&rnd_lock);
+	return 0;
+}
+
+static int get_seed(char *buf, const struct kernel_param *kp)
+{
+	u64 v;
+
+	spin_lock(&rnd_lock);
+	v = fault_seed;
+	spin_unlock(&rnd_lock);
+	return sysfs_emit(buf, "%llu\n", v);
+}
+
+static const struct kernel_param_ops seed_ops = {
+	.set = set_seed,
+	.get = get_seed,
+};
+
+module_param_cb(fault_drop, &per_mille_ops, &fault_drop, 0644);
+MODULE_PARM_DESC(fault_drop, "TESTS ONLY: drop this many calls' messages in 1000 (0)");
+module_param_cb(fault_delay, &per_mille_ops, &fault_delay, 0644);
+MODULE_PARM_DESC(fault_delay, "TESTS ONLY: delay this many in 1000 by up to fault_delay_ms (0)");
+module_param_cb(fault_dup, &per_mille_ops, &fault_dup, 0644);
+MODULE_PARM_DESC(fault_dup, "TESTS ONLY: send this many in 1000 twice (0)");
+module_param_cb(fault_delay_ms, &delay_ms_ops, &fault_delay_ms, 0644);
+MODULE_PARM_DESC(fault_delay_ms, "longest injected delay, ms (20, at most 1000)");
+module_param_cb(fault_types, &types_ops, &fault_types, 0644);
+MODULE_PARM_DESC(fault_types, "bit mask of the message types faults may hit (all calls: 0x3fff0)");
+module_param_cb(fault_seed, &seed_ops, &fault_seed, 0644);
+MODULE_PARM_DESC(fault_seed, "seed of the injector's decisions; writing it restarts them (1)");
+
+static u32 roll(void)
+{
+	u32 v;
+
+	spin_lock(&rnd_lock);
+	if (!rnd_seeded) {
+		prandom_seed_state(&rnd, fault_seed);
+		rnd_seeded = true;
+	}
+	v = prandom_u32_state(&rnd);
+	spin_unlock(&rnd_lock);
+	return v;
+}
+
+static bool chance(unsigned int per_mille)
+{
+	return per_mille && roll() % 1000 < per_mille;
+}
+
+static void fault_sleep(void)
+{
+	unsigned int ms = READ_ONCE(fault_delay_ms);
+
+	might_sleep();
+	if (ms)
+		msleep(1 + roll() % ms);
+}
+
+int odsm_fault_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
+		    const void *payload, u32 plen, const void *data, u32 dlen)
+{
+	unsigned int drop = READ_ONCE(fault_drop);
+	unsigned int delay = READ_ONCE(fault_delay);
+	unsigned int dup = READ_ONCE(fault_dup);
+	void *copy = NULL;
+	int ret;
+
+	/* off (the default), or a message that is not a call's */
+	if (likely(!(drop | delay | dup)) || !h->seq || h->type >= 32 ||
+	    !(READ_ONCE(fault_types) & BIT(h->type)))
+		return conn->ops->send(conn, h, payload, plen, data, dlen);
+
+	if (chance(drop)) {
+		/* lost on the wire: the caller times out (-ETIMEDOUT) */
+		odsm_stat_inc(ODSM_STAT_fault_drops);
+		return 0;
+	}
+	if (chance(delay)) {
+		/* late: the caller's timeout runs from its send, so a delayed
+		 * reply may also find its call gone (counted in bad_msgs)
+		 */
+		odsm_stat_inc(ODSM_STAT_fault_delays);
+		fault_sleep();
+	}
+	/*
+	 * The same message again, a little later: a replayed request must
+	 * not be served twice (odsm_fault_rx_fresh), a second reply finds its
+	 * call answered.  Sent from a copy taken now: a caller may receive
+	 * its reply into the buffer its request came from (odsm_remote_alloc,
+	 * atomic_rpc), and the reply can land before the copy goes out.
+	 */
+	if (chance(dup)) {
+		copy = kvmalloc(plen + dlen ?: 1, GFP_KERNEL);
+		if (copy && plen)
+			memcpy(copy, payload, plen);
+		if (copy && dlen)
+			memcpy(copy + plen, data, dlen);
+	}
+	ret = conn->ops->send(conn, h, payload, plen, data, dlen);
+	if (!ret && copy) {
+		odsm_stat_inc(ODSM_STAT_fault_dups);
+		fault_sleep();
+		conn->ops->send(conn, h, copy, plen, copy + plen, dlen);
+	}
+	kvfree(copy);
+	return ret;
+}
+
+/* ---- the replay window ------------------------------------------------ */
+
+/*
+ * Sequence numbers come from one counter of the sender's module instance
+ * (odsm_rpc), so the requests a node gets from one peer incarnation carry
+ * distinct, increasing numbers -- with gaps (calls to other nodes) and
+ * slightly out of order (threads race between taking a number and
+ * sending).  As IPsec's anti-replay window does, remember the highest
+ * number served and which of the RW_BITS below it were: a number seen
+ * before, or too old to tell, is refused.  "Too old" needs RW_BITS calls
+ * overtaking one in flight: the refused caller times out, which is what a
+ * lost request costs anyway.  The windows are static (one per possible
+ * node, 128 bytes each), so no peer can make this node allocate for them.
+ */
+#define RW_BITS		1024
+
+struct replay_win {
+	u64 inc;		/* the sender incarnation these are of */
+	u64 top;		/* highest sequence number served, 0: none */
+	DECLARE_BITMAP(seen, RW_BITS);	/* bit seq % RW_BITS */
+};
+
+static struct replay_win wins[ODSM_MAX_NODES];
+static DEFINE_SPINLOCK(wins_lock);	/* every window; held briefly */
+
+bool odsm_fault_rx_fresh(struct odsm_conn *conn,
+			 const struct odsm_wire_hdr *h)
+{
+	struct replay_win *w;
+	bool fresh = true;
+	u64 seq = h->seq, s;
+
+	/* a one-way message (KEYS) is no call and has no number */
+	if (!seq || h->src_node >= ODSM_MAX_NODES)
+		return true;
+	w = &wins[h->src_node];
+	spin_lock(&wins_lock);
+	if (w->inc != conn->peer_inc || !w->top) {
+		/* the peer's first request, or a new incarnation of it,
+		 * whose numbers start over
+		 */
+		w->inc = conn->peer_inc;
+		w->top = seq;
+		bitmap_zero(w->seen, RW_BITS);
+		__set_bit(seq % RW_BITS, w->seen);
+	} else if (seq > w->top) {
+		if (seq - w->top >= RW_BITS)
+			bitmap_zero(w->seen, RW_BITS);
+		else
+			for (s = w->top + 1; s < seq; s++)
+				__clear_bit(s % RW_BITS, w->seen);
+		__set_bit(seq % RW_BITS, w->seen);
+		w->top = seq;
+	} else if (w->top - seq >= RW_BITS ||
+		   __test_and_set_bit(seq % RW_BITS, w->seen)) {
+		fresh = false;
+	}
+	spin_unlock(&wins_lock);
+	if (!fresh)
+		odsm_stat_inc(ODSM_STAT_dup_requests);
+	return fresh;
+}

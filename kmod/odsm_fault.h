@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Faults on the wire, and the defence against one of them.
+ *
+ * The injector (module parameters fault_*, off by default) drops, delays
+ * and duplicates the messages of calls -- service requests and their
+ * replies -- as a lossy network would, so that tests can check that every
+ * operation still ends with its value or an errno.  The replay window
+ * makes sure a request that arrives twice (the injector's duplicate, or a
+ * misbehaving peer's) is served once: READ and FETCH are idempotent, but a
+ * second ALLOC, FREE, ATOMIC or WRITE would be applied again.
+ *
+ * Both sit in the core, between calls (odsm_call.c, odsm_cluster.c) and
+ * connections (odsm_conn.c): Documentation/odsm/design.rst, "The failure
+ * contract".
+ */
+#ifndef _ODSM_FAULT_H
+#define _ODSM_FAULT_H
+
+#include <linux/types.h>
+
+struct odsm_conn;
+struct odsm_wire_hdr;
+
+/*
+ * Send a message on conn through the injector: what conn->ops->send()
+ * returns, or 0 for a message the injector dropped (the sender cannot
+ * tell, as with a message lost on the wire).  May sleep for a delayed one:
+ * only calls' requests and replies are ever delayed, and they are sent
+ * from sleepable contexts.
+ */
+int odsm_fault_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
+		    const void *payload, u32 plen, const void *data, u32 dlen);
+
+/*
+ * Is the request h, received on conn, new (serve it), or one its sender's
+ * incarnation already sent (a replay: refused, counted in dup_requests)?
+ * Any context.
+ */
+bool odsm_fault_rx_fresh(struct odsm_conn *conn,
+			 const struct odsm_wire_hdr *h);
+
+#endif /* _ODSM_FAULT_H */
