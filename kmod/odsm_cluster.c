@@ -354,6 +354,7 @@ static void reap_dead_conns(struct odsm_cluster *c, bool all)
 		if (!all && !conn->dead && !conn->dialled &&
 		    !READ_ONCE(conn->authed) && now - conn->born_ns > limit) {
 			/* no HELLO at all, or a handshake left unfinished */
+			odsm_stat_inc(ODSM_STAT_handshake_timeouts);
 			if (READ_ONCE(conn->hs_step))
 				odsm_stat_inc(ODSM_STAT_auth_failures);
 			else
@@ -370,6 +371,102 @@ static void reap_dead_conns(struct odsm_cluster *c, bool all)
 		list_del(&conn->node);
 		odsm_conn_put(conn);
 	}
+}
+
+/* ---- admission of accepted connections ------------------------------- */
+
+/* Is from the address of a node that dials this one (a higher id)? */
+static bool dialer_addr(struct odsm_cluster *c, __be32 from)
+{
+	u32 i;
+
+	for (i = c->self + 1; i < c->nr_nodes; i++)
+		if (c->peers[i].addr.sin_addr.s_addr == from)
+			return true;
+	return false;
+}
+
+int odsm_cluster_accept_from(__be32 from)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	bool ok;
+
+	spin_lock(&c->lock);
+	ok = c->joined && dialer_addr(c, from);
+	spin_unlock(&c->lock);
+	if (ok)
+		return 0;
+	odsm_stat_inc(ODSM_STAT_accept_refused);
+	return -EPERM;
+}
+
+/* Accepted, and no handshake completed on it yet: anybody's. */
+static bool conn_pending(struct odsm_conn *conn)
+{
+	return !conn->dialled && !READ_ONCE(conn->authed);
+}
+
+/*
+ * Every unauthenticated connection holds a receiver thread, so there are
+ * at most ODSM_PENDING_MAX of them, dead ones not yet reaped included
+ * (they still hold theirs), and at most ODSM_PENDING_PER_SRC live ones
+ * per source address.  A new connection from an address at its bound
+ * closes the oldest silent one from there (no HELLO yet), else the
+ * oldest: a real peer's dial, which says HELLO at once, gets in while a
+ * flood of silent connections from its address is held open, and a
+ * flood from elsewhere cannot touch it (only members' addresses get
+ * here).  Called by the acceptor only, which may sleep: it first reaps
+ * the connections closed since the tick last did, so that closing ones
+ * to make room does not pile threads up between ticks.
+ */
+int odsm_cluster_admit(struct odsm_conn *conn, __be32 from)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	struct odsm_conn *it, *oldest = NULL, *silent = NULL, *victim = NULL;
+	u32 all = 0, same = 0;
+	int ret = 0;
+
+	reap_dead_conns(c, false);
+	conn->from = from;
+	spin_lock(&c->lock);
+	if (!c->joined || !dialer_addr(c, from)) {
+		ret = -EPERM;
+		goto out;
+	}
+	/* the list is newest first: the last match is the oldest */
+	list_for_each_entry(it, &c->conns, node) {
+		if (!conn_pending(it))
+			continue;
+		all++;
+		if (READ_ONCE(it->dead) || it->from != from)
+			continue;
+		same++;
+		oldest = it;
+		if (!READ_ONCE(it->hs_step))
+			silent = it;
+	}
+	if (all >= ODSM_PENDING_MAX) {
+		ret = -EBUSY;
+		goto out;
+	}
+	if (same >= ODSM_PENDING_PER_SRC) {
+		victim = silent ? silent : oldest;
+		WRITE_ONCE(victim->dead, true);
+		kref_get(&victim->ref);
+	}
+	list_add(&conn->node, &c->conns);
+out:
+	spin_unlock(&c->lock);
+	if (ret) {
+		odsm_stat_inc(ODSM_STAT_accept_refused);
+		return ret;
+	}
+	if (victim) {
+		odsm_stat_inc(ODSM_STAT_accept_evicted);
+		odsm_conn_kill(victim);
+		odsm_conn_put(victim);
+	}
+	return 0;
 }
 
 /* Dial a down peer and say HELLO; runs on the workqueue, off the tick. */

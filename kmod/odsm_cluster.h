@@ -115,6 +115,7 @@ struct odsm_conn {
 	u8 nonce[ODSM_WIRE_NONCE_SIZE];		/* ours, fresh */
 	u8 peer_nonce[ODSM_WIRE_NONCE_SIZE];
 	u64 born_ns;			/* accepted ones must say HELLO soon */
+	__be32 from;			/* accepted: the source address */
 	struct list_head node;		/* on cluster.conns */
 };
 
@@ -157,6 +158,22 @@ void odsm_conn_init(struct odsm_conn *conn, const struct odsm_transport_ops *ops
 		    void *xprt, u32 peer, bool dialled);
 void odsm_conn_publish(struct odsm_conn *conn);
 void odsm_conn_kill(struct odsm_conn *conn);
+
+/*
+ * Admission of accepted connections, which are anybody's until a HELLO
+ * names them.  odsm_cluster_accept_from(): may a connection from this
+ * IPv4 address (network order) be given a receiver at all?  Only a node
+ * that dials this one (a higher id) may connect: else -EPERM, counted.
+ * odsm_cluster_admit() then publishes the connection instead of
+ * odsm_conn_publish(), within the bounds of unauthenticated connections
+ * (ODSM_PENDING_MAX in all, ODSM_PENDING_PER_SRC per address: the oldest
+ * silent one from that address, else the oldest, is closed for it);
+ * -EBUSY when over the first (counted): the transport frees it.
+ */
+#define ODSM_PENDING_MAX	64
+#define ODSM_PENDING_PER_SRC	4
+int odsm_cluster_accept_from(__be32 from);
+int odsm_cluster_admit(struct odsm_conn *conn, __be32 from);
 
 /* For receivers: validate a header in the connection's context (counts a
  * bad one), hand over a message, report the end of the connection.

@@ -63,6 +63,9 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_stale_refused] = "stale_refused",
 	[ODSM_STAT_owner_refused] = "owner_refused",
 	[ODSM_STAT_copies_dropped] = "copies_dropped",
+	[ODSM_STAT_accept_refused] = "accept_refused",
+	[ODSM_STAT_accept_evicted] = "accept_evicted",
+	[ODSM_STAT_handshake_timeouts] = "handshake_timeouts",
 };
 
 u64 odsm_stat_read(enum odsm_stat s)

@@ -75,6 +75,16 @@ enum odsm_stat {
 					 * object holding it has copies out
 					 */
 	ODSM_STAT_copies_dropped,	/* idle copies dropped on request */
+	ODSM_STAT_accept_refused,	/* accepted sockets closed at once: not
+					 * from a node that dials us, or too
+					 * many unauthenticated ones
+					 */
+	ODSM_STAT_accept_evicted,	/* unauthenticated connections closed
+					 * for a newer one from their address
+					 */
+	ODSM_STAT_handshake_timeouts,	/* accepted connections closed with no
+					 * handshake done by the deadline
+					 */
 	ODSM_STAT_NR
 };
 

@@ -154,8 +154,12 @@ static int tcp_rx_thread(void *arg)
 /* Wrap a connected socket; the connection runs once published. */
 static struct odsm_transport_ops tcp_transport;
 
+/*
+ * An accepted one (!dialled) is admitted by the core from its source
+ * address, or refused: then its receiver, never started, is stopped.
+ */
 static struct odsm_conn *tcp_conn_new(struct socket *sock, u32 peer,
-				      bool dialled)
+				      bool dialled, __be32 from)
 {
 	struct odsm_conn *conn = kzalloc(sizeof(*conn), GFP_KERNEL);
 	struct tcp_conn *t = kzalloc(sizeof(*t), GFP_KERNEL);
@@ -171,7 +175,15 @@ static struct odsm_conn *tcp_conn_new(struct socket *sock, u32 peer,
 	if (IS_ERR(t->rx))
 		goto err;
 	get_task_struct(t->rx);
-	odsm_conn_publish(conn);
+	if (dialled) {
+		odsm_conn_publish(conn);
+	} else if (odsm_cluster_admit(conn, from)) {
+		kthread_stop(t->rx);
+		put_task_struct(t->rx);
+		kfree(t);
+		kfree(conn);
+		return ERR_PTR(-EBUSY);
+	}
 	wake_up_process(t->rx);
 	return conn;
 err:
@@ -214,9 +226,18 @@ static int tcp_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 /* The accepting side, from listen to unlisten. */
 static struct tcp_listener *tcp_lis;
 
+/*
+ * Accept connections.  Only a node that dials this one may connect: a
+ * socket from any other address is closed before it costs a thread, and
+ * the core bounds the unauthenticated connections it admits (see
+ * odsm_cluster_admit()), so a flood of connections that say nothing can
+ * neither exhaust threads nor keep a real peer out.  Accepting never
+ * waits on a connection, so the backlog drains.
+ */
 static int acceptor_thread(void *arg)
 {
 	struct tcp_listener *l = arg;
+	struct sockaddr_in from;
 	struct odsm_conn *conn;
 	struct socket *sock;
 
@@ -228,8 +249,14 @@ static int acceptor_thread(void *arg)
 			schedule_timeout_interruptible(msecs_to_jiffies(50));
 			continue;
 		}
+		if (kernel_getpeername(sock, (struct sockaddr *)&from) < 0 ||
+		    from.sin_family != AF_INET ||
+		    odsm_cluster_accept_from(from.sin_addr.s_addr)) {
+			sock_release(sock);
+			continue;
+		}
 		/* the HELLO tells who it is: until then it may say nothing else */
-		conn = tcp_conn_new(sock, U32_MAX, false);
+		conn = tcp_conn_new(sock, U32_MAX, false, from.sin_addr.s_addr);
 		if (IS_ERR(conn))
 			sock_release(sock);
 	}
@@ -304,7 +331,7 @@ static struct odsm_conn *tcp_dial(u32 peer)
 		sock_release(sock);
 		return ERR_PTR(ret);
 	}
-	conn = tcp_conn_new(sock, peer, true);
+	conn = tcp_conn_new(sock, peer, true, 0);
 	if (IS_ERR(conn)) {
 		sock_release(sock);
 		return conn;
