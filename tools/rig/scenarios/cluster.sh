@@ -23,6 +23,11 @@
 #   rig.heartbeat_ms=N rig.timeout_ms=N   passed to odsmctl join
 #   rig.cluster_tests=a_test,b_test       run only these programs
 #   rig.odsm_params=a=1,b=2  odsm module parameters (commas become spaces)
+#   rig.fake_peer=1          the cluster has one node more than the rig: its
+#                            address is an alias of node 1 (FAKE_IP), where a
+#                            test program speaks for it (fake_peer.h); only
+#                            programs that know it can run (rig.cluster_tests),
+#                            and the leave/re-join phase is skipped
 #
 # Markers:  RIG_MARK cluster_up node=K peers=N secs=S   (again after a re-join)
 #           RIG_MARK selftest_start NAME / selftest_end NAME rc=N
@@ -58,6 +63,18 @@ wait_peers || fail "peers unreachable"
 
 # every node's address, in node order: nothing hard-coded but the port
 addrs=$(cluster_addrs)
+nodes_total=$rig_nodes
+FAKE_IP=10.0.0.200
+fake_ip=
+if [ "${rig_fake_peer:-0}" = 1 ]; then
+	# node 1 answers for the fake node too; nobody dials it (it has the
+	# highest id: it dials), so it stays down until a program speaks for it
+	[ "$rig_nodes" -ge 2 ] || fail "rig.fake_peer needs 2 nodes"
+	[ "$rig_node" != 1 ] || ip addr add "$FAKE_IP/24" dev eth0 || fail "cannot add $FAKE_IP"
+	addrs="$addrs,$FAKE_IP:$PORT"
+	nodes_total=$((rig_nodes + 1))
+	fake_ip=$FAKE_IP
+fi
 KEY=/tmp/odsm.key
 cluster_key "$KEY" || fail "cannot write the cluster key"
 set -- --transport "$transport" --node-id "$rig_node" --nodes "$addrs" --key-file "$KEY"
@@ -155,8 +172,9 @@ run_test() { # PATH [ENV=VALUE...]
 	shift
 	name=${t##*/}
 	mark selftest_start "$name"
-	env ODSM_NODE="$rig_node" ODSM_NODES="$rig_nodes" ODSM_TIMEOUT_MS="$timeout_ms" \
-		ODSM_PORT="$PORT" ODSM_KEY_FILE="$KEY" "$@" "$t"
+	env ODSM_NODE="$rig_node" ODSM_NODES="$nodes_total" ODSM_TIMEOUT_MS="$timeout_ms" \
+		ODSM_PORT="$PORT" ODSM_KEY_FILE="$KEY" ODSM_FAKE_IP="$fake_ip" \
+		"$@" "$t"
 	rc=$?
 	mark selftest_end "$name" "rc=$rc"
 	n=$((n + 1))
