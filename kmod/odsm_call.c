@@ -32,20 +32,26 @@ struct odsm_req {
 	u8 payload[];
 };
 
-/* Fail every call waiting on node: its peer is gone. */
+/*
+ * Fail every call waiting on node: its peer is gone.  A call lives on its
+ * caller's stack, so it is looked at only under the xarray's lock while
+ * it is still in the array: its caller cannot have erased it and
+ * returned then (odsm_rpc erases before it returns).
+ */
 void odsm_fail_calls(struct odsm_cluster *c, u32 node, int err)
 {
 	struct odsm_call *call;
 	unsigned long seq;
 
+	xa_lock(&c->calls);
 	xa_for_each(&c->calls, seq, call) {
 		if (call->peer != node)
 			continue;
-		if (xa_erase(&c->calls, seq) != call)
-			continue;	/* its reply won the race */
+		__xa_erase(&c->calls, seq);
 		call->status = err;
 		complete(&call->done);
 	}
+	xa_unlock(&c->calls);
 }
 
 bool odsm_peer_up(u32 node)
@@ -130,14 +136,24 @@ int odsm_send_msg(struct odsm_cluster *c, struct odsm_conn *conn, u32 dst,
 void odsm_on_reply(struct odsm_cluster *c, const struct odsm_wire_hdr *h,
 		   const u8 *payload)
 {
-	struct odsm_call *call = xa_load(&c->calls, h->seq);
+	struct odsm_call *call;
 
-	/* only the peer it was sent to may answer it */
-	if (!call || call->peer != h->src_node ||
-	    xa_cmpxchg(&c->calls, h->seq, call, NULL, 0) != call) {
+	/* only the peer it was sent to may answer it; the call is on its
+	 * caller's stack: read it only while it is in the array, under its
+	 * lock (see odsm_fail_calls()), and take it out in the same step
+	 */
+	xa_lock(&c->calls);
+	call = xa_load(&c->calls, h->seq);
+	if (call && call->peer == h->src_node)
+		__xa_erase(&c->calls, h->seq);
+	else
+		call = NULL;
+	xa_unlock(&c->calls);
+	if (!call) {
 		odsm_stat_inc(ODSM_STAT_bad_msgs);
 		return;
 	}
+	/* ours now: its caller waits for the completion */
 	if (h->len > call->cap) {
 		call->status = -EPROTO;
 	} else {
