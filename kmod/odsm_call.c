@@ -23,11 +23,27 @@ struct odsm_call {
 	struct completion done;
 };
 
-/* A request to serve, with the connection to answer on. */
+/*
+ * A peer's requests in flight: queued or being served, from the copy its
+ * receiver makes to the reply sent.  Past either bound a request is
+ * refused with -EAGAIN (the receiver never waits for the queue, so
+ * replies to our own calls keep flowing and two nodes cannot stall each
+ * other); refusals are sent by the workqueue too, and past
+ * ODSM_PEER_REFUSALS_MAX waiting ones (a peer that does not read) a
+ * request is dropped unanswered.  A peer thus holds at most about
+ * 4 MiB + 64 small items of this node's memory; a request of the largest
+ * size (ODSM_WIRE_MAX_PAYLOAD) always fits an empty queue.
+ */
+#define ODSM_PEER_REQS_MAX	64
+#define ODSM_PEER_REQ_BYTES_MAX	(4U << 20)
+#define ODSM_PEER_REFUSALS_MAX	64
+
+/* A request to serve (or refuse), with the connection to answer on. */
 struct odsm_req {
 	struct work_struct work;
 	const struct odsm_msg_handler *mh;
 	struct odsm_conn *conn;
+	bool refused;			/* answer -EAGAIN, serve nothing */
 	struct odsm_wire_hdr h;
 	u8 payload[];
 };
@@ -174,8 +190,11 @@ static void serve_work(struct work_struct *w)
 	u32 rlen = 0, dlen = 0;
 	int status;
 
-	status = mh->serve(req->conn, &req->h, req->payload, reply, &rlen,
-			   &data, &dlen);
+	if (req->refused)
+		status = -EAGAIN;
+	else
+		status = mh->serve(req->conn, &req->h, req->payload, reply,
+				   &rlen, &data, &dlen);
 	if (status == -EPROTO) {
 		/* malformed payload: dropped and counted, no answer */
 		odsm_stat_inc(ODSM_STAT_bad_msgs);
@@ -187,9 +206,16 @@ static void serve_work(struct work_struct *w)
 		odsm_send_msg(c, req->conn, req->h.src_node, mh->reply,
 			      ODSM_WIRE_F_REPLY, req->h.seq, status, reply, rlen,
 			      data, dlen);
-		odsm_stat_inc(ODSM_STAT_served);
+		if (!req->refused)
+			odsm_stat_inc(ODSM_STAT_served);
 	}
 	kvfree(data);
+	if (req->refused) {
+		atomic_dec(&req->conn->refusals);
+	} else {
+		atomic_sub(req->h.len, &req->conn->req_bytes);
+		atomic_dec(&req->conn->reqs);
+	}
 	odsm_conn_put(req->conn);
 	kvfree(req);
 }
@@ -335,16 +361,34 @@ void odsm_serve_request(struct odsm_cluster *c, struct odsm_conn *conn,
 			const struct odsm_wire_hdr *h, const u8 *payload,
 			const struct odsm_msg_handler *mh)
 {
+	bool refuse;
 	struct odsm_req *req;
 
-	req = kvmalloc(struct_size(req, payload, h->len), GFP_KERNEL);
+	/* only this receiver adds to the counts (see struct odsm_conn) */
+	refuse = atomic_read(&conn->reqs) >= ODSM_PEER_REQS_MAX ||
+		 atomic_read(&conn->req_bytes) + h->len > ODSM_PEER_REQ_BYTES_MAX;
+	if (refuse) {
+		odsm_stat_inc(ODSM_STAT_requests_refused);
+		if (atomic_read(&conn->refusals) >= ODSM_PEER_REFUSALS_MAX)
+			return;		/* not read anyway: the caller times out */
+		req = kmalloc(sizeof(*req), GFP_KERNEL);
+	} else {
+		req = kvmalloc(struct_size(req, payload, h->len), GFP_KERNEL);
+	}
 	if (!req)
 		return;		/* the caller times out */
 	INIT_WORK(&req->work, serve_work);
 	req->mh = mh;
 	kref_get(&conn->ref);
 	req->conn = conn;
+	req->refused = refuse;
 	req->h = *h;
-	memcpy(req->payload, payload, h->len);
+	if (refuse) {
+		atomic_inc(&conn->refusals);
+	} else {
+		memcpy(req->payload, payload, h->len);
+		atomic_inc(&conn->reqs);
+		atomic_add(h->len, &conn->req_bytes);
+	}
 	queue_work(c->wq, &req->work);
 }

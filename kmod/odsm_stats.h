@@ -85,6 +85,9 @@ enum odsm_stat {
 	ODSM_STAT_handshake_timeouts,	/* accepted connections closed with no
 					 * handshake done by the deadline
 					 */
+	ODSM_STAT_requests_refused,	/* peers' requests refused: their
+					 * queue was full
+					 */
 	ODSM_STAT_NR
 };
 
