@@ -276,6 +276,43 @@ bad:
 	odsm_conn_kill(conn);
 }
 
+/*
+ * Answer a PING: on the workqueue, as a request is, so that the receiver
+ * never waits for the send lock (see odsm_cluster.h).  PINGs that come
+ * while one answer is queued share it: the last echo goes out.
+ */
+static void pong_work(struct work_struct *w)
+{
+	struct odsm_conn *conn = container_of(w, struct odsm_conn, pong);
+	struct odsm_cluster *c = &odsm_cluster;
+	struct odsm_wire_pong pong;
+	u8 buf[ODSM_WIRE_PONG_SIZE];
+	u32 n;
+
+	pong.echo_ns = READ_ONCE(conn->pong_echo);
+	mutex_lock(&odsm_heap.lock);
+	pong.free_bytes = (u64)odsm_heap.pa.free_blocks << ODSM_BLOCK_SHIFT;
+	mutex_unlock(&odsm_heap.lock);
+	n = odsm_wire_put_pong(buf, &pong);
+	odsm_send_msg(c, conn, conn->peer, ODSM_MSG_PONG, ODSM_WIRE_F_REPLY, 0,
+		      0, buf, n, NULL, 0);
+	odsm_conn_put(conn);
+}
+
+static void queue_pong(struct odsm_cluster *c, struct odsm_conn *conn,
+		       u64 echo)
+{
+	if (!conn->pong_ready) {
+		INIT_WORK(&conn->pong, pong_work);
+		conn->pong_ready = true;
+	}
+	WRITE_ONCE(conn->pong_echo, echo);
+	/* the queued work holds a reference; leave flushes the queue */
+	kref_get(&conn->ref);
+	if (!queue_work(c->wq, &conn->pong))
+		odsm_conn_put(conn);
+}
+
 /* Called by a receiver for every well-formed header and its payload. */
 void odsm_cluster_rx(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		     u8 *payload)
@@ -285,8 +322,6 @@ void odsm_cluster_rx(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	const struct odsm_msg_handler *mh;
 	struct odsm_wire_ping ping;
 	struct odsm_wire_pong pong;
-	u8 buf[ODSM_WIRE_PONG_SIZE];
-	u32 n;
 
 	odsm_stat_inc(ODSM_STAT_msgs_rx);
 	if (h->type == ODSM_MSG_HELLO) {
@@ -303,14 +338,7 @@ void odsm_cluster_rx(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	case ODSM_MSG_PING:
 		if (odsm_wire_get_ping(payload, h->len, &ping))
 			goto bad;
-		pong.echo_ns = ping.send_ns;
-		mutex_lock(&odsm_heap.lock);
-		pong.free_bytes = (u64)odsm_heap.pa.free_blocks << ODSM_BLOCK_SHIFT;
-		mutex_unlock(&odsm_heap.lock);
-		n = odsm_wire_put_pong(buf, &pong);
-		odsm_send_msg(c, conn, h->src_node, ODSM_MSG_PONG, ODSM_WIRE_F_REPLY,
-			      h->seq, 0, buf, n,
-			      NULL, 0);
+		queue_pong(c, conn, ping.send_ns);
 		return;
 	case ODSM_MSG_PONG:
 		if (odsm_wire_get_pong(payload, h->len, &pong))

@@ -16,10 +16,13 @@
  * connections.
  *
  * Threads: one acceptor, one receiver per connection, a workqueue that
- * serves requests and sends their replies and dials peers, and the cluster
- * tick.  A receiver sends only the small HELLO and PONG answers, so two
- * nodes cannot block each other's receivers with large sends (and every
- * send carries the timeout).  Lifetimes: a
+ * serves requests and sends their replies (and PONGs) and dials peers,
+ * and the cluster tick.  A receiver never waits for a send once the
+ * handshake is done: a send holds the connection's send lock as long as
+ * the peer does not read, so a receiver waiting for it would stop
+ * reading, and two loaded nodes would wait for each other until the send
+ * timeout killed the connection.  It sends only its HELLOs, before any
+ * other traffic (and every send carries the timeout).  Lifetimes: a
  * connection is referenced by its peer slot, its receiver, and each work
  * item in flight; only the tick (or leave) stops a receiver and drops the
  * list's reference.
@@ -123,6 +126,12 @@ struct odsm_conn {
 	 * by an add cannot overshoot it
 	 */
 	atomic_t reqs, req_bytes, refusals;
+	/* the answer to the last PING, sent by the workqueue; only the
+	 * receiver queues it (and sets it up before the first time)
+	 */
+	struct work_struct pong;
+	bool pong_ready;
+	u64 pong_echo;
 };
 
 /*

@@ -106,7 +106,9 @@ enum {
 	W_RQ_ACK,		/* node 0: the step it checked */
 	W_RQ_RES = 424,		/* node 0: 424 + step: what it measured */
 	/* cluster_twoway_test */
-	W_TW_OBJ = 440,		/* colored address of this node's objects */
+	W_TW_OBJ = 440,		/* colored address of this node's object;
+				 * 441: ready to read, 442: done reading
+				 */
 };
 
 /* barrier ids: W_BARRIER + id */
