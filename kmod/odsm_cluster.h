@@ -143,6 +143,8 @@ u32 odsm_cluster_self(void);
 struct sockaddr_in odsm_cluster_addr(u32 node);
 u64 odsm_cluster_incarnation(void);
 u32 odsm_cluster_timeout_ms(void);
+/* A leave is under way (or done): a transport's waits may end early. */
+bool odsm_cluster_leaving(void);
 
 int odsm_cluster_join(const struct odsm_join *j,
 		      const struct odsm_node_addr *nodes, const u8 *key);

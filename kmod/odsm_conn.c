@@ -136,3 +136,8 @@ u32 odsm_cluster_timeout_ms(void)
 {
 	return odsm_cluster.timeout_ms;
 }
+
+bool odsm_cluster_leaving(void)
+{
+	return !READ_ONCE(odsm_cluster.joined);
+}

@@ -312,6 +312,45 @@ static void tcp_unlisten(void)
 	tcp_lis = NULL;
 }
 
+/*
+ * Connect, within timeout_ms, and no longer than the cluster is joined: a
+ * dead peer's address answers nothing, and a leave waits for the dial
+ * under way (cancel_work_sync()), so a blocking connect would make every
+ * leave with a dead lower peer wait out a timeout (all nodes leaving
+ * together: the first to unload powers off).  The connect runs without
+ * blocking, and its state is looked at every DIAL_POLL_MS.
+ */
+#define DIAL_POLL_MS	20
+
+static int dial_connect(struct socket *sock, struct sockaddr_in *a)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(odsm_cluster_timeout_ms());
+	int ret;
+
+	ret = kernel_connect(sock, (struct sockaddr *)a, sizeof(*a), O_NONBLOCK);
+	if (ret != -EINPROGRESS)
+		return ret;
+	for (;;) {
+		switch (READ_ONCE(sock->sk->sk_state)) {
+		case TCP_SYN_SENT:
+			break;
+		case TCP_CLOSE:
+			ret = sock_error(sock->sk);
+			return ret ? ret : -ECONNREFUSED;
+		default:
+			/* connected (and maybe closed by the peer since:
+			 * the receiver will see that)
+			 */
+			return 0;
+		}
+		if (time_after(jiffies, end))
+			return -ETIMEDOUT;
+		if (odsm_cluster_leaving())
+			return -ESHUTDOWN;
+		schedule_timeout_interruptible(msecs_to_jiffies(DIAL_POLL_MS));
+	}
+}
+
 /* Connect to peer; the new connection, with a reference for the caller. */
 static struct odsm_conn *tcp_dial(u32 peer)
 {
@@ -324,9 +363,8 @@ static struct odsm_conn *tcp_dial(u32 peer)
 			       &sock);
 	if (ret)
 		return ERR_PTR(ret);
-	/* bounds the connect too: a silent address costs one timeout */
 	sock_tune(sock, odsm_cluster_timeout_ms());
-	ret = kernel_connect(sock, (struct sockaddr *)&a, sizeof(a), 0);
+	ret = dial_connect(sock, &a);
 	if (ret) {
 		sock_release(sock);
 		return ERR_PTR(ret);
