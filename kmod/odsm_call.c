@@ -31,11 +31,13 @@ struct odsm_call {
  * other); refusals are sent by the workqueue too, and past
  * ODSM_PEER_REFUSALS_MAX waiting ones (a peer that does not read) a
  * request is dropped unanswered.  A peer thus holds at most about
- * 4 MiB + 64 small items of this node's memory; a request of the largest
- * size (ODSM_WIRE_MAX_PAYLOAD) always fits an empty queue.
+ * 16 MiB + 64 small items of this node's memory.  The bytes' bound is
+ * that of 64 requests of the largest size, so a requester with at most
+ * 64 requests outstanding is never refused (it stays, should the count's
+ * bound ever be raised).
  */
 #define ODSM_PEER_REQS_MAX	64
-#define ODSM_PEER_REQ_BYTES_MAX	(4U << 20)
+#define ODSM_PEER_REQ_BYTES_MAX	(ODSM_PEER_REQS_MAX * ODSM_WIRE_MAX_PAYLOAD)
 #define ODSM_PEER_REFUSALS_MAX	64
 
 /* A request to serve (or refuse), with the connection to answer on. */
