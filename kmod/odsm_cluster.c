@@ -439,23 +439,29 @@ static bool conn_pending(struct odsm_conn *conn)
  * at most ODSM_PENDING_MAX of them, dead ones not yet reaped included
  * (they still hold theirs), and at most ODSM_PENDING_PER_SRC live ones
  * per source address.  A new connection from an address at its bound
- * closes the oldest silent one from there (no HELLO yet), else the
- * oldest: a real peer's dial, which says HELLO at once, gets in while a
- * flood of silent connections from its address is held open, and a
- * flood from elsewhere cannot touch it (only members' addresses get
- * here).  Called by the acceptor only, which may sleep: it first reaps
- * the connections closed since the tick last did, so that closing ones
- * to make room does not pile threads up between ticks.
+ * closes the oldest one from there that is still silent (no HELLO yet)
+ * ODSM_PENDING_GRACE_MS after it was accepted; if there is none, the new
+ * one is refused.  A real peer's dial says HELLO at once, so once its
+ * receiver read that it is never closed for a newer connection, and
+ * before that it has its grace: it gets in while a flood of silent
+ * connections from its address is held open, and a flood from elsewhere
+ * cannot touch it (only members' addresses get here).  Called by the
+ * acceptor only, which may sleep: it first reaps the connections closed
+ * since the tick last did, so that closing ones to make room does not
+ * pile threads up between ticks.
  */
 int odsm_cluster_admit(struct odsm_conn *conn, __be32 from)
 {
 	struct odsm_cluster *c = &odsm_cluster;
-	struct odsm_conn *it, *oldest = NULL, *silent = NULL, *victim = NULL;
+	u64 grace = (u64)ODSM_PENDING_GRACE_MS * NSEC_PER_MSEC;
+	struct odsm_conn *it, *victim = NULL;
 	u32 all = 0, same = 0;
+	u64 now;
 	int ret = 0;
 
 	reap_dead_conns(c, false);
 	conn->from = from;
+	now = ktime_get_ns();
 	spin_lock(&c->lock);
 	if (!c->joined || !dialer_addr(c, from)) {
 		ret = -EPERM;
@@ -469,16 +475,17 @@ int odsm_cluster_admit(struct odsm_conn *conn, __be32 from)
 		if (READ_ONCE(it->dead) || it->from != from)
 			continue;
 		same++;
-		oldest = it;
-		if (!READ_ONCE(it->hs_step))
-			silent = it;
+		if (!READ_ONCE(it->hs_step) && now - it->born_ns > grace)
+			victim = it;
 	}
-	if (all >= ODSM_PENDING_MAX) {
+	if (all >= ODSM_PENDING_MAX ||
+	    (same >= ODSM_PENDING_PER_SRC && !victim)) {
 		ret = -EBUSY;
 		goto out;
 	}
-	if (same >= ODSM_PENDING_PER_SRC) {
-		victim = silent ? silent : oldest;
+	if (same < ODSM_PENDING_PER_SRC) {
+		victim = NULL;
+	} else {
 		WRITE_ONCE(victim->dead, true);
 		kref_get(&victim->ref);
 	}

@@ -184,11 +184,14 @@ void odsm_conn_kill(struct odsm_conn *conn);
  * odsm_cluster_admit() then publishes the connection instead of
  * odsm_conn_publish(), within the bounds of unauthenticated connections
  * (ODSM_PENDING_MAX in all, ODSM_PENDING_PER_SRC per address: the oldest
- * silent one from that address, else the oldest, is closed for it);
- * -EBUSY when over the first (counted): the transport frees it.
+ * one from that address still silent ODSM_PENDING_GRACE_MS after it was
+ * accepted is closed for it); -EBUSY, counted, when over the first or
+ * when no connection of that address may be closed: the transport frees
+ * it.
  */
 #define ODSM_PENDING_MAX	64
 #define ODSM_PENDING_PER_SRC	4
+#define ODSM_PENDING_GRACE_MS	500
 int odsm_cluster_accept_from(__be32 from);
 int odsm_cluster_admit(struct odsm_conn *conn, __be32 from);
 
