@@ -414,20 +414,6 @@ static bool dialer_addr(struct odsm_cluster *c, __be32 from)
 	return false;
 }
 
-int odsm_cluster_accept_from(__be32 from)
-{
-	struct odsm_cluster *c = &odsm_cluster;
-	bool ok;
-
-	spin_lock(&c->lock);
-	ok = c->joined && dialer_addr(c, from);
-	spin_unlock(&c->lock);
-	if (ok)
-		return 0;
-	odsm_stat_inc(ODSM_STAT_accept_refused);
-	return -EPERM;
-}
-
 /* Accepted, and no handshake completed on it yet: anybody's. */
 static bool conn_pending(struct odsm_conn *conn)
 {
@@ -445,28 +431,23 @@ static bool conn_pending(struct odsm_conn *conn)
  * receiver read that it is never closed for a newer connection, and
  * before that it has its grace: it gets in while a flood of silent
  * connections from its address is held open, and a flood from elsewhere
- * cannot touch it (only members' addresses get here).  Called by the
- * acceptor only, which may sleep: it first reaps the connections closed
- * since the tick last did, so that closing ones to make room does not
- * pile threads up between ticks.
+ * cannot touch it (only members' addresses get here).
+ *
+ * May a connection from `from` be admitted now: 0 (with the connection
+ * to close for it in *victim, or NULL), -EPERM (not a dialer's address,
+ * or no cluster), -EBUSY (over a bound)?  Under c->lock.
  */
-int odsm_cluster_admit(struct odsm_conn *conn, __be32 from)
+static int admission(struct odsm_cluster *c, __be32 from,
+		     struct odsm_conn **victim)
 {
-	struct odsm_cluster *c = &odsm_cluster;
 	u64 grace = (u64)ODSM_PENDING_GRACE_MS * NSEC_PER_MSEC;
-	struct odsm_conn *it, *victim = NULL;
+	u64 now = ktime_get_ns();
+	struct odsm_conn *it, *old = NULL;
 	u32 all = 0, same = 0;
-	u64 now;
-	int ret = 0;
 
-	reap_dead_conns(c, false);
-	conn->from = from;
-	now = ktime_get_ns();
-	spin_lock(&c->lock);
-	if (!c->joined || !dialer_addr(c, from)) {
-		ret = -EPERM;
-		goto out;
-	}
+	*victim = NULL;
+	if (!c->joined || !dialer_addr(c, from))
+		return -EPERM;
 	/* the list is newest first: the last match is the oldest */
 	list_for_each_entry(it, &c->conns, node) {
 		if (!conn_pending(it))
@@ -476,21 +457,56 @@ int odsm_cluster_admit(struct odsm_conn *conn, __be32 from)
 			continue;
 		same++;
 		if (!READ_ONCE(it->hs_step) && now - it->born_ns > grace)
-			victim = it;
+			old = it;
 	}
-	if (all >= ODSM_PENDING_MAX ||
-	    (same >= ODSM_PENDING_PER_SRC && !victim)) {
-		ret = -EBUSY;
-		goto out;
+	if (all >= ODSM_PENDING_MAX)
+		return -EBUSY;
+	if (same < ODSM_PENDING_PER_SRC)
+		return 0;
+	*victim = old;
+	return old ? 0 : -EBUSY;
+}
+
+/*
+ * The acceptor's first look at a new socket, before it costs a thread:
+ * it reaps the connections closed since the tick last did (so that
+ * closing ones to make room cannot pile threads up between ticks), then
+ * asks whether the connection could be admitted.  Only the acceptor
+ * admits, and in between the counts can only go down: an admission that
+ * passes here fails in odsm_cluster_admit() only if the connection it
+ * would close started its handshake meanwhile.
+ */
+int odsm_cluster_accept_from(__be32 from)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	struct odsm_conn *victim;
+	int ret;
+
+	reap_dead_conns(c, false);
+	spin_lock(&c->lock);
+	ret = admission(c, from, &victim);
+	spin_unlock(&c->lock);
+	if (ret)
+		odsm_stat_inc(ODSM_STAT_accept_refused);
+	return ret;
+}
+
+int odsm_cluster_admit(struct odsm_conn *conn, __be32 from)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	struct odsm_conn *victim;
+	int ret;
+
+	conn->from = from;
+	spin_lock(&c->lock);
+	ret = admission(c, from, &victim);
+	if (!ret) {
+		if (victim) {
+			WRITE_ONCE(victim->dead, true);
+			kref_get(&victim->ref);
+		}
+		list_add(&conn->node, &c->conns);
 	}
-	if (same < ODSM_PENDING_PER_SRC) {
-		victim = NULL;
-	} else {
-		WRITE_ONCE(victim->dead, true);
-		kref_get(&victim->ref);
-	}
-	list_add(&conn->node, &c->conns);
-out:
 	spin_unlock(&c->lock);
 	if (ret) {
 		odsm_stat_inc(ODSM_STAT_accept_refused);

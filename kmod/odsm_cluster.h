@@ -180,7 +180,8 @@ void odsm_conn_kill(struct odsm_conn *conn);
  * Admission of accepted connections, which are anybody's until a HELLO
  * names them.  odsm_cluster_accept_from(): may a connection from this
  * IPv4 address (network order) be given a receiver at all?  Only a node
- * that dials this one (a higher id) may connect: else -EPERM, counted.
+ * that dials this one (a higher id) may connect (else -EPERM), and only
+ * within the bounds below (else -EBUSY); a refusal is counted.
  * odsm_cluster_admit() then publishes the connection instead of
  * odsm_conn_publish(), within the bounds of unauthenticated connections
  * (ODSM_PENDING_MAX in all, ODSM_PENDING_PER_SRC per address: the oldest
