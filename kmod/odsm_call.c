@@ -248,6 +248,18 @@ int odsm_rpc(u32 node, u8 type, const void *payload, u32 plen,
 	ret = xa_insert(&c->calls, seq, &call, GFP_KERNEL);
 	if (ret)
 		goto out;
+	/*
+	 * A leave clears joined, then fails the calls in the array: a call
+	 * inserted after that would wait a whole timeout on a peer that may
+	 * be leaving too.  The array's lock orders the two: a call it did
+	 * not see sees joined cleared here.
+	 */
+	if (!READ_ONCE(c->joined)) {
+		if (xa_erase(&c->calls, seq) != &call)
+			wait_for_completion(&call.done);
+		ret = -EHOSTDOWN;
+		goto out;
+	}
 	ret = odsm_send_msg(c, conn, node, type, 0, seq, 0, payload, plen, data,
 			    dlen);
 	if (ret) {
