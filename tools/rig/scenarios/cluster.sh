@@ -22,6 +22,7 @@
 #   rig.down=K               take node K down after the programs
 #   rig.heartbeat_ms=N rig.timeout_ms=N   passed to odsmctl join
 #   rig.cluster_tests=a_test,b_test       run only these programs
+#   rig.cluster_skip=a_test,b_test        do not run these programs
 #   rig.odsm_params=a=1,b=2  odsm module parameters (commas become spaces)
 #   rig.fake_peer=1          the cluster has one node more than the rig: its
 #                            address is an alias of node 1 (FAKE_IP), where a
@@ -171,6 +172,7 @@ barrier || fail "barrier before the programs"
 
 # the programs, on every node at once; a rig barrier after each
 only=" $(echo "${rig_cluster_tests:-}" | tr ',' ' ') "
+skip=" $(echo "${rig_cluster_skip:-}" | tr ',' ' ') "
 run_test() { # PATH [ENV=VALUE...]
 	local t=$1 name rc
 	shift
@@ -189,6 +191,7 @@ for t in /rig/bin/cluster_*_test; do
 	[ -x "$t" ] || continue
 	name=${t##*/}
 	case "$name" in cluster_down_test | cluster_rejoin_test) continue ;; esac
+	case "$skip" in *" $name "*) continue ;; esac
 	if [ "$only" != "  " ]; then
 		case "$only" in *" $name "*) ;; *) continue ;; esac
 	fi
