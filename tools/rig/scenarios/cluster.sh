@@ -244,6 +244,9 @@ if [ -n "$down" ]; then
 	# the dead node is down here
 	odsmctl status --raw | grep -q "^node=$down .* state=down " ||
 		{ echo "cluster: node $down is not down in odsmctl status"; failed=$((failed + 1)); }
+elif [ "${rig_fake_peer:-0}" = 1 ]; then
+	# the programs knew the fake node; the re-join phase does not
+	barrier || fail "barrier before unloading"
 else
 	# leave (twice: the second does nothing), join again, check
 	odsmctl leave || { echo "cluster: odsmctl leave failed"; failed=$((failed + 1)); }
