@@ -124,10 +124,14 @@ static void *flood_thread(void *arg)
 {
 	struct flood *f = arg;
 
+	/* re-open what node 0 closed four times a second: a flood held
+	 * open, not a connect storm (which fills any listener's backlog,
+	 * whatever odsm does, and starves the test guests' CPUs)
+	 */
 	while (!f->stop) {
 		if (!f->paused)
 			flood_refill(f);
-		c_sleep_ms(20);
+		c_sleep_ms(250);
 	}
 	return NULL;
 }
@@ -222,7 +226,7 @@ static void attacker(struct __test_metadata *_metadata)
 	ASSERT_EQ(0, system("ip link set eth0 up"));
 	f.paused = 0;
 	t0 = c_now_ms();
-	while (state_of(0) != ODSM_PEER_UP && c_now_ms() - t0 < 3 * C.timeout_ms + 20000)
+	while (state_of(0) != ODSM_PEER_UP && c_now_ms() - t0 < 3 * C.timeout_ms + 30000)
 		c_sleep_ms(100);
 	TH_LOG("step 3: node 0 up again %" PRIu64 " ms after the link came back (%lu connections opened, %lu closed by node 0)",
 	       c_now_ms() - t0, f.opened, f.closed);
