@@ -24,29 +24,53 @@ struct odsm_call {
 	struct completion done;
 };
 
-/* A request to serve, with the connection to answer on. */
+/*
+ * A peer's requests in flight: queued or being served, from the copy its
+ * receiver makes to the reply sent.  Past either bound a request is
+ * refused with -EAGAIN (the receiver never waits for the queue, so
+ * replies to our own calls keep flowing and two nodes cannot stall each
+ * other); refusals are sent by the workqueue too, and past
+ * ODSM_PEER_REFUSALS_MAX waiting ones (a peer that does not read) a
+ * request is dropped unanswered.  A peer thus holds at most about
+ * 16 MiB + 64 small items of this node's memory.  The bytes' bound is
+ * that of 64 requests of the largest size, so a requester with at most
+ * 64 requests outstanding is never refused (it stays, should the count's
+ * bound ever be raised).
+ */
+#define ODSM_PEER_REQS_MAX	64
+#define ODSM_PEER_REQ_BYTES_MAX	(ODSM_PEER_REQS_MAX * ODSM_WIRE_MAX_PAYLOAD)
+#define ODSM_PEER_REFUSALS_MAX	64
+
+/* A request to serve (or refuse), with the connection to answer on. */
 struct odsm_req {
 	struct work_struct work;
 	const struct odsm_msg_handler *mh;
 	struct odsm_conn *conn;
+	bool refused;			/* answer -EAGAIN, serve nothing */
 	struct odsm_wire_hdr h;
 	u8 payload[];
 };
 
-/* Fail every call waiting on node: its peer is gone. */
+/*
+ * Fail every call waiting on node: its peer is gone.  A call lives on its
+ * caller's stack, so it is looked at only under the xarray's lock while
+ * it is still in the array: its caller cannot have erased it and
+ * returned then (odsm_rpc erases before it returns).
+ */
 void odsm_fail_calls(struct odsm_cluster *c, u32 node, int err)
 {
 	struct odsm_call *call;
 	unsigned long seq;
 
+	xa_lock(&c->calls);
 	xa_for_each(&c->calls, seq, call) {
 		if (call->peer != node)
 			continue;
-		if (xa_erase(&c->calls, seq) != call)
-			continue;	/* its reply won the race */
+		__xa_erase(&c->calls, seq);
 		call->status = err;
 		complete(&call->done);
 	}
+	xa_unlock(&c->calls);
 }
 
 bool odsm_peer_up(u32 node)
@@ -131,14 +155,24 @@ int odsm_send_msg(struct odsm_cluster *c, struct odsm_conn *conn, u32 dst,
 void odsm_on_reply(struct odsm_cluster *c, const struct odsm_wire_hdr *h,
 		   const u8 *payload)
 {
-	struct odsm_call *call = xa_load(&c->calls, h->seq);
+	struct odsm_call *call;
 
-	/* only the peer it was sent to may answer it */
-	if (!call || call->peer != h->src_node ||
-	    xa_cmpxchg(&c->calls, h->seq, call, NULL, 0) != call) {
+	/* only the peer it was sent to may answer it; the call is on its
+	 * caller's stack: read it only while it is in the array, under its
+	 * lock (see odsm_fail_calls()), and take it out in the same step
+	 */
+	xa_lock(&c->calls);
+	call = xa_load(&c->calls, h->seq);
+	if (call && call->peer == h->src_node)
+		__xa_erase(&c->calls, h->seq);
+	else
+		call = NULL;
+	xa_unlock(&c->calls);
+	if (!call) {
 		odsm_stat_inc(ODSM_STAT_bad_msgs);
 		return;
 	}
+	/* ours now: its caller waits for the completion */
 	if (h->len > call->cap) {
 		call->status = -EPROTO;
 	} else {
@@ -159,8 +193,11 @@ static void serve_work(struct work_struct *w)
 	u32 rlen = 0, dlen = 0;
 	int status;
 
-	status = mh->serve(req->conn, &req->h, req->payload, reply, &rlen,
-			   &data, &dlen);
+	if (req->refused)
+		status = -EAGAIN;
+	else
+		status = mh->serve(req->conn, &req->h, req->payload, reply,
+				   &rlen, &data, &dlen);
 	if (status == -EPROTO) {
 		/* malformed payload: dropped and counted, no answer */
 		odsm_stat_inc(ODSM_STAT_bad_msgs);
@@ -172,9 +209,16 @@ static void serve_work(struct work_struct *w)
 		odsm_send_msg(c, req->conn, req->h.src_node, mh->reply,
 			      ODSM_WIRE_F_REPLY, req->h.seq, status, reply, rlen,
 			      data, dlen);
-		odsm_stat_inc(ODSM_STAT_served);
+		if (!req->refused)
+			odsm_stat_inc(ODSM_STAT_served);
 	}
 	kvfree(data);
+	if (req->refused) {
+		atomic_dec(&req->conn->refusals);
+	} else {
+		atomic_sub(req->h.len, &req->conn->req_bytes);
+		atomic_dec(&req->conn->reqs);
+	}
 	odsm_conn_put(req->conn);
 	kvfree(req);
 }
@@ -210,6 +254,18 @@ static int rpc(u32 node, u64 inc, u8 type, const void *payload, u32 plen,
 	ret = xa_insert(&c->calls, seq, &call, GFP_KERNEL);
 	if (ret)
 		goto out;
+	/*
+	 * A leave clears joined, then fails the calls in the array: a call
+	 * inserted after that would wait a whole timeout on a peer that may
+	 * be leaving too.  The array's lock orders the two: a call it did
+	 * not see sees joined cleared here.
+	 */
+	if (!READ_ONCE(c->joined)) {
+		if (xa_erase(&c->calls, seq) != &call)
+			wait_for_completion(&call.done);
+		ret = -EHOSTDOWN;
+		goto out;
+	}
 	ret = odsm_send_msg(c, conn, node, type, 0, seq, 0, payload, plen, data,
 			    dlen);
 	if (ret) {
@@ -351,16 +407,34 @@ void odsm_serve_request(struct odsm_cluster *c, struct odsm_conn *conn,
 			const struct odsm_wire_hdr *h, const u8 *payload,
 			const struct odsm_msg_handler *mh)
 {
+	bool refuse;
 	struct odsm_req *req;
 
-	req = kvmalloc(struct_size(req, payload, h->len), GFP_KERNEL);
+	/* only this receiver adds to the counts (see struct odsm_conn) */
+	refuse = atomic_read(&conn->reqs) >= ODSM_PEER_REQS_MAX ||
+		 atomic_read(&conn->req_bytes) + h->len > ODSM_PEER_REQ_BYTES_MAX;
+	if (refuse) {
+		odsm_stat_inc(ODSM_STAT_requests_refused);
+		if (atomic_read(&conn->refusals) >= ODSM_PEER_REFUSALS_MAX)
+			return;		/* not read anyway: the caller times out */
+		req = kmalloc(sizeof(*req), GFP_KERNEL);
+	} else {
+		req = kvmalloc(struct_size(req, payload, h->len), GFP_KERNEL);
+	}
 	if (!req)
 		return;		/* the caller times out */
 	INIT_WORK(&req->work, serve_work);
 	req->mh = mh;
 	kref_get(&conn->ref);
 	req->conn = conn;
+	req->refused = refuse;
 	req->h = *h;
-	memcpy(req->payload, payload, h->len);
+	if (refuse) {
+		atomic_inc(&conn->refusals);
+	} else {
+		memcpy(req->payload, payload, h->len);
+		atomic_inc(&conn->reqs);
+		atomic_add(h->len, &conn->req_bytes);
+	}
 	queue_work(c->wq, &req->work);
 }

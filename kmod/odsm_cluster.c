@@ -277,6 +277,43 @@ bad:
 	odsm_conn_kill(conn);
 }
 
+/*
+ * Answer a PING: on the workqueue, as a request is, so that the receiver
+ * never waits for the send lock (see odsm_cluster.h).  PINGs that come
+ * while one answer is queued share it: the last echo goes out.
+ */
+static void pong_work(struct work_struct *w)
+{
+	struct odsm_conn *conn = container_of(w, struct odsm_conn, pong);
+	struct odsm_cluster *c = &odsm_cluster;
+	struct odsm_wire_pong pong;
+	u8 buf[ODSM_WIRE_PONG_SIZE];
+	u32 n;
+
+	pong.echo_ns = READ_ONCE(conn->pong_echo);
+	mutex_lock(&odsm_heap.lock);
+	pong.free_bytes = (u64)odsm_heap.pa.free_blocks << ODSM_BLOCK_SHIFT;
+	mutex_unlock(&odsm_heap.lock);
+	n = odsm_wire_put_pong(buf, &pong);
+	odsm_send_msg(c, conn, conn->peer, ODSM_MSG_PONG, ODSM_WIRE_F_REPLY, 0,
+		      0, buf, n, NULL, 0);
+	odsm_conn_put(conn);
+}
+
+static void queue_pong(struct odsm_cluster *c, struct odsm_conn *conn,
+		       u64 echo)
+{
+	if (!conn->pong_ready) {
+		INIT_WORK(&conn->pong, pong_work);
+		conn->pong_ready = true;
+	}
+	WRITE_ONCE(conn->pong_echo, echo);
+	/* the queued work holds a reference; leave flushes the queue */
+	kref_get(&conn->ref);
+	if (!queue_work(c->wq, &conn->pong))
+		odsm_conn_put(conn);
+}
+
 /* Called by a receiver for every well-formed header and its payload. */
 void odsm_cluster_rx(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		     u8 *payload)
@@ -286,8 +323,6 @@ void odsm_cluster_rx(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	const struct odsm_msg_handler *mh;
 	struct odsm_wire_ping ping;
 	struct odsm_wire_pong pong;
-	u8 buf[ODSM_WIRE_PONG_SIZE];
-	u32 n;
 
 	odsm_stat_inc(ODSM_STAT_msgs_rx);
 	if (h->type == ODSM_MSG_HELLO) {
@@ -304,14 +339,7 @@ void odsm_cluster_rx(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	case ODSM_MSG_PING:
 		if (odsm_wire_get_ping(payload, h->len, &ping))
 			goto bad;
-		pong.echo_ns = ping.send_ns;
-		mutex_lock(&odsm_heap.lock);
-		pong.free_bytes = (u64)odsm_heap.pa.free_blocks << ODSM_BLOCK_SHIFT;
-		mutex_unlock(&odsm_heap.lock);
-		n = odsm_wire_put_pong(buf, &pong);
-		odsm_send_msg(c, conn, h->src_node, ODSM_MSG_PONG, ODSM_WIRE_F_REPLY,
-			      h->seq, 0, buf, n,
-			      NULL, 0);
+		queue_pong(c, conn, ping.send_ns);
 		return;
 	case ODSM_MSG_PONG:
 		if (odsm_wire_get_pong(payload, h->len, &pong))
@@ -355,6 +383,7 @@ static void reap_dead_conns(struct odsm_cluster *c, bool all)
 		if (!all && !conn->dead && !conn->dialled &&
 		    !READ_ONCE(conn->authed) && now - conn->born_ns > limit) {
 			/* no HELLO at all, or a handshake left unfinished */
+			odsm_stat_inc(ODSM_STAT_handshake_timeouts);
 			if (READ_ONCE(conn->hs_step))
 				odsm_stat_inc(ODSM_STAT_auth_failures);
 			else
@@ -371,6 +400,125 @@ static void reap_dead_conns(struct odsm_cluster *c, bool all)
 		list_del(&conn->node);
 		odsm_conn_put(conn);
 	}
+}
+
+/* ---- admission of accepted connections ------------------------------- */
+
+/* Is from the address of a node that dials this one (a higher id)? */
+static bool dialer_addr(struct odsm_cluster *c, __be32 from)
+{
+	u32 i;
+
+	for (i = c->self + 1; i < c->nr_nodes; i++)
+		if (c->peers[i].addr.sin_addr.s_addr == from)
+			return true;
+	return false;
+}
+
+/* Accepted, and no handshake completed on it yet: anybody's. */
+static bool conn_pending(struct odsm_conn *conn)
+{
+	return !conn->dialled && !READ_ONCE(conn->authed);
+}
+
+/*
+ * Every unauthenticated connection holds a receiver thread, so there are
+ * at most ODSM_PENDING_MAX of them, dead ones not yet reaped included
+ * (they still hold theirs), and at most ODSM_PENDING_PER_SRC live ones
+ * per source address.  A new connection from an address at its bound
+ * closes the oldest one from there that is still silent (no HELLO yet)
+ * ODSM_PENDING_GRACE_MS after it was accepted; if there is none, the new
+ * one is refused.  A real peer's dial says HELLO at once, so once its
+ * receiver read that it is never closed for a newer connection, and
+ * before that it has its grace: it gets in while a flood of silent
+ * connections from its address is held open, and a flood from elsewhere
+ * cannot touch it (only members' addresses get here).
+ *
+ * May a connection from `from` be admitted now: 0 (with the connection
+ * to close for it in *victim, or NULL), -EPERM (not a dialer's address,
+ * or no cluster), -EBUSY (over a bound)?  Under c->lock.
+ */
+static int admission(struct odsm_cluster *c, __be32 from,
+		     struct odsm_conn **victim)
+{
+	u64 grace = (u64)ODSM_PENDING_GRACE_MS * NSEC_PER_MSEC;
+	u64 now = ktime_get_ns();
+	struct odsm_conn *it, *old = NULL;
+	u32 all = 0, same = 0;
+
+	*victim = NULL;
+	if (!c->joined || !dialer_addr(c, from))
+		return -EPERM;
+	/* the list is newest first: the last match is the oldest */
+	list_for_each_entry(it, &c->conns, node) {
+		if (!conn_pending(it))
+			continue;
+		all++;
+		if (READ_ONCE(it->dead) || it->from != from)
+			continue;
+		same++;
+		if (!READ_ONCE(it->hs_step) && now - it->born_ns > grace)
+			old = it;
+	}
+	if (all >= ODSM_PENDING_MAX)
+		return -EBUSY;
+	if (same < ODSM_PENDING_PER_SRC)
+		return 0;
+	*victim = old;
+	return old ? 0 : -EBUSY;
+}
+
+/*
+ * The acceptor's first look at a new socket, before it costs a thread:
+ * it reaps the connections closed since the tick last did (so that
+ * closing ones to make room cannot pile threads up between ticks), then
+ * asks whether the connection could be admitted.  Only the acceptor
+ * admits, and in between the counts can only go down: an admission that
+ * passes here fails in odsm_cluster_admit() only if the connection it
+ * would close started its handshake meanwhile.
+ */
+int odsm_cluster_accept_from(__be32 from)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	struct odsm_conn *victim;
+	int ret;
+
+	reap_dead_conns(c, false);
+	spin_lock(&c->lock);
+	ret = admission(c, from, &victim);
+	spin_unlock(&c->lock);
+	if (ret)
+		odsm_stat_inc(ODSM_STAT_accept_refused);
+	return ret;
+}
+
+int odsm_cluster_admit(struct odsm_conn *conn, __be32 from)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	struct odsm_conn *victim;
+	int ret;
+
+	conn->from = from;
+	spin_lock(&c->lock);
+	ret = admission(c, from, &victim);
+	if (!ret) {
+		if (victim) {
+			WRITE_ONCE(victim->dead, true);
+			kref_get(&victim->ref);
+		}
+		list_add(&conn->node, &c->conns);
+	}
+	spin_unlock(&c->lock);
+	if (ret) {
+		odsm_stat_inc(ODSM_STAT_accept_refused);
+		return ret;
+	}
+	if (victim) {
+		odsm_stat_inc(ODSM_STAT_accept_evicted);
+		odsm_conn_kill(victim);
+		odsm_conn_put(victim);
+	}
+	return 0;
 }
 
 /* Dial a down peer and say HELLO; runs on the workqueue, off the tick. */

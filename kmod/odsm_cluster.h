@@ -16,10 +16,13 @@
  * connections.
  *
  * Threads: one acceptor, one receiver per connection, a workqueue that
- * serves requests and sends their replies and dials peers, and the cluster
- * tick.  A receiver sends only the small HELLO and PONG answers, so two
- * nodes cannot block each other's receivers with large sends (and every
- * send carries the timeout).  Lifetimes: a
+ * serves requests and sends their replies (and PONGs) and dials peers,
+ * and the cluster tick.  A receiver never waits for a send once the
+ * handshake is done: a send holds the connection's send lock as long as
+ * the peer does not read, so a receiver waiting for it would stop
+ * reading, and two loaded nodes would wait for each other until the send
+ * timeout killed the connection.  It sends only its HELLOs, before any
+ * other traffic (and every send carries the timeout).  Lifetimes: a
  * connection is referenced by its peer slot, its receiver, and each work
  * item in flight; only the tick (or leave) stops a receiver and drops the
  * list's reference.
@@ -115,7 +118,20 @@ struct odsm_conn {
 	u8 nonce[ODSM_WIRE_NONCE_SIZE];		/* ours, fresh */
 	u8 peer_nonce[ODSM_WIRE_NONCE_SIZE];
 	u64 born_ns;			/* accepted ones must say HELLO soon */
+	__be32 from;			/* accepted: the source address */
 	struct list_head node;		/* on cluster.conns */
+	/* the peer's requests queued or being served, their payload bytes,
+	 * and refusals waiting to be sent (odsm_call.c): added to only by
+	 * the connection's receiver, so a check against a bound followed
+	 * by an add cannot overshoot it
+	 */
+	atomic_t reqs, req_bytes, refusals;
+	/* the answer to the last PING, sent by the workqueue; only the
+	 * receiver queues it (and sets it up before the first time)
+	 */
+	struct work_struct pong;
+	bool pong_ready;
+	u64 pong_echo;
 };
 
 /*
@@ -129,6 +145,8 @@ u32 odsm_cluster_nr_nodes(void);
 struct sockaddr_in odsm_cluster_addr(u32 node);
 u64 odsm_cluster_incarnation(void);
 u32 odsm_cluster_timeout_ms(void);
+/* A leave is under way (or done): a transport's waits may end early. */
+bool odsm_cluster_leaving(void);
 
 int odsm_cluster_join(const struct odsm_join *j,
 		      const struct odsm_node_addr *nodes, const u8 *key);
@@ -159,6 +177,26 @@ void odsm_conn_init(struct odsm_conn *conn, const struct odsm_transport_ops *ops
 		    void *xprt, u32 peer, bool dialled);
 void odsm_conn_publish(struct odsm_conn *conn);
 void odsm_conn_kill(struct odsm_conn *conn);
+
+/*
+ * Admission of accepted connections, which are anybody's until a HELLO
+ * names them.  odsm_cluster_accept_from(): may a connection from this
+ * IPv4 address (network order) be given a receiver at all?  Only a node
+ * that dials this one (a higher id) may connect (else -EPERM), and only
+ * within the bounds below (else -EBUSY); a refusal is counted.
+ * odsm_cluster_admit() then publishes the connection instead of
+ * odsm_conn_publish(), within the bounds of unauthenticated connections
+ * (ODSM_PENDING_MAX in all, ODSM_PENDING_PER_SRC per address: the oldest
+ * one from that address still silent ODSM_PENDING_GRACE_MS after it was
+ * accepted is closed for it); -EBUSY, counted, when over the first or
+ * when no connection of that address may be closed: the transport frees
+ * it.
+ */
+#define ODSM_PENDING_MAX	64
+#define ODSM_PENDING_PER_SRC	4
+#define ODSM_PENDING_GRACE_MS	500
+int odsm_cluster_accept_from(__be32 from);
+int odsm_cluster_admit(struct odsm_conn *conn, __be32 from);
 
 /* For receivers: validate a header in the connection's context (counts a
  * bad one), hand over a message, report the end of the connection.

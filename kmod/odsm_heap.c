@@ -188,13 +188,10 @@ int odsm_heap_free(struct odsm_heap *h, u64 cgaddr)
 	mutex_unlock(&h->lock);
 
 	if (ret) {
+		/* a user's mistake, and any user may make it at any rate:
+		 * counted, never logged
+		 */
 		odsm_stat_inc(ODSM_STAT_bad_frees);
-		pr_notice_ratelimited("%s[%d]: free of 0x%llx refused: %s of node %u\n",
-				      current->comm, task_pid_nr(current),
-				      cgaddr, ret == -ESTALE ?
-				      "an object already freed or moved" :
-				      "not a live object",
-				      h->geom.node_id);
 		return ret;
 	}
 	odsm_stat_inc(ODSM_STAT_frees);

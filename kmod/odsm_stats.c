@@ -78,6 +78,10 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_fault_delays] = "fault_delays",
 	[ODSM_STAT_fault_dups] = "fault_dups",
 	[ODSM_STAT_dup_requests] = "dup_requests",
+	[ODSM_STAT_accept_refused] = "accept_refused",
+	[ODSM_STAT_accept_evicted] = "accept_evicted",
+	[ODSM_STAT_handshake_timeouts] = "handshake_timeouts",
+	[ODSM_STAT_requests_refused] = "requests_refused",
 };
 
 u64 odsm_stat_read(enum odsm_stat s)

@@ -108,6 +108,19 @@ enum odsm_stat {
 	ODSM_STAT_fault_delays,		/* ... delayed */
 	ODSM_STAT_fault_dups,		/* ... sent twice */
 	ODSM_STAT_dup_requests,		/* peers' requests refused as replays */
+	ODSM_STAT_accept_refused,	/* accepted sockets closed at once: not
+					 * from a node that dials us, or too
+					 * many unauthenticated ones
+					 */
+	ODSM_STAT_accept_evicted,	/* unauthenticated connections closed
+					 * for a newer one from their address
+					 */
+	ODSM_STAT_handshake_timeouts,	/* accepted connections closed with no
+					 * handshake done by the deadline
+					 */
+	ODSM_STAT_requests_refused,	/* peers' requests refused: their
+					 * queue was full
+					 */
 	ODSM_STAT_NR
 };
 

@@ -154,8 +154,12 @@ static int tcp_rx_thread(void *arg)
 /* Wrap a connected socket; the connection runs once published. */
 static struct odsm_transport_ops tcp_transport;
 
+/*
+ * An accepted one (!dialled) is admitted by the core from its source
+ * address, or refused: then its receiver, never started, is stopped.
+ */
 static struct odsm_conn *tcp_conn_new(struct socket *sock, u32 peer,
-				      bool dialled)
+				      bool dialled, __be32 from)
 {
 	struct odsm_conn *conn = kzalloc(sizeof(*conn), GFP_KERNEL);
 	struct tcp_conn *t = kzalloc(sizeof(*t), GFP_KERNEL);
@@ -171,7 +175,15 @@ static struct odsm_conn *tcp_conn_new(struct socket *sock, u32 peer,
 	if (IS_ERR(t->rx))
 		goto err;
 	get_task_struct(t->rx);
-	odsm_conn_publish(conn);
+	if (dialled) {
+		odsm_conn_publish(conn);
+	} else if (odsm_cluster_admit(conn, from)) {
+		kthread_stop(t->rx);
+		put_task_struct(t->rx);
+		kfree(t);
+		kfree(conn);
+		return ERR_PTR(-EBUSY);
+	}
 	wake_up_process(t->rx);
 	return conn;
 err:
@@ -214,9 +226,18 @@ static int tcp_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 /* The accepting side, from listen to unlisten. */
 static struct tcp_listener *tcp_lis;
 
+/*
+ * Accept connections.  Only a node that dials this one may connect: a
+ * socket from any other address is closed before it costs a thread, and
+ * the core bounds the unauthenticated connections it admits (see
+ * odsm_cluster_admit()), so a flood of connections that say nothing can
+ * neither exhaust threads nor keep a real peer out.  Accepting never
+ * waits on a connection, so the backlog drains.
+ */
 static int acceptor_thread(void *arg)
 {
 	struct tcp_listener *l = arg;
+	struct sockaddr_in from;
 	struct odsm_conn *conn;
 	struct socket *sock;
 
@@ -228,8 +249,14 @@ static int acceptor_thread(void *arg)
 			schedule_timeout_interruptible(msecs_to_jiffies(50));
 			continue;
 		}
+		if (kernel_getpeername(sock, (struct sockaddr *)&from) < 0 ||
+		    from.sin_family != AF_INET ||
+		    odsm_cluster_accept_from(from.sin_addr.s_addr)) {
+			sock_release(sock);
+			continue;
+		}
 		/* the HELLO tells who it is: until then it may say nothing else */
-		conn = tcp_conn_new(sock, U32_MAX, false);
+		conn = tcp_conn_new(sock, U32_MAX, false, from.sin_addr.s_addr);
 		if (IS_ERR(conn))
 			sock_release(sock);
 	}
@@ -285,6 +312,45 @@ static void tcp_unlisten(void)
 	tcp_lis = NULL;
 }
 
+/*
+ * Connect, within timeout_ms, and no longer than the cluster is joined: a
+ * dead peer's address answers nothing, and a leave waits for the dial
+ * under way (cancel_work_sync()), so a blocking connect would make every
+ * leave with a dead lower peer wait out a timeout (all nodes leaving
+ * together: the first to unload powers off).  The connect runs without
+ * blocking, and its state is looked at every DIAL_POLL_MS.
+ */
+#define DIAL_POLL_MS	20
+
+static int dial_connect(struct socket *sock, struct sockaddr_in *a)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(odsm_cluster_timeout_ms());
+	int ret;
+
+	ret = kernel_connect(sock, (struct sockaddr *)a, sizeof(*a), O_NONBLOCK);
+	if (ret != -EINPROGRESS)
+		return ret;
+	for (;;) {
+		switch (READ_ONCE(sock->sk->sk_state)) {
+		case TCP_SYN_SENT:
+			break;
+		case TCP_CLOSE:
+			ret = sock_error(sock->sk);
+			return ret ? ret : -ECONNREFUSED;
+		default:
+			/* connected (and maybe closed by the peer since:
+			 * the receiver will see that)
+			 */
+			return 0;
+		}
+		if (time_after(jiffies, end))
+			return -ETIMEDOUT;
+		if (odsm_cluster_leaving())
+			return -ESHUTDOWN;
+		schedule_timeout_interruptible(msecs_to_jiffies(DIAL_POLL_MS));
+	}
+}
+
 /* Connect to peer; the new connection, with a reference for the caller. */
 static struct odsm_conn *tcp_dial(u32 peer)
 {
@@ -297,14 +363,13 @@ static struct odsm_conn *tcp_dial(u32 peer)
 			       &sock);
 	if (ret)
 		return ERR_PTR(ret);
-	/* bounds the connect too: a silent address costs one timeout */
 	sock_tune(sock, odsm_cluster_timeout_ms());
-	ret = kernel_connect(sock, (struct sockaddr *)&a, sizeof(a), 0);
+	ret = dial_connect(sock, &a);
 	if (ret) {
 		sock_release(sock);
 		return ERR_PTR(ret);
 	}
-	conn = tcp_conn_new(sock, peer, true);
+	conn = tcp_conn_new(sock, peer, true, 0);
 	if (IS_ERR(conn)) {
 		sock_release(sock);
 		return conn;

@@ -27,30 +27,10 @@
  * the next case.  Everything goes through the heap.  Other nodes SKIP, and
  * so does everyone on a cluster that does not run over TCP.
  *
- * The wire header (kmod/odsm_wire.h), little-endian, 32 bytes: magic u32
- * 0x4d53444f @0, version u8 = 5 @4, type u8 @5, flags u16 @6, src u32 @8,
- * dst u32 @12, seq u64 @16, len u32 @24, status s32 @28.  HELLO is type 1
- * with 104 payload bytes: node_id u32, nr_nodes u32, heap_base u64,
- * part_size u64, incarnation u64, step u32 (1 offer, 2 challenge, 3 proof),
- * reserved u32, nonce[32] @40, proof[32] @72.  READ is type 4 with 16:
- * gaddr u64, len u32, flags u32.
+ * The wire layouts and the HMAC are fake_peer.h's.
  */
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include "odsm_cluster.h"
-
-#define W_MAGIC_LE	0x4d53444fU
-#define T_HELLO		1
-#define T_READ		4
-#define HDR		32
-#define HELLO_LEN	104
-#define VERSION		5
-#define H_STEP		(HDR + 32)
-#define H_NONCE		(HDR + 40)
-#define H_PROOF		(HDR + 72)
+#include "fake_peer.h"	/* the wire layouts, HMAC-SHA256, the key */
 
 FIXTURE(cl)
 {
@@ -63,39 +43,6 @@ FIXTURE_SETUP(cl)
 
 FIXTURE_TEARDOWN(cl)
 {
-}
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)v);
-	put16(p + 2, (uint16_t)(v >> 16));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)v);
-	put32(p + 4, (uint32_t)(v >> 32));
-}
-
-static void hdr(uint8_t *p, uint32_t magic, uint8_t version, uint8_t type,
-		uint32_t src, uint32_t dst, uint32_t len)
-{
-	memset(p, 0, HDR);
-	put32(p, magic);
-	p[4] = version;
-	p[5] = type;
-	put16(p + 6, 0);
-	put32(p + 8, src);
-	put32(p + 12, dst);
-	put64(p + 16, 0);
-	put32(p + 24, len);
-	put32(p + 28, 0);
 }
 
 /* A HELLO from node id to node 0, claiming nr nodes and this geometry. */
@@ -239,198 +186,9 @@ static unsigned int build_cases(struct bad_case *c)
 	return n;
 }
 
-/* ---- HMAC-SHA256, to check node 0's challenge with the real key ------- */
-
-struct sha256 {
-	uint32_t h[8];
-	uint8_t buf[64];
-	uint64_t len;
-	unsigned int n;
-};
-
-static const uint32_t sha_k[64] = {
-	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
-	0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
-	0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
-	0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-	0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147,
-	0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
-	0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-	0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-	0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
-	0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
-	0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-};
-
-static uint32_t ror(uint32_t x, unsigned int n)
-{
-	return x >> n | x << (32 - n);
-}
-
-static void sha_block(struct sha256 *s, const uint8_t *p)
-{
-	uint32_t w[64], a, b, c, d, e, f, g, h, t1, t2;
-	unsigned int i;
-
-	for (i = 0; i < 16; i++)
-		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
-		       (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
-	for (; i < 64; i++)
-		w[i] = w[i - 16] + (ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^
-				    w[i - 15] >> 3) + w[i - 7] +
-		       (ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ w[i - 2] >> 10);
-	a = s->h[0]; b = s->h[1]; c = s->h[2]; d = s->h[3];
-	e = s->h[4]; f = s->h[5]; g = s->h[6]; h = s->h[7];
-	for (i = 0; i < 64; i++) {
-		t1 = h + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) +
-		     ((e & f) ^ (~e & g)) + sha_k[i] + w[i];
-		t2 = (ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) +
-		     ((a & b) ^ (a & c) ^ (b & c));
-		h = g; g = f; f = e; e = d + t1;
-		d = c; c = b; b = a; a = t1 + t2;
-	}
-	s->h[0] += a; s->h[1] += b; s->h[2] += c; s->h[3] += d;
-	s->h[4] += e; s->h[5] += f; s->h[6] += g; s->h[7] += h;
-}
-
-static void sha_init(struct sha256 *s)
-{
-	static const uint32_t iv[8] = {
-		0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-		0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
-	};
-
-	memcpy(s->h, iv, sizeof(iv));
-	s->len = 0;
-	s->n = 0;
-}
-
-static void sha_update(struct sha256 *s, const uint8_t *p, size_t n)
-{
-	while (n--) {
-		s->buf[s->n++] = *p++;
-		s->len++;
-		if (s->n == 64) {
-			sha_block(s, s->buf);
-			s->n = 0;
-		}
-	}
-}
-
-static void sha_final(struct sha256 *s, uint8_t out[32])
-{
-	uint64_t bits = s->len * 8;
-	uint8_t pad = 0x80, zero = 0, l[8];
-	unsigned int i;
-
-	sha_update(s, &pad, 1);
-	while (s->n != 56)
-		sha_update(s, &zero, 1);
-	for (i = 0; i < 8; i++)
-		l[i] = (uint8_t)(bits >> (56 - 8 * i));
-	sha_update(s, l, 8);
-	for (i = 0; i < 32; i++)
-		out[i] = (uint8_t)(s->h[i / 4] >> (24 - 8 * (i % 4)));
-}
-
-static void hmac_sha256(const uint8_t *key, size_t klen, const uint8_t *msg,
-			size_t mlen, uint8_t out[32])
-{
-	uint8_t k[64] = { 0 }, pad[64], inner[32];
-	struct sha256 s;
-	unsigned int i;
-
-	if (klen > 64) {
-		sha_init(&s);
-		sha_update(&s, key, klen);
-		sha_final(&s, k);
-	} else {
-		memcpy(k, key, klen);
-	}
-	for (i = 0; i < 64; i++)
-		pad[i] = k[i] ^ 0x36;
-	sha_init(&s);
-	sha_update(&s, pad, 64);
-	sha_update(&s, msg, mlen);
-	sha_final(&s, inner);
-	for (i = 0; i < 64; i++)
-		pad[i] = k[i] ^ 0x5c;
-	sha_init(&s);
-	sha_update(&s, pad, 64);
-	sha_update(&s, inner, 32);
-	sha_final(&s, out);
-}
-
-/* The cluster key the scenario joined with; its length, or -1. */
-static int read_key(uint8_t *key)
-{
-	const char *path = getenv("ODSM_KEY_FILE");
-	FILE *f;
-	size_t n;
-
-	if (!path || !*path)
-		return -1;
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	n = fread(key, 1, 65, f);
-	fclose(f);
-	return n >= 16 && n <= 64 ? (int)n : -1;
-}
-
-/* The 104 bytes a proof is the HMAC of (wire-protocol.rst, "The proof"). */
-static void auth_input(uint8_t *a, uint32_t step, uint32_t prover,
-		       uint32_t verifier, uint64_t dinc, uint64_t ainc,
-		       const uint8_t *dnonce, const uint8_t *anonce)
-{
-	memset(a, 0, 104);
-	put32(a, W_MAGIC_LE);
-	a[4] = VERSION;
-	put32(a + 8, step);
-	put32(a + 12, prover);
-	put32(a + 16, verifier);
-	put64(a + 24, dinc);
-	put64(a + 32, ainc);
-	memcpy(a + 40, dnonce, 32);
-	memcpy(a + 72, anonce, 32);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	int i;
-
-	for (i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
 /* the valid proof for the A_KEY_CHECK connection, and its challenge nonce */
 static uint8_t valid_proof[32], valid_anonce[32];
 static int have_valid;
-
-static int recv_exact(int fd, uint8_t *buf, size_t len, unsigned int secs)
-{
-	uint64_t end = c_now_ms() + secs * 1000ULL;
-	size_t got = 0;
-	ssize_t r;
-
-	while (got < len) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int left = (int)(end - c_now_ms());
-
-		if (left <= 0 || poll(&p, 1, left) == 0)
-			return -ETIMEDOUT;
-		r = recv(fd, buf + got, len - got, 0);
-		if (r == 0)
-			return -ECONNRESET;
-		if (r < 0 && errno != EINTR)
-			return -errno;
-		if (r > 0)
-			got += (size_t)r;
-	}
-	return 0;
-}
 
 /*
  * The offer was sent: take node 0's challenge (a HELLO of step 2 from node
@@ -519,22 +277,6 @@ static int auth_follow_up(struct __test_metadata *_metadata, int fd,
 	return 0;
 }
 
-static int dial_node0(struct sockaddr_in *to)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-
-	if (fd < 0)
-		return -errno;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, (struct sockaddr *)to, sizeof(*to))) {
-		int e = -errno;
-
-		close(fd);
-		return e;
-	}
-	return fd;
-}
-
 /*
  * Wait until node 0 ends the connection: 0 when it closed (or reset) it
  * within secs without sending a byte; -EBADMSG if it sent something;
@@ -592,7 +334,7 @@ static void attacker(struct __test_metadata *_metadata)
 		const struct bad_case *c = &cases[k - 1];
 		unsigned int secs;
 
-		fd = dial_node0(&to);
+		fd = fp_dial(&to, 0);
 		ASSERT_LE(0, fd) {
 			TH_LOG("connecting to node 0's port %u: %s", C.port,
 			       strerror(-fd));

@@ -30,6 +30,9 @@
  *   ODSM_DOWN               the node the scenario powered off (down test)
  *   ODSM_REJOINED           set after every node left and joined again
  *                           (rejoin test)
+ *   ODSM_FAKE_IP            the address of a node the cluster has but the
+ *                           rig does not (rig.fake_peer=1): node 1 holds it
+ *                           and a program speaks for that node (fake_peer.h)
  *
  * On a node that joined no cluster every test SKIPs, so the programs may
  * also sit in a single-node image.
@@ -93,6 +96,19 @@ enum {
 	W_BARRIER = 64,		/* 64 .. 127 */
 	/* per-node scratch words: node K's are at 128 + K in every directory */
 	W_SCRATCH = 128,
+	/* cluster_accept_test: node 1 floods node 0's port (384 + K < 512) */
+	W_ACC_STEP = 400,	/* node 1: the step it finished */
+	W_ACC_ACK,		/* node 0: the step it checked */
+	W_ACC_RES = 404,	/* node 0: 404 + step: what it measured */
+	/* cluster_reqflood_test: a fake node floods node 0 with requests */
+	W_RQ_OBJ = 420,		/* node 0: colored address of a 1 MiB object */
+	W_RQ_STEP,		/* node 1: the step it finished */
+	W_RQ_ACK,		/* node 0: the step it checked */
+	W_RQ_RES = 424,		/* node 0: 424 + step: what it measured */
+	/* cluster_twoway_test */
+	W_TW_OBJ = 440,		/* colored address of this node's object;
+				 * 441: ready to read, 442: done reading
+				 */
 };
 
 /* barrier ids: W_BARRIER + id */
