@@ -193,6 +193,7 @@ static const char *opt_key_file;
 static unsigned int opt_transport = ODSM_TRANSPORT_TCP;
 static unsigned int opt_hb = 250, opt_to = 5000;
 static const char *opt_addr = "10.0.0.1";
+static bool opt_no_leave;
 
 static struct shared *S;
 static struct odsm_info G;
@@ -1185,7 +1186,7 @@ static void run_op(struct worker *w, bool child)
 			op_setconfig(w);
 			return;
 		}
-		if (r == 28 && cluster && opt_join_nodes) {
+		if (r == 28 && cluster && opt_join_nodes && !opt_no_leave) {
 			op_leave_join(w);
 			return;
 		}
@@ -1563,7 +1564,7 @@ static void usage(int rc)
 	printf("usage: odsm-fuzz [--seed S] [--ops N] [--secs T] [--procs P] [--threads T]\n"
 	       "                 [--hang-secs H] [--join-nodes IP:PORT,...] [--key-file F]\n"
 	       "                 [--transport tcp|rdma] [--heartbeat-ms N] [--timeout-ms N]\n"
-	       "                 [--config-race [--addr IP]]\n");
+	       "                 [--no-leave] [--config-race [--addr IP]]\n");
 	exit(rc);
 }
 
@@ -1594,7 +1595,8 @@ int main(int argc, char **argv)
 		{ "join-nodes", 1, NULL, 'j' }, { "key-file", 1, NULL, 'k' },
 		{ "transport", 1, NULL, 'x' }, { "heartbeat-ms", 1, NULL, 'b' },
 		{ "timeout-ms", 1, NULL, 'o' }, { "config-race", 0, NULL, 'C' },
-		{ "addr", 1, NULL, 'a' }, { "help", 0, NULL, 'h' }, { 0 }
+		{ "addr", 1, NULL, 'a' }, { "no-leave", 0, NULL, 'L' },
+		{ "help", 0, NULL, 'h' }, { 0 }
 	};
 	struct odsm_status st = { 0 };
 	struct odsm_alloc a = { 0 };
@@ -1620,6 +1622,7 @@ int main(int argc, char **argv)
 		case 'o': opt_to = (unsigned int)atoi(optarg); break;
 		case 'C': opt_config_race = true; break;
 		case 'a': opt_addr = optarg; break;
+		case 'L': opt_no_leave = true; break;
 		case 'h': usage(0); break;
 		default: usage(2);
 		}

@@ -13,7 +13,9 @@
 # runs odsm-fuzz at the same time for rig.fuzz_secs (the nodes borrow, move,
 # read and write each other's published objects, and leave and re-join now
 # and then); then, when the image has odsm-wirefuzz, node 1 is a fake peer
-# of node 0's for rig.fuzz_wire_secs while node 0 fuzzes its ioctls again.
+# of node 0's for rig.fuzz_wire_secs while node 0 fuzzes its ioctls again
+# (over TCP: the cluster then has a fake node more, an alias address of
+# node 1's that odsm-wirefuzz speaks for).
 # Every node unloads the module at the end.
 #
 # Kernel command line (run.sh -a):
@@ -30,6 +32,7 @@
 . /rig/lib.sh
 
 PORT=7100
+FAKE_IP=10.0.0.200
 transport=${rig_transport:-tcp}
 hb=${rig_heartbeat_ms:-250}
 to=${rig_timeout_ms:-5000}
@@ -86,9 +89,21 @@ wait_peers || fail "peers unreachable"
 KEY=/tmp/odsm.key
 cluster_key "$KEY" || fail "cannot write the cluster key"
 addrs=$(cluster_addrs)
+nodes_total=$rig_nodes
+wirefuzz=
+if command -v odsm-wirefuzz >/dev/null && [ "$transport" = tcp ]; then
+	# one node more than the rig, the fake node: its address is an alias
+	# of node 1, where odsm-wirefuzz speaks for it (fake_peer.h); nobody
+	# dials it (it has the highest id), so it is down until then
+	wirefuzz=1
+	[ "$rig_node" != 1 ] || ip addr add "$FAKE_IP/24" dev eth0 || fail "cannot add $FAKE_IP"
+	addrs="$addrs,$FAKE_IP:$PORT"
+	nodes_total=$((rig_nodes + 1))
+fi
 odsmctl join --transport "$transport" --node-id "$rig_node" --nodes "$addrs" \
 	--key-file "$KEY" --heartbeat-ms "$hb" --timeout-ms "$to" || fail "odsmctl join failed"
 i=0
+# every real peer up (the fake node stays down)
 until [ "$(odsmctl status --raw | grep -c ' state=up ')" -eq $((rig_nodes - 1)) ]; do
 	i=$((i + 1))
 	[ "$i" -lt 300 ] || { odsmctl status; fail "peers never came up"; }
@@ -100,15 +115,16 @@ run cluster odsm-fuzz --seed "$seed" --secs "$secs" --hang-secs "$hang" \
 	--join-nodes "$addrs" --key-file "$KEY" --transport "$transport" \
 	--heartbeat-ms "$hb" --timeout-ms "$to"
 barrier 600 || fail "barrier after fuzzing"
-if command -v odsm-wirefuzz >/dev/null && [ "$transport" = tcp ]; then
-	# node 1 plays a peer of node 0's (its alias address, its own node
-	# id); node 0 keeps its module busy meanwhile
+if [ -n "$wirefuzz" ]; then
+	# node 1 speaks for the fake node to node 0, which keeps fuzzing its
+	# own ioctls meanwhile (joined throughout: the fake peer dials it)
 	if [ "$rig_node" = 1 ]; then
 		run wire odsm-wirefuzz --seed "$seed" --secs "$wire" --target "$(node_ip 0):$PORT" \
-			--key-file "$KEY" --nodes "$rig_nodes" --timeout-ms "$to"
+			--fake-ip "$FAKE_IP" --own-ip "$rig_addr" --nodes "$nodes_total" \
+			--key-file "$KEY" --timeout-ms "$to"
 	elif [ "$rig_node" = 0 ]; then
-		run cluster-under-wire odsm-fuzz --seed "$seed" --secs "$wire" --hang-secs "$hang" \
-			--procs 1
+		run ops-under-wire odsm-fuzz --seed "$seed" --secs "$wire" --hang-secs "$hang" \
+			--procs 1 --no-leave
 	fi
 	barrier 600 || fail "barrier after the wire fuzzer"
 fi
