@@ -548,6 +548,9 @@ static void op_alloc(struct worker *w)
 	if (where == 0) {
 		a.flags |= ODSM_ALLOC_ON_NODE;
 		a.node = (uint32_t)below(w, G.nr_nodes + 2);
+		/* what moves back here must fit */
+		if (a.node != G.node_id && size > MiB(4) && chance(w, 95))
+			a.size = 1 + below(w, MiB(4));
 	} else if (where == 1) {
 		a.flags |= ODSM_ALLOC_ANYWHERE;
 	} else if (where == 2) {
@@ -571,15 +574,20 @@ static void op_alloc(struct worker *w)
 	    (addr_of(a.gaddr) - G.heap_base) / G.part_size != a.node)
 		problem("alloc: on node %u got 0x%" PRIx64, a.node,
 			(uint64_t)a.gaddr);
-	if ((addr_of(a.gaddr) - G.heap_base) / G.part_size == G.node_id)
+	if ((addr_of(a.gaddr) - G.heap_base) / G.part_size == G.node_id) {
 		pool_add(w, a.gaddr, a.size);
-	else if (chance(w, 50)) {
-		/* another node's: publish nothing, free it there (EINVAL:
-		 * FREE is for this partition) or leave it
+	} else {
+		/* another node's: FREE is for this partition (EINVAL); a
+		 * mutable borrow moves it here, freeing it at its home, so
+		 * that no run fills the other partitions for good
 		 */
 		struct odsm_free f = { .gaddr = a.gaddr };
+		struct odsm_borrow_mut m = { .gaddr = a.gaddr };
 
-		ioc(C_FREE, w->fd, ODSM_IOC_FREE, &f);
+		if (chance(w, 20))
+			ioc(C_FREE, w->fd, ODSM_IOC_FREE, &f);
+		if (ioc(C_BORROW_MUT, w->fd, ODSM_IOC_BORROW_MUT, &m))
+			pool_add(w, m.new_gaddr, m.size);
 	}
 }
 
