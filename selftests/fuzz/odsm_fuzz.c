@@ -1393,7 +1393,10 @@ static struct odsm_config race_orig;
 static void *race_config(void *arg)
 {
 	struct worker *w = arg;
-	static const uint32_t nrs[] = { 1, 2, 8, 2 };
+	/* 2 nodes and 8 (this node the last): a JOIN that checked a table
+	 * of 2 must never see node 7 (issue 12, finding 14)
+	 */
+	static const uint32_t nrs[] = { 2, 8, 2, 8, 1 };
 	struct odsm_config c;
 	int i = 0;
 
@@ -1405,7 +1408,7 @@ static void *race_config(void *arg)
 		c.heap_base = race_orig.heap_base;
 		c.part_size = MiB(64);
 		c.nr_nodes = nrs[i++ % ARRAY_SIZE(nrs)];
-		c.node_id = c.nr_nodes - 1;
+		c.node_id = c.nr_nodes == 2 ? (uint32_t)below(w, 2) : c.nr_nodes - 1;
 		if (chance(w, 10))
 			c = bogus_cfg[below(w, ARRAY_SIZE(bogus_cfg))];
 		ioc(C_SETCONFIG, w->fd, ODSM_IOC_SET_CONFIG, &c);
@@ -1434,7 +1437,7 @@ static void *race_join(void *arg)
 		/* a table for the configuration read just now: it may
 		 * change before the JOIN looks at it
 		 */
-		n = in.nr_nodes > 8 ? 8 : in.nr_nodes;
+		n = chance(w, 80) ? 2 : (in.nr_nodes > 8 ? 8 : in.nr_nodes);
 		if (n < 2)
 			n = 2;
 		memset(t, 0, sizeof(t));
@@ -1468,6 +1471,11 @@ static void *race_alloc(void *arg)
 	while (!race_stop) {
 		w->opno++;
 		S->w[w->wid].beat_ms = now_ms();
+		/* gaps with nothing allocated or mapped, when SET_CONFIG
+		 * can succeed
+		 */
+		if (chance(w, 50))
+			usleep(500);
 		switch (below(w, 8)) {
 		case 0:
 		case 1:
@@ -1511,7 +1519,7 @@ static void *race_alloc(void *arg)
 
 static int config_race(void)
 {
-	void *(*fn[])(void *) = { race_config, race_join, race_alloc, race_alloc };
+	void *(*fn[])(void *) = { race_config, race_join, race_join, race_alloc };
 	struct worker ws[ARRAY_SIZE(fn)];
 	pthread_t th[ARRAY_SIZE(fn)];
 	struct odsm_status st = { 0 };
