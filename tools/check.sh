@@ -233,7 +233,7 @@ done
 # ---- fuzzers ---------------------------------------------------------------------
 # odsm-fuzz (random ioctl and mm sequences) and odsm-wirefuzz (a hostile
 # peer) on the newest kernel, booted with slub_debug=FZPU and KFENCE: one
-# guest (~40 s of fuzzing) and a cluster of two (~50 s); each run passes
+# guest (~33 s of fuzzing) and a cluster of two (~40 s); each run passes
 # with 0 problems and a clean kernel log (tools/fuzz/run.sh)
 if [ ${#KVERS[@]} -gt 0 ]; then
 	k=${KVERS[${#KVERS[@]}-1]}

@@ -632,7 +632,7 @@ out:
 	kmsg_scan(kfd);
 	for (e = 0; e < NEP; e++)
 		if (tried[e])
-			printf("FUZZ_OPS %-16s tried=%" PRIu64 "\n", ep_name[e], tried[e]);
+			printf("FUZZ_OPS wire.%-16s tried=%" PRIu64 "\n", ep_name[e], tried[e]);
 	printf("FUZZ_RESULT mode=wire seed=%" PRIu64 " secs=%" PRIu64 " episodes=%" PRIu64
 	       " problems=%" PRIu64 "\n", opt_seed, (fp_now_ms() - t0) / 1000, episode, problems);
 	return problems != 0;

@@ -17,7 +17,7 @@
 #   -k KVER   a kernel (default: the newest of each supported series)
 #   -i IMAGE  the guest image (one kernel only; default: built by
 #             tools/vm-image.sh into build/vm/fuzz-KVER.cpio.gz)
-#   --short   make check's run: 40 s on one guest, 50 s on two
+#   --short   make check's run: 33 s of fuzzing on one guest, 40 s on two
 #
 # Prints, per run, the operations tried per category (summed over its
 # nodes and phases), then "ok: ..." or "not ok: ..."; ends with
@@ -59,7 +59,7 @@ pass=0 fail=0
 # seconds for a phase: a share (percent) of one kernel's time, 10 at least
 share() { local s=$((SECS * $1 / 100 / ${#KVERS[@]})); [ "$s" -ge 10 ] && echo "$s" || echo 10; }
 if [ "$SHORT" = 1 ]; then
-	ops1=30 race=10 ops2=30 wire=20
+	ops1=25 race=8 ops2=25 wire=15
 else
 	ops1=$(share 40) race=$(share 10) ops2=$(share 30) wire=$(share 20)
 fi
