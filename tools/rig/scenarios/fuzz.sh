@@ -65,6 +65,11 @@ unload() {
 	[ ! -e /sys/module/odsm ] || { echo "fuzz: odsm still loaded"; failed=$((failed + 1)); }
 }
 
+# what the fuzzing reached, for the log
+stats() {
+	odsmctl stats --raw | grep -E '^(bad_ioctls|bad_msgs|auth_failures|peers_down|rpc_|borrow_misses|mut_moves|mut_taken|lazy_|sigbus_|cache_evictions|cache_shrunk|fault_enomem)'
+}
+
 net_up || fail "net_up failed"
 command -v odsm-fuzz >/dev/null || fail "no odsm-fuzz in /rig/bin"
 if [ "$rig_nodes" -gt 1 ] && [ "$transport" = rdma ]; then
@@ -76,6 +81,7 @@ echo "fuzz: $(cat /proc/cmdline)"
 
 if [ "$rig_nodes" -eq 1 ]; then
 	run ops odsm-fuzz --seed "$seed" --secs "$secs" --hang-secs "$hang"
+	stats
 	unload
 	modprobe odsm || fail "modprobe odsm (again) failed"
 	run config-race odsm-fuzz --config-race --seed "$seed" --secs "$race" \
@@ -129,7 +135,7 @@ if [ -n "$wirefuzz" ]; then
 	barrier 600 || fail "barrier after the wire fuzzer"
 fi
 odsmctl status
-odsmctl stats --raw | grep -E '^(bad_msgs|auth_failures|peers_down|rpc_)'
+stats
 barrier || fail "barrier before unloading"
 unload
 [ "$failed" -eq 0 ]
