@@ -9,6 +9,8 @@
 #   make demo       setup, then a guest running the example application
 #   make bench      setup, then the benchmarks in a guest (not a test)
 #   make model      spin checks the coherence protocol's model (model/)
+#   make fuzz       the ioctl and wire fuzzers in debug-booted guests for
+#                   FUZZ_SECS seconds (default 600)
 #   make install    library, headers, odsm.pc, odsmctl and the module
 #                   (PREFIX=/usr/local, DESTDIR=)
 #
@@ -58,10 +60,14 @@ LIB_TESTS  := $(patsubst selftests/lib/%.c,$(BUILD)/tests/lib/%,\
 TOOL_SRC   := tools/odsmctl/odsmctl.c $(wildcard tools/bench/*.c) \
 	      $(wildcard tools/examples/*.c)
 TOOLS	   := $(patsubst %.c,$(BUILD)/bin/%,$(notdir $(TOOL_SRC)))
+# the fuzzers (selftests/fuzz/odsm_NAME.c -> build/bin/odsm-NAME): static,
+# in build/bin so that every guest image has them
+FUZZERS	   := $(patsubst selftests/fuzz/odsm_%.c,$(BUILD)/bin/odsm-%,\
+		$(wildcard selftests/fuzz/odsm_*.c))
 
 MODULE	:= $(BUILD)/kmod/$(KVER)/kmod/odsm.ko
 
-.PHONY: all module lib tools tests setup check demo bench model checkpatch install clean \
+.PHONY: all module lib tools tests setup check demo bench model fuzz checkpatch install clean \
 	FORCE
 
 all: module lib tools tests
@@ -129,7 +135,12 @@ $(TOOLS): $(BUILD)/bin/%: $$(call tool_src,$$*) $(LIB_A) $(LIB_HDR)
 $(patsubst tools/bench/%.c,$(BUILD)/bin/%,$(wildcard tools/bench/*.c)): tools/bench/bench.h
 
 # ---- tests ------------------------------------------------------------------
-tests: $(HOST_TESTS) $(LIB_TESTS) $(VM_TESTS) $(CLUSTER_TESTS) $(RDMA_TESTS)
+tests: $(HOST_TESTS) $(LIB_TESTS) $(VM_TESTS) $(CLUSTER_TESTS) $(RDMA_TESTS) $(FUZZERS)
+
+$(BUILD)/bin/odsm-%: selftests/fuzz/odsm_%.c $(wildcard selftests/fuzz/*.h) \
+		$(wildcard selftests/cluster/fake_peer.h) $(LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(UCFLAGS) -Iselftests/cluster -static -pthread -o $@ $<
 
 $(KSFT)/kselftest_harness.h:
 	@test -f /usr/src/linux-source-6.1.tar.xz || \
@@ -176,6 +187,10 @@ demo: setup
 
 bench: setup
 	@tools/bench.sh
+
+# the fuzzers in debug-booted guests, for FUZZ_SECS seconds (tools/fuzz/run.sh)
+fuzz: setup
+	@tools/fuzz/run.sh
 
 # the coherence protocol's Promela model and its mutants (make check too)
 model:

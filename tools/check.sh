@@ -18,6 +18,9 @@
 #             and over RDMA (Soft-RoCE); on the newest kernel also on 8
 #             guests over TCP; and 3 guests over TCP under the message
 #             fault injector, one powering off in the middle of moves
+#   fuzz      the ioctl and wire fuzzers (tools/fuzz/run.sh --short) in
+#             debug-booted guests (slub_debug, KFENCE) of the newest kernel:
+#             operations tried per category, 0 problems
 #
 # Each suite ends with "<suite>: N passed, M failed"; the run ends with the
 # total "N passed, M failed" and exits non-zero on any failure.
@@ -255,6 +258,25 @@ for k in "${KVERS[@]}"; do
 		-a "rig.transport=tcp rig.heartbeat_ms=250 rig.timeout_ms=5000 rig.down=2"
 	suite_end "cluster-$k" $s_pass $s_fail
 done
+
+# ---- fuzzers ---------------------------------------------------------------------
+# odsm-fuzz (random ioctl and mm sequences) and odsm-wirefuzz (a hostile
+# peer) on the newest kernel, booted with slub_debug=FZPU and KFENCE: one
+# guest (~33 s of fuzzing) and a cluster of two (~40 s); each run passes
+# with 0 problems and a clean kernel log (tools/fuzz/run.sh)
+if [ ${#KVERS[@]} -gt 0 ]; then
+	k=${KVERS[${#KVERS[@]}-1]}
+	step "fuzz $k: ioctl and wire fuzzers in debug-booted guests"
+	fimg=build/vm/check-$k.cpio.gz
+	[ -f "$fimg" ] || fimg=""
+	tools/fuzz/run.sh --short -k "$k" ${fimg:+-i "$fimg"} >"$LOGS/fuzz.txt" 2>&1
+	rc=$?
+	grep -vE '^(== |fuzz: [0-9]+ passed)' "$LOGS/fuzz.txt"
+	p=$(grep -c '^ok: ' "$LOGS/fuzz.txt")
+	f=$(grep -c '^not ok: ' "$LOGS/fuzz.txt")
+	[ "$rc" = 0 ] || [ "$f" != 0 ] || f=1
+	suite_end fuzz "$p" "$f"
+fi
 
 echo "check: $(( $(date +%s) - t_start )) s"
 echo "$total_pass passed, $total_fail failed"

@@ -7,7 +7,7 @@
 #   3+ nodes: one vde_switch on a UNIX socket directory
 #
 # Usage: run.sh [-k KVER] [-n NODES] -s SCENARIO [-i INITRD] [-t TIMEOUT_S]
-#               [-m MEM] [-c SMP] [-l LOGDIR] [-a "kernel args"] [-v] [-B]
+#               [-m MEM] [-c SMP] [-l LOGDIR] [-a "kernel args"] [-v] [-B] [-D]
 #   -k KVER      kernel to boot (default: kernels.sh --newest)
 #   -n NODES     number of guests, 1..8 (default 1)
 #   -s SCENARIO  runs /rig/scenarios/SCENARIO.sh in every guest
@@ -28,6 +28,12 @@
 #                By default only markers (RIG_*, ODSM_*) and TAP lines are
 #                echoed, once the guests are done; the full serial logs are
 #                always in LOGDIR, and their paths are printed at the end
+#   -D           debug boot: slub_debug=FZPU (red zones, poisoning, sanity
+#                checks and owner tracking on every slab cache) and, on a
+#                kernel built with KFENCE (6.12; Debian's 6.1 has none),
+#                kfence.sample_interval=1: an overflow or use after free in
+#                the slab becomes a "BUG <cache> (...)" / "KFENCE:" report,
+#                which fails the guest.  Also RIG_DEBUG=1
 #   -B           boot the bzImage /boot/vmlinuz-KVER as is.  By default the ELF
 #                kernel inside it (cached in out/) is started at its PVH entry:
 #                no decompression under TCG, 1-4 s faster per guest
@@ -40,17 +46,21 @@ set -euo pipefail
 
 RIG=$(cd "$(dirname "$0")" && pwd)
 KVER="" NODES=1 SCEN="" INITRD="" TIMEOUT=300 MEM=512M SMP=1 LOGDIR=$RIG/logs EXTRA="" BZIMAGE=0
-VERBOSE=0
+VERBOSE=0 DEBUG=0
 case ${RIG_VERBOSE:-0} in 0 | "") ;; *) VERBOSE=1 ;; esac
+case ${RIG_DEBUG:-0} in 0 | "") ;; *) DEBUG=1 ;; esac
 # kernel problems: any of these in a log fails the guest
-PROBLEMS='WARNING:|BUG:|Oops|general protection fault|Kernel panic|KASAN|UBSAN|possible circular locking|possible recursive locking|inconsistent lock state|INFO: task .* blocked for more than|hung_task|soft lockup|rcu_sched self-detected stall|rcu: INFO|Call Trace:'
+# (slub_debug reports "BUG kmalloc-64 (Not tainted): Right Redzone
+# overwritten", "Object already free", "Poison overwritten"...; KFENCE
+# "BUG: KFENCE: use-after-free read in ...")
+PROBLEMS='WARNING:|BUG:|BUG [^ ]+ \(|Oops|general protection fault|Kernel panic|KASAN|KFENCE:|UBSAN|Redzone overwritten|Poison overwritten|Object padding overwritten|Object already free|Freepointer corrupt|Object corrupt|list_add corruption|list_del corruption|possible circular locking|possible recursive locking|inconsistent lock state|INFO: task .* blocked for more than|hung_task|soft lockup|rcu_sched self-detected stall|rcu: INFO|Call Trace:'
 # lines echoed to the terminal: markers and TAP
 SHOW='^TAP version|^(\[ *[0-9]+\.[0-9]+\] )?(ODSM_|RIG_)|^[[:space:]]*(not )?ok [0-9]+|^[[:space:]]*# |^[[:space:]]*1\.\.[0-9]+$'
 
 usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit "${1:-2}"; }
 die() { echo "run.sh: $*" >&2; exit 2; }
 
-while getopts "k:n:s:i:t:m:c:l:a:vBh" opt; do
+while getopts "k:n:s:i:t:m:c:l:a:vBDh" opt; do
 	case $opt in
 	k) KVER=$OPTARG ;;
 	n) NODES=$OPTARG ;;
@@ -63,6 +73,7 @@ while getopts "k:n:s:i:t:m:c:l:a:vBh" opt; do
 	a) EXTRA=$OPTARG ;;
 	v) VERBOSE=1 ;;
 	B) BZIMAGE=1 ;;
+	D) DEBUG=1 ;;
 	h) usage 0 ;;
 	*) usage ;;
 	esac
@@ -135,6 +146,13 @@ if [ "$BZIMAGE" = 0 ]; then
 		echo "run.sh: warning: no PVH kernel in /boot/vmlinuz-$KVER, booting the bzImage" >&2
 		KERNEL=/boot/vmlinuz-$KVER
 	}
+fi
+
+# -D: the slab's own checks, and KFENCE where the kernel has it
+if [ "$DEBUG" = 1 ]; then
+	EXTRA="slub_debug=FZPU $EXTRA"
+	! grep -qx 'CONFIG_KFENCE=y' "/boot/config-$KVER" 2>/dev/null ||
+		EXTRA="kfence.sample_interval=1 $EXTRA"
 fi
 
 if [ -z "$INITRD" ]; then

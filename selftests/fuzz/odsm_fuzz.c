@@ -1,0 +1,1760 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * odsm-fuzz: random ioctl and mm sequences against /dev/odsm, from several
+ * processes and threads at once, in a rig guest (tools/rig/scenarios/fuzz.sh).
+ *
+ * Every worker thread draws its operations from its own generator, seeded
+ * from --seed and its index, so a run is a function of (seed, ops) up to
+ * the interleaving of the threads: a problem is printed with the seed and
+ * the operation number that found it, and "--seed S --ops N" replays every
+ * worker's sequence up to that point.
+ *
+ * A problem is
+ *   - an errno outside the class the operation documents
+ *     (uapi/linux/odsm.h: EIO, EPROTO, ECONNRESET, ENOTTY... never);
+ *   - a result that breaks the ABI (SET_CONFIG accepted while the heap is
+ *     mapped, an ALLOC outside the partition asked for);
+ *   - a crash of the fuzzer itself: a SIGSEGV or SIGBUS anywhere but in a
+ *     touch of the heap it provoked (those are counted as "faults");
+ *   - a worker that makes no progress for --hang-secs (a hung ioctl or
+ *     fault: its kernel stack is printed);
+ *   - a kernel report in /dev/kmsg while it ran (WARNING, BUG, Oops,
+ *     KFENCE, slub_debug's "BUG <cache>", a hung task, a stall).
+ *
+ * Modes:
+ *   (default)      P processes x T threads: ALLOC/FREE/MOVE/OBJ_INFO with
+ *                  boundary sizes and colors, READ/WRITE/ATOMIC across
+ *                  partition edges, BORROW/RETURN/BORROW_MUT/WRITE_BACK,
+ *                  the same on cache slots, touches of the heap (lazy
+ *                  faults), partial munmap and remap, fork, close of a file
+ *                  holding borrows, SET_CONFIG (refused: the heap is
+ *                  mapped), cache knobs (zero budget, drop_caches).  When
+ *                  the node is in a cluster, the objects each node publishes
+ *                  in a directory at the start of its partition are borrowed,
+ *                  moved, read and written from the other nodes, and one
+ *                  thread leaves and re-joins the cluster now and then
+ *                  (--join-nodes, --key-file).
+ *   --config-race  on a node that has no object and joined nothing:
+ *                  SET_CONFIG against JOIN/LEAVE, mmap/munmap, ALLOC/FREE
+ *                  and INFO/STATUS, then the configuration is restored.
+ *
+ * Output: FUZZ_* lines; the last ones are one FUZZ_OPS line per category
+ * (tried, ok, err: refused with an allowed errno, faults: provoked
+ * SIGSEGV/SIGBUS) and "FUZZ_RESULT ... problems=N".  Exit status 0 iff no
+ * problem was found.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/odsm.h>
+
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#define KiB(x)		((uint64_t)(x) << 10)
+#define MiB(x)		((uint64_t)(x) << 20)
+
+#define MAX_PROCS	8
+#define MAX_THREADS	8
+#define MAX_WORKERS	(MAX_PROCS * MAX_THREADS)
+#define POOL		32	/* objects a worker owns at a time */
+#define HELD		32	/* borrows a worker holds at a time */
+#define REMOTE		16	/* published objects per node */
+#define BUFSZ		MiB(1)	/* a worker's I/O buffer, a guard page after */
+#define PLOG		32	/* problem lines kept for the summary */
+#define SYSFS		"/sys/kernel/odsm"
+
+/* The directory: a 4 KiB object at the start of each node's partition,
+ * allocated first, never freed: word 0 the magic ^ node, word 1 a
+ * generation, words 2.. the colored addresses of the published objects.
+ */
+#define DIR_SIZE	KiB(4)
+#define DIR_MAGIC	0x5a5a55464d53444fULL	/* "ODSMFUZZ" */
+#define DIR_OBJS	2
+
+enum cat {
+	C_ALLOC, C_FREE, C_MOVE, C_OBJINFO, C_READ, C_WRITE, C_ATOMIC,
+	C_BORROW, C_RETURN, C_BORROW_MUT, C_WRITE_BACK, C_READ_OWNER,
+	C_DROP, C_STATUS, C_TOUCH, C_MUNMAP, C_REMAP, C_FORK, C_CLOSE,
+	C_SETCONFIG, C_JOIN, C_LEAVE, C_KNOBS, C_PUBLISH, C_PEER,
+	C_MMAP_RACE, NCAT
+};
+
+static const char *const cat_name[NCAT] = {
+	"alloc", "free", "move", "obj_info", "read", "write", "atomic",
+	"borrow", "return", "borrow_mut", "write_back", "read_owner",
+	"drop_copies", "status", "touch", "munmap", "remap", "fork", "close",
+	"set_config", "join", "leave", "knobs", "publish", "peer_dir",
+	"mmap_race",
+};
+
+/* errnos each category may answer with (0-terminated); EINVAL and EFAULT
+ * always: the fuzzer passes bad arguments and bad pointers everywhere
+ */
+#define NET	EHOSTDOWN, ETIMEDOUT, EINTR
+static const int allowed[NCAT][12] = {
+	[C_ALLOC]	= { ENOMEM, ENOSPC, NET },
+	[C_FREE]	= { ESTALE, NET },
+	[C_MOVE]	= { ESTALE, ENOMEM },
+	[C_OBJINFO]	= { ESTALE },
+	[C_READ]	= { ENOMEM, NET },
+	[C_WRITE]	= { ENOMEM, EBUSY, NET },
+	[C_ATOMIC]	= { ENOMEM, NET },
+	[C_BORROW]	= { ESTALE, ENOMEM, EOVERFLOW, NET },
+	[C_RETURN]	= { ENOENT },
+	[C_BORROW_MUT]	= { ESTALE, ENOMEM, EOVERFLOW, ENOENT, NET },
+	[C_WRITE_BACK]	= { ESTALE, EBUSY, EEXIST, ENOMEM, NET },
+	[C_READ_OWNER]	= { ESTALE, EBUSY, ENOMEM, NET },
+	[C_SETCONFIG]	= { EBUSY },
+	[C_JOIN]	= { EBUSY, EADDRINUSE, EADDRNOTAVAIL, ENOMEM },
+	[C_REMAP]	= { EBUSY, ENOMEM },
+	[C_MMAP_RACE]	= { EBUSY, ENOMEM, EEXIST },	/* EEXIST: the other
+							 * thread's mapping
+							 */
+	[C_PUBLISH]	= { ESTALE, ENOMEM, NET },
+	[C_PEER]	= { ENOMEM, NET },
+};
+
+struct wstat {
+	volatile uint64_t beat_ms;	/* last progress */
+	volatile int cat;		/* what it is doing: -1 idle */
+	volatile int tid;
+	volatile uint64_t opno;
+	volatile int done;
+};
+
+/* shared by every process of the run (MAP_SHARED | MAP_ANONYMOUS) */
+struct shared {
+	volatile int stop;
+	uint64_t tried[NCAT], ok[NCAT], err[NCAT], faults[NCAT];
+	uint64_t problems;
+	uint32_t nplog;
+	char plog[PLOG][240];
+	struct wstat w[MAX_WORKERS];
+};
+
+struct obj {
+	uint64_t cg;		/* colored address */
+	uint64_t size;
+};
+
+struct bor {
+	uint64_t cg;		/* what was borrowed */
+	uint64_t addr;		/* where its bytes are */
+	uint64_t size;
+	int fdgen;		/* the file it belongs to */
+	bool shared_fd;
+};
+
+struct worker {
+	uint64_t rng;
+	int wid, proc;
+	int fd;			/* this thread's own open file */
+	int fdgen;
+	uint64_t opno;
+	struct obj pool[POOL];
+	int npool;
+	struct bor held[HELD];
+	int nheld;
+	uint64_t remote[REMOTE * 2];
+	int nremote;
+	uint8_t *buf;
+	bool chaos;		/* does SET_CONFIG, knobs, leave/join */
+	bool publisher;
+};
+
+/* ---- options and geometry ------------------------------------------------- */
+
+static uint64_t opt_seed;
+static uint64_t opt_ops = UINT64_MAX;	/* per worker */
+static unsigned int opt_secs = 60;
+static unsigned int opt_procs = 3, opt_threads = 2;
+static unsigned int opt_hang = 120;
+static bool opt_config_race;
+static const char *opt_join_nodes;	/* "ip:port,ip:port,..." */
+static const char *opt_key_file;
+static unsigned int opt_transport = ODSM_TRANSPORT_TCP;
+static unsigned int opt_hb = 250, opt_to = 5000;
+static const char *opt_addr = "10.0.0.1";
+static bool opt_no_leave;
+
+static struct shared *S;
+static struct odsm_info G;
+static bool cluster;		/* joined at the start */
+static uint64_t t0_ms;
+static int pfd = -1;		/* the process's shared file */
+static int pfdgen;
+static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t defaults_budget, defaults_lazy, defaults_ra;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint64_t part_start(unsigned int node)
+{
+	return G.heap_base + (uint64_t)node * G.part_size;
+}
+
+static uint64_t addr_of(uint64_t cg)
+{
+	return cg & ODSM_ADDR_MASK;
+}
+
+static uint16_t color_of(uint64_t cg)
+{
+	return (uint16_t)(cg >> ODSM_COLOR_SHIFT);
+}
+
+static uint64_t with_color(uint64_t cg, uint16_t c)
+{
+	return addr_of(cg) | ((uint64_t)c << ODSM_COLOR_SHIFT);
+}
+
+/* ---- randomness ------------------------------------------------------------ */
+
+static uint64_t splitmix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+static uint64_t rnd(struct worker *w)
+{
+	w->rng ^= w->rng >> 12;
+	w->rng ^= w->rng << 25;
+	w->rng ^= w->rng >> 27;
+	return w->rng * 0x2545f4914f6cdd1dULL;
+}
+
+static uint64_t below(struct worker *w, uint64_t n)
+{
+	return n ? rnd(w) % n : 0;
+}
+
+static bool chance(struct worker *w, unsigned int pct)
+{
+	return below(w, 100) < pct;
+}
+
+#define PICK(w, arr)	((arr)[below((w), ARRAY_SIZE(arr))])
+
+/* ---- accounting ------------------------------------------------------------ */
+
+static void add(uint64_t *p, uint64_t v)
+{
+	__atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+
+static __thread struct worker *cur;
+
+static void problem(const char *fmt, ...)
+{
+	char msg[200];
+	va_list ap;
+	uint32_t i;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	add(&S->problems, 1);
+	if (cur)
+		printf("FUZZ_PROBLEM seed=%" PRIu64 " worker=%d op=%" PRIu64
+		       ": %s (replay: odsm-fuzz --seed %" PRIu64 " --ops %"
+		       PRIu64 ")\n", opt_seed, cur->wid, cur->opno, msg,
+		       opt_seed, cur->opno + 1);
+	else
+		printf("FUZZ_PROBLEM seed=%" PRIu64 ": %s\n", opt_seed, msg);
+	fflush(stdout);
+	i = __atomic_fetch_add(&S->nplog, 1, __ATOMIC_RELAXED);
+	if (i < PLOG)
+		snprintf(S->plog[i], sizeof(S->plog[i]), "worker=%d op=%" PRIu64
+			 ": %s", cur ? cur->wid : -1, cur ? cur->opno : 0, msg);
+}
+
+/* The outcome of one operation of category c: ret is the ioctl's return
+ * (-1 with errno set, or 0); returns true on success.
+ */
+static bool judge(int c, long ret, int err)
+{
+	const int *a;
+
+	add(&S->tried[c], 1);
+	if (ret >= 0) {
+		add(&S->ok[c], 1);
+		return true;
+	}
+	if (err == EINVAL || err == EFAULT) {
+		add(&S->err[c], 1);
+		return false;
+	}
+	for (a = allowed[c]; *a; a++) {
+		if (*a == err) {
+			add(&S->err[c], 1);
+			return false;
+		}
+	}
+	add(&S->err[c], 1);
+	problem("%s: unexpected errno %d (%s)", cat_name[c], err,
+		strerror(err));
+	return false;
+}
+
+static bool ioc(int c, int fd, unsigned long cmd, void *arg)
+{
+	long ret = ioctl(fd, cmd, arg);
+
+	return judge(c, ret, ret < 0 ? errno : 0);
+}
+
+/* ---- touches of the heap: the faults the fuzzer provokes -------------------- */
+
+static __thread volatile int in_touch;
+static __thread sigjmp_buf touch_jmp;
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	char msg[160];
+	int n;
+
+	if (in_touch) {
+		in_touch = 0;
+		siglongjmp(touch_jmp, 1);
+	}
+	/* the fuzzer crashed: say where, and end this process */
+	n = snprintf(msg, sizeof(msg),
+		     "FUZZ_PROBLEM seed=%" PRIu64 ": the fuzzer crashed: signal %d at %p\n",
+		     opt_seed, sig, si->si_addr);
+	if (write(1, msg, n) < 0)
+		_exit(99);
+	add(&S->problems, 1);
+	_exit(99);
+}
+
+/* Read (or write) the byte at addr; false if it faulted. */
+static bool touch(uint64_t addr, bool wr, uint8_t v)
+{
+	volatile uint8_t *p = (volatile uint8_t *)(uintptr_t)addr;
+
+	if (sigsetjmp(touch_jmp, 1)) {
+		add(&S->faults[C_TOUCH], 1);
+		return false;
+	}
+	in_touch = 1;
+	if (wr)
+		*p = v;
+	else
+		(void)*p;
+	in_touch = 0;
+	return true;
+}
+
+/* ---- the heap mapping ----------------------------------------------------- */
+
+static int map_heap(int fd)
+{
+	void *p = mmap((void *)(uintptr_t)G.heap_base, G.heap_size,
+		       PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE,
+		       fd, 0);
+
+	if (p == MAP_FAILED)
+		return -errno;
+	if ((uintptr_t)p != G.heap_base) {
+		munmap(p, G.heap_size);
+		return -EEXIST;
+	}
+	return 0;
+}
+
+/* ---- target selection ------------------------------------------------------ */
+
+static uint16_t color_variant(struct worker *w, uint64_t cg)
+{
+	switch (below(w, 10)) {
+	case 0:
+		return 0;
+	case 1:
+		return color_of(cg) - 1;	/* one below the allocation's */
+	case 2:
+		return 0xffff;
+	case 3:
+		return (uint16_t)rnd(w);
+	case 4:
+		return color_of(cg) + 1;
+	default:
+		return color_of(cg);
+	}
+}
+
+static uint64_t boundary_addr(struct worker *w)
+{
+	unsigned int peer = G.nr_nodes > 1 ?
+		(G.node_id + 1 + below(w, G.nr_nodes - 1)) % G.nr_nodes :
+		G.node_id;
+	uint64_t ps = part_start(G.node_id), pe = ps + G.part_size;
+	uint64_t he = G.heap_base + G.heap_size;
+	const uint64_t a[] = {
+		ps, ps + 16, ps + 8, ps + DIR_SIZE, pe - 16, pe - 8, pe,
+		G.heap_base - 16, he - 8, he, part_start(peer),
+		part_start(peer) + DIR_SIZE, part_start(peer) - 8, 0, ~0ULL,
+		G.heap_base + (below(w, G.heap_size) & ~15ULL),
+		ps + (below(w, MiB(64)) & ~15ULL),
+		ps + KiB(64) * below(w, 1024),
+		part_start(peer) + KiB(64) * below(w, 1024),
+	};
+
+	return with_color(PICK(w, a), (uint16_t)rnd(w));
+}
+
+/* A colored address to operate on: an object of this worker, one another
+ * node published, a cached copy it borrowed, or an edge of the heap.
+ */
+static uint64_t pick_target(struct worker *w, uint64_t *size)
+{
+	unsigned int r = below(w, 100);
+	uint64_t cg, sz = 16;
+
+	if (r < 40 && w->npool) {
+		struct obj *o = &w->pool[below(w, w->npool)];
+
+		cg = o->cg;
+		sz = o->size;
+	} else if (r < 65 && w->nremote) {
+		cg = w->remote[below(w, w->nremote)];
+		sz = KiB(4);
+	} else if (r < 80 && w->nheld) {
+		struct bor *b = &w->held[below(w, w->nheld)];
+
+		cg = chance(w, 50) ? b->cg : b->addr;
+		sz = b->size;
+	} else {
+		cg = boundary_addr(w);
+	}
+	if (size)
+		*size = sz;
+	if (chance(w, 30))
+		cg = with_color(cg, color_variant(w, cg));
+	return cg;
+}
+
+/* Frees and moves never take a directory: the nodes find each other there */
+static uint64_t not_dir(uint64_t cg)
+{
+	uint64_t a = addr_of(cg);
+
+	if (a >= G.heap_base && a < G.heap_base + G.heap_size &&
+	    (a - G.heap_base) % G.part_size == 0)
+		return cg + 16;
+	return cg;
+}
+
+static void pool_add(struct worker *w, uint64_t cg, uint64_t size)
+{
+	if (w->npool == POOL) {
+		struct odsm_free f = { .gaddr = w->pool[0].cg };
+
+		ioc(C_FREE, w->fd, ODSM_IOC_FREE, &f);
+		w->pool[0] = w->pool[--w->npool];
+	}
+	w->pool[w->npool].cg = cg;
+	w->pool[w->npool].size = size;
+	w->npool++;
+}
+
+static void pool_del(struct worker *w, uint64_t cg)
+{
+	int i;
+
+	for (i = 0; i < w->npool; i++) {
+		if (addr_of(w->pool[i].cg) == addr_of(cg)) {
+			w->pool[i] = w->pool[--w->npool];
+			return;
+		}
+	}
+}
+
+/* the file a borrow goes through: the thread's own, or the process's one
+ * that other threads close and reopen under it
+ */
+static int bfd(struct worker *w, bool *shared)
+{
+	*shared = chance(w, 25);
+	return *shared ? pfd : w->fd;
+}
+
+/* ---- operations ------------------------------------------------------------ */
+
+static const uint64_t sizes[] = {
+	0, 1, 7, 8, 15, 16, 17, 100, 4095, 4096, 4097, KiB(32) - 1, KiB(32),
+	KiB(32) + 1, KiB(64) - 1, KiB(64), KiB(64) + 1, KiB(256), KiB(256) + 1,
+	MiB(1), MiB(1) + 4096, MiB(2), MiB(4),
+};
+
+static uint64_t pick_size(struct worker *w)
+{
+	switch (below(w, 20)) {
+	case 0:
+		return G.max_alloc;
+	case 1:
+		return G.max_alloc + 1;
+	case 2:
+		return G.part_size;
+	case 3:
+		return ~0ULL - below(w, 4);
+	case 4:
+		return 1 + below(w, KiB(128));
+	default:
+		return PICK(w, sizes);
+	}
+}
+
+static void op_alloc(struct worker *w)
+{
+	static const uint32_t aligns[] = { 0, 1, 2, 3, 16, 64, 4096, 8192, 1U << 31 };
+	struct odsm_alloc a = { 0 };
+	uint64_t size = pick_size(w);
+	unsigned int where;
+
+	a.size = size;
+	a.align = chance(w, 70) ? 0 : PICK(w, aligns);
+	a.flags = chance(w, 50) ? ODSM_ALLOC_ZERO : 0;
+	/* zeroing is only asked of objects the guest's memory can hold */
+	if (size > MiB(4))
+		a.flags = 0;
+	where = below(w, 10);
+	if (where == 0) {
+		a.flags |= ODSM_ALLOC_ON_NODE;
+		a.node = (uint32_t)below(w, G.nr_nodes + 2);
+		/* what moves back here must fit */
+		if (a.node != G.node_id && size > MiB(4) && chance(w, 95))
+			a.size = 1 + below(w, MiB(4));
+	} else if (where == 1) {
+		a.flags |= ODSM_ALLOC_ANYWHERE;
+	} else if (where == 2) {
+		a.flags |= 1U << below(w, 32);
+	}
+	if (chance(w, 3))
+		a.reserved = 1;
+	if (chance(w, 2))
+		a.reserved0 = 1;
+	if (!ioc(C_ALLOC, w->fd, ODSM_IOC_ALLOC, &a))
+		return;
+	if (a.reserved || a.reserved0)
+		problem("alloc: accepted non-zero reserved fields");
+	if (addr_of(a.gaddr) < G.heap_base ||
+	    addr_of(a.gaddr) + a.usable > G.heap_base + G.heap_size ||
+	    a.usable < a.size || (a.gaddr & (ODSM_MIN_ALIGN - 1)))
+		problem("alloc: size %" PRIu64 " got gaddr 0x%" PRIx64
+			" usable %" PRIu64, a.size, (uint64_t)a.gaddr,
+			(uint64_t)a.usable);
+	if ((a.flags & ODSM_ALLOC_ON_NODE) &&
+	    (addr_of(a.gaddr) - G.heap_base) / G.part_size != a.node)
+		problem("alloc: on node %u got 0x%" PRIx64, a.node,
+			(uint64_t)a.gaddr);
+	if ((addr_of(a.gaddr) - G.heap_base) / G.part_size == G.node_id) {
+		pool_add(w, a.gaddr, a.size);
+	} else {
+		/* another node's: FREE is for this partition (EINVAL); a
+		 * mutable borrow moves it here, freeing it at its home, so
+		 * that no run fills the other partitions for good
+		 */
+		struct odsm_free f = { .gaddr = a.gaddr };
+		struct odsm_borrow_mut m = { .gaddr = a.gaddr };
+
+		if (chance(w, 20))
+			ioc(C_FREE, w->fd, ODSM_IOC_FREE, &f);
+		if (ioc(C_BORROW_MUT, w->fd, ODSM_IOC_BORROW_MUT, &m))
+			pool_add(w, m.new_gaddr, m.size);
+	}
+}
+
+static void op_free(struct worker *w)
+{
+	struct odsm_free f = { 0 };
+
+	f.gaddr = not_dir(pick_target(w, NULL));
+	if (chance(w, 3))
+		f.reserved[below(w, 3)] = 1;
+	if (ioc(C_FREE, w->fd, ODSM_IOC_FREE, &f))
+		pool_del(w, f.gaddr);
+}
+
+static void op_move(struct worker *w)
+{
+	struct odsm_move m = { 0 };
+
+	m.gaddr = not_dir(pick_target(w, NULL));
+	if (chance(w, 3))
+		m.reserved[below(w, 2)] = 1;
+	if (ioc(C_MOVE, w->fd, ODSM_IOC_MOVE, &m)) {
+		if (addr_of(m.new_gaddr) < part_start(G.node_id) ||
+		    addr_of(m.new_gaddr) >= part_start(G.node_id) + G.part_size)
+			problem("move: 0x%" PRIx64 " went to 0x%" PRIx64,
+				(uint64_t)m.gaddr, (uint64_t)m.new_gaddr);
+		pool_del(w, m.gaddr);
+		pool_add(w, m.new_gaddr, 16);
+	}
+}
+
+static void op_objinfo(struct worker *w)
+{
+	struct odsm_obj_info o = { 0 };
+
+	o.gaddr = pick_target(w, NULL);
+	if (chance(w, 3))
+		o.reserved0 = 1;
+	ioc(C_OBJINFO, w->fd, ODSM_IOC_OBJ_INFO, &o);
+}
+
+/* a user buffer for len bytes: mostly the worker's own (a guard page after
+ * it stops a long copy with EFAULT), sometimes nothing, the kernel's, or
+ * the heap itself (a fault of the heap inside the ioctl)
+ */
+static uint64_t pick_buf(struct worker *w, uint64_t len)
+{
+	switch (below(w, 20)) {
+	case 0:
+		return 0;
+	case 1:
+		return 1;
+	case 2:
+		return 0xffff888000000000ULL;
+	case 3:
+		if (w->npool) {
+			struct obj *o = &w->pool[below(w, w->npool)];
+
+			return addr_of(o->cg);
+		}
+		return G.heap_base + (below(w, G.heap_size) & ~4095ULL);
+	default:
+		if (len >= BUFSZ)
+			return (uintptr_t)w->buf;
+		return (uintptr_t)w->buf + BUFSZ - len - below(w, BUFSZ - len + 1) * chance(w, 50);
+	}
+}
+
+static void op_rw(struct worker *w, bool wr)
+{
+	struct odsm_rw r = { 0 };
+	uint64_t size, a, pe, lens[9];
+
+	r.gaddr = pick_target(w, &size);
+	a = addr_of(r.gaddr);
+	if (chance(w, 30))
+		a += below(w, size + 16);
+	r.gaddr = with_color(a, color_of(r.gaddr));
+	pe = G.heap_base + ((a - G.heap_base) / G.part_size + 1) * G.part_size;
+	lens[0] = 0;
+	lens[1] = 1 + below(w, 64);
+	lens[2] = size;
+	lens[3] = size + 1;
+	lens[4] = KiB(256);
+	lens[5] = KiB(256) + 1;
+	lens[6] = pe - a;		/* to the partition's end */
+	lens[7] = pe - a + 1;		/* one byte across it */
+	lens[8] = 1 + below(w, KiB(600));
+	r.len = PICK(w, lens);
+	if (r.len > MiB(64) && chance(w, 80))
+		r.len = MiB(1) + below(w, 4096);
+	r.buf = pick_buf(w, r.len);
+	if (chance(w, 3))
+		r.reserved[below(w, 2)] = 1;
+	ioc(wr ? C_WRITE : C_READ, w->fd, wr ? ODSM_IOC_WRITE : ODSM_IOC_READ,
+	    &r);
+}
+
+static void op_atomic(struct worker *w)
+{
+	struct odsm_atomic at = { 0 };
+	uint64_t size, a;
+
+	a = addr_of(pick_target(w, &size));
+	if (chance(w, 80))
+		a += below(w, size / 8 + 1) * 8;
+	else
+		a += below(w, 8);
+	at.gaddr = a | ((uint64_t)below(w, 0x10000) << ODSM_COLOR_SHIFT);
+	at.op = chance(w, 90) ? 1 + below(w, 2) : (uint32_t)below(w, 5);
+	at.flags = chance(w, 70) ? 0 : (chance(w, 80) ? ODSM_ATOMIC_F_NIC :
+					 (uint32_t)rnd(w));
+	at.operand = rnd(w);
+	at.compare = chance(w, 50) ? 0 : rnd(w);
+	if (chance(w, 3))
+		at.reserved[below(w, 2)] = 1;
+	ioc(C_ATOMIC, w->fd, ODSM_IOC_ATOMIC, &at);
+}
+
+static void op_borrow(struct worker *w)
+{
+	struct odsm_borrow b = { 0 };
+	bool sh;
+	int fd = bfd(w, &sh);
+
+	b.gaddr = pick_target(w, NULL);
+	if (chance(w, 3))
+		b.flags = 1U << below(w, 32);
+	if (chance(w, 3))
+		b.reserved[below(w, 2)] = 1;
+	if (!ioc(C_BORROW, fd, ODSM_IOC_BORROW, &b))
+		return;
+	if (b.result > ODSM_BORROWED_MISS)
+		problem("borrow: result %u", b.result);
+	if (b.result == ODSM_BORROWED_LOCAL || w->nheld == HELD)
+		return;
+	w->held[w->nheld++] = (struct bor){ b.gaddr, b.addr, b.size,
+					    sh ? pfdgen : w->fdgen, sh };
+}
+
+static void op_return(struct worker *w)
+{
+	struct odsm_borrow b = { 0 };
+	int fd = w->fd, i = -1;
+
+	if (w->nheld && chance(w, 85)) {
+		i = (int)below(w, w->nheld);
+		b.gaddr = w->held[i].cg;
+		if (w->held[i].shared_fd)
+			fd = pfd;
+	} else {
+		b.gaddr = pick_target(w, NULL);
+	}
+	ioc(C_RETURN, fd, ODSM_IOC_RETURN, &b);
+	if (i >= 0)
+		w->held[i] = w->held[--w->nheld];
+}
+
+static void op_borrow_mut(struct worker *w)
+{
+	struct odsm_borrow_mut m = { 0 };
+	int i = -1, fd = w->fd;
+
+	if (w->nheld && chance(w, 30)) {
+		i = (int)below(w, w->nheld);
+		m.gaddr = w->held[i].cg;
+		m.flags = ODSM_MUT_HELD_REF;
+		if (w->held[i].shared_fd)
+			fd = pfd;
+	} else {
+		m.gaddr = pick_target(w, NULL);
+		if (chance(w, 5))
+			m.flags = ODSM_MUT_HELD_REF;
+	}
+	m.gaddr = not_dir(m.gaddr);
+	if (chance(w, 3))
+		m.flags |= 1U << below(w, 32);
+	if (!ioc(C_BORROW_MUT, fd, ODSM_IOC_BORROW_MUT, &m))
+		return;
+	if (m.result != ODSM_BORROWED_LOCAL && m.result != ODSM_BORROWED_MOVED &&
+	    m.result != ODSM_BORROWED_TAKEN)
+		problem("borrow_mut: result %u", m.result);
+	if (addr_of(m.new_gaddr) < part_start(G.node_id) ||
+	    addr_of(m.new_gaddr) >= part_start(G.node_id) + G.part_size)
+		problem("borrow_mut: 0x%" PRIx64 " is not local", (uint64_t)m.new_gaddr);
+	if (i >= 0 && (m.flags & ODSM_MUT_HELD_REF))
+		w->held[i] = w->held[--w->nheld];
+	if (m.result != ODSM_BORROWED_LOCAL)
+		pool_add(w, m.new_gaddr, m.size);
+}
+
+static void op_owner(struct worker *w, bool wr)
+{
+	struct odsm_write_back b = { 0 };
+	uint64_t size, a = addr_of(pick_target(w, &size));
+
+	if (chance(w, 80))
+		a += below(w, size / 16 + 1) * 16;
+	else
+		a += below(w, 16);
+	b.owner = a;
+	b.g = chance(w, 50) ? pick_target(w, NULL) : 0;
+	b.ext = rnd(w);
+	b.flags = chance(w, 70) ? 0 : (chance(w, 80) ? ODSM_WB_IF_EMPTY :
+					(uint32_t)rnd(w));
+	if (chance(w, 3))
+		b.reserved = 1;
+	if (wr)
+		ioc(C_WRITE_BACK, w->fd, ODSM_IOC_WRITE_BACK, &b);
+	else
+		ioc(C_READ_OWNER, w->fd, ODSM_IOC_READ_OWNER, &b);
+}
+
+static void op_misc(struct worker *w)
+{
+	if (chance(w, 50)) {
+		struct odsm_drop_copies d = { 0 };
+
+		if (chance(w, 5))
+			d.reserved[0] = 1;
+		ioc(C_DROP, w->fd, ODSM_IOC_DROP_COPIES, &d);
+	} else {
+		struct odsm_peer_info p[4];
+		struct odsm_status st = { 0 };
+
+		st.nr = (uint32_t)below(w, 5);
+		st.peers = chance(w, 90) ? (uintptr_t)p : 8;
+		if (st.nr > 4)
+			st.nr = 1000;
+		if (chance(w, 3))
+			st.reserved[0] = 1;
+		ioc(C_STATUS, w->fd, ODSM_IOC_STATUS, &st);
+	}
+}
+
+static void op_touch(struct worker *w)
+{
+	uint64_t size, a;
+	bool wr = false;
+	unsigned int r = below(w, 10);
+
+	if (r < 4 && w->npool) {
+		struct obj *o = &w->pool[below(w, w->npool)];
+
+		a = addr_of(o->cg) + below(w, o->size ? o->size : 1);
+		wr = chance(w, 60);
+	} else if (r < 8 && w->nheld) {
+		struct bor *b = &w->held[below(w, w->nheld)];
+
+		/* a lazy copy's page comes from its home now */
+		a = b->addr + below(w, b->size ? b->size : 1);
+		wr = chance(w, 5);
+	} else {
+		a = addr_of(pick_target(w, &size)) + below(w, KiB(64));
+		wr = chance(w, 30);
+	}
+	add(&S->tried[C_TOUCH], 1);
+	if (touch(a, wr, (uint8_t)rnd(w)))
+		add(&S->ok[C_TOUCH], 1);
+}
+
+static void op_munmap(struct worker *w)
+{
+	uint64_t pages = G.heap_size / G.page_size;
+	uint64_t first = below(w, pages), n = 1 + below(w, 1024);
+
+	if (chance(w, 70))	/* mostly inside this partition */
+		first = (part_start(G.node_id) - G.heap_base) / G.page_size +
+			below(w, MiB(64) / G.page_size);
+	if (first + n > pages)
+		n = pages - first;
+	pthread_mutex_lock(&map_lock);
+	judge(C_MUNMAP, munmap((void *)(uintptr_t)(G.heap_base + first * G.page_size),
+			       n * G.page_size), errno);
+	pthread_mutex_unlock(&map_lock);
+}
+
+static void op_remap(struct worker *w)
+{
+	int ret;
+
+	pthread_mutex_lock(&map_lock);
+	munmap((void *)(uintptr_t)G.heap_base, G.heap_size);
+	ret = map_heap(chance(w, 50) ? pfd : w->fd);
+	judge(C_REMAP, ret, -ret);
+	pthread_mutex_unlock(&map_lock);
+}
+
+static void op_close(struct worker *w)
+{
+	int fd = open(ODSM_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0) {
+		add(&S->tried[C_CLOSE], 1);
+		problem("open %s: %s", ODSM_DEVICE_PATH, strerror(errno));
+		return;
+	}
+	if (chance(w, 50)) {
+		/* the thread's file, with the borrows it holds */
+		close(w->fd);
+		w->fd = fd;
+		w->fdgen++;
+	} else {
+		/* the process's file, while other threads use it: dup2
+		 * closes the old one once their ioctls on it are done
+		 */
+		dup2(fd, pfd);
+		close(fd);
+		__atomic_fetch_add(&pfdgen, 1, __ATOMIC_RELAXED);
+	}
+	judge(C_CLOSE, 0, 0);
+	/* their references went with the file (or will: ENOENT is fine) */
+	w->nheld = 0;
+}
+
+static void run_op(struct worker *w, bool child);
+
+static void op_fork(struct worker *w)
+{
+	pid_t pid;
+	int st, i, n;
+
+	pid = fork();
+	if (pid < 0) {
+		judge(C_FORK, -1, errno == EAGAIN ? ENOMEM : errno);
+		return;
+	}
+	if (!pid) {
+		/* the child: a few operations on the inherited files and
+		 * mapping, then exit holding whatever it holds
+		 */
+		w->rng = splitmix(w->rng);
+		n = 1 + (int)below(w, 16);
+		for (i = 0; i < n; i++)
+			run_op(w, true);
+		if (chance(w, 30))
+			munmap((void *)(uintptr_t)G.heap_base, G.heap_size);
+		_exit(0);
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	add(&S->tried[C_FORK], 1);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		add(&S->ok[C_FORK], 1);
+	else if (!(WIFEXITED(st) && WEXITSTATUS(st) == 99))	/* 99: said why */
+		problem("fork: the child ended with status 0x%x", st);
+}
+
+static const struct odsm_config bogus_cfg[] = {
+	{ .node_id = 0, .nr_nodes = 0 },
+	{ .node_id = 0, .nr_nodes = ODSM_MAX_NODES + 1 },
+	{ .node_id = 8, .nr_nodes = 8 },
+	{ .node_id = 0, .nr_nodes = 1, .heap_base = 0x100000001000ULL, .part_size = MiB(2) },
+	{ .node_id = 0, .nr_nodes = 1, .heap_base = 0x100000000000ULL, .part_size = 0 },
+	{ .node_id = 0, .nr_nodes = 256, .heap_base = 0x100000000000ULL, .part_size = ODSM_MAX_PART_SIZE },
+	{ .node_id = 0, .nr_nodes = 1, .heap_base = ~0ULL << 21, .part_size = MiB(2) },
+	{ .node_id = 0, .nr_nodes = 1, .heap_base = 0x100000000000ULL, .part_size = MiB(2), .reserved = { 1 } },
+};
+
+static void op_setconfig(struct worker *w)
+{
+	struct odsm_config c;
+
+	if (chance(w, 50)) {
+		c = bogus_cfg[below(w, ARRAY_SIZE(bogus_cfg))];
+	} else {
+		/* a valid geometry: this one, or 8 nodes of which this is
+		 * the last
+		 */
+		memset(&c, 0, sizeof(c));
+		c.heap_base = G.heap_base;
+		c.part_size = G.part_size;
+		c.nr_nodes = chance(w, 50) ? G.nr_nodes : 8;
+		c.node_id = c.nr_nodes == 8 ? 7 : G.node_id;
+	}
+	if (ioc(C_SETCONFIG, w->fd, ODSM_IOC_SET_CONFIG, &c))
+		/* the directory is allocated and the heap mapped here */
+		problem("set_config: accepted (%u nodes, node %u) with objects allocated and the heap mapped",
+			c.nr_nodes, c.node_id);
+}
+
+/* ---- the cluster: joining ------------------------------------------------- */
+
+static int parse_nodes(struct odsm_node_addr *t, unsigned int max)
+{
+	char *s = strdup(opt_join_nodes), *tok, *save = NULL, *colon;
+	unsigned int n = 0;
+
+	for (tok = strtok_r(s, ",", &save); tok && n < max;
+	     tok = strtok_r(NULL, ",", &save)) {
+		struct in_addr ia;
+
+		memset(&t[n], 0, sizeof(t[n]));
+		colon = strchr(tok, ':');
+		t[n].port = colon ? (uint16_t)atoi(colon + 1) : 7100;
+		if (colon)
+			*colon = 0;
+		if (inet_pton(AF_INET, tok, &ia) != 1)
+			break;
+		t[n].ipv4 = ia.s_addr;
+		n++;
+	}
+	free(s);
+	return (int)n;
+}
+
+static int read_key(uint8_t *key, unsigned int max)
+{
+	int fd, n;
+
+	if (!opt_key_file)
+		return -1;
+	fd = open(opt_key_file, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	n = (int)read(fd, key, max);
+	close(fd);
+	return n;
+}
+
+static int do_join(int fd, struct odsm_node_addr *t, unsigned int n,
+		   const uint8_t *key, unsigned int klen)
+{
+	struct odsm_join j = { 0 };
+
+	j.transport = opt_transport;
+	j.nr_nodes = n;
+	j.nodes = (uintptr_t)t;
+	j.heartbeat_ms = opt_hb;
+	j.timeout_ms = opt_to;
+	j.key = (uintptr_t)key;
+	j.key_len = klen;
+	return ioctl(fd, ODSM_IOC_JOIN, &j) ? -errno : 0;
+}
+
+/* LEAVE, a pause, JOIN again: the other nodes see this one go down and
+ * come back while their operations on it run
+ */
+static void op_leave_join(struct worker *w)
+{
+	struct odsm_node_addr t[ODSM_MAX_NODES];
+	uint8_t key[ODSM_KEY_MAX];
+	int n, klen, ret, i;
+
+	if (!opt_join_nodes)
+		return;
+	n = parse_nodes(t, ODSM_MAX_NODES);
+	klen = read_key(key, sizeof(key));
+	if (n <= 0 || klen <= 0) {
+		add(&S->tried[C_JOIN], 1);
+		problem("join: cannot read --join-nodes or --key-file");
+		return;
+	}
+	ioc(C_LEAVE, w->fd, ODSM_IOC_LEAVE, NULL);
+	usleep((useconds_t)below(w, 500000));
+	/* the port may be held a moment after the leave */
+	for (i = 0; i < 50; i++) {
+		ret = do_join(w->fd, t, (unsigned int)n, key, (unsigned int)klen);
+		if (ret != -EADDRINUSE)
+			break;
+		usleep(100000);
+	}
+	judge(C_JOIN, ret, -ret);
+	if (ret && ret != -EBUSY)
+		problem("join: the re-join failed: %s", strerror(-ret));
+}
+
+/* ---- knobs ----------------------------------------------------------------- */
+
+static int write_file(const char *path, uint64_t v)
+{
+	char s[32];
+	int fd = open(path, O_WRONLY), n, ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	n = snprintf(s, sizeof(s), "%" PRIu64 "\n", v);
+	if (write(fd, s, n) != n)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static uint64_t read_file(const char *path)
+{
+	char s[32] = "";
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		return 0;
+	if (read(fd, s, sizeof(s) - 1) < 0)
+		s[0] = 0;
+	close(fd);
+	return strtoull(s, NULL, 0);
+}
+
+static void op_knobs(struct worker *w)
+{
+	int ret = 0;
+
+	switch (below(w, 5)) {
+	case 0:	/* no room for copies at all, or the default */
+		ret = write_file(SYSFS "/cache_budget_bytes",
+				 chance(w, 60) ? 0 : (chance(w, 50) ? 4096 : defaults_budget));
+		break;
+	case 1:
+		ret = write_file(SYSFS "/lazy_threshold",
+				 chance(w, 60) ? KiB(64) : defaults_lazy);
+		break;
+	case 2:
+		ret = write_file(SYSFS "/readahead_pages",
+				 chance(w, 50) ? 1 : defaults_ra);
+		break;
+	default:	/* the shrinker */
+		ret = write_file("/proc/sys/vm/drop_caches", 3);
+		break;
+	}
+	judge(C_KNOBS, ret, -ret);
+}
+
+/* ---- the directory --------------------------------------------------------- */
+
+static int rw_local(int fd, unsigned long cmd, uint64_t gaddr, void *buf,
+		    uint64_t len)
+{
+	struct odsm_rw r = { .gaddr = gaddr, .buf = (uintptr_t)buf, .len = len };
+
+	return ioctl(fd, cmd, &r) ? -errno : 0;
+}
+
+/* replace one published object of this node with a fresh one */
+static void op_publish(struct worker *w)
+{
+	static const uint64_t psz[] = {
+		16, 100, 4096, KiB(64), KiB(64) + 16, KiB(300), MiB(1), MiB(1) + KiB(68),
+	};
+	uint64_t slot = below(w, REMOTE), old = 0, dir = part_start(G.node_id);
+	struct odsm_alloc a = { 0 };
+	struct odsm_free f = { 0 };
+	uint64_t magic = DIR_MAGIC ^ G.node_id;
+
+	a.size = PICK(w, psz);
+	a.flags = ODSM_ALLOC_ZERO;
+	if (!ioc(C_PUBLISH, w->fd, ODSM_IOC_ALLOC, &a))
+		return;
+	/* something the other nodes can check the bytes of */
+	memset(w->buf, (int)(slot + 1), a.size < BUFSZ ? a.size : BUFSZ);
+	rw_local(w->fd, ODSM_IOC_WRITE, a.gaddr, w->buf, a.size < BUFSZ ? a.size : BUFSZ);
+	rw_local(w->fd, ODSM_IOC_READ, dir + 8 * (DIR_OBJS + slot), &old, 8);
+	if (rw_local(w->fd, ODSM_IOC_WRITE, dir + 8 * (DIR_OBJS + slot), &a.gaddr, 8) ||
+	    rw_local(w->fd, ODSM_IOC_WRITE, dir, &magic, 8)) {
+		/* the fuzzer's own directory is gone or moved: the other
+		 * nodes lose their targets, nothing worse
+		 */
+		f.gaddr = a.gaddr;
+		ioc(C_FREE, w->fd, ODSM_IOC_FREE, &f);
+		return;
+	}
+	if (old) {
+		/* may have moved to a borrower already: ESTALE */
+		f.gaddr = old;
+		ioc(C_FREE, w->fd, ODSM_IOC_FREE, &f);
+	}
+}
+
+/* read the directory of a node (another one when there is one) */
+static void op_peer(struct worker *w)
+{
+	unsigned int node = G.nr_nodes > 1 && cluster ?
+		(G.node_id + 1 + below(w, G.nr_nodes - 1)) % G.nr_nodes : G.node_id;
+	uint64_t words[DIR_OBJS + REMOTE];
+	struct odsm_rw r = { 0 };
+	int i;
+
+	r.gaddr = part_start(node);
+	r.buf = (uintptr_t)words;
+	r.len = sizeof(words);
+	if (!ioc(C_PEER, w->fd, ODSM_IOC_READ, &r))
+		return;
+	if (words[0] != (DIR_MAGIC ^ node))
+		return;		/* not published yet, or scribbled on */
+	w->nremote = 0;
+	for (i = 0; i < REMOTE; i++)
+		if (words[DIR_OBJS + i])
+			w->remote[w->nremote++] = words[DIR_OBJS + i];
+}
+
+/* ---- the worker loop ------------------------------------------------------- */
+
+static void run_op(struct worker *w, bool child)
+{
+	unsigned int r = below(w, 1000);
+
+	if (w->publisher && r < 15) {
+		op_publish(w);
+		return;
+	}
+	if (w->chaos && !child) {
+		if (r >= 15 && r < 25) {
+			op_knobs(w);
+			return;
+		}
+		if (r >= 25 && r < 28) {
+			op_setconfig(w);
+			return;
+		}
+		if (r == 28 && cluster && opt_join_nodes && !opt_no_leave) {
+			op_leave_join(w);
+			return;
+		}
+	}
+	r = below(w, 1000);
+	if (r < 90)
+		op_alloc(w);
+	else if (r < 150)
+		op_free(w);
+	else if (r < 180)
+		op_move(w);
+	else if (r < 220)
+		op_objinfo(w);
+	else if (r < 300)
+		op_rw(w, false);
+	else if (r < 370)
+		op_rw(w, true);
+	else if (r < 430)
+		op_atomic(w);
+	else if (r < 560)
+		op_borrow(w);
+	else if (r < 640)
+		op_return(w);
+	else if (r < 690)
+		op_borrow_mut(w);
+	else if (r < 720)
+		op_owner(w, true);
+	else if (r < 740)
+		op_owner(w, false);
+	else if (r < 760)
+		op_misc(w);
+	else if (r < 890)
+		op_touch(w);
+	else if (r < 930)
+		op_peer(w);
+	else if (r < 940 && !child)
+		op_munmap(w);
+	else if (r < 955 && !child)
+		op_remap(w);
+	else if (r < 962 && !child)
+		op_fork(w);
+	else if (r < 972)
+		op_close(w);
+	else
+		op_touch(w);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct wstat *ws = &S->w[w->wid];
+
+	cur = w;
+	ws->tid = (int)syscall(SYS_gettid);
+	w->buf = mmap(NULL, BUFSZ + 4096, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (w->buf == MAP_FAILED) {
+		problem("mmap of a buffer: %s", strerror(errno));
+		ws->done = 1;
+		return NULL;
+	}
+	mprotect(w->buf + BUFSZ, 4096, PROT_NONE);
+	w->fd = open(ODSM_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	if (w->fd < 0) {
+		problem("open %s: %s", ODSM_DEVICE_PATH, strerror(errno));
+		ws->done = 1;
+		return NULL;
+	}
+	for (w->opno = 0; w->opno < opt_ops && !S->stop; w->opno++) {
+		ws->opno = w->opno;
+		ws->beat_ms = now_ms();
+		run_op(w, false);
+	}
+	/* leave the node clean for the next run: free what is ours */
+	while (w->npool) {
+		struct odsm_free f = { .gaddr = w->pool[--w->npool].cg };
+
+		ioctl(w->fd, ODSM_IOC_FREE, &f);
+	}
+	close(w->fd);
+	ws->beat_ms = now_ms();
+	ws->done = 1;
+	return NULL;
+}
+
+static void proc_main(int p)
+{
+	pthread_t th[MAX_THREADS];
+	struct worker *ws;
+	struct sigaction sa;
+	unsigned int t;
+	int ret;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_fault;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+	pfd = open(ODSM_DEVICE_PATH, O_RDWR);
+	if (pfd < 0) {
+		problem("open %s: %s", ODSM_DEVICE_PATH, strerror(errno));
+		_exit(1);
+	}
+	ret = map_heap(pfd);
+	if (ret) {
+		problem("mmap of the heap: %s", strerror(-ret));
+		_exit(1);
+	}
+	ws = calloc(opt_threads, sizeof(*ws));
+	for (t = 0; t < opt_threads; t++) {
+		struct worker *w = &ws[t];
+
+		w->wid = p * (int)opt_threads + (int)t;
+		w->proc = p;
+		w->rng = splitmix(opt_seed ^ splitmix((uint64_t)w->wid + 1)) | 1;
+		w->chaos = p == 0 && t == 0;
+		w->publisher = p == 0 && t == (opt_threads > 1 ? 1 : 0);
+		pthread_create(&th[t], NULL, worker_main, w);
+	}
+	for (t = 0; t < opt_threads; t++)
+		pthread_join(th[t], NULL);
+	_exit(0);
+}
+
+/* ---- kernel reports -------------------------------------------------------- */
+
+static const char *const kpat[] = {
+	"WARNING:", "BUG:", "BUG ", "Oops", "KFENCE:", "general protection",
+	"Object corrupt", "Redzone", "Poison overwritten", "Freepointer",
+	"Padding overwritten", "blocked for more than", "soft lockup",
+	"self-detected stall", "rcu: INFO", "Call Trace:", "UBSAN", "KASAN",
+	"list_add corruption", "list_del corruption",
+};
+
+static int kmsg_open(void)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
+
+	if (fd >= 0)
+		lseek(fd, 0, SEEK_END);
+	return fd;
+}
+
+static void kmsg_scan(int fd)
+{
+	char rec[2048];
+	ssize_t n;
+	size_t i;
+
+	if (fd < 0)
+		return;
+	for (;;) {
+		n = read(fd, rec, sizeof(rec) - 1);
+		if (n < 0 && errno == EPIPE)
+			continue;	/* overwritten records: read on */
+		if (n <= 0)
+			break;
+		rec[n] = 0;
+		for (i = 0; i < ARRAY_SIZE(kpat); i++) {
+			if (strstr(rec, kpat[i])) {
+				char *msg = strchr(rec, ';');
+
+				rec[strcspn(rec, "\n")] = 0;
+				problem("kernel report: %s", msg ? msg + 1 : rec);
+				break;
+			}
+		}
+	}
+}
+
+/* ---- the watchdog: hung workers --------------------------------------------- */
+
+static void dump_stack_of(int tid)
+{
+	char path[64], buf[4096];
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stack", tid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n > 0) {
+		buf[n] = 0;
+		printf("FUZZ_STACK tid=%d:\n%s", tid, buf);
+	}
+}
+
+/* ---- the configuration race ------------------------------------------------ */
+
+static volatile int race_stop;
+static struct odsm_config race_orig;
+
+static void *race_config(void *arg)
+{
+	struct worker *w = arg;
+	/* 2 nodes and 8 (this node the last): a JOIN that checked a table
+	 * of 2 must never see node 7 (issue 12, finding 14)
+	 */
+	static const uint32_t nrs[] = { 2, 8, 2, 8, 1 };
+	struct odsm_config c;
+	int i = 0;
+
+	cur = w;
+	while (!race_stop) {
+		w->opno++;
+		S->w[w->wid].beat_ms = now_ms();
+		memset(&c, 0, sizeof(c));
+		c.heap_base = race_orig.heap_base;
+		c.part_size = MiB(64);
+		c.nr_nodes = nrs[i++ % ARRAY_SIZE(nrs)];
+		c.node_id = c.nr_nodes == 2 ? (uint32_t)below(w, 2) : c.nr_nodes - 1;
+		if (chance(w, 10))
+			c = bogus_cfg[below(w, ARRAY_SIZE(bogus_cfg))];
+		ioc(C_SETCONFIG, w->fd, ODSM_IOC_SET_CONFIG, &c);
+	}
+	return NULL;
+}
+
+static void *race_join(void *arg)
+{
+	struct worker *w = arg;
+	struct odsm_node_addr t[8];
+	uint8_t key[32];
+	struct odsm_info in;
+	struct in_addr ia;
+	unsigned int n, i;
+	int ret;
+
+	cur = w;
+	memset(key, 0x5a, sizeof(key));
+	inet_pton(AF_INET, opt_addr, &ia);
+	while (!race_stop) {
+		w->opno++;
+		S->w[w->wid].beat_ms = now_ms();
+		if (ioctl(w->fd, ODSM_IOC_INFO, &in))
+			continue;
+		/* a table for the configuration read just now: it may
+		 * change before the JOIN looks at it
+		 */
+		n = chance(w, 80) ? 2 : (in.nr_nodes > 8 ? 8 : in.nr_nodes);
+		if (n < 2)
+			n = 2;
+		memset(t, 0, sizeof(t));
+		/* the others on the loopback, where nothing listens: their
+		 * dialers are refused at once and a LEAVE waits for nothing
+		 */
+		for (i = 0; i < n; i++) {
+			t[i].ipv4 = htonl(INADDR_LOOPBACK);
+			t[i].port = (uint16_t)(7201 + i);
+		}
+		if (in.node_id < n)
+			t[in.node_id].ipv4 = ia.s_addr;
+		ret = do_join(w->fd, t, n, key, sizeof(key));
+		judge(C_JOIN, ret, -ret == EINVAL || -ret == EADDRNOTAVAIL ? EINVAL : -ret);
+		usleep((useconds_t)below(w, 3000));
+		ioc(C_LEAVE, w->fd, ODSM_IOC_LEAVE, NULL);
+	}
+	return NULL;
+}
+
+static void *race_alloc(void *arg)
+{
+	struct worker *w = arg;
+	struct odsm_alloc a;
+	struct odsm_free f;
+	struct odsm_info in;
+	struct odsm_status st;
+	void *p;
+
+	cur = w;
+	while (!race_stop) {
+		w->opno++;
+		S->w[w->wid].beat_ms = now_ms();
+		/* gaps with nothing allocated or mapped, when SET_CONFIG
+		 * can succeed
+		 */
+		if (chance(w, 50))
+			usleep(500);
+		switch (below(w, 8)) {
+		case 0:
+		case 1:
+		case 2:
+		case 3:
+		case 4:
+			memset(&a, 0, sizeof(a));
+			a.size = PICK(w, sizes);
+			a.flags = chance(w, 50) ? ODSM_ALLOC_ZERO : 0;
+			if (ioc(C_ALLOC, w->fd, ODSM_IOC_ALLOC, &a)) {
+				memset(&f, 0, sizeof(f));
+				f.gaddr = a.gaddr;
+				if (!ioc(C_FREE, w->fd, ODSM_IOC_FREE, &f))
+					problem("race: the object just allocated at 0x%" PRIx64
+						" could not be freed", (uint64_t)a.gaddr);
+			}
+			break;
+		case 5:
+		case 6:
+			judge(C_STATUS, ioctl(w->fd, ODSM_IOC_INFO, &in), errno);
+			memset(&st, 0, sizeof(st));
+			judge(C_STATUS, ioctl(w->fd, ODSM_IOC_STATUS, &st), errno);
+			break;
+		default:
+			if (ioctl(w->fd, ODSM_IOC_INFO, &in))
+				break;
+			p = mmap((void *)(uintptr_t)in.heap_base, in.heap_size,
+				 PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_FIXED_NOREPLACE, w->fd, 0);
+			/* EINVAL: the geometry changed since INFO */
+			judge(C_MMAP_RACE, p == MAP_FAILED ? -1 : 0, errno);
+			if (p != MAP_FAILED) {
+				usleep((useconds_t)below(w, 2000));
+				munmap(p, in.heap_size);
+			}
+			break;
+		}
+	}
+	return NULL;
+}
+
+static int config_race(void)
+{
+	void *(*fn[])(void *) = { race_config, race_join, race_join, race_alloc };
+	struct worker ws[ARRAY_SIZE(fn)];
+	pthread_t th[ARRAY_SIZE(fn)];
+	struct odsm_status st = { 0 };
+	uint64_t end;
+	unsigned int i;
+	int fd, kfd, ret;
+
+	fd = open(ODSM_DEVICE_PATH, O_RDWR);
+	if (fd < 0 || ioctl(fd, ODSM_IOC_INFO, &G) || ioctl(fd, ODSM_IOC_STATUS, &st)) {
+		printf("FUZZ_RESULT mode=config-race seed=%" PRIu64 " problems=1 (no %s)\n",
+		       opt_seed, ODSM_DEVICE_PATH);
+		return 1;
+	}
+	if (st.transport) {
+		printf("odsm-fuzz: --config-race needs a node that joined nothing\n");
+		return 2;
+	}
+	race_orig.node_id = G.node_id;
+	race_orig.nr_nodes = G.nr_nodes;
+	race_orig.heap_base = G.heap_base;
+	race_orig.part_size = G.part_size;
+	kfd = kmsg_open();
+	memset(ws, 0, sizeof(ws));
+	for (i = 0; i < ARRAY_SIZE(fn); i++) {
+		ws[i].wid = (int)i;
+		ws[i].rng = splitmix(opt_seed ^ splitmix(i + 1)) | 1;
+		ws[i].fd = open(ODSM_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+		pthread_create(&th[i], NULL, fn[i], &ws[i]);
+	}
+	end = now_ms() + (uint64_t)opt_secs * 1000;
+	while (now_ms() < end) {
+		usleep(200000);
+		kmsg_scan(kfd);
+		for (i = 0; i < ARRAY_SIZE(fn); i++) {
+			if (now_ms() - S->w[i].beat_ms > (uint64_t)opt_hang * 1000 &&
+			    S->w[i].beat_ms) {
+				problem("race: thread %u stuck for %u s", i, opt_hang);
+				goto out;
+			}
+		}
+	}
+	race_stop = 1;
+	for (i = 0; i < ARRAY_SIZE(fn); i++)
+		pthread_join(th[i], NULL);
+	ioctl(fd, ODSM_IOC_LEAVE);
+	ret = ioctl(fd, ODSM_IOC_SET_CONFIG, &race_orig);
+	if (ret)
+		problem("race: the configuration cannot be restored: %s", strerror(errno));
+	kmsg_scan(kfd);
+out:
+	return 0;
+}
+
+/* ---- main ------------------------------------------------------------------ */
+
+static void usage(int rc)
+{
+	printf("usage: odsm-fuzz [--seed S] [--ops N] [--secs T] [--procs P] [--threads T]\n"
+	       "                 [--hang-secs H] [--join-nodes IP:PORT,...] [--key-file F]\n"
+	       "                 [--transport tcp|rdma] [--heartbeat-ms N] [--timeout-ms N]\n"
+	       "                 [--no-leave] [--config-race [--addr IP]]\n");
+	exit(rc);
+}
+
+static void summary(const char *mode, uint64_t secs)
+{
+	uint64_t tot = 0;
+	int c;
+
+	for (c = 0; c < NCAT; c++) {
+		tot += S->tried[c];
+		if (!S->tried[c])
+			continue;
+		printf("FUZZ_OPS %-12s tried=%" PRIu64 " ok=%" PRIu64 " err=%" PRIu64
+		       " faults=%" PRIu64 "\n", cat_name[c], S->tried[c], S->ok[c],
+		       S->err[c], S->faults[c]);
+	}
+	printf("FUZZ_RESULT mode=%s seed=%" PRIu64 " secs=%" PRIu64 " workers=%u ops=%" PRIu64
+	       " problems=%" PRIu64 "\n", mode, opt_seed, secs,
+	       opt_config_race ? 4 : opt_procs * opt_threads, tot, S->problems);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "seed", 1, NULL, 's' }, { "ops", 1, NULL, 'n' },
+		{ "secs", 1, NULL, 't' }, { "procs", 1, NULL, 'p' },
+		{ "threads", 1, NULL, 'T' }, { "hang-secs", 1, NULL, 'H' },
+		{ "join-nodes", 1, NULL, 'j' }, { "key-file", 1, NULL, 'k' },
+		{ "transport", 1, NULL, 'x' }, { "heartbeat-ms", 1, NULL, 'b' },
+		{ "timeout-ms", 1, NULL, 'o' }, { "config-race", 0, NULL, 'C' },
+		{ "addr", 1, NULL, 'a' }, { "no-leave", 0, NULL, 'L' },
+		{ "help", 0, NULL, 'h' }, { 0 }
+	};
+	struct odsm_status st = { 0 };
+	struct odsm_alloc a = { 0 };
+	pid_t pids[MAX_PROCS];
+	uint64_t end, start;
+	unsigned int p, i;
+	int fd, kfd, o, status, stuck = 0;
+	bool have_seed = false;
+
+	while ((o = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (o) {
+		case 's': opt_seed = strtoull(optarg, NULL, 0); have_seed = true; break;
+		case 'n': opt_ops = strtoull(optarg, NULL, 0); opt_secs = 100000; break;
+		case 't': opt_secs = (unsigned int)atoi(optarg); break;
+		case 'p': opt_procs = (unsigned int)atoi(optarg); break;
+		case 'T': opt_threads = (unsigned int)atoi(optarg); break;
+		case 'H': opt_hang = (unsigned int)atoi(optarg); break;
+		case 'j': opt_join_nodes = optarg; break;
+		case 'k': opt_key_file = optarg; break;
+		case 'x': opt_transport = strcmp(optarg, "rdma") ? ODSM_TRANSPORT_TCP :
+					  ODSM_TRANSPORT_RDMA; break;
+		case 'b': opt_hb = (unsigned int)atoi(optarg); break;
+		case 'o': opt_to = (unsigned int)atoi(optarg); break;
+		case 'C': opt_config_race = true; break;
+		case 'a': opt_addr = optarg; break;
+		case 'L': opt_no_leave = true; break;
+		case 'h': usage(0); break;
+		default: usage(2);
+		}
+	}
+	if (!opt_procs || opt_procs > MAX_PROCS || !opt_threads ||
+	    opt_threads > MAX_THREADS)
+		usage(2);
+	if (!have_seed)
+		opt_seed = splitmix((uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32));
+	S = mmap(NULL, sizeof(*S), PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (S == MAP_FAILED)
+		return 1;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	t0_ms = now_ms();
+	printf("FUZZ_START mode=%s seed=%" PRIu64 " secs=%u ops=%" PRIu64 " (replay: odsm-fuzz --seed %"
+	       PRIu64 "%s ...)\n", opt_config_race ? "config-race" : "ops", opt_seed,
+	       opt_secs, opt_ops, opt_seed, opt_config_race ? " --config-race" : "");
+	if (opt_config_race) {
+		o = config_race();
+		summary("config-race", (now_ms() - t0_ms) / 1000);
+		return o ? o : S->problems != 0;
+	}
+
+	fd = open(ODSM_DEVICE_PATH, O_RDWR);
+	if (fd < 0 || ioctl(fd, ODSM_IOC_INFO, &G)) {
+		printf("odsm-fuzz: %s: %s\n", ODSM_DEVICE_PATH, strerror(errno));
+		return 1;
+	}
+	if (ioctl(fd, ODSM_IOC_STATUS, &st) == 0)
+		cluster = st.transport != 0;
+	printf("FUZZ_GEOMETRY node=%u nodes=%u base=0x%" PRIx64 " part=0x%" PRIx64
+	       " max_alloc=%" PRIu64 " cluster=%d\n", G.node_id, G.nr_nodes,
+	       (uint64_t)G.heap_base, (uint64_t)G.part_size, (uint64_t)G.max_alloc,
+	       cluster);
+	/* the directory: the first object of a fresh partition is at its
+	 * start; on a node that fuzzed before it is there already
+	 */
+	{
+		struct odsm_obj_info oi = { .gaddr = part_start(G.node_id) };
+
+		if (ioctl(fd, ODSM_IOC_OBJ_INFO, &oi)) {
+			a.size = DIR_SIZE;
+			a.flags = ODSM_ALLOC_ZERO;
+			if (ioctl(fd, ODSM_IOC_ALLOC, &a) ||
+			    addr_of(a.gaddr) != part_start(G.node_id))
+				printf("odsm-fuzz: no directory at the partition's start (0x%" PRIx64
+				       "): the other nodes find nothing to borrow\n",
+				       (uint64_t)a.gaddr);
+		}
+	}
+	defaults_budget = read_file(SYSFS "/cache_budget_bytes");
+	defaults_lazy = read_file(SYSFS "/lazy_threshold");
+	defaults_ra = read_file(SYSFS "/readahead_pages");
+	kfd = kmsg_open();
+	start = now_ms();
+	end = start + (uint64_t)opt_secs * 1000;
+	for (p = 0; p < opt_procs; p++) {
+		pids[p] = fork();
+		if (!pids[p])
+			proc_main((int)p);
+	}
+	/* watch: the time, hung workers, the kernel log */
+	for (;;) {
+		bool all_done = true;
+
+		usleep(250000);
+		kmsg_scan(kfd);
+		if (now_ms() >= end)
+			S->stop = 1;
+		for (i = 0; i < opt_procs * opt_threads; i++) {
+			struct wstat *ws = &S->w[i];
+
+			if (ws->done)
+				continue;
+			all_done = false;
+			if (ws->beat_ms && now_ms() - ws->beat_ms > (uint64_t)opt_hang * 1000 &&
+			    !stuck) {
+				problem("worker %u made no progress for %u s at op %" PRIu64,
+					i, opt_hang, ws->opno);
+				dump_stack_of(ws->tid);
+				stuck = 1;
+				S->stop = 1;
+			}
+		}
+		for (p = 0; p < opt_procs; p++) {
+			if (pids[p] > 0 && waitpid(pids[p], &status, WNOHANG) == pids[p]) {
+				if (!WIFEXITED(status) || WEXITSTATUS(status))
+					if (!(WIFEXITED(status) && WEXITSTATUS(status) == 99))
+						problem("process %u ended with status 0x%x", p, status);
+				pids[p] = 0;
+				for (i = 0; i < opt_threads; i++)
+					S->w[p * opt_threads + i].done = 1;
+			}
+		}
+		if (all_done)
+			break;
+		if (stuck && now_ms() > end + (uint64_t)opt_hang * 1000)
+			break;	/* stuck in the kernel: leave them */
+	}
+	for (p = 0; p < opt_procs; p++)
+		if (pids[p] > 0 && !stuck)
+			waitpid(pids[p], &status, 0);
+	/* the knobs back as they were */
+	write_file(SYSFS "/cache_budget_bytes", defaults_budget);
+	write_file(SYSFS "/lazy_threshold", defaults_lazy);
+	write_file(SYSFS "/readahead_pages", defaults_ra);
+	if (cluster && opt_join_nodes) {
+		/* end joined, as the run began */
+		memset(&st, 0, sizeof(st));
+		if (ioctl(fd, ODSM_IOC_STATUS, &st) || !st.transport)
+			problem("the node is not joined after the run");
+	}
+	kmsg_scan(kfd);
+	summary("ops", (now_ms() - start) / 1000);
+	for (i = 0; i < S->nplog && i < PLOG; i++)
+		printf("FUZZ_PROBLEMS %u: %s\n", i, S->plog[i]);
+	return S->problems != 0;
+}
