@@ -137,7 +137,13 @@ static void judge(struct __test_metadata *_metadata, struct probe *p,
 	       (unsigned long long)p->n, (unsigned long long)p->n_busy,
 	       p->max_ns / 1e6, idle / 1e6, bound / 1e6);
 	ASSERT_EQ(0, p->errors);
-	ASSERT_LT(0ULL, p->n_busy);
+	/*
+	 * No probe overlapped the operation: it was too short to be caught
+	 * (ALLOC_ZERO of absent pages costs nothing now), and no probe can
+	 * have waited longer than the operation took.
+	 */
+	if (!p->n_busy)
+		EXPECT_GE(bound, op_max);
 	EXPECT_GE(bound, p->max_ns);
 }
 
@@ -190,6 +196,7 @@ TEST_F(stall, move_big_object)
 	self->started = 0;
 	/* and the bytes moved intact */
 	ASSERT_TRUE(t_all(t_p(cg), size, 0x5a));
+	ASSERT_LT(0ULL, self->p.n_busy);	/* moves of 400 ms: probes ran */
 	judge(_metadata, &self->p, idle, op_min, op_max, "move");
 }
 
