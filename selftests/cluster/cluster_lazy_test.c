@@ -22,7 +22,8 @@
  *                      is refused or reads the object's bytes
  *
  * Words of node 0's directory: 300, 301 (see odsm_cluster.h; a directory
- * has 512); barriers: node 0's ids 56 .. 61.
+ * has 512); barriers: node 1's ids 0 .. 5 (node 0's are all taken by
+ * other programs, and a barrier id is used once per run).
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -37,7 +38,9 @@
 #define W_LZ_SLOT	301		/* USER: its copy's colored address */
 #define LAZY_SIZE	MiB(4)
 #define SECS		120
-#define B_LZ		56		/* .. 59: two per test */
+#define B_HOST		1		/* the barriers' directory: node 1's */
+#define B_LZ		0		/* .. 3: two per test */
+#define B_LZ_PEER	4		/* .. 5: HOME reading USER's copy */
 #define IFACE		"eth0"
 
 static int set_knob(const char *name, uint64_t v)
@@ -96,7 +99,8 @@ static bool start(struct __test_metadata *_metadata, unsigned int test)
 		ASSERT_EQ(0, c_put(HOME, W_LZ, obj));
 	}
 	ASSERT_EQ(0, c_dir_wait(HOME, SECS));
-	ASSERT_EQ(0, c_barrier(HOME, B_LZ + 2 * test, C.nodes, SECS));
+	ASSERT_EQ(0, c_dir_wait(B_HOST, SECS));
+	ASSERT_EQ(0, c_barrier(B_HOST, B_LZ + 2 * test, C.nodes, SECS));
 	ASSERT_EQ(0, c_get(HOME, W_LZ, &obj));
 	if (C.self != USER)
 		return false;
@@ -107,7 +111,7 @@ static bool start(struct __test_metadata *_metadata, unsigned int test)
 
 static void finish(struct __test_metadata *_metadata, unsigned int test)
 {
-	ASSERT_EQ(0, c_barrier(HOME, B_LZ + 2 * test + 1, C.nodes, SECS));
+	ASSERT_EQ(0, c_barrier(B_HOST, B_LZ + 2 * test + 1, C.nodes, SECS));
 }
 
 #define LZ_TEST(name, n)						\
@@ -280,7 +284,7 @@ static void home_reads_copy(struct __test_metadata *_metadata)
 	uint8_t buf[64];
 	int ret;
 
-	ASSERT_EQ(0, c_barrier(HOME, 60, 2, SECS));
+	ASSERT_EQ(0, c_barrier(B_HOST, B_LZ_PEER, 2, SECS));
 	ASSERT_EQ(0, c_get(HOME, W_LZ_SLOT, &slot));
 	ASSERT_NE(0ULL, (unsigned long long)slot);
 	memset(buf, 0, sizeof(buf));
@@ -295,7 +299,7 @@ static void home_reads_copy(struct __test_metadata *_metadata)
 					 sizeof(buf), at));
 		EXPECT_EQ(0, give_back(slot));
 	}
-	ASSERT_EQ(0, c_barrier(HOME, 61, 2, SECS));
+	ASSERT_EQ(0, c_barrier(B_HOST, B_LZ_PEER + 1, 2, SECS));
 }
 
 static void user_nonfault(struct __test_metadata *_metadata)
@@ -336,8 +340,8 @@ static void user_nonfault(struct __test_metadata *_metadata)
 	ASSERT_EQ(0, odsm_obj_info(b.addr, &oi));
 	ASSERT_EQ(0, c_put(HOME, W_LZ_SLOT, b.addr +
 			   ((uint64_t)oi.alloc_color << ODSM_COLOR_SHIFT)));
-	ASSERT_EQ(0, c_barrier(HOME, 60, 2, SECS));
-	ASSERT_EQ(0, c_barrier(HOME, 61, 2, SECS));
+	ASSERT_EQ(0, c_barrier(B_HOST, B_LZ_PEER, 2, SECS));
+	ASSERT_EQ(0, c_barrier(B_HOST, B_LZ_PEER + 1, 2, SECS));
 	/* whatever HOME got, the copy is still the object's bytes */
 	EXPECT_EQ(-1, c_check_at((const uint8_t *)p + MiB(3), KiB(16), MiB(3)));
 	EXPECT_EQ(0, give_back(obj));
