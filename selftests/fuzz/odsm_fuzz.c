@@ -1321,12 +1321,15 @@ static void proc_main(int p)
 
 /* ---- kernel reports -------------------------------------------------------- */
 
+/* the first line of each report (the slab's is "BUG <cache> (...): what",
+ * KFENCE's "BUG: KFENCE: ..."), so that a report counts once, not once
+ * per line of its dump
+ */
 static const char *const kpat[] = {
 	"WARNING:", "BUG:", "BUG ", "Oops", "KFENCE:", "general protection",
-	"Object corrupt", "Redzone", "Poison overwritten", "Freepointer",
-	"Padding overwritten", "blocked for more than", "soft lockup",
-	"self-detected stall", "rcu: INFO", "Call Trace:", "UBSAN", "KASAN",
-	"list_add corruption", "list_del corruption",
+	"blocked for more than", "soft lockup", "self-detected stall",
+	"rcu: INFO", "UBSAN", "KASAN", "list_add corruption",
+	"list_del corruption",
 };
 
 static int kmsg_open(void)
