@@ -853,6 +853,7 @@ static void op_munmap(struct worker *w)
 {
 	uint64_t pages = G.heap_size / G.page_size;
 	uint64_t first = below(w, pages), n = 1 + below(w, 1024);
+	int ret;
 
 	if (chance(w, 70))	/* mostly inside this partition */
 		first = (part_start(G.node_id) - G.heap_base) / G.page_size +
@@ -860,8 +861,9 @@ static void op_munmap(struct worker *w)
 	if (first + n > pages)
 		n = pages - first;
 	pthread_mutex_lock(&map_lock);
-	judge(C_MUNMAP, munmap((void *)(uintptr_t)(G.heap_base + first * G.page_size),
-			       n * G.page_size), errno);
+	ret = munmap((void *)(uintptr_t)(G.heap_base + first * G.page_size),
+		     n * G.page_size);
+	judge(C_MUNMAP, ret, errno);	/* errno read after the call */
 	pthread_mutex_unlock(&map_lock);
 }
 
@@ -1498,9 +1500,9 @@ static void *race_alloc(void *arg)
 			break;
 		case 5:
 		case 6:
-			judge(C_STATUS, ioctl(w->fd, ODSM_IOC_INFO, &in), errno);
+			ioc(C_STATUS, w->fd, ODSM_IOC_INFO, &in);
 			memset(&st, 0, sizeof(st));
-			judge(C_STATUS, ioctl(w->fd, ODSM_IOC_STATUS, &st), errno);
+			ioc(C_STATUS, w->fd, ODSM_IOC_STATUS, &st);
 			break;
 		default:
 			if (ioctl(w->fd, ODSM_IOC_INFO, &in))
