@@ -853,6 +853,7 @@ static void op_munmap(struct worker *w)
 {
 	uint64_t pages = G.heap_size / G.page_size;
 	uint64_t first = below(w, pages), n = 1 + below(w, 1024);
+	int ret;
 
 	if (chance(w, 70))	/* mostly inside this partition */
 		first = (part_start(G.node_id) - G.heap_base) / G.page_size +
@@ -860,8 +861,9 @@ static void op_munmap(struct worker *w)
 	if (first + n > pages)
 		n = pages - first;
 	pthread_mutex_lock(&map_lock);
-	judge(C_MUNMAP, munmap((void *)(uintptr_t)(G.heap_base + first * G.page_size),
-			       n * G.page_size), errno);
+	ret = munmap((void *)(uintptr_t)(G.heap_base + first * G.page_size),
+		     n * G.page_size);
+	judge(C_MUNMAP, ret, errno);	/* errno read after the call */
 	pthread_mutex_unlock(&map_lock);
 }
 
@@ -1321,12 +1323,15 @@ static void proc_main(int p)
 
 /* ---- kernel reports -------------------------------------------------------- */
 
+/* the first line of each report (the slab's is "BUG <cache> (...): what",
+ * KFENCE's "BUG: KFENCE: ..."), so that a report counts once, not once
+ * per line of its dump
+ */
 static const char *const kpat[] = {
 	"WARNING:", "BUG:", "BUG ", "Oops", "KFENCE:", "general protection",
-	"Object corrupt", "Redzone", "Poison overwritten", "Freepointer",
-	"Padding overwritten", "blocked for more than", "soft lockup",
-	"self-detected stall", "rcu: INFO", "Call Trace:", "UBSAN", "KASAN",
-	"list_add corruption", "list_del corruption",
+	"blocked for more than", "soft lockup", "self-detected stall",
+	"rcu: INFO", "UBSAN", "KASAN", "list_add corruption",
+	"list_del corruption",
 };
 
 static int kmsg_open(void)
@@ -1495,9 +1500,9 @@ static void *race_alloc(void *arg)
 			break;
 		case 5:
 		case 6:
-			judge(C_STATUS, ioctl(w->fd, ODSM_IOC_INFO, &in), errno);
+			ioc(C_STATUS, w->fd, ODSM_IOC_INFO, &in);
 			memset(&st, 0, sizeof(st));
-			judge(C_STATUS, ioctl(w->fd, ODSM_IOC_STATUS, &st), errno);
+			ioc(C_STATUS, w->fd, ODSM_IOC_STATUS, &st);
 			break;
 		default:
 			if (ioctl(w->fd, ODSM_IOC_INFO, &in))

@@ -511,10 +511,10 @@ static void ep_auth(enum ep e)
 	fp.fd = -1;
 }
 
+/* first lines of reports: one problem per report (see odsm_fuzz.c) */
 static const char *const kpat[] = {
 	"WARNING:", "BUG:", "BUG ", "Oops", "KFENCE:", "general protection",
-	"Redzone", "Poison overwritten", "blocked for more than", "soft lockup",
-	"Call Trace:",
+	"blocked for more than", "soft lockup", "self-detected stall",
 };
 
 static void kmsg_scan(int fd)
