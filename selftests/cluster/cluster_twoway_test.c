@@ -13,7 +13,7 @@
 #include <pthread.h>
 #include "odsm_cluster.h"
 
-#define TW_THREADS	6
+#define TW_THREADS	24
 #define TW_SECS		15
 #define TW_OBJ		MiB(1)
 #define TW_READ		KiB(256)
