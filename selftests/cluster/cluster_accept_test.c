@@ -174,6 +174,9 @@ static void attacker(struct __test_metadata *_metadata)
 	to.sin_addr.s_addr = p[0].ipv4;
 	to.sin_port = htons((uint16_t)C.port);
 
+	/* node 0 took its counters */
+	ASSERT_EQ(0, c_poll(0, W_ACC_READY, 1, 120, NULL));
+
 	/* step 1: a non-member's connections go at once */
 	if (system("ip addr add " ACC_ALIAS "/24 dev eth0 2>/dev/null"))
 		TH_LOG("the alias address may already be there");
@@ -272,6 +275,7 @@ static void target(struct __test_metadata *_metadata)
 	EXPECT_NE(~0ULL, refused0) TH_LOG("no accept_refused counter");
 	EXPECT_NE(~0ULL, evicted0) TH_LOG("no accept_evicted counter");
 	EXPECT_NE(~0ULL, hs0) TH_LOG("no handshake_timeouts counter");
+	ASSERT_EQ(0, c_put(C.self, W_ACC_READY, 1));
 
 	ASSERT_EQ(0, c_poll(1, W_ACC_STEP, 1, 180, NULL));
 	v = c_stat("accept_refused") - refused0;

@@ -2,8 +2,9 @@
 /*
  * Two-way load over one connection (issue 12, suspected): nodes 0 and 1
  * read each other's 1 MiB objects in 256 KiB reads from TW_THREADS
- * threads each, both ways at once, for TW_SECS seconds.  Big replies fill
- * both directions' socket buffers while heartbeats go both ways; a
+ * threads each, both ways at once, for TW_SECS seconds.  Big replies
+ * (14 MiB in flight each way, past the autotuned socket buffers) fill
+ * both directions' buffers while heartbeats go both ways; a
  * receiver that waited for its send lock to answer a PING (held by a
  * worker sending a big reply into a full buffer) would stop reading, and
  * the two nodes would wait for each other until the send timeout killed
@@ -13,7 +14,7 @@
 #include <pthread.h>
 #include "odsm_cluster.h"
 
-#define TW_THREADS	6
+#define TW_THREADS	56
 #define TW_SECS		15
 #define TW_OBJ		MiB(1)
 #define TW_READ		KiB(256)

@@ -99,7 +99,7 @@ enum {
 	/* cluster_accept_test: node 1 floods node 0's port (384 + K < 512) */
 	W_ACC_STEP = 400,	/* node 1: the step it finished */
 	W_ACC_ACK,		/* node 0: the step it checked */
-	W_ACC_RES = 404,	/* node 0: 404 + step: what it measured */
+	W_ACC_READY = 404,	/* node 0: 1 once it took its counters */
 	/* cluster_reqflood_test: a fake node floods node 0 with requests */
 	W_RQ_OBJ = 420,		/* node 0: colored address of a 1 MiB object */
 	W_RQ_STEP,		/* node 1: the step it finished */
