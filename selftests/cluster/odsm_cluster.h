@@ -96,18 +96,23 @@ enum {
 	W_BARRIER = 64,		/* 64 .. 127 */
 	/* per-node scratch words: node K's are at 128 + K in every directory */
 	W_SCRATCH = 128,
-	/* cluster_accept_test: node 1 floods node 0's port (384 + K < 512) */
-	W_ACC_STEP = 400,	/* node 1: the step it finished */
+	/*
+	 * The flood programs' words: 200 .. 242, which no other program
+	 * uses (a directory's words outlive the program that wrote them;
+	 * cluster_cache_test has 400 .., cluster_coherence_test 420 ..)
+	 */
+	/* cluster_accept_test: node 1 floods node 0's port */
+	W_ACC_STEP = 200,	/* node 1: the step it finished */
 	W_ACC_ACK,		/* node 0: the step it checked */
-	W_ACC_READY = 404,	/* node 0: 1 once it took its counters */
+	W_ACC_READY = 204,	/* node 0: 1 once it took its counters */
 	/* cluster_reqflood_test: a fake node floods node 0 with requests */
-	W_RQ_OBJ = 420,		/* node 0: colored address of a 1 MiB object */
+	W_RQ_OBJ = 220,		/* node 0: colored address of a 1 MiB object */
 	W_RQ_STEP,		/* node 1: the step it finished */
 	W_RQ_ACK,		/* node 0: the step it checked */
-	W_RQ_RES = 424,		/* node 0: 424 + step: what it measured */
+	W_RQ_RES = 224,		/* node 0: 224 + step: what it measured */
 	/* cluster_twoway_test */
-	W_TW_OBJ = 440,		/* colored address of this node's object;
-				 * 441: ready to read, 442: done reading
+	W_TW_OBJ = 240,		/* colored address of this node's object;
+				 * 241: ready to read, 242: done reading
 				 */
 };
 
