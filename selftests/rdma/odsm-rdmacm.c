@@ -26,8 +26,9 @@
  *	held open SECS seconds; prints established, rejected.
  *   atomics SECS THREADS BLOCKS
  *	odsm_fetch_add_nic() on words of BLOCKS fresh 64 KiB objects of this
- *	node's partition from THREADS threads for SECS seconds, tolerating
- *	every errno; prints ops, ok, and the count of each errno.
+ *	node's partition, taken in turn (so the first round registers one
+ *	block after another), from THREADS threads for SECS seconds,
+ *	tolerating every errno; prints ops, ok, and the count of each errno.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -463,6 +464,7 @@ static int loop_mode(const char *ip, int port, uint64_t inc, int first,
 
 static uint64_t *objs;
 static int nobjs;
+static unsigned int next_obj;
 static double stop_at;
 static long ops_total, ok_total, errs[256];
 static pthread_mutex_t count_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -475,7 +477,8 @@ static void *atomic_worker(void *arg)
 	int i, ret;
 
 	while (now_s() < stop_at) {
-		i = rand_r(&seed) % nobjs;
+		/* in turn: the first round registers block after block */
+		i = __atomic_fetch_add(&next_obj, 1, __ATOMIC_RELAXED) % nobjs;
 		ret = odsm_fetch_add_nic(odsm_addr_of(objs[i]) +
 					 8 * (rand_r(&seed) % 64), 1, &old);
 		ops++;

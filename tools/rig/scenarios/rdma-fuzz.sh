@@ -105,10 +105,13 @@ modprobe odsm || fail "modprobe odsm"
 # ---- 2: the device goes while blocks are being registered --------------
 join_alone 200 2000 || fail "join for the device removal"
 r0=$(stat_of mr_registrations)
-"$bin" atomics 15 2 256 >/tmp/at2 2>&1 &
+"$bin" atomics 15 2 1024 >/tmp/at2 2>&1 &
 apid=$!
-sleep 4
-mark rdma_fuzz "removal registrations_before=$(($(stat_of mr_registrations) - r0))"
+sleep 2
+regs=$(($(stat_of mr_registrations) - r0))
+mark rdma_fuzz "removal registrations_before=$regs"
+# the removal must come while blocks are still being registered
+[ "$regs" -gt 0 ] && [ "$regs" -lt 1024 ] || bad "$regs of 1024 blocks registered when the device went"
 t0=$(now_cs)
 timeout 60 rdma link delete rxe0 || bad "rdma link delete rxe0 failed"
 mark rdma_fuzz "removal delete_secs=$(secs_since "$t0")"
