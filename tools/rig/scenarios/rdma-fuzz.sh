@@ -31,6 +31,9 @@
 #       for the next attempts: all refused (rdma_loop_refused), and node
 #       0's own NIC atomics then work over its real loopback pair.
 #
+# Kernel command line (run.sh -a): rig.rdma_fuzz_only=cluster skips 1 and 2
+# (to look at 3 alone, e.g. on a module that does not survive 1).
+#
 # Markers: RIG_MARK rdma_fuzz PHASE key=value...
 . /rig/lib.sh
 
@@ -85,6 +88,7 @@ wait_peers || fail "peers unreachable"
 cluster_key "$KEY" || fail "cannot write the cluster key"
 modprobe odsm || fail "modprobe odsm"
 
+if [ "${rig_rdma_fuzz_only:-}" != cluster ]; then
 # ---- 1: tiny timeouts, NIC atomics, leave in the middle ----------------
 join_alone 1 2 || fail "join with timeout_ms=2"
 "$bin" atomics 12 3 32 >/tmp/at1 2>&1 &
@@ -124,6 +128,7 @@ mark rdma_fuzz "removal leave_secs=$(secs_since "$t0") registrations=$(($(stat_o
 unload removal
 rxe_up rxe0 eth0 || fail "rxe_up after the removal"
 modprobe odsm || fail "modprobe odsm"
+fi
 barrier || fail "barrier before the cluster"
 
 # ---- 3: the real cluster, node 1 attacks node 0 -------------------------
