@@ -110,7 +110,13 @@ join_alone 200 2000 || fail "join for the device removal"
 r0=$(stat_of mr_registrations)
 "$bin" atomics 15 2 1024 >/tmp/at2 2>&1 &
 apid=$!
-sleep 2
+# the first registrations: then the device goes at once (they run at some
+# hundreds a second under TCG, so most of the 1024 are still to come)
+i=0
+until [ $(($(stat_of mr_registrations) - r0)) -ge 8 ] || [ "$i" -ge 200 ]; do
+	i=$((i + 1))
+	sleep 0.05
+done
 regs=$(($(stat_of mr_registrations) - r0))
 mark rdma_fuzz "removal registrations_before=$regs"
 # the removal must come while blocks are still being registered
