@@ -26,8 +26,14 @@
  *	held open SECS seconds; prints established, rejected.
  *   atomics SECS THREADS BLOCKS
  *	odsm_fetch_add_nic() on words of BLOCKS fresh 64 KiB objects of this
- *	node's partition from THREADS threads for SECS seconds, tolerating
- *	every errno; prints ops, ok, and the count of each errno.
+ *	node's partition, taken in turn (so the first round registers one
+ *	block after another), from THREADS threads for SECS seconds,
+ *	tolerating every errno; prints ops, ok, and the count of each errno.
+ *   remote NODE
+ *	the cluster still works with NODE: allocate 4 KiB there, write a
+ *	pattern, read it back, a NIC fetch-add on its first word (one-sided
+ *	over RDMA), free it; prints "remote: ok" or what failed, and exits 1
+ *	if anything did.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -463,6 +469,7 @@ static int loop_mode(const char *ip, int port, uint64_t inc, int first,
 
 static uint64_t *objs;
 static int nobjs;
+static unsigned int next_obj;
 static double stop_at;
 static long ops_total, ok_total, errs[256];
 static pthread_mutex_t count_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -475,7 +482,8 @@ static void *atomic_worker(void *arg)
 	int i, ret;
 
 	while (now_s() < stop_at) {
-		i = rand_r(&seed) % nobjs;
+		/* in turn: the first round registers block after block */
+		i = __atomic_fetch_add(&next_obj, 1, __ATOMIC_RELAXED) % nobjs;
 		ret = odsm_fetch_add_nic(odsm_addr_of(objs[i]) +
 					 8 * (rand_r(&seed) % 64), 1, &old);
 		ops++;
@@ -534,6 +542,54 @@ static int atomics(int secs, int threads, int blocks)
 	return 0;
 }
 
+static int remote(unsigned int node)
+{
+	uint8_t out[4096], in[4096];
+	uint64_t cg, old = 1;
+	const char *what;
+	int ret, i;
+
+	ret = odsm_init();
+	what = "odsm_init";
+	if (ret)
+		goto fail;
+	what = "odsm_alloc_on";
+	ret = odsm_alloc_on(node, sizeof(out), 0, ODSM_ALLOC_ZERO, &cg);
+	if (ret)
+		goto fail;
+	for (i = 0; i < (int)sizeof(out); i++)
+		out[i] = i * 7 + node;
+	what = "odsm_write";
+	ret = odsm_write(cg, out, sizeof(out));
+	if (ret)
+		goto fail;
+	what = "odsm_read";
+	ret = odsm_read(cg, in, sizeof(in));
+	if (ret)
+		goto fail;
+	what = "the bytes read back";
+	ret = -EIO;
+	if (memcmp(in, out, sizeof(in)))
+		goto fail;
+	/* word 8 onwards: the first 8 bytes hold out[0..7] */
+	what = "odsm_fetch_add_nic";
+	ret = odsm_fetch_add_nic(odsm_addr_of(cg) + 64, 5, &old);
+	if (!ret && old != *(uint64_t *)(out + 64))
+		ret = -EIO;
+	if (ret)
+		goto fail;
+	what = "odsm_free";
+	ret = odsm_free(cg);
+	if (ret)
+		goto fail;
+	printf("remote: ok with node %u\n", node);
+	return 0;
+fail:
+	printf("remote: %s failed with node %u: %s\n", what, node,
+	       odsm_strerror(ret));
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -551,6 +607,8 @@ int main(int argc, char **argv)
 	if (!strcmp(m, "loop") && argc >= 8)
 		return loop_mode(argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 0),
 				 atoi(argv[5]), atoi(argv[6]), atoi(argv[7]));
+	if (!strcmp(m, "remote") && argc >= 3)
+		return remote(atoi(argv[2]));
 	if (!strcmp(m, "atomics") && argc >= 5)
 		return atomics(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
 	fprintf(stderr, "usage: see the comment at the top of %s\n", __FILE__);
