@@ -83,22 +83,6 @@ static uint64_t obj_size(int o)
 	return SMALL_SIZE;
 }
 
-static int set_knob(const char *name, uint64_t v)
-{
-	char path[128];
-	FILE *f;
-	int ret;
-
-	snprintf(path, sizeof(path), "/sys/kernel/odsm/%s", name);
-	f = fopen(path, "w");
-	if (!f)
-		return -errno;
-	ret = fprintf(f, "%llu\n", (unsigned long long)v) < 0 ? -EIO : 0;
-	if (fclose(f))
-		ret = -errno;
-	return ret;
-}
-
 static int borrow(int fd, uint64_t cg, struct odsm_borrow *b)
 {
 	memset(b, 0, sizeof(*b));
@@ -146,9 +130,9 @@ static bool start(struct __test_metadata *_metadata, unsigned int test)
 	fd = odsm_rt.fd;
 	fd2 = open(ODSM_DEVICE_PATH, O_RDWR);
 	ASSERT_LE(0, fd2);
-	ASSERT_EQ(0, set_knob("cache_budget_bytes", MiB(64)));
-	ASSERT_EQ(0, set_knob("lazy_threshold", MiB(1)));
-	ASSERT_EQ(0, set_knob("readahead_pages", 16));
+	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", MiB(64)));
+	ASSERT_EQ(0, c_set_knob("lazy_threshold", MiB(1)));
+	ASSERT_EQ(0, c_set_knob("readahead_pages", 16));
 	return true;
 }
 
@@ -230,9 +214,9 @@ CC_TEST(budget_eviction, 1)
 	int o;
 
 	/* start empty: a budget of 0 keeps nothing idle */
-	ASSERT_EQ(0, set_knob("cache_budget_bytes", 0));
+	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", 0));
 	EXPECT_EQ(0U, c_stat("cache_entries"));
-	ASSERT_EQ(0, set_knob("cache_budget_bytes", MiB(64)));
+	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", MiB(64)));
 	evict = c_stat("cache_evictions");
 	for (o = O_SMALL0; o < NR_OBJ; o++) {
 		ASSERT_EQ(0, borrow(fd, cc[o], &b));
@@ -242,7 +226,7 @@ CC_TEST(budget_eviction, 1)
 	/* hold the first; a budget of 2 objects evicts the oldest others */
 	ASSERT_EQ(0, borrow(fd, cc[O_SMALL0], &b));
 	EXPECT_EQ((unsigned int)ODSM_BORROWED_HIT, b.result);
-	ASSERT_EQ(0, set_knob("cache_budget_bytes", 2 * SMALL_SIZE));
+	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", 2 * SMALL_SIZE));
 	EXPECT_LE(c_stat("cache_bytes"), 2 * SMALL_SIZE);
 	EXPECT_EQ(evict + NR_SMALL - 2, c_stat("cache_evictions"));
 	/* the newest idle one survived, the oldest did not */
@@ -253,7 +237,7 @@ CC_TEST(budget_eviction, 1)
 	EXPECT_EQ((unsigned int)ODSM_BORROWED_MISS, b2.result);
 	EXPECT_EQ(0, give_back(fd, cc[O_SMALL0 + 1]));
 	/* nothing idle may stay; the referenced copy does, intact */
-	ASSERT_EQ(0, set_knob("cache_budget_bytes", 0));
+	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", 0));
 	EXPECT_EQ(1U, c_stat("cache_entries"));
 	EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)b.addr, SMALL_SIZE, HOME,
 			      O_SMALL0));
@@ -268,7 +252,7 @@ CC_TEST(shrinker, 2)
 	uint64_t shrunk;
 	int o, dc;
 
-	ASSERT_EQ(0, set_knob("cache_budget_bytes", MiB(64)));
+	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", MiB(64)));
 	for (o = O_SMALL0; o < NR_OBJ; o++) {
 		ASSERT_EQ(0, borrow(fd, cc[o], &b));
 		if (o != O_SMALL0)
@@ -434,7 +418,7 @@ CC_TEST(slots_protected, 6)
 	 * object takes two FETCHes: the slot is allocated a round trip
 	 * before the copy is indexed)
 	 */
-	ASSERT_EQ(0, set_knob("cache_budget_bytes", 0));
+	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", 0));
 	ASSERT_EQ(0, borrow(fd, cc[O_SMALL0], &b));
 	ASSERT_EQ(0, give_back(fd, cc[O_SMALL0]));
 	/* that slot and its neighbours, unless a program's object is there
@@ -565,7 +549,7 @@ TEST(home_rejoin)
 		SKIP(return, "no %s: not the rig's cluster scenario", RIG_KEY);
 	ASSERT_EQ(0, c_dir_wait(HOME, SECS));
 	if (C.self == USER) {
-		ASSERT_EQ(0, set_knob("cache_budget_bytes", MiB(64)));
+		ASSERT_EQ(0, c_set_knob("cache_budget_bytes", MiB(64)));
 		ASSERT_EQ(0, c_get(HOME, W_CC + O_TINY, &cc[O_TINY]));
 		ASSERT_EQ(0, borrow(odsm_rt.fd, cc[O_TINY], &b));
 		ASSERT_EQ(0, give_back(odsm_rt.fd, cc[O_TINY]));

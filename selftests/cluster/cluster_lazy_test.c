@@ -43,22 +43,6 @@
 #define B_LZ_PEER	4		/* .. 5: HOME reading USER's copy */
 #define IFACE		"eth0"
 
-static int set_knob(const char *name, uint64_t v)
-{
-	char path[128];
-	FILE *f;
-	int ret;
-
-	snprintf(path, sizeof(path), "/sys/kernel/odsm/%s", name);
-	f = fopen(path, "w");
-	if (!f)
-		return -errno;
-	ret = fprintf(f, "%llu\n", (unsigned long long)v) < 0 ? -EIO : 0;
-	if (fclose(f))
-		ret = -errno;
-	return ret;
-}
-
 static int borrow(uint64_t cg, struct odsm_borrow *b)
 {
 	memset(b, 0, sizeof(*b));
@@ -104,8 +88,8 @@ static bool start(struct __test_metadata *_metadata, unsigned int test)
 	ASSERT_EQ(0, c_get(HOME, W_LZ, &obj));
 	if (C.self != USER)
 		return false;
-	ASSERT_EQ(0, set_knob("lazy_threshold", MiB(1)));
-	ASSERT_EQ(0, set_knob("readahead_pages", 16));
+	ASSERT_EQ(0, c_set_knob("lazy_threshold", MiB(1)));
+	ASSERT_EQ(0, c_set_knob("readahead_pages", 16));
 	return true;
 }
 

@@ -207,6 +207,23 @@ static C_UNUSED int64_t c_check(const uint8_t *p, uint64_t n,
 
 /* ---- this node's counters ------------------------------------------------ */
 
+/* Write v to /sys/kernel/odsm/NAME (a knob): 0 or -errno */
+static C_UNUSED int c_set_knob(const char *name, uint64_t v)
+{
+	char path[128];
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), "/sys/kernel/odsm/%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	ret = fprintf(f, "%llu\n", (unsigned long long)v) < 0 ? -EIO : 0;
+	if (fclose(f))
+		ret = -errno;
+	return ret;
+}
+
 /* /sys/kernel/odsm/stats/NAME, or ~0 when it cannot be read */
 static C_UNUSED uint64_t c_stat(const char *name)
 {
