@@ -532,7 +532,12 @@ static int wait_home(unsigned int want, unsigned int secs)
 	return -ETIMEDOUT;
 }
 
-/* HOME: leave, stay away for ms, join again as the scenario did */
+/*
+ * HOME: leave, stay away for ms, join again as the scenario did, with its
+ * heartbeat and timeout: the module's defaults (200 / 2000 ms) are what
+ * rig.timeout_ms=5000 is there to avoid under TCG, and would hold for
+ * every later program on this node.
+ */
 static int leave_and_rejoin(unsigned int ms)
 {
 	struct odsm_node_addr nodes[ODSM_MAX_NODES];
@@ -557,7 +562,8 @@ static int leave_and_rejoin(unsigned int ms)
 	if (ret)
 		return ret;
 	c_sleep_ms(ms);
-	return odsm_join(C.transport, nodes, C.nodes, key, n, 0, 0);
+	return odsm_join(C.transport, nodes, C.nodes, key, n,
+			 c_env_uint("ODSM_HEARTBEAT_MS", 0), C.timeout_ms);
 }
 
 TEST(home_rejoin)
