@@ -35,7 +35,10 @@
  * (odsm_cache_slots_hold()); a slot is allocated and registered under it
  * held for writing, so no slot appears between such a check and its
  * operation.  (Unregistering needs no exclusion: the reaper frees the slot
- * first.)  Lock order: slot_sem -> heap->lock.
+ * first.)  A peer's MAP of a block is checked the same way, since a
+ * registered block takes one-sided WRITEs and atomics that no check sees
+ * (map_for() in odsm_onesided.c).  Lock order: slot_sem -> heap->lock,
+ * and slot_sem -> the RDMA transport's reg_lock.
  *
  * Locking: cache.lock (a mutex) serializes the index, the id and lazy maps,
  * every file's reference map and every entry's state.  It is never held

@@ -41,8 +41,12 @@ static bool map_allowed(u64 gaddr)
 /*
  * Register our block at gaddr for conn's peer, if it may be: what a
  * MAP_REPLY says into *r.  A block that holds no object (odsm_store_pin
- * checks) or a lazy copy's is refused: the peer uses requests.  Refusals
- * are counted in map_refused.
+ * checks) or a lazy copy's is refused: the peer uses requests.  So is a
+ * block that holds (part of) any cached copy: a one-sided WRITE or atomic
+ * would land in the copy's bytes unchecked, where the request path
+ * refuses it (copy_guarded_write(), copy_writes_refused).  The check and
+ * the registration hold the slots (odsm_cache_slots_hold()), so no slot
+ * appears in the block in between.  Refusals are counted in map_refused.
  */
 static int map_for(struct odsm_conn *conn, u64 gaddr,
 		   struct odsm_wire_map_reply *r)
@@ -55,8 +59,11 @@ static int map_for(struct odsm_conn *conn, u64 gaddr,
 	r->len = ODSM_WIRE_MAP_LEN;
 	if (t->map) {
 		ret = -EINVAL;
-		if (map_allowed(gaddr))
+		odsm_cache_slots_hold();
+		if (map_allowed(gaddr) &&
+		    !odsm_cache_overlaps(gaddr, ODSM_WIRE_MAP_LEN))
 			ret = t->map(conn, gaddr, r);
+		odsm_cache_slots_release();
 	}
 	if (ret)
 		odsm_stat_inc(ODSM_STAT_map_refused);

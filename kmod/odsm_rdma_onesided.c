@@ -33,7 +33,8 @@
  * (odsm_rdma_loop_atomic), whether its own process asked or a peer's
  * request did; unflagged atomics stay CPU atomics at the home.
  *
- * Locks: reg_lock (one MAP at a time) -> res_sem -> heap->lock (pinning
+ * Locks: the cache's slot_sem (held for reading by the caller, map_for())
+ * -> reg_lock (one MAP at a time) -> res_sem -> heap->lock (pinning
  * takes heap->lock before res_sem and drops it; the teardown holds
  * res_sem for writing and then takes heap->lock to unpin).  os_lock ->
  * res_sem; res_sem is dropped while waiting for completions.

@@ -350,7 +350,8 @@ TEST(home_sees_take_and_write_back)
 	uint64_t box[2];
 
 	C_BEGIN();
-	ASSERT_EQ(0, c_barrier(HOME, B_CC + 10, C.nodes, SECS));
+	/* test 5 has no CC_TEST: its ids, B_CC + 10 and + 11, are free */
+	ASSERT_EQ(0, c_barrier(HOME, B_CC_TEST(5, 0), C.nodes, SECS));
 	if (C.self != HOME)
 		return;
 	ASSERT_EQ(0, c_get(HOME, W_CC + O_TAKE, &cc[O_TAKE]));
@@ -493,7 +494,12 @@ TEST(peer_write_refused)
 /* ---- home_rejoin ------------------------------------------------------- */
 
 #define RIG_KEY		"/tmp/odsm.key"	/* where the cluster scenario put it */
-#define W_RJ_READY	(W_CC + NR_OBJ + 1)	/* USER has its idle copy: HOME may go */
+/*
+ * Counts the nodes other than HOME that are done with HOME until it
+ * leaves: USER once it has its idle copy, any other once it has seen
+ * HOME's directory.  HOME leaves when all of them are.
+ */
+#define W_RJ_READY	(W_CC + NR_OBJ + 1)
 #define RIG_PORT	7100
 
 /* HOME's state as USER sees it becomes want, within secs */
@@ -510,7 +516,12 @@ static int wait_home(unsigned int want, unsigned int secs)
 	return -ETIMEDOUT;
 }
 
-/* HOME: leave, stay away for ms, join again as the scenario did */
+/*
+ * HOME: leave, stay away for ms, join again as the scenario did, with its
+ * heartbeat and timeout: the module's defaults (200 / 2000 ms) are what
+ * rig.timeout_ms=5000 is there to avoid under TCG, and would hold for
+ * every later program on this node.
+ */
 static int leave_and_rejoin(unsigned int ms)
 {
 	struct odsm_node_addr nodes[ODSM_MAX_NODES];
@@ -535,7 +546,8 @@ static int leave_and_rejoin(unsigned int ms)
 	if (ret)
 		return ret;
 	c_sleep_ms(ms);
-	return odsm_join(C.transport, nodes, C.nodes, key, n, 0, 0);
+	return odsm_join(C.transport, nodes, C.nodes, key, n,
+			 c_env_uint("ODSM_HEARTBEAT_MS", 0), C.timeout_ms);
 }
 
 TEST(home_rejoin)
@@ -557,13 +569,17 @@ TEST(home_rejoin)
 		ASSERT_EQ(0, borrow(odsm_rt.fd, cc[O_TINY], &b));
 		EXPECT_EQ((unsigned int)ODSM_BORROWED_HIT, b.result);
 		ASSERT_EQ(0, give_back(odsm_rt.fd, cc[O_TINY]));
-		/* not a barrier: HOME leaves at once, and a barrier's last
-		 * poll of HOME's word could find it gone
-		 */
-		ASSERT_EQ(0, c_put(HOME, W_RJ_READY, 1));
 	}
+	/*
+	 * Not a barrier: HOME leaves at once, and a barrier's last poll of
+	 * HOME's word could find it gone.  Every other node counts itself
+	 * in, so that HOME waits also for a third node still on its way to
+	 * the c_dir_wait() above, which HOME's leave would fail (-EHOSTDOWN).
+	 */
+	if (C.self != HOME)
+		ASSERT_EQ(0, odsm_fetch_add(c_word(HOME, W_RJ_READY), 1, NULL));
 	if (C.self == HOME) {
-		ASSERT_EQ(0, c_poll(HOME, W_RJ_READY, 1, 20, NULL));
+		ASSERT_EQ(0, c_poll(HOME, W_RJ_READY, C.nodes - 1, 20, NULL));
 		ASSERT_EQ(0, leave_and_rejoin(3000));
 	} else if (C.self == USER) {
 		ASSERT_EQ(0, wait_home(ODSM_PEER_DOWN, 10));
@@ -586,6 +602,10 @@ TEST(home_rejoin)
 		EXPECT_EQ(0, give_back(odsm_rt.fd, cc[O_TINY]));
 		TH_LOG("borrow after the re-join: %llu ms",
 		       (unsigned long long)(c_now_ms() - t0));
+	} else {
+		/* the barrier below is on HOME: not before it is back */
+		ASSERT_EQ(0, wait_home(ODSM_PEER_DOWN, 10));
+		ASSERT_EQ(0, wait_home(ODSM_PEER_UP, 15));
 	}
 	/* every node sees every peer up again before the next program
 	 * (within the harness's 30 s for the whole test)

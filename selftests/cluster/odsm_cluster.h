@@ -24,6 +24,8 @@
  *   ODSM_NODE, ODSM_NODES   this node's id and the node count: checked
  *                           against what the module says
  *   ODSM_TIMEOUT_MS         the cluster's timeout_ms (default 2000)
+ *   ODSM_HEARTBEAT_MS       the cluster's heartbeat_ms (default: the
+ *                           module's)
  *   ODSM_PORT               the port the modules listen on (default 7100)
  *   ODSM_KEY_FILE           the cluster key file the nodes joined with
  *                           (cluster_badmsg_test checks proofs with it)

@@ -180,7 +180,7 @@ run_test() { # PATH [ENV=VALUE...]
 	mark selftest_start "$name"
 	t0=$(now_cs)
 	env ODSM_NODE="$rig_node" ODSM_NODES="$nodes_total" ODSM_TIMEOUT_MS="$timeout_ms" \
-		ODSM_PORT="$PORT" ODSM_KEY_FILE="$KEY" ODSM_FAKE_IP="$fake_ip" \
+		ODSM_HEARTBEAT_MS="${rig_heartbeat_ms:-}" ODSM_PORT="$PORT" ODSM_KEY_FILE="$KEY" ODSM_FAKE_IP="$fake_ip" \
 		"$@" "$t"
 	rc=$?
 	mark selftest_end "$name" "rc=$rc secs=$(secs_since "$t0")"
