@@ -114,9 +114,12 @@ static const int allowed[NCAT][12] = {
 	[C_FREE]	= { ESTALE, NET },
 	[C_MOVE]	= { ESTALE, ENOMEM },
 	[C_OBJINFO]	= { ESTALE },
-	[C_READ]	= { ENOMEM, NET },
-	[C_WRITE]	= { ENOMEM, EBUSY, NET },
-	[C_ATOMIC]	= { ENOMEM, NET },
+	/* ESTALE: another worker freed or moved the object meanwhile, and
+	 * the heap, which now copies long ranges in batches, says so
+	 */
+	[C_READ]	= { ESTALE, ENOMEM, NET },
+	[C_WRITE]	= { ESTALE, ENOMEM, EBUSY, NET },
+	[C_ATOMIC]	= { ESTALE, ENOMEM, NET },
 	[C_BORROW]	= { ESTALE, ENOMEM, EOVERFLOW, NET },
 	[C_RETURN]	= { ENOENT },
 	[C_BORROW_MUT]	= { ESTALE, ENOMEM, EOVERFLOW, ENOENT, NET },
