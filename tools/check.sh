@@ -99,7 +99,9 @@ run_guests() {	# SCEN KVER N RUNLOG SUMMARY OK NOTOK [run.sh options...]
 		echo "ok: $ok"
 	else
 		tf=$((tf + 1))
-		tail -n 40 "$runlog"
+		# every failed node's reason first: the tail shows the last one only
+		grep -E '^\[node[0-9]+\] FAIL: ' "$runlog"
+		tail -n 100 "$runlog"
 		echo "not ok: $notok"
 	fi
 	s_pass=$((s_pass + tp))

@@ -253,8 +253,8 @@ judge() {
 	fi
 	[ -z "$bad" ] && return 0
 	echo "[node$k] FAIL: $bad"
-	echo "[node$k] last 30 lines of $log:"
-	tail -n 30 <<<"$text" | sed "s/^/[node$k] | /"
+	echo "[node$k] last 80 lines of $log:"
+	tail -n 80 <<<"$text" | sed "s/^/[node$k] | /"
 	return 1
 }
 result=PASS

@@ -106,6 +106,15 @@ rxe_up() {
 	return 1
 }
 
+# wait_peers_report PEER: what the node knows of its link when PEER never
+# answered (a rig failure seen once in CI left nothing else to go on)
+wait_peers_report() {
+	echo "wait_peers: $1 unreachable; this node's link and neighbours:"
+	/usr/bin/ip -s link show eth0
+	/usr/bin/ip addr show eth0
+	/usr/bin/ip neigh show
+}
+
 # wait_peers [SECONDS]: wait until every address in $rig_peers answers ping
 # (default 60 s per peer)
 wait_peers() {
@@ -114,7 +123,7 @@ wait_peers() {
 		i=0
 		until ping -c 1 -W 1 "$p" >/dev/null 2>&1; do
 			i=$((i + 1))
-			[ "$i" -lt "$max" ] || { echo "wait_peers: $p unreachable"; return 1; }
+			[ "$i" -lt "$max" ] || { wait_peers_report "$p"; return 1; }
 		done
 	done
 }
