@@ -79,7 +79,7 @@ counted_suite() {	# name log ok-pattern bad-pattern command...
 # problem in its log), else run.sh's last lines and "not ok: NOTOK".
 run_guests() {	# SCEN KVER N RUNLOG SUMMARY OK NOTOK [run.sh options...]
 	local scen=$1 k=$2 n=$3 runlog=$4 summary=$5 ok=$6 notok=$7
-	local rc node log p f tp=0 tf=0
+	local rc node log p f pat tp=0 tf=0
 	shift 7
 	tools/rig/run.sh -k "$k" -n "$n" -s "$scen" -i "$img" -l "$LOGS" -t 600 "$@" \
 		>"$runlog" 2>&1
@@ -88,7 +88,10 @@ run_guests() {	# SCEN KVER N RUNLOG SUMMARY OK NOTOK [run.sh options...]
 		log=$LOGS/$scen-$k-node$node.log
 		[ -f "$log" ] || continue	# no guest: run.sh failed, see below
 		read -r p f < <(tap_totals "$log")
-		tr -d '\r' <"$log" | grep -E '^(not ok|# FAIL|#  )' |
+		# a failed run also shows the programs' own log lines
+		pat='^(not ok|# FAIL|#  )'
+		[ "$rc" = 0 ] || pat='^(not ok|# FAIL|#  |# [^ ]+:[0-9]+:)'
+		tr -d '\r' <"$log" | grep -E "$pat" |
 			if [ "$n" -gt 1 ]; then sed "s/^/[node$node] /"; else cat; fi
 		tp=$((tp + p))
 		tf=$((tf + f))

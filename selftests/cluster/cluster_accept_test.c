@@ -311,8 +311,10 @@ static void target(struct __test_metadata *_metadata)
 
 	ASSERT_EQ(0, c_poll(1, W_ACC_STEP, 4, 180, NULL));
 	v = c_stat("handshake_timeouts") - hs0;
-	TH_LOG("step 4: handshake_timeouts +%" PRIu64 ", odsm-rx threads now %d",
-	       v, rx_threads());
+	/* the other ways a held connection ends, for a failure's reader */
+	TH_LOG("step 4: handshake_timeouts +%" PRIu64 ", odsm-rx threads now %d; since the start accept_evicted +%" PRIu64 ", accept_refused +%" PRIu64 ", bad_msgs %" PRIu64,
+	       v, rx_threads(), c_stat("accept_evicted") - evicted0,
+	       c_stat("accept_refused") - refused0, c_stat("bad_msgs"));
 	EXPECT_LT(0ULL, v);
 	ASSERT_EQ(0, c_put(C.self, W_ACC_ACK, 4));
 }
