@@ -495,9 +495,11 @@ static void ep_auth(enum ep e)
 			uint8_t b[8];
 			uint64_t seq = fp_read_req(&fp2, heap_base, 8);
 
-			if (!seq || fp_reply(&fp2, seq, &st, b, sizeof(b),
-					     opt_timeout_ms / 1000 + 5))
-				problem("restart: the new incarnation was not served", 0);
+			/* no request sent is ENOTCONN; else the reply's wait */
+			ret = seq ? fp_reply(&fp2, seq, &st, b, sizeof(b),
+					     opt_timeout_ms / 1000 + 5) : -ENOTCONN;
+			if (ret)
+				problem("restart: the new incarnation was not served", ret);
 			fp_close(&fp2);
 		} else {
 			problem("restart: the new incarnation's handshake failed", 0);
