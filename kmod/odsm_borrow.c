@@ -18,6 +18,7 @@
 #include "odsm.h"
 #include "odsm_cache.h"
 #include "odsm_core.h"
+#include "odsm_fault.h"
 #include "odsm_remote.h"
 
 /* ---- frees of moved originals, off the borrower's path --------------- */
@@ -37,7 +38,13 @@ struct moved_free {
 static LIST_HEAD(frees);
 static DEFINE_SPINLOCK(frees_lock);
 
-static void frees_fn(struct work_struct *work)
+/* how often queued frees that a test holds (fault_hold_frees) look again */
+#define HOLD_POLL_MS	20
+
+static void frees_fn(struct work_struct *work);
+static DECLARE_DELAYED_WORK(frees_work, frees_fn);
+
+static void send_frees(void)
 {
 	struct moved_free *mf, *tmp;
 	LIST_HEAD(list);
@@ -64,7 +71,19 @@ static void frees_fn(struct work_struct *work)
 	}
 }
 
-static DECLARE_WORK(frees_work, frees_fn);
+static void frees_fn(struct work_struct *work)
+{
+	/*
+	 * A test holds them, to restart their home meanwhile: polled, as
+	 * the core, where the knob is, calls no service back
+	 */
+	if (odsm_fault_frees_held()) {
+		schedule_delayed_work(&frees_work,
+				      msecs_to_jiffies(HOLD_POLL_MS));
+		return;
+	}
+	send_frees();
+}
 
 static void free_original(u32 home, u64 inc, u64 cg)
 {
@@ -77,10 +96,12 @@ static void free_original(u32 home, u64 inc, u64 cg)
 	mf->home = home;
 	mf->inc = inc;
 	mf->cg = cg;
+	if (odsm_fault_frees_held())
+		odsm_stat_inc(ODSM_STAT_fault_holds);
 	spin_lock(&frees_lock);
 	list_add_tail(&mf->node, &frees);
 	spin_unlock(&frees_lock);
-	schedule_work(&frees_work);
+	mod_delayed_work(system_wq, &frees_work, 0);
 }
 
 /*
@@ -101,10 +122,14 @@ static void free_original_now(u32 home, u64 cg)
 	free_original(home, inc, cg);
 }
 
-/* Wait for the frees queued so far (leave, unload, tests' quiescence). */
+/*
+ * Send the frees queued so far (leave, unload, tests' quiescence), also
+ * those a test holds: nothing may stay queued once the cluster is gone.
+ */
 void odsm_borrow_flush(void)
 {
-	flush_work(&frees_work);
+	cancel_delayed_work_sync(&frees_work);
+	send_frees();
 }
 
 /* ---- where an object lives --------------------------------------------- */

@@ -66,6 +66,7 @@
 #include "odsm_cindex.h"
 #include "odsm_core.h"
 #include "odsm_compat.h"
+#include "odsm_fault.h"
 
 u64 odsm_cache_budget = 64ULL << 20;
 u64 odsm_lazy_threshold = 1ULL << 20;
@@ -800,6 +801,8 @@ int odsm_cache_borrow(struct odsm_fref *f, u32 node, u64 cg, u64 *addr,
 		reap();		/* a stale copy may have left just now */
 		return ret;
 	}
+	/* a test may keep open the window in which the home restarts */
+	odsm_fault_hold_copy();
 
 	mutex_lock(&cache.lock);
 	n = odsm_cindex_find(&cache.ci, cg);

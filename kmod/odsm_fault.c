@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Faults on the wire (the injector) and the replay window that keeps a
- * request that arrives twice from being applied twice; see odsm_fault.h.
+ * Faults on the wire (the injector), the test holds of the ownership
+ * protocol's windows, and the replay window that keeps a request that
+ * arrives twice from being applied twice; see odsm_fault.h.
  *
  * The injector is off unless a fault_* probability is set: it is a test
  * tool (Documentation/odsm/admin-guide.rst, "Fault injection"), never on
@@ -21,6 +22,7 @@
 #include <linux/prandom.h>
 #include <linux/spinlock.h>
 #include <linux/sysfs.h>
+#include <linux/wait.h>
 #include "odsm.h"
 #include "odsm_cluster.h"
 #include "odsm_fault.h"
@@ -209,6 +211,58 @@ int odsm_fault_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	}
 	kvfree(copy);
 	return ret;
+}
+
+/* ---- holds ----------------------------------------------------------- */
+
+/*
+ * Two windows of the ownership protocol that a peer's restart must be
+ * able to fall into, which it almost never does by itself: the frees of
+ * moved originals go out from a work item right after the move, and a
+ * copy is indexed right after its last FETCH.  A test sets a hold,
+ * restarts the home, clears the hold, and sees what reaches the home's new
+ * incarnation (cluster_homerestart_test).  A cleared hold wakes the copies
+ * held; the queued frees look again every few milliseconds on their own
+ * (odsm_borrow.c): the core calls no service.
+ */
+static bool fault_hold_frees, fault_hold_copies;
+static DECLARE_WAIT_QUEUE_HEAD(hold_wq);
+
+static int set_hold(const char *val, const struct kernel_param *kp)
+{
+	int ret = param_set_bool(val, kp);
+
+	if (ret)
+		return ret;
+	if (*(bool *)kp->arg)
+		pr_notice("fault injection on: %s (test use only)\n", kp->name);
+	else
+		wake_up_all(&hold_wq);
+	return 0;
+}
+
+static const struct kernel_param_ops hold_ops = {
+	.set = set_hold,
+	.get = param_get_bool,
+};
+
+module_param_cb(fault_hold_frees, &hold_ops, &fault_hold_frees, 0644);
+MODULE_PARM_DESC(fault_hold_frees, "TESTS ONLY: keep the frees of moved originals queued while set (N)");
+module_param_cb(fault_hold_copies, &hold_ops, &fault_hold_copies, 0644);
+MODULE_PARM_DESC(fault_hold_copies, "TESTS ONLY: hold each fetched copy before it is cached while set (N)");
+
+bool odsm_fault_frees_held(void)
+{
+	return READ_ONCE(fault_hold_frees);
+}
+
+void odsm_fault_hold_copy(void)
+{
+	if (likely(!READ_ONCE(fault_hold_copies)))
+		return;
+	odsm_stat_inc(ODSM_STAT_fault_holds);
+	/* a fatal signal ends the wait too: the borrow then goes on */
+	wait_event_killable(hold_wq, !READ_ONCE(fault_hold_copies));
 }
 
 /* ---- the replay window ------------------------------------------------ */

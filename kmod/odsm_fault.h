@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Faults on the wire, and the defence against one of them.
+ * Faults on the wire, test holds, and the defence against one fault.
  *
  * The injector (module parameters fault_*, off by default) drops, delays
  * and duplicates the messages of calls -- service requests and their
@@ -8,9 +8,10 @@
  * operation still ends with its value or an errno.  The replay window
  * makes sure a request that arrives twice (the injector's duplicate, or a
  * misbehaving peer's) is served once: READ and FETCH are idempotent, but a
- * second ALLOC, FREE, ATOMIC or WRITE would be applied again.
+ * second ALLOC, FREE, ATOMIC or WRITE would be applied again.  The holds
+ * (below) keep two windows of the ownership protocol open for a test.
  *
- * Both sit in the core, between calls (odsm_call.c, odsm_cluster.c) and
+ * They sit in the core, between calls (odsm_call.c, odsm_cluster.c) and
  * connections (odsm_conn.c): Documentation/odsm/design.rst, "The failure
  * contract".
  */
@@ -31,6 +32,18 @@ struct odsm_wire_hdr;
  */
 int odsm_fault_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		    const void *payload, u32 plen, const void *data, u32 dlen);
+
+/*
+ * Test holds (module parameters fault_hold_frees and fault_hold_copies,
+ * off by default): while fault_hold_frees is set, the frees of moved
+ * originals stay queued (odsm_borrow.c asks, and looks again later);
+ * while fault_hold_copies is set, odsm_fault_hold_copy() sleeps (killable)
+ * in the borrow of a remote object between its copy's last FETCH and the
+ * copy's insertion into the cache.  Both count in fault_holds.  Process
+ * context.
+ */
+bool odsm_fault_frees_held(void);
+void odsm_fault_hold_copy(void);
 
 /*
  * Is the request h, received on conn, new (serve it), or one its sender's

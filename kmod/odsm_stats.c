@@ -77,6 +77,7 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_fault_drops] = "fault_drops",
 	[ODSM_STAT_fault_delays] = "fault_delays",
 	[ODSM_STAT_fault_dups] = "fault_dups",
+	[ODSM_STAT_fault_holds] = "fault_holds",
 	[ODSM_STAT_dup_requests] = "dup_requests",
 	[ODSM_STAT_accept_refused] = "accept_refused",
 	[ODSM_STAT_accept_evicted] = "accept_evicted",

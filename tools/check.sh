@@ -231,7 +231,9 @@ for k in "${KVERS[@]}"; do
 	# programs (the survivors check that operations on it fail in time
 	# and that rmmod works with a peer dead); the same two over Soft-RoCE
 	s_pass=0 s_fail=0
-	flood=cluster_accept_test,cluster_reqflood_test,cluster_twoway_test
+	# (and cluster_homerestart_test, whose fake home restarts: it needs
+	# the fake node too)
+	flood=cluster_accept_test,cluster_homerestart_test,cluster_reqflood_test,cluster_twoway_test
 	specs=("2 tcp" "3 tcp rig.down=0" "2 rdma" "3 rdma rig.down=2")
 	# eight nodes, the most the rig boots (run.sh -n), on the newest
 	# kernel: every guest gets a quarter of a host core, so it has more time
@@ -246,8 +248,8 @@ for k in "${KVERS[@]}"; do
 			-a "rig.transport=$xport rig.heartbeat_ms=250 rig.timeout_ms=5000 rig.cluster_skip=$flood $extra"
 	done
 	# the programs that flood node 0 (connections, a fake node's
-	# requests, two-way load), over TCP with a fake node: once, on the
-	# newest kernel
+	# requests, two-way load) and the fake home's restart, over TCP with
+	# a fake node: once, on the newest kernel
 	if [ "$k" = "${KVERS[-1]}" ]; then
 		step "cluster $k: 2 guests over tcp and a fake node"
 		# The floods are timing-sensitive under TCG (a starved guest

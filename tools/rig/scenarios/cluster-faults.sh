@@ -42,6 +42,9 @@ modprobe odsm || fail "modprobe odsm failed"
 for p in fault_drop fault_delay fault_dup; do
 	[ "$(cat /sys/module/odsm/parameters/$p)" = 0 ] || fail "$p is not 0 at load"
 done
+for p in fault_hold_frees fault_hold_copies; do
+	[ "$(cat /sys/module/odsm/parameters/$p)" = N ] || fail "$p is not N at load"
+done
 wait_peers || fail "peers unreachable"
 KEY=/tmp/odsm.key
 cluster_key "$KEY" || fail "cannot write the cluster key"

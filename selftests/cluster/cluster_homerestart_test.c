@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A home that restarts receives nothing its former incarnation was owed
+ * (issue 12, finding 6): not the queued free of an object moved away from
+ * it, and no copy of its former objects enters the cache once the node
+ * knows of the restart.  A real node keeps its heap across a leave and a
+ * join (a free after a mere re-join hits the original itself), so the
+ * home here is the rig's fake node (rig.fake_peer=1), spoken for by node 1
+ * with fake_peer.h: a home whose new incarnation hands the same colored
+ * addresses out again, for new objects with other bytes.
+ *
+ * Node 0, the module under test, sets the fault injector's test holds
+ * (fault_hold_frees, fault_hold_copies: the two windows are otherwise far
+ * too short to restart a home in), then
+ *   1. moves the fake home's object M here (BORROW_MUT: a FETCH, then the
+ *      FREE of M at its home, which stays queued), and
+ *   2. borrows the fake home's object C in a second thread (a FETCH, then
+ *      the copy waits before it enters the cache).
+ * The fake home, incarnation 1, serves both FETCHes; once node 0 saw both
+ * held (fault_holds) the home restarts: it closes its connection and
+ * completes a new handshake as incarnation 2.  Node 0 clears the holds,
+ * waits for the free to be dealt with and borrows C again.
+ *
+ * Expected: incarnation 2 receives no FREE naming M's address (node 1
+ * checks), node 0's move_frees_stale grows by one; the held borrow of C
+ * fails with -ESTALE (cache_stale_refused grows) and the second borrow
+ * reads incarnation 2's bytes.  Without the incarnation checks the FREE
+ * reaches incarnation 2, whose new object at M's address it would free,
+ * and the copy of incarnation 1 is cached after the node forgot that
+ * incarnation's copies: the second borrow hits it and reads the former
+ * object's bytes.
+ */
+#include <pthread.h>
+#include "odsm_cluster.h"
+#include "odsm_faults.h"
+#include "fake_peer.h"
+
+/* directory words, beyond the flood programs' 200 .. 242 */
+enum {
+	W_HR_READY = 250,	/* node 0: 1 once the holds are set */
+	W_HR_UP,		/* node 1: the fake home's incarnation (1, 2)
+				 * that completed a handshake and was served
+				 */
+	W_HR_HELD,		/* node 0: 1 once the free and the copy are held */
+	W_HR_DONE,		/* node 0: 1 once it cleared the holds and
+				 * borrowed C again
+				 */
+	W_HR_VERDICT,		/* node 1: 1 + the FREEs of M incarnation 2
+				 * received
+				 */
+};
+
+#define OBJ_SIZE	64U
+#define M_OFF		KiB(64)		/* the objects, in the fake's partition */
+#define C_OFF		KiB(128)
+#define M_COLOR		5U
+#define C_COLOR		7U
+/* pattern tags: which incarnation's object the bytes are */
+#define TAG_M1		1
+#define TAG_C1		2
+#define TAG_C2		3
+#define TAG_M2		4
+#define FETCH_LEN	24U		/* gaddr, offset, len, reserved */
+#define FETCH_REPLY_LEN	16U		/* size, color, reserved, len */
+
+FIXTURE(cl)
+{
+	int unused;
+};
+
+FIXTURE_SETUP(cl)
+{
+}
+
+FIXTURE_TEARDOWN(cl)
+{
+	/* a failed node 0 must not leave a borrower or the frees held */
+	if (C.self == 0) {
+		f_param("fault_hold_copies", 0);
+		f_param("fault_hold_frees", 0);
+	}
+}
+
+static uint64_t colored(uint64_t addr, unsigned int color)
+{
+	return addr | (uint64_t)color << ODSM_COLOR_SHIFT;
+}
+
+static uint64_t fake_obj(uint64_t off)
+{
+	return c_part(C.nodes - 1) + off;
+}
+
+/* ---- node 1: the fake home ----------------------------------------------- */
+
+struct home {
+	unsigned int inc;	/* 1 or 2: which objects it holds */
+	unsigned int fetches;	/* FETCHes it served */
+	unsigned int frees_m;	/* FREEs that named M's address */
+	unsigned int frees;	/* FREEs of anything */
+};
+
+static int pong(struct fake_peer *fp, const struct fp_hdr *h,
+		const uint8_t *p)
+{
+	uint8_t b[16] = { 0 };
+
+	memcpy(b, p, 8);
+	return fp_send(fp, T_PONG, F_REPLY, h->seq, 0, b, sizeof(b));
+}
+
+/* The FETCH in p: incarnation hm's object's bytes, or -ESTALE. */
+static int fetch(struct fake_peer *fp, struct home *hm,
+		 const struct fp_hdr *h, const uint8_t *p)
+{
+	uint8_t r[FETCH_REPLY_LEN + OBJ_SIZE];
+	uint64_t g = get64(p), off = get64(p + 8), a = odsm_addr_of(g);
+	uint32_t len = get32(p + 16), n;
+	unsigned int color, tag;
+
+	if (h->len != FETCH_LEN)
+		return fp_send(fp, T_FETCH_REPLY, F_REPLY, h->seq, -EINVAL,
+			       NULL, 0);
+	if (a == fake_obj(M_OFF)) {
+		color = M_COLOR;
+		tag = hm->inc == 1 ? TAG_M1 : TAG_M2;
+	} else if (a == fake_obj(C_OFF)) {
+		color = C_COLOR;
+		tag = hm->inc == 1 ? TAG_C1 : TAG_C2;
+	} else {
+		color = 0;
+		tag = 0;
+	}
+	if (!tag || odsm_color_of(g) < color || off > OBJ_SIZE)
+		return fp_send(fp, T_FETCH_REPLY, F_REPLY, h->seq, -ESTALE,
+			       NULL, 0);
+	n = OBJ_SIZE - (uint32_t)off < len ? OBJ_SIZE - (uint32_t)off : len;
+	memset(r, 0, sizeof(r));
+	put64(r, OBJ_SIZE);
+	r[8] = (uint8_t)color;
+	r[9] = (uint8_t)(color >> 8);
+	put32(r + 12, n);
+	for (uint32_t i = 0; i < n; i++)
+		r[FETCH_REPLY_LEN + i] = c_pat(C.nodes - 1, tag, off + i);
+	hm->fetches++;
+	return fp_send(fp, T_FETCH_REPLY, F_REPLY, h->seq, 0, r,
+		       FETCH_REPLY_LEN + n);
+}
+
+/*
+ * Be incarnation hm->inc of the home on fp until node 0's word stop is
+ * set: answer PINGs, FETCHes of M and C, and FREEs (a free of one of its
+ * objects succeeds, as the new object there would be freed).  0 or -errno.
+ */
+static int be_home(struct fake_peer *fp, struct home *hm, unsigned int stop)
+{
+	uint64_t end = c_now_ms() + 240000, v;
+	uint8_t p[64];
+	struct fp_hdr h;
+	int ret;
+
+	while (c_now_ms() < end) {
+		if (!c_get(0, stop, &v) && v)
+			return 0;
+		ret = fp_recv(fp, &h, p, sizeof(p), 1);
+		if (ret == -ETIMEDOUT)
+			continue;
+		if (ret)
+			return ret;
+		if (h.flags & F_REPLY)
+			continue;		/* the READ's, or late */
+		switch (h.type) {
+		case T_PING:
+			ret = h.len == 8 ? pong(fp, &h, p) : 0;
+			break;
+		case T_FETCH:
+			ret = fetch(fp, hm, &h, p);
+			break;
+		case T_FREE: {
+			uint64_t a = h.len == 8 ? odsm_addr_of(get64(p)) : 0;
+			bool ours = a == fake_obj(M_OFF) ||
+				    a == fake_obj(C_OFF);
+
+			hm->frees++;
+			if (a == fake_obj(M_OFF))
+				hm->frees_m++;
+			fprintf(stderr, "# the home's incarnation %u got a FREE of %#" PRIx64 "\n",
+				hm->inc, h.len == 8 ? get64(p) : 0);
+			ret = fp_send(fp, T_FREE_REPLY, F_REPLY, h.seq,
+				      ours ? 0 : -EINVAL, NULL, 0);
+			break;
+		}
+		default:
+			/* a request it does not serve; the type after a
+			 * request's is its reply's
+			 */
+			ret = h.seq ? fp_send(fp, (uint8_t)(h.type + 1), F_REPLY,
+					      h.seq, -EINVAL, NULL, 0) : 0;
+			break;
+		}
+		if (ret)
+			return ret;
+	}
+	return -ETIMEDOUT;
+}
+
+/*
+ * Dial node 0 as the fake node, incarnation inc, and wait until node 0
+ * serves a READ on the new connection: then it counts that incarnation
+ * up.  0 or -errno.
+ */
+static int come_up(struct fake_peer *fp, uint64_t inc)
+{
+	struct odsm_peer_info p[ODSM_MAX_NODES];
+	struct sockaddr_in to = { .sin_family = AF_INET };
+	unsigned int nr = ODSM_MAX_NODES;
+	uint8_t b[8];
+	int32_t st = 0;
+	uint64_t seq;
+	int ret;
+
+	ret = odsm_status(p, &nr, NULL);
+	if (ret)
+		return ret;
+	to.sin_addr.s_addr = p[0].ipv4;
+	to.sin_port = htons((uint16_t)C.port);
+	fp_init(fp, C.nodes - 1, C.nodes, C.in.heap_base, C.in.part_size);
+	fp->inc = inc;
+	ret = fp_connect(fp, 0, &to, inet_addr(getenv("ODSM_FAKE_IP")));
+	if (ret)
+		return ret;
+	seq = fp_read_req(fp, c_word(0, W_MAGIC), 8);
+	if (!seq)
+		return -EIO;
+	ret = fp_reply(fp, seq, &st, b, sizeof(b), 30);
+	return ret ?: st;
+}
+
+static void fake_home(struct __test_metadata *_metadata)
+{
+	struct fake_peer fp;
+	struct home hm = { .inc = 1 };
+	uint64_t inc1 = 0x1f6a000000000001ULL ^ c_now_ms() << 8;
+	int ret;
+
+	ASSERT_EQ(0, c_poll(0, W_HR_READY, 1, 120, NULL));
+	ret = come_up(&fp, inc1);
+	ASSERT_EQ(0, ret) TH_LOG("incarnation 1: %s", strerror(-ret));
+	ASSERT_EQ(0, c_put(C.self, W_HR_UP, 1));
+	ret = be_home(&fp, &hm, W_HR_HELD);
+	ASSERT_EQ(0, ret) TH_LOG("incarnation 1 serving: %s", strerror(-ret));
+	TH_LOG("incarnation 1 served %u FETCHes, got %u FREEs", hm.fetches,
+	       hm.frees);
+	EXPECT_EQ(2U, hm.fetches);
+	/* the restart: the old connection goes, a new incarnation dials */
+	fp_close(&fp);
+	hm = (struct home){ .inc = 2 };
+	ret = come_up(&fp, inc1 + 0x100);
+	ASSERT_EQ(0, ret) TH_LOG("incarnation 2: %s", strerror(-ret));
+	ASSERT_EQ(0, c_put(C.self, W_HR_UP, 2));
+	ret = be_home(&fp, &hm, W_HR_DONE);
+	EXPECT_EQ(0, ret) TH_LOG("incarnation 2 serving: %s", strerror(-ret));
+	TH_LOG("incarnation 2 served %u FETCHes, got %u FREEs (%u of M's address)",
+	       hm.fetches, hm.frees, hm.frees_m);
+	ASSERT_EQ(0, c_put(C.self, W_HR_VERDICT, 1 + hm.frees_m));
+	EXPECT_EQ(0U, hm.frees_m) {
+		TH_LOG("the free of M, queued for incarnation 1, reached incarnation 2: it frees the new object at that address");
+	}
+	fp_close(&fp);
+}
+
+/* ---- node 0: the module under test ----------------------------------------- */
+
+struct held_borrow {
+	struct odsm_borrow b;
+	int ret;
+};
+
+static int borrow(struct odsm_borrow *b, uint64_t cg)
+{
+	memset(b, 0, sizeof(*b));
+	b->gaddr = cg;
+	return ioctl(odsm_rt.fd, ODSM_IOC_BORROW, b) ? -errno : 0;
+}
+
+static void give_back(uint64_t cg)
+{
+	struct odsm_borrow b = { .gaddr = cg };
+
+	ioctl(odsm_rt.fd, ODSM_IOC_RETURN, &b);
+}
+
+static void *borrow_thread(void *arg)
+{
+	struct held_borrow *hb = arg;
+
+	hb->ret = borrow(&hb->b, colored(fake_obj(C_OFF), C_COLOR));
+	return NULL;
+}
+
+/* Wait until stat passed want (10 s at most); its last value. */
+static uint64_t stat_wait(const char *stat, uint64_t want)
+{
+	uint64_t end = c_now_ms() + 10000, v;
+
+	while ((v = c_stat(stat)) < want && c_now_ms() < end)
+		c_sleep_ms(20);
+	return v;
+}
+
+static bool fake_up(void)
+{
+	unsigned int st[ODSM_MAX_NODES];
+
+	return !c_states(st, C.nodes) && st[C.nodes - 1] == ODSM_PEER_UP;
+}
+
+static void target(struct __test_metadata *_metadata)
+{
+	uint64_t stale0, refused0, frees0, holds0, v = 0;
+	struct odsm_borrow_mut m = { 0 };
+	struct held_borrow hb = { .ret = 1 };
+	struct odsm_borrow b2;
+	uint8_t buf[OBJ_SIZE];
+	int64_t bad;
+	pthread_t th;
+	int ret, ret2;
+
+	stale0 = c_stat("move_frees_stale");
+	refused0 = c_stat("cache_stale_refused");
+	frees0 = c_stat("remote_frees");
+	holds0 = c_stat("fault_holds");
+	ASSERT_NE(~0ULL, stale0);
+	ASSERT_NE(~0ULL, refused0);
+	ASSERT_NE(~0ULL, holds0) TH_LOG("no fault_holds counter");
+	ASSERT_EQ(0, f_param("fault_hold_frees", 1));
+	ASSERT_EQ(0, f_param("fault_hold_copies", 1));
+	ASSERT_EQ(0, c_put(C.self, W_HR_READY, 1));
+
+	/* incarnation 1 is up */
+	ASSERT_EQ(0, c_poll(1, W_HR_UP, 1, 120, NULL));
+	ASSERT_TRUE(fake_up());
+
+	/* 1. move M here: its free at the home stays queued */
+	m.gaddr = colored(fake_obj(M_OFF), M_COLOR);
+	ret = ioctl(odsm_rt.fd, ODSM_IOC_BORROW_MUT, &m) ? -errno : 0;
+	ASSERT_EQ(0, ret) TH_LOG("BORROW_MUT of M: %s", odsm_strerror(ret));
+	ASSERT_EQ((uint32_t)ODSM_BORROWED_MOVED, m.result);
+	ASSERT_EQ(OBJ_SIZE, m.size);
+	ASSERT_EQ(0, odsm_read(m.new_gaddr, buf, sizeof(buf)));
+	EXPECT_EQ(-1, c_check(buf, sizeof(buf), C.nodes - 1, TAG_M1));
+
+	/* 2. borrow C: the copy waits before it enters the cache */
+	ASSERT_EQ(0, pthread_create(&th, NULL, borrow_thread, &hb));
+	v = stat_wait("fault_holds", holds0 + 2);
+	EXPECT_EQ(holds0 + 2, v) {
+		TH_LOG("the free of M and the copy of C should both be held");
+	}
+	ASSERT_EQ(0, c_put(C.self, W_HR_HELD, 1));
+
+	/* the home restarted: incarnation 2 is up */
+	ASSERT_EQ(0, c_poll(1, W_HR_UP, 2, 120, NULL));
+	ASSERT_TRUE(fake_up());
+
+	ASSERT_EQ(0, f_param("fault_hold_copies", 0));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	ASSERT_EQ(0, f_param("fault_hold_frees", 0));
+	/* the free is tried (remote_frees), then dropped or sent */
+	EXPECT_LE(frees0 + 1, stat_wait("remote_frees", frees0 + 1));
+	v = stat_wait("move_frees_stale", stale0 + 1);
+
+	/* C again: what the home holds at that address now */
+	ret2 = borrow(&b2, colored(fake_obj(C_OFF), C_COLOR));
+	if (!ret2)
+		memcpy(buf, (void *)(uintptr_t)b2.addr, sizeof(buf));
+	ASSERT_EQ(0, c_put(C.self, W_HR_DONE, 1));
+
+	EXPECT_EQ(stale0 + 1, v) {
+		TH_LOG("move_frees_stale +%" PRIu64 ": the free of M was not dropped for the restarted home",
+		       v - stale0);
+	}
+	EXPECT_EQ(-ESTALE, hb.ret) {
+		TH_LOG("the borrow of C held across the restart: %s, result %u",
+		       hb.ret ? odsm_strerror(hb.ret) : "succeeded",
+		       hb.b.result);
+	}
+	EXPECT_LT(refused0, c_stat("cache_stale_refused"));
+	EXPECT_EQ(0, ret2) TH_LOG("C again: %s", odsm_strerror(ret2));
+	if (!ret2) {
+		EXPECT_EQ((uint32_t)ODSM_BORROWED_MISS, b2.result) {
+			TH_LOG("C again was a hit: the copy of incarnation 1 was cached after the restart");
+		}
+		bad = c_check(buf, sizeof(buf), C.nodes - 1, TAG_C2);
+		EXPECT_EQ(-1, bad) {
+			TH_LOG("C again: byte %" PRId64 " is not incarnation 2's (incarnation 1's bytes: %s)",
+			       bad, c_check(buf, sizeof(buf), C.nodes - 1,
+					    TAG_C1) == -1 ? "yes" : "no");
+		}
+		give_back(b2.gaddr);
+	}
+	if (!hb.ret)
+		give_back(hb.b.gaddr);
+	EXPECT_EQ(0, odsm_free(m.new_gaddr));
+
+	ASSERT_EQ(0, c_poll(1, W_HR_VERDICT, 1, 120, &v));
+	EXPECT_EQ(1ULL, v) {
+		TH_LOG("incarnation 2 of the home got %" PRIu64 " FREE(s) of M",
+		       v - 1);
+	}
+	TH_LOG("move_frees_stale +%" PRIu64 ", cache_stale_refused +%" PRIu64 ", fault_holds +%" PRIu64,
+	       c_stat("move_frees_stale") - stale0,
+	       c_stat("cache_stale_refused") - refused0,
+	       c_stat("fault_holds") - holds0);
+}
+
+TEST_F_TIMEOUT(cl, restarted_home, 600)
+{
+	C_BEGIN();
+	if (C.transport != ODSM_TRANSPORT_TCP)
+		SKIP(return, "the cluster does not run over TCP");
+	if (!getenv("ODSM_FAKE_IP") || !*getenv("ODSM_FAKE_IP"))
+		SKIP(return, "no fake node in this cluster (rig.fake_peer=1)");
+	if (C.self > 1)
+		SKIP(return, "only node 0 (the module under test) and node 1 (the fake home's host)");
+	ASSERT_EQ(0, c_dir_wait(0, 120));
+	ASSERT_EQ(0, c_dir_wait(1, 120));
+	if (C.self == 0)
+		target(_metadata);
+	else
+		fake_home(_metadata);
+}
+
+TEST_HARNESS_MAIN
