@@ -703,13 +703,31 @@ static void cm_report(struct odsm_rdma_conn *x, int status)
 	complete(&x->cm_done);
 }
 
-/* Wait for the CM step just started; bounded by the cluster's timeout. */
+/*
+ * Wait for the CM step just started: at most the cluster's timeout (and a
+ * second), and no longer than the cluster is joined.  A leave waits for
+ * the dial under way (cancel_work_sync()), and a dead peer's address
+ * answers neither ARP nor REQ: a plain wait made every leave with a dead
+ * lower peer wait out the timeout (6 s with check's 5000 ms), where the
+ * TCP transport polls its connect (odsm_tcp.c).  So the wait looks at the
+ * leave every CM_POLL_MS; the dial is then abandoned, and destroying its
+ * id cancels what the CM was doing.
+ */
+#define CM_POLL_MS	20
+
 static int cm_wait(struct odsm_rdma_conn *x)
 {
-	if (!wait_for_completion_timeout(&x->cm_done,
-					 msecs_to_jiffies(x->timeout_ms) + HZ))
-		return -ETIMEDOUT;
-	return x->cm_status;
+	unsigned long end = jiffies + msecs_to_jiffies(x->timeout_ms) + HZ;
+
+	for (;;) {
+		if (wait_for_completion_timeout(&x->cm_done,
+						msecs_to_jiffies(CM_POLL_MS)))
+			return x->cm_status;
+		if (odsm_cluster_leaving())
+			return -ESHUTDOWN;
+		if (time_after(jiffies, end))
+			return -ETIMEDOUT;
+	}
 }
 
 /* What an accepted connection agrees to, given what the dialler offers. */
