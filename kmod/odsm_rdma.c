@@ -497,6 +497,7 @@ struct odsm_rdma_conn *odsm_rdma_conn_alloc(u32 peer, bool dialled)
 	INIT_LIST_HEAD(&x->node);
 	INIT_LIST_HEAD(&x->rm_node);
 	INIT_LIST_HEAD(&x->loop.node);
+	INIT_LIST_HEAD(&x->park.node);
 	mutex_init(&x->os.lock);
 	mutex_init(&x->reg.lock);
 	xa_init(&x->os.keys);
@@ -634,7 +635,8 @@ static void conn_teardown(struct odsm_rdma_conn *x, bool keep_id)
 	id = keep_id ? NULL : x->id;
 	x->id = NULL;
 	up_write(&x->res_sem);
-	if (id)
+	/* with no route to the peer, what the CM would send kills QP1 */
+	if (id && !odsm_rdma_park_id(x, id))
 		rdma_destroy_id(id);
 }
 
@@ -650,7 +652,9 @@ static void conn_free(struct odsm_rdma_conn *x)
 		kfree(k);
 	xa_destroy(&x->os.keys);
 	xa_destroy(&x->reg.map);
-	kfree(x);
+	/* a parked CM id may still call the handler with x: x goes with it */
+	if (!odsm_rdma_park_release(x))
+		kfree(x);
 }
 
 /* A connection that was never published. */
@@ -703,13 +707,31 @@ static void cm_report(struct odsm_rdma_conn *x, int status)
 	complete(&x->cm_done);
 }
 
-/* Wait for the CM step just started; bounded by the cluster's timeout. */
+/*
+ * Wait for the CM step just started: at most the cluster's timeout (and a
+ * second), and no longer than the cluster is joined.  A leave waits for
+ * the dial under way (cancel_work_sync()), and a dead peer's address
+ * answers neither ARP nor REQ: a plain wait made every leave with a dead
+ * lower peer wait out the timeout (6 s with check's 5000 ms), where the
+ * TCP transport polls its connect (odsm_tcp.c).  So the wait looks at the
+ * leave every CM_POLL_MS; the dial is then abandoned, and destroying its
+ * id cancels what the CM was doing.
+ */
+#define CM_POLL_MS	20
+
 static int cm_wait(struct odsm_rdma_conn *x)
 {
-	if (!wait_for_completion_timeout(&x->cm_done,
-					 msecs_to_jiffies(x->timeout_ms) + HZ))
-		return -ETIMEDOUT;
-	return x->cm_status;
+	unsigned long end = jiffies + msecs_to_jiffies(x->timeout_ms) + HZ;
+
+	for (;;) {
+		if (wait_for_completion_timeout(&x->cm_done,
+						msecs_to_jiffies(CM_POLL_MS)))
+			return x->cm_status;
+		if (odsm_cluster_leaving())
+			return -ESHUTDOWN;
+		if (time_after(jiffies, end))
+			return -ETIMEDOUT;
+	}
 }
 
 /* What an accepted connection agrees to, given what the dialler offers. */
@@ -821,6 +843,8 @@ static int on_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		goto out_place;
 	x->id = id;
 	id->context = x;
+	/* the CM answers a request we drop with a REJ */
+	x->park.cm_started = true;
 	x->peer_ip = from->sin_addr.s_addr;
 	rdma_set_ack_timeout(id, RDMA_ACK_TIMEOUT);
 	ret = odsm_rdma_conn_setup(x);
@@ -897,7 +921,11 @@ static int rdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		fallthrough;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 	case RDMA_CM_EVENT_ADDR_CHANGE:
-		/* a removal: the core waits until the tick reaps the id */
+		/* a removal: the core waits until the tick reaps the id, or
+		 * until a parked one is destroyed, which no route delays now
+		 */
+		if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL)
+			odsm_rdma_park_dev_gone(x);
 		cm_report(x, -ECONNRESET);
 		rdma_fail(x);
 		break;
@@ -914,7 +942,10 @@ static void disc_work(struct work_struct *w)
 	struct odsm_rdma_conn *x = container_of(w, struct odsm_rdma_conn, disc_work);
 
 	down_read(&x->res_sem);
-	if (!x->torn && x->id && x->live)
+	/* no DREQ without a route (odsm_rdma_park.c): the teardown parks
+	 * the id, and its destruction says goodbye once a route is back
+	 */
+	if (!x->torn && x->id && x->live && odsm_rdma_routed(x))
 		rdma_disconnect(x->id);
 	up_read(&x->res_sem);
 }
@@ -1069,6 +1100,7 @@ int odsm_rdma_dial_connect(struct odsm_rdma_conn *x, struct rdma_conn_param *p)
 	int ret;
 
 	reinit_completion(&x->cm_done);
+	x->park.cm_started = true;
 	ret = rdma_connect(x->id, p);
 	if (!ret)
 		ret = cm_wait(x);
@@ -1181,6 +1213,8 @@ static void rdma_remove_one(struct ib_device *dev, void *data)
 
 		list_del_init(&x->rm_node);
 		odsm_conn_kill(conn);
+		/* the CM waits for its id: it cannot wait for a route */
+		odsm_rdma_park_dev_gone(x);
 		conn_teardown(x, false);
 		odsm_conn_put(conn);
 	}
@@ -1204,5 +1238,7 @@ int odsm_rdma_init(void)
 void odsm_rdma_exit(void)
 {
 	odsm_transport_unregister(&odsm_rdma_ops);
+	/* their handler is ours: they go before the module, route or not */
+	odsm_rdma_park_flush();
 	ib_unregister_client(&odsm_ib_client);
 }

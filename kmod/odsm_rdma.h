@@ -2,9 +2,10 @@
 /*
  * The RDMA transport's insides, shared by its files: odsm_rdma.c (the
  * connection manager, SEND/RECV, connection lifecycle), odsm_rdma_loop.c
- * (the loopback pair) and odsm_rdma_onesided.c (registrations, one-sided
- * READ/WRITE and atomics).  The rest of the module sees the transport only
- * through its ops (odsm_cluster.h).
+ * (the loopback pair), odsm_rdma_onesided.c (registrations, one-sided
+ * READ/WRITE and atomics) and odsm_rdma_park.c (CM ids whose last
+ * message waits for a route to their peer).  The rest of the module sees
+ * the transport only through its ops (odsm_cluster.h).
  */
 #ifndef _ODSM_RDMA_H
 #define _ODSM_RDMA_H
@@ -170,6 +171,21 @@ struct odsm_rdma_loop_end {
 	u64 attempt;
 };
 
+/*
+ * A connection's CM id kept after its teardown until its peer can be
+ * routed to again (odsm_rdma_park.c); under that file's park_lock but
+ * cm_started, set before the id is handed to the CM.
+ */
+struct odsm_rdma_park {
+	bool cm_started;		/* its destruction may make the CM send */
+	bool dev_gone;			/* the device is going: no waiting */
+	bool listed;			/* released: on the parked list */
+	struct rdma_cm_id *id;		/* parked, destroyed with the struct */
+	__be32 src, dst;		/* where the CM sends, for the route */
+	int ifindex;
+	struct list_head node;		/* on the parked list */
+};
+
 struct odsm_rdma_conn {
 	struct odsm_conn *conn;
 	u32 timeout_ms;
@@ -200,6 +216,7 @@ struct odsm_rdma_conn {
 	struct odsm_rdma_initiator os;
 	struct odsm_rdma_regs reg;
 	struct odsm_rdma_loop_end loop;
+	struct odsm_rdma_park park;
 };
 
 static inline struct odsm_rdma_conn *rc(struct odsm_conn *conn)
@@ -214,6 +231,13 @@ static inline void rdma_fail(struct odsm_rdma_conn *x)
 	wake_up_all(&x->msg.tx_wait);
 	wake_up_all(&x->msg.rx_wait);
 }
+
+/* odsm_rdma_park.c: CM ids whose last message waits for a route */
+bool odsm_rdma_routed(struct odsm_rdma_conn *x);
+bool odsm_rdma_park_id(struct odsm_rdma_conn *x, struct rdma_cm_id *id);
+void odsm_rdma_park_dev_gone(struct odsm_rdma_conn *x);
+bool odsm_rdma_park_release(struct odsm_rdma_conn *x);
+void odsm_rdma_park_flush(void);
 
 /* odsm_rdma_onesided.c */
 void odsm_rdma_wr_done(struct ib_cq *cq, struct ib_wc *wc);

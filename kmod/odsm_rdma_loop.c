@@ -143,6 +143,7 @@ int odsm_rdma_on_loop_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		return -ENOMEM;
 	x->id = id;
 	id->context = x;
+	x->park.cm_started = true;	/* as on_connect_req */
 	x->peer_ip = odsm_cluster_addr(odsm_cluster_self()).sin_addr.s_addr;
 	x->loop.end = true;
 	x->loop.attempt = le64_to_cpu(d->attempt);

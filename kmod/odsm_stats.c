@@ -83,6 +83,7 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_accept_evicted] = "accept_evicted",
 	[ODSM_STAT_handshake_timeouts] = "handshake_timeouts",
 	[ODSM_STAT_requests_refused] = "requests_refused",
+	[ODSM_STAT_rdma_ids_parked] = "rdma_ids_parked",
 };
 
 u64 odsm_stat_read(enum odsm_stat s)

@@ -122,6 +122,10 @@ enum odsm_stat {
 	ODSM_STAT_requests_refused,	/* peers' requests refused: their
 					 * queue was full
 					 */
+	ODSM_STAT_rdma_ids_parked,	/* RDMA CM ids kept after their
+					 * teardown until a route to the peer
+					 * is back (odsm_rdma_park.c)
+					 */
 	ODSM_STAT_NR
 };
 

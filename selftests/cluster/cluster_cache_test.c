@@ -561,17 +561,6 @@ TEST(home_rejoin)
 	C_BEGIN();
 	if (access(RIG_KEY, R_OK))
 		SKIP(return, "no %s: not the rig's cluster scenario", RIG_KEY);
-	/*
-	 * Not over RDMA yet: after one node leaves and joins again alone,
-	 * its RDMA connection to a peer that stayed never comes back ("rdma
-	 * send failed: local QP operation error" on the peer, WRs flushed
-	 * on the node; seen on 6.1 and 6.12).  An open bug of the RDMA
-	 * transport's reconnect, not of the cache: the copies' incarnation
-	 * rule this test checks is transport-independent code, which it runs
-	 * over TCP.
-	 */
-	if (C.transport == ODSM_TRANSPORT_RDMA)
-		SKIP(return, "a lone re-join over RDMA does not reconnect yet");
 	ASSERT_EQ(0, c_dir_wait(HOME, SECS));
 	if (C.self == USER) {
 		ASSERT_EQ(0, c_set_knob("cache_budget_bytes", MiB(64)));
