@@ -39,8 +39,10 @@ LIB_OBJ	:= $(patsubst userlib/%.c,$(BUILD)/lib/%.o,$(LIB_SRC))
 LIB_HDR	:= userlib/odsm.h uapi/linux/odsm.h
 
 # pure logic shared with the module, linked into host programs
-CORE_SRC := kmod/odsm_palloc.c kmod/odsm_sizeclass.c kmod/odsm_wire.c kmod/odsm_cindex.c
+CORE_SRC := kmod/odsm_palloc.c kmod/odsm_sizeclass.c kmod/odsm_wire.c kmod/odsm_cindex.c \
+	    kmod/odsm_dslot.c
 CORE_HDR := kmod/odsm_addr.h kmod/odsm_palloc.h kmod/odsm_sizeclass.h kmod/odsm_wire.h kmod/odsm_cindex.h \
+	    kmod/odsm_dslot.h uapi/linux/odsm_deleg.h \
 	    kmod/odsm_portable.h tools/include/odsm_kshim.h uapi/linux/odsm.h
 
 HOST_TESTS := $(patsubst selftests/host/%.c,$(BUILD)/tests/host/%,\
@@ -198,7 +200,7 @@ model:
 
 # checkpatch.pl from the linux-source package, on the kernel-side files
 checkpatch: $(BUILD)/lsrc/scripts/checkpatch.pl
-	perl $< --no-tree --strict --terse -f kmod/*.c kmod/*.h uapi/linux/odsm.h
+	perl $< --no-tree --strict --terse -f kmod/*.c kmod/*.h uapi/linux/odsm.h uapi/linux/odsm_deleg.h
 
 $(BUILD)/lsrc/scripts/checkpatch.pl:
 	@mkdir -p $(BUILD)/lsrc
