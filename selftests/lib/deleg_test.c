@@ -879,15 +879,18 @@ TEST(client_process_killed_others_served)
 	pid_t pid;
 	int status;
 
-	ASSERT_EQ(0, env_start(&e, &c));
+	register_ops();
+	ASSERT_EQ(0, env_map(&e, &c));
 	sh = env_obj(&e, sizeof(*sh));
-	ASSERT_EQ(0, entrust(&e, 0, env_obj(&e, 8), 0, &sh->t));
+	/* forked before the runtime exists: nothing of it is inherited */
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
 		struct odsm_deleg *d;
 
-		/* a process of its own: attach, then hammer until killed */
+		while (!__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST))
+			usleep(1000);
+		/* attach, then hammer until killed */
 		if (odsm_deleg_attach(&e.a, &d))
 			_exit(1);
 		for (;;) {
@@ -898,6 +901,9 @@ TEST(client_process_killed_others_served)
 			__atomic_fetch_add(&sh->done, 1, __ATOMIC_SEQ_CST);
 		}
 	}
+	ASSERT_EQ(0, odsm_deleg_start(&e.a, &c, &e.d));
+	ASSERT_EQ(0, entrust(&e, 0, env_obj(&e, 8), 0, &sh->t));
+	__atomic_store_n(&sh->ready, 1, __ATOMIC_SEQ_CST);
 	while (__atomic_load_n(&sh->done, __ATOMIC_SEQ_CST) < 5000)
 		usleep(1000);
 	kill(pid, SIGKILL);
