@@ -34,13 +34,21 @@ KSFT	:= $(BUILD)/ksft
 
 LIB_A	:= $(BUILD)/lib/libodsm.a
 LIB_SO	:= $(BUILD)/lib/libodsm.so.1
-LIB_SRC	:= userlib/odsm.c userlib/odsm_check.c
-LIB_OBJ	:= $(patsubst userlib/%.c,$(BUILD)/lib/%.o,$(LIB_SRC))
-LIB_HDR	:= userlib/odsm.h uapi/linux/odsm.h
+# delegation: the runtime, and the slot codec it shares with the module
+DELEG_SRC := userlib/odsm_deleg_ops.c userlib/odsm_deleg_arena.c \
+	     userlib/odsm_deleg_trustee.c userlib/odsm_deleg_client.c
+LIB_SRC	:= userlib/odsm.c userlib/odsm_check.c $(DELEG_SRC) kmod/odsm_dslot.c
+LIB_OBJ	:= $(patsubst %.c,$(BUILD)/lib/%.o,$(notdir $(LIB_SRC)))
+LIB_HDR	:= userlib/odsm.h userlib/odsm_deleg.h uapi/linux/odsm.h uapi/linux/odsm_deleg.h
+# what the library's own sources include besides
+LIB_IHDR := userlib/odsm_deleg_int.h kmod/odsm_dslot.h kmod/odsm_portable.h \
+	    tools/include/odsm_kshim.h
 
 # pure logic shared with the module, linked into host programs
-CORE_SRC := kmod/odsm_palloc.c kmod/odsm_sizeclass.c kmod/odsm_wire.c kmod/odsm_cindex.c
+CORE_SRC := kmod/odsm_palloc.c kmod/odsm_sizeclass.c kmod/odsm_wire.c kmod/odsm_cindex.c \
+	    kmod/odsm_dslot.c
 CORE_HDR := kmod/odsm_addr.h kmod/odsm_palloc.h kmod/odsm_sizeclass.h kmod/odsm_wire.h kmod/odsm_cindex.h \
+	    kmod/odsm_dslot.h uapi/linux/odsm_deleg.h \
 	    kmod/odsm_portable.h tools/include/odsm_kshim.h uapi/linux/odsm.h
 
 HOST_TESTS := $(patsubst selftests/host/%.c,$(BUILD)/tests/host/%,\
@@ -96,13 +104,21 @@ $(BUILD)/kmod/%/kmod/odsm.ko: FORCE
 # ---- libodsm ----------------------------------------------------------------
 lib: $(LIB_A) $(LIB_SO) $(BUILD)/lib/odsm.pc
 
-$(BUILD)/lib/%.o: userlib/%.c $(LIB_HDR)
+$(BUILD)/lib/%.o: userlib/%.c $(LIB_HDR) $(LIB_IHDR)
 	@mkdir -p $(@D)
-	$(CC) $(UCFLAGS) -c $< -o $@
+	$(CC) $(UCFLAGS) -Ikmod -c $< -o $@
 
-$(BUILD)/lib/%.pic.o: userlib/%.c $(LIB_HDR)
+$(BUILD)/lib/%.pic.o: userlib/%.c $(LIB_HDR) $(LIB_IHDR)
 	@mkdir -p $(@D)
-	$(CC) $(UCFLAGS) -fPIC -c $< -o $@
+	$(CC) $(UCFLAGS) -Ikmod -fPIC -c $< -o $@
+
+$(BUILD)/lib/%.o: kmod/%.c $(LIB_HDR) $(LIB_IHDR)
+	@mkdir -p $(@D)
+	$(CC) $(UCFLAGS) -Ikmod -c $< -o $@
+
+$(BUILD)/lib/%.pic.o: kmod/%.c $(LIB_HDR) $(LIB_IHDR)
+	@mkdir -p $(@D)
+	$(CC) $(UCFLAGS) -Ikmod -fPIC -c $< -o $@
 
 $(LIB_A): $(LIB_OBJ)
 	$(AR) rcs $@ $^
@@ -111,7 +127,7 @@ $(LIB_A): $(LIB_OBJ)
 $(LIB_SO): $(LIB_OBJ:.o=.pic.o) userlib/libodsm.map tools/check-exports.sh
 	$(CC) -shared -Wl,-soname,libodsm.so.1 -Wl,--version-script=userlib/libodsm.map \
 		-o $@ $(filter %.o,$^) -pthread
-	@tools/check-exports.sh $@ userlib/odsm.h || { rm -f $@; exit 1; }
+	@tools/check-exports.sh $@ userlib/odsm.h userlib/odsm_deleg.h || { rm -f $@; exit 1; }
 	ln -sf libodsm.so.1 $(BUILD)/lib/libodsm.so
 
 $(BUILD)/lib/odsm.pc: userlib/odsm.pc.in
@@ -158,9 +174,9 @@ $(BUILD)/tests/host/%: selftests/host/%.c $(wildcard selftests/host/*.h) $(CORE_
 
 # the library's sources compiled in, their ioctl() answered by the fake
 $(BUILD)/tests/lib/%: selftests/lib/%.c $(wildcard selftests/lib/*.h) $(LIB_SRC) $(LIB_HDR) \
-		selftests/host/ksft_host.h $(KSFT)/kselftest_harness.h
+		$(LIB_IHDR) selftests/host/ksft_host.h $(KSFT)/kselftest_harness.h
 	@mkdir -p $(@D)
-	$(CC) $(UCFLAGS) -I$(KSFT) -Iselftests/host -fsanitize=address,undefined \
+	$(CC) $(UCFLAGS) -I$(KSFT) -Iselftests/host -Ikmod -fsanitize=address,undefined \
 		-fno-sanitize-recover=all -pthread -Dioctl=fake_ioctl \
 		-Wl,--wrap=odsm__check -o $@ $< $(LIB_SRC)
 
@@ -198,7 +214,7 @@ model:
 
 # checkpatch.pl from the linux-source package, on the kernel-side files
 checkpatch: $(BUILD)/lsrc/scripts/checkpatch.pl
-	perl $< --no-tree --strict --terse -f kmod/*.c kmod/*.h uapi/linux/odsm.h
+	perl $< --no-tree --strict --terse -f kmod/*.c kmod/*.h uapi/linux/odsm.h uapi/linux/odsm_deleg.h
 
 $(BUILD)/lsrc/scripts/checkpatch.pl:
 	@mkdir -p $(BUILD)/lsrc
@@ -214,7 +230,9 @@ install: lib tools module
 	install -D -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/libodsm.so.1
 	ln -sf libodsm.so.1 $(DESTDIR)$(PREFIX)/lib/libodsm.so
 	install -D -m 644 userlib/odsm.h $(DESTDIR)$(PREFIX)/include/odsm.h
+	install -D -m 644 userlib/odsm_deleg.h $(DESTDIR)$(PREFIX)/include/odsm_deleg.h
 	install -D -m 644 uapi/linux/odsm.h $(DESTDIR)$(PREFIX)/include/linux/odsm.h
+	install -D -m 644 uapi/linux/odsm_deleg.h $(DESTDIR)$(PREFIX)/include/linux/odsm_deleg.h
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	sed -e 's|@PREFIX@|$(PREFIX)|' userlib/odsm.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/odsm.pc

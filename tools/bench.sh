@@ -27,4 +27,13 @@ tools/rig/run.sh -k "$KVER" -n 2 -s bench-coherence -i "$img" -l build/logs -t 1
 tr -d '\r' <"build/logs/bench-coherence-$KVER-node1.log" | grep '^ODSM_BENCH' |
 	sed 's/^ODSM_BENCH coherence /  /'
 [ "$rc3" = 0 ] || tail -n 30 build/logs/bench-coherence-run.txt
-[ "$rc" = 0 ] && [ "$rc2" = 0 ] && [ "$rc3" = 0 ]
+
+# Delegation on one node needs no kernel: run natively on the host (real
+# CPUs, not TCG), last, so that the output ends with deleg_local_vs_mcs.
+echo "bench: native host, delegation on one node vs mutex, MCS and atomic fetch-and-add (no module)"
+rc4=0
+make -s build/bin/odsm-dbench
+build/bin/odsm-dbench >build/logs/bench-deleg.txt 2>&1 || rc4=$?
+grep '^ODSM_BENCH' build/logs/bench-deleg.txt | sed 's/^ODSM_BENCH /  /'
+[ "$rc4" = 0 ] || tail -n 5 build/logs/bench-deleg.txt
+[ "$rc" = 0 ] && [ "$rc2" = 0 ] && [ "$rc3" = 0 ] && [ "$rc4" = 0 ]

@@ -4,27 +4,34 @@
 # functions call included), and nothing else.  Run by "make lib" on the
 # library it just linked with userlib/libodsm.map.
 #
-#   tools/check-exports.sh [LIB [HEADER]]
+#   tools/check-exports.sh [LIB [HEADER...]]
 #
-# LIB defaults to build/lib/libodsm.so.1, HEADER to userlib/odsm.h.  The
+# LIB defaults to build/lib/libodsm.so.1, HEADER to userlib/odsm.h; with
+# several, the API is what all of them declare.  The
 # header's declarations are read by the compiler (gcc -aux-info: each
 # function declaration with its file and linkage), its extern variables
 # from the "extern type name;" lines.  Exits 1 and names each difference.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 lib=${1:-build/lib/libodsm.so.1}
-hdr=${2:-userlib/odsm.h}
+shift || true
+hdrs=("$@")
+[ ${#hdrs[@]} -gt 0 ] || hdrs=(userlib/odsm.h)
+hdr="${hdrs[*]}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# functions declared extern (not static inline) in the header itself
-${CC:-cc} -D_GNU_SOURCE -I"$root/uapi" -I"$(dirname "$hdr")" -fsyntax-only \
-	-aux-info "$tmp/aux" -x c "$hdr"
-grep -F "/* $hdr:" "$tmp/aux" |
-	sed -n 's/^.*\*\/ extern .*[ *]\([A-Za-z_][A-Za-z0-9_]*\) (.*/\1/p' >"$tmp/decl"
-# variables
-sed -n 's/^extern [^(]*[ *]\([A-Za-z_][A-Za-z0-9_]*\)\( *\[[^]]*\]\)*;$/\1/p' \
-	"$hdr" >>"$tmp/decl"
+: >"$tmp/decl"
+for h in "${hdrs[@]}"; do
+	# functions declared extern (not static inline) in the header itself
+	${CC:-cc} -D_GNU_SOURCE -I"$root/uapi" -I"$(dirname "$h")" -fsyntax-only \
+		-aux-info "$tmp/aux" -x c "$h"
+	grep -F "/* $h:" "$tmp/aux" |
+		sed -n 's/^.*\*\/ extern .*[ *]\([A-Za-z_][A-Za-z0-9_]*\) (.*/\1/p' >>"$tmp/decl"
+	# variables
+	sed -n 's/^extern [^(]*[ *]\([A-Za-z_][A-Za-z0-9_]*\)\( *\[[^]]*\]\)*;$/\1/p' \
+		"$h" >>"$tmp/decl"
+done
 sort -u -o "$tmp/decl" "$tmp/decl"
 [ -s "$tmp/decl" ] || { echo "check-exports: no declarations read from $hdr" >&2; exit 2; }
 

@@ -740,4 +740,7 @@ int odsm_drop_copies(uint64_t *dropped, uint64_t *kept);
 }
 #endif
 
+/* delegation: trustees run registered operations on entrusted objects */
+#include "odsm_deleg.h"
+
 #endif /* ODSM_USER_H */

@@ -1,0 +1,925 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host test of libodsm's delegation runtime (userlib/odsm_deleg*.c) in an
+ * arena of shared memory, no module: exact results from many threads on
+ * several trustees, apply_then order, the flush rules, launch with nested
+ * applies, every refusal with its counter, forged batches the trustee
+ * survives, a trustee process killed (clients fail fast) and a client
+ * process killed (the others are served).
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "odsm.h"
+#include "odsm_deleg_int.h"
+/* libodsm's ioctls answered by the fake (this test makes none) */
+#include "fake_odsm.h"
+
+#include "ksft_host.h"
+
+#define OBJ_AREA	(4U << 20)
+
+/* ---- the operations ----------------------------------------------------- */
+
+static uint64_t OP_INC, OP_GET, OP_PUT, OP_LOOKUP, OP_APPEND, OP_SUM,
+		OP_NESTED, OP_REENTER, OP_DTOR, OP_SLOW;
+static int dtor_runs;
+
+static int op_inc(void *obj, const void *arg, size_t len, void *ret,
+		  size_t *rl)
+{
+	uint64_t *c = obj, add = 1;
+
+	if (len == sizeof(add))
+		memcpy(&add, arg, sizeof(add));
+	if (*rl >= sizeof(*c)) {
+		memcpy(ret, c, sizeof(*c));
+		*rl = sizeof(*c);
+	} else {
+		*rl = 0;
+	}
+	*c += add;
+	return 0;
+}
+
+static int op_get(void *obj, const void *arg, size_t len, void *ret,
+		  size_t *rl)
+{
+	if (*rl < 8)
+		return -EINVAL;
+	memcpy(ret, obj, 8);
+	*rl = 8;
+	return 0;
+}
+
+#define MAP_N	4096
+struct map {
+	uint64_t k[MAP_N], v[MAP_N];
+};
+
+static int op_put(void *obj, const void *arg, size_t len, void *ret,
+		  size_t *rl)
+{
+	struct map *m = obj;
+	uint64_t kv[2];
+	unsigned int i, n;
+
+	memcpy(kv, arg, sizeof(kv));
+	*rl = 0;
+	for (n = 0, i = kv[0] % MAP_N; n < MAP_N; n++, i = (i + 1) % MAP_N) {
+		if (!m->k[i] || m->k[i] == kv[0]) {
+			m->k[i] = kv[0];
+			m->v[i] = kv[1];
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+static int op_lookup(void *obj, const void *arg, size_t len, void *ret,
+		     size_t *rl)
+{
+	struct map *m = obj;
+	unsigned int i, n;
+	uint64_t k;
+
+	memcpy(&k, arg, sizeof(k));
+	for (n = 0, i = k % MAP_N; n < MAP_N && m->k[i]; n++, i = (i + 1) % MAP_N) {
+		if (m->k[i] == k) {
+			memcpy(ret, &m->v[i], 8);
+			*rl = 8;
+			return 0;
+		}
+	}
+	*rl = 0;
+	return -ENOENT;
+}
+
+struct log {
+	uint64_t n, v[8192];
+};
+
+static int op_append(void *obj, const void *arg, size_t len, void *ret,
+		     size_t *rl)
+{
+	struct log *l = obj;
+
+	memcpy(&l->v[l->n], arg, 8);
+	memcpy(ret, &l->n, 8);
+	*rl = 8;
+	l->n++;
+	return 0;
+}
+
+static int op_sum(void *obj, const void *arg, size_t len, void *ret,
+		  size_t *rl)
+{
+	const uint8_t *p = arg;
+	uint64_t s = 0;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		s += p[i];
+	memcpy(ret, &s, 8);
+	*rl = 8;
+	return 0;
+}
+
+/* launched: obj is the handle; add 1 to the other trust, then to ours */
+static int op_nested(void *obj, const void *arg, size_t len, void *ret,
+		     size_t *rl)
+{
+	const odsm_trust *self = obj;
+	odsm_trust other;
+	uint64_t a = 0, b = 0;
+	size_t la = 8, lb = 8;
+	int r;
+
+	memcpy(&other, arg, sizeof(other));
+	r = odsm_deleg_apply(&other, OP_INC, NULL, 0, &a, &la);
+	if (r)
+		return r;
+	r = odsm_deleg_apply(self, OP_INC, NULL, 0, &b, &lb);
+	if (r)
+		return r;
+	a += b;
+	memcpy(ret, &a, 8);
+	*rl = 8;
+	return 0;
+}
+
+/* on a trustee: applying from here must be refused, not deadlock */
+static int op_reenter(void *obj, const void *arg, size_t len, void *ret,
+		      size_t *rl)
+{
+	odsm_trust t;
+
+	memcpy(&t, arg, sizeof(t));
+	*rl = 0;
+	return odsm_deleg_apply(&t, OP_INC, NULL, 0, NULL, NULL);
+}
+
+static int op_dtor(void *obj, const void *arg, size_t len, void *ret,
+		   size_t *rl)
+{
+	__atomic_fetch_add(&dtor_runs, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+/* test only: holds the trustee for arg milliseconds */
+static int op_slow(void *obj, const void *arg, size_t len, void *ret,
+		   size_t *rl)
+{
+	uint64_t ms;
+
+	memcpy(&ms, arg, 8);
+	usleep(ms * 1000);
+	*rl = 0;
+	return 0;
+}
+
+static void register_ops(void)
+{
+	if (odsm_deleg_register("inc", op_inc, &OP_INC) ||
+	    odsm_deleg_register("get", op_get, &OP_GET) ||
+	    odsm_deleg_register("put", op_put, &OP_PUT) ||
+	    odsm_deleg_register("lookup", op_lookup, &OP_LOOKUP) ||
+	    odsm_deleg_register("append", op_append, &OP_APPEND) ||
+	    odsm_deleg_register("sum", op_sum, &OP_SUM) ||
+	    odsm_deleg_register("nested", op_nested, &OP_NESTED) ||
+	    odsm_deleg_register("reenter", op_reenter, &OP_REENTER) ||
+	    odsm_deleg_register("dtor", op_dtor, &OP_DTOR) ||
+	    odsm_deleg_register("slow", op_slow, &OP_SLOW))
+		abort();
+}
+
+/* ---- an arena and objects in shared memory -------------------------------- */
+
+struct env {
+	struct odsm_deleg_arena a;
+	struct odsm_deleg *d;
+	uint8_t *objs;		/* bump allocator after the runtime */
+	size_t used, room;
+};
+
+static int env_map(struct env *e, const struct odsm_deleg_config *c)
+{
+	size_t rt = odsm_deleg_arena_size(c), sz;
+	void *p;
+
+	if (!rt)
+		return -EINVAL;
+	rt = (rt + 4095) & ~(size_t)4095;
+	sz = rt + OBJ_AREA;
+	/* shared: a forked process sees it at the same address */
+	p = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		 -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	odsm_deleg_arena_mem(&e->a, p, sz);
+	e->objs = (uint8_t *)p + rt;
+	e->used = 0;
+	e->room = OBJ_AREA;
+	return 0;
+}
+
+static int env_start(struct env *e, const struct odsm_deleg_config *c)
+{
+	int ret = env_map(e, c);
+
+	register_ops();
+	return ret ? ret : odsm_deleg_start(&e->a, c, &e->d);
+}
+
+static void *env_obj(struct env *e, size_t size)
+{
+	void *p = e->objs + e->used;
+
+	e->used += (size + 63) & ~(size_t)63;
+	if (e->used > e->room)
+		abort();
+	memset(p, 0, size);
+	return p;
+}
+
+static int entrust(struct env *e, unsigned int t, void *obj, uint64_t dtor,
+		   odsm_trust *h)
+{
+	odsm_box b = { .g = (uintptr_t)obj };
+
+	return odsm_deleg_entrust(e->d, t, &b, dtor, h);
+}
+
+static uint64_t get(const odsm_trust *t)
+{
+	uint64_t v = ~0ULL;
+	size_t l = 8;
+
+	if (odsm_deleg_apply(t, OP_GET, NULL, 0, &v, &l))
+		return ~0ULL;
+	return v;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* ---- exact results under contention ------------------------------------ */
+
+#define THREADS	4
+#define OPS	20000
+#define NCTR	16
+#define KEYS	300
+
+struct worker {
+	struct env *e;
+	odsm_trust *ctr, map;
+	int id;
+	uint64_t mine[NCTR];
+	int err;
+};
+
+static void *worker(void *arg)
+{
+	struct worker *w = arg;
+	uint64_t kv[2];
+	unsigned int i, k;
+	int r;
+
+	for (i = 0; i < OPS; i++) {
+		k = (i * 7 + w->id * 3) % NCTR;
+		if (i % 2)
+			r = odsm_deleg_apply(&w->ctr[k], OP_INC, NULL, 0,
+					     NULL, NULL);
+		else
+			r = odsm_deleg_apply_then(&w->ctr[k], OP_INC, NULL, 0,
+						  NULL, 0, NULL, NULL, NULL, 0);
+		if (r && !w->err)
+			w->err = r;
+		w->mine[k]++;
+	}
+	for (i = 0; i < KEYS; i++) {
+		kv[0] = 1 + w->id * 100000 + i;
+		kv[1] = kv[0] * 3;
+		r = odsm_deleg_apply_then(&w->map, OP_PUT, kv, sizeof(kv),
+					  NULL, 0, NULL, NULL, NULL, 0);
+		if (r && !w->err)
+			w->err = r;
+	}
+	r = odsm_deleg_drain(w->e->d);
+	if (r && !w->err)
+		w->err = r;
+	odsm_deleg_thread_done(w->e->d);
+	return NULL;
+}
+
+TEST(counters_and_map_exact)
+{
+	struct odsm_deleg_config c = { .trustees = 2, .clients = 8 };
+	struct worker w[THREADS];
+	pthread_t th[THREADS];
+	odsm_trust ctr[NCTR], map;
+	struct odsm_deleg_stats st;
+	struct env e;
+	uint64_t want, v, kv;
+	size_t l;
+	int i, k;
+
+	ASSERT_EQ(0, env_start(&e, &c));
+	for (k = 0; k < NCTR; k++)
+		ASSERT_EQ(0, entrust(&e, k % 2, env_obj(&e, 8), 0, &ctr[k]));
+	ASSERT_EQ(0, entrust(&e, 1, env_obj(&e, sizeof(struct map)), 0, &map));
+	for (i = 0; i < THREADS; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		w[i].e = &e;
+		w[i].ctr = ctr;
+		w[i].map = map;
+		w[i].id = i;
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, worker, &w[i]));
+	}
+	for (i = 0; i < THREADS; i++) {
+		pthread_join(th[i], NULL);
+		EXPECT_EQ(0, w[i].err);
+	}
+	for (k = 0; k < NCTR; k++) {
+		want = 0;
+		for (i = 0; i < THREADS; i++)
+			want += w[i].mine[k];
+		EXPECT_EQ(want, get(&ctr[k]));
+	}
+	for (i = 0; i < THREADS; i++) {
+		for (k = 0; k < KEYS; k++) {
+			kv = 1 + i * 100000 + k;
+			l = 8;
+			v = 0;
+			ASSERT_EQ(0, odsm_deleg_apply(&map, OP_LOOKUP, &kv, 8,
+						      &v, &l));
+			ASSERT_EQ(kv * 3, v);
+		}
+	}
+	odsm_deleg_stats(e.d, &st);
+	/* batching happened: fewer batches than requests */
+	EXPECT_LT(st.batches, st.requests);
+	EXPECT_EQ(0U, st.malformed + st.stale + st.unknown_op);
+	odsm_deleg_stop(e.d);
+}
+
+/* ---- apply_then order, flush rules ---------------------------------------- */
+
+static uint64_t order_seen[4000];
+static int order_n;
+
+static void order_cb(void *cookie, int status, const void *ret, size_t len)
+{
+	uint64_t idx = ~0ULL;
+
+	if (!status && len == 8)
+		memcpy(&idx, ret, 8);
+	order_seen[order_n++] = (uint64_t)(uintptr_t)cookie << 32 | idx;
+}
+
+TEST(apply_then_completes_in_issue_order)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 2,
+				       .slot_size = 512 };
+	struct log *lg;
+	odsm_trust t;
+	struct env e;
+	uint64_t i, n = 3000;
+
+	ASSERT_EQ(0, env_start(&e, &c));
+	lg = env_obj(&e, sizeof(*lg));
+	ASSERT_EQ(0, entrust(&e, 0, lg, 0, &t));
+	order_n = 0;
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ(0, odsm_deleg_apply_then(&t, OP_APPEND, &i, 8, NULL,
+						   8, order_cb,
+						   (void *)(uintptr_t)i, NULL,
+						   0));
+		if (i % 97 == 0)
+			ASSERT_LE(0, odsm_deleg_poll(e.d));
+	}
+	ASSERT_EQ(0, odsm_deleg_drain(e.d));
+	ASSERT_EQ((int)n, order_n);
+	for (i = 0; i < n; i++) {
+		/* completion i is request i, which the trustee ran i-th */
+		ASSERT_EQ(i << 32 | i, order_seen[i]);
+		ASSERT_EQ(i, lg->v[i]);
+	}
+	odsm_deleg_stop(e.d);
+}
+
+TEST(flush_rules)
+{
+	/* 256-byte slots: 7 requests of no argument fill one batch */
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 2,
+				       .slot_size = 256, .spin = 1000000 };
+	struct odsm_deleg_completion done[9];
+	struct odsm_deleg_stats s0, s1;
+	uint64_t *ctr;
+	odsm_trust t;
+	struct env e;
+	int i;
+
+	ASSERT_EQ(7U, odsm_dslot_max_count(256));
+	ASSERT_EQ(0, env_start(&e, &c));
+	ctr = env_obj(&e, 8);
+	ASSERT_EQ(0, entrust(&e, 0, ctr, 0, &t));
+	odsm_deleg_stats(e.d, &s0);
+
+	/* queued, not sent: nothing runs until a flush */
+	for (i = 0; i < 5; i++)
+		ASSERT_EQ(0, odsm_deleg_apply_then(&t, OP_INC, NULL, 0, NULL, 0,
+						   NULL, NULL, &done[i], 0));
+	usleep(20000);
+	odsm_deleg_stats(e.d, &s1);
+	EXPECT_EQ(s0.sent, s1.sent);
+	EXPECT_EQ(0U, __atomic_load_n(ctr, __ATOMIC_SEQ_CST));
+	EXPECT_EQ(0, done[0].done);
+	ASSERT_EQ(0, odsm_deleg_flush(e.d));
+	ASSERT_EQ(0, odsm_deleg_drain(e.d));
+	EXPECT_EQ(5U, *ctr);
+	for (i = 0; i < 5; i++)
+		EXPECT_EQ(1, done[i].done);
+	odsm_deleg_stats(e.d, &s0);
+	EXPECT_EQ(s1.sent + 1, s0.sent);
+
+	/* by size: the 8th request sends the full batch of 7 */
+	for (i = 0; i < 7; i++)
+		ASSERT_EQ(0, odsm_deleg_apply_then(&t, OP_INC, NULL, 0, NULL, 0,
+						   NULL, NULL, NULL, 0));
+	odsm_deleg_stats(e.d, &s1);
+	EXPECT_EQ(s0.sent, s1.sent);
+	ASSERT_EQ(0, odsm_deleg_apply_then(&t, OP_INC, NULL, 0, NULL, 0,
+					   NULL, NULL, NULL, 0));
+	odsm_deleg_stats(e.d, &s1);
+	EXPECT_EQ(s0.sent + 1, s1.sent);
+
+	/* before waiting: apply sends the queued one in its own batch */
+	EXPECT_EQ(13U, get(&t));
+	odsm_deleg_stats(e.d, &s0);
+	EXPECT_EQ(s1.sent + 1, s0.sent);
+	EXPECT_EQ(s0.batches, s0.sent);
+	odsm_deleg_stop(e.d);
+}
+
+/* ---- launch, and apply from inside a trustee ------------------------------- */
+
+TEST(launch_applies_to_other_trustees_and_its_own)
+{
+	struct odsm_deleg_config c = { .trustees = 2, .clients = 4 };
+	struct odsm_deleg_stats st;
+	odsm_trust a, b;
+	struct env e;
+	uint64_t r = 0;
+	size_t l = 8;
+
+	ASSERT_EQ(0, env_start(&e, &c));
+	ASSERT_EQ(0, entrust(&e, 0, env_obj(&e, 8), 0, &a));
+	ASSERT_EQ(0, entrust(&e, 1, env_obj(&e, 8), 0, &b));
+	ASSERT_EQ(0, odsm_deleg_apply(&b, OP_INC, NULL, 0, NULL, NULL));
+	ASSERT_EQ(0, odsm_deleg_launch(&a, OP_NESTED, &b, sizeof(b), &r, &l));
+	EXPECT_EQ(8U, l);
+	EXPECT_EQ(1U, r);		/* b was 1, a was 0 */
+	EXPECT_EQ(1U, get(&a));
+	EXPECT_EQ(2U, get(&b));
+
+	/* the same op applied (on the trustee) cannot apply: -EDEADLK */
+	EXPECT_EQ(-EDEADLK, odsm_deleg_apply(&a, OP_REENTER, &b, sizeof(b),
+					     NULL, NULL));
+	EXPECT_EQ(2U, get(&b));
+	odsm_deleg_stats(e.d, &st);
+	EXPECT_EQ(1U, st.deadlk);
+	EXPECT_EQ(1U, st.launches);
+	odsm_deleg_stop(e.d);
+}
+
+/* ---- refusals ------------------------------------------------------------ */
+
+TEST(unknown_op_and_too_long)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 2 };
+	struct odsm_deleg_completion cp;
+	struct odsm_deleg_stats st;
+	static uint8_t big[2048];
+	odsm_trust t;
+	struct env e;
+	size_t l = 2048;
+
+	ASSERT_EQ(0, env_start(&e, &c));
+	ASSERT_EQ(0, entrust(&e, 0, env_obj(&e, 8), 0, &t));
+	EXPECT_EQ(-EBADRQC, odsm_deleg_apply(&t, odsm_deleg_op_id("nope"),
+					     NULL, 0, NULL, NULL));
+	ASSERT_EQ(0, odsm_deleg_apply_then(&t, odsm_deleg_op_id("nope2"), NULL,
+					   0, NULL, 0, NULL, NULL, &cp, 0));
+	ASSERT_EQ(0, odsm_deleg_drain(e.d));
+	EXPECT_EQ(-EBADRQC, cp.status);
+	/* an argument, and a result room, longer than a 1 KiB slot carries */
+	EXPECT_EQ(-E2BIG, odsm_deleg_apply(&t, OP_INC, big, sizeof(big), NULL,
+					   NULL));
+	EXPECT_EQ(-E2BIG, odsm_deleg_apply(&t, OP_GET, NULL, 0, big, &l));
+	/* and nothing ran meanwhile */
+	EXPECT_EQ(0U, get(&t));
+	odsm_deleg_stats(e.d, &st);
+	EXPECT_EQ(2U, st.unknown_op);
+	EXPECT_EQ(2U, st.too_long);
+	odsm_deleg_stop(e.d);
+}
+
+TEST(nowait_on_a_full_slot)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 2,
+				       .slot_size = 256 };
+	struct odsm_deleg_stats st;
+	uint64_t ms = 100;
+	odsm_trust t;
+	struct env e;
+	int i;
+
+	ASSERT_EQ(0, env_start(&e, &c));
+	ASSERT_EQ(0, entrust(&e, 0, env_obj(&e, 8), 0, &t));
+	ASSERT_EQ(0, odsm_deleg_apply_then(&t, OP_SLOW, &ms, 8, NULL, 0, NULL,
+					   NULL, NULL, 0));
+	ASSERT_EQ(0, odsm_deleg_flush(e.d));
+	for (i = 0; i < 7; i++)
+		ASSERT_EQ(0, odsm_deleg_apply_then(&t, OP_INC, NULL, 0, NULL, 0,
+						   NULL, NULL, NULL,
+						   ODSM_DELEG_NOWAIT));
+	EXPECT_EQ(-EAGAIN, odsm_deleg_apply_then(&t, OP_INC, NULL, 0, NULL, 0,
+						 NULL, NULL, NULL,
+						 ODSM_DELEG_NOWAIT));
+	/* waiting is allowed without the flag */
+	ASSERT_EQ(0, odsm_deleg_apply_then(&t, OP_INC, NULL, 0, NULL, 0, NULL,
+					   NULL, NULL, 0));
+	ASSERT_EQ(0, odsm_deleg_drain(e.d));
+	EXPECT_EQ(8U, get(&t));
+	odsm_deleg_stats(e.d, &st);
+	EXPECT_EQ(1U, st.slot_full);
+	odsm_deleg_stop(e.d);
+}
+
+TEST(references_free_once_and_stale_handles)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 2,
+				       .cells = 2 };
+	struct odsm_deleg_stats st;
+	odsm_trust t, t2, t3, old, x, y;
+	struct env e;
+
+	ASSERT_EQ(0, env_start(&e, &c));
+	dtor_runs = 0;
+	ASSERT_EQ(0, entrust(&e, 0, env_obj(&e, 8), OP_DTOR, &t));
+	ASSERT_EQ(0, odsm_trust_clone(&t, &t2));
+	ASSERT_EQ(0, odsm_trust_clone(&t2, &t3));
+	old = t;
+	ASSERT_EQ(0, odsm_deleg_apply(&t3, OP_INC, NULL, 0, NULL, NULL));
+	ASSERT_EQ(0, odsm_trust_drop(&t));
+	ASSERT_EQ(0, odsm_trust_drop(&t2));
+	EXPECT_EQ(0, dtor_runs);
+	EXPECT_EQ(1U, get(&t3));
+	ASSERT_EQ(0, odsm_trust_drop(&t3));
+	EXPECT_EQ(1, dtor_runs);
+	/* every copy of the handle is now stale, and stays so */
+	EXPECT_EQ(-ESTALE, odsm_deleg_apply(&old, OP_INC, NULL, 0, NULL, NULL));
+	EXPECT_EQ(-ESTALE, odsm_trust_clone(&old, &x));
+	EXPECT_EQ(-ESTALE, odsm_trust_drop(&old));
+	/* the cell is reused under a new generation */
+	ASSERT_EQ(0, entrust(&e, 0, env_obj(&e, 8), 0, &x));
+	ASSERT_EQ(0, entrust(&e, 0, env_obj(&e, 8), 0, &y));
+	EXPECT_EQ(-ESTALE, odsm_deleg_apply(&old, OP_INC, NULL, 0, NULL, NULL));
+	/* two cells: a third entrust is refused */
+	EXPECT_EQ(-ENOSPC, entrust(&e, 0, env_obj(&e, 8), 0, &t));
+	odsm_deleg_stats(e.d, &st);
+	EXPECT_EQ(2U, st.stale);
+	EXPECT_EQ(1U, st.no_cell);
+	odsm_deleg_stop(e.d);
+}
+
+TEST(apply_with_reads_the_argument_in_place)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 2 };
+	struct odsm_deleg_stats st;
+	uint8_t *buf, outside[64];
+	uint64_t want = 0, s = 0;
+	odsm_trust t;
+	struct env e;
+	size_t l = 8;
+	int i;
+
+	ASSERT_EQ(0, env_start(&e, &c));
+	ASSERT_EQ(0, entrust(&e, 0, env_obj(&e, 8), 0, &t));
+	buf = env_obj(&e, 100000);	/* far bigger than a slot */
+	for (i = 0; i < 100000; i++) {
+		buf[i] = (uint8_t)(i * 31);
+		want += buf[i];
+	}
+	ASSERT_EQ(0, odsm_deleg_apply_with(&t, OP_SUM, (uintptr_t)buf, 100000,
+					   &s, &l));
+	EXPECT_EQ(want, s);
+	/* not in the arena: not readable by the trustee's node */
+	memset(outside, 1, sizeof(outside));
+	EXPECT_EQ(-EFAULT, odsm_deleg_apply_with(&t, OP_SUM,
+						 (uintptr_t)outside, 64, &s,
+						 &l));
+	EXPECT_EQ(-EFAULT, odsm_deleg_apply_with(&t, OP_SUM, (uintptr_t)buf,
+						 ~0ULL / 2, &s, &l));
+	odsm_deleg_stats(e.d, &st);
+	EXPECT_EQ(2U, st.bad_arg);
+	odsm_deleg_stop(e.d);
+}
+
+/* ---- forged batches --------------------------------------------------------- */
+
+/* Take a client slot by hand, as a process that skips the library would. */
+static unsigned int forge_claim(struct odsm_deleg *d)
+{
+	unsigned int c;
+	uint32_t z = 0;
+
+	for (c = 0; c < d->h->clients; c++)
+		if (__atomic_compare_exchange_n(&dg_client(d, c)->tid, &z,
+						(uint32_t)syscall(SYS_gettid),
+						false, __ATOMIC_SEQ_CST,
+						__ATOMIC_SEQ_CST))
+			break;
+	dg_client(d, c)->pid = getpid();
+	if (d->h->clients_hi < c + 1)
+		__atomic_store_n(&d->h->clients_hi, c + 1, __ATOMIC_SEQ_CST);
+	return c;
+}
+
+/* Publish whatever the request slot holds; the response's status. */
+static int forge_send(struct odsm_deleg *d, unsigned int c)
+{
+	struct odsm_dslot_hdr *q = (void *)dg_req_slot(d, 0, c);
+	struct odsm_dslot_hdr *r = (void *)dg_resp_slot(d, 0, c);
+	uint32_t seq = r->seq + 1;
+	double t0 = now_ms();
+
+	__atomic_store_n(&q->seq, seq, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&dg_trustee(d, 0)->wake, 1, __ATOMIC_SEQ_CST);
+	dg_futex_wake(&dg_trustee(d, 0)->wake, 1);
+	while (__atomic_load_n(&r->seq, __ATOMIC_ACQUIRE) != seq)
+		if (now_ms() - t0 > 5000)
+			return 1;	/* never answered */
+	return r->status;
+}
+
+TEST(forged_batches_are_dropped_and_the_trustee_serves_on)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 4 };
+	struct odsm_deleg_stats st;
+	struct odsm_dslot_hdr *h;
+	struct odsm_dresp rsp;
+	struct odsm_dreq *r;
+	unsigned int fc, i;
+	uint64_t x = 88172645463325252ULL;
+	uint8_t *slot;
+	odsm_trust t;
+	struct env e;
+
+	ASSERT_EQ(0, env_start(&e, &c));
+	ASSERT_EQ(0, entrust(&e, 0, env_obj(&e, 8), 0, &t));
+	ASSERT_EQ(0, odsm_deleg_apply(&t, OP_INC, NULL, 0, NULL, NULL));
+	fc = forge_claim(e.d);
+	slot = dg_req_slot(e.d, 0, fc);
+	h = (void *)slot;
+	r = (void *)(slot + ODSM_DSLOT_HDR);
+
+	/* random bytes, 50 times */
+	for (i = 0; i < 50; i++) {
+		unsigned int k;
+
+		for (k = 4; k < 1024; k++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			slot[k] = (uint8_t)x;
+		}
+		h->count = 1 + i % 5;	/* some say they carry requests */
+		ASSERT_EQ(-EBADMSG, forge_send(e.d, fc));
+	}
+	/* a record past the slot */
+	memset(slot + 4, 0, 1020);
+	h->count = 1;
+	h->len = 32;
+	r->kind = ODSM_DREQ_APPLY;
+	r->op = OP_INC;
+	r->arg_len = 4096;
+	ASSERT_EQ(-EBADMSG, forge_send(e.d, fc));
+	/* well-formed, but naming a cell of another generation: -ESTALE */
+	r->arg_len = 0;
+	r->obj = t.cell | (uint64_t)(t.gen + 5) << 32;
+	ASSERT_EQ(0, forge_send(e.d, fc));
+	memcpy(&rsp, dg_resp_slot(e.d, 0, fc) + ODSM_DSLOT_HDR, sizeof(rsp));
+	EXPECT_EQ(-ESTALE, rsp.status);
+	/* a cell out of range, and a launch that does not end its batch */
+	r->obj = 0xffffffffULL | (uint64_t)t.gen << 32;
+	ASSERT_EQ(0, forge_send(e.d, fc));
+	memcpy(&rsp, dg_resp_slot(e.d, 0, fc) + ODSM_DSLOT_HDR, sizeof(rsp));
+	EXPECT_EQ(-ESTALE, rsp.status);
+	memcpy((uint8_t *)r + 32, r, 32);
+	r->kind = ODSM_DREQ_LAUNCH;
+	r->obj = t.cell | (uint64_t)t.gen << 32;
+	h->count = 2;
+	h->len = 64;
+	ASSERT_EQ(0, forge_send(e.d, fc));
+	memcpy(&rsp, dg_resp_slot(e.d, 0, fc) + ODSM_DSLOT_HDR, sizeof(rsp));
+	EXPECT_EQ(-EINVAL, rsp.status);
+
+	/* the trustee still serves everyone, the counter ran only twice */
+	EXPECT_EQ(1U, get(&t));
+	EXPECT_EQ(0, odsm_deleg_apply(&t, OP_INC, NULL, 0, NULL, NULL));
+	EXPECT_EQ(2U, get(&t));
+	odsm_deleg_stats(e.d, &st);
+	EXPECT_EQ(51U, st.malformed);
+	/* the last batch's second record named the out-of-range cell too */
+	EXPECT_EQ(3U, st.stale);
+	odsm_deleg_stop(e.d);
+}
+
+/* ---- the heap arena (libodsm over the fake /dev/odsm) ---------------------- */
+
+TEST(heap_arena_in_the_local_partition)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 2,
+				       .cells = 8 };
+	struct odsm_deleg_arena a, a2;
+	struct odsm_deleg *d;
+	odsm_box b, rb;
+	odsm_trust t;
+	unsigned long frees;
+	size_t sz = odsm_deleg_arena_size(&c);
+
+	fk_init();
+	register_ops();
+	ASSERT_EQ(0, odsm_deleg_arena_heap(&a, sz));
+	ASSERT_TRUE(odsm_is_local(a.cg));
+	ASSERT_EQ(0, odsm_deleg_start(&a, &c, &d));
+	/* what another process would find from the published address */
+	ASSERT_EQ(0, odsm_deleg_arena_at(&a2, odsm_deleg_addr(d)));
+	EXPECT_EQ(a.base, a2.base);
+	EXPECT_EQ(sz, a2.size);
+	EXPECT_EQ(-EINVAL, odsm_deleg_arena_at(&a2, odsm_deleg_addr(d) + 64));
+
+	ASSERT_EQ(0, odsm_box_new(&b, 8, ODSM_ALLOC_ZERO));
+	ASSERT_EQ(0, odsm_deleg_entrust(d, 0, &b, OP_DTOR, &t));
+	EXPECT_EQ(0U, b.g);		/* the box is the trustee's now */
+	ASSERT_EQ(0, odsm_deleg_apply(&t, OP_INC, NULL, 0, NULL, NULL));
+	EXPECT_EQ(1U, get(&t));
+	/* node 1's partition: neither entrusted nor read in place here */
+	ASSERT_EQ(0, odsm_box_new_on(&rb, 1, 64, ODSM_ALLOC_ZERO, NULL));
+	EXPECT_EQ(-EFAULT, odsm_deleg_apply_with(&t, OP_SUM, rb.g, 64, NULL,
+						 NULL));
+	EXPECT_EQ(-EREMOTE, odsm_deleg_entrust(d, 0, &rb, 0, &t));
+	EXPECT_NE(0U, rb.g);		/* refused: still the caller's */
+	/* the last reference frees the object in the heap */
+	frees = fk.st.frees;
+	dtor_runs = 0;
+	ASSERT_EQ(0, odsm_trust_drop(&t));
+	EXPECT_EQ(1, dtor_runs);
+	EXPECT_EQ(frees + 1, fk.st.frees);
+	odsm_deleg_stop(d);
+	EXPECT_EQ(0, odsm_deleg_arena_heap_free(&a));
+	fk_fini();
+}
+
+/* ---- processes: a trustee killed, a client killed ---------------------------- */
+
+struct shared {
+	odsm_trust t;
+	volatile int ready;
+	volatile uint64_t done;
+};
+
+TEST(trustee_process_killed_clients_fail_fast)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 4 };
+	struct odsm_deleg_completion cp;
+	struct odsm_deleg_stats st;
+	struct odsm_deleg *d;
+	struct shared *sh;
+	uint64_t ms = 60000;
+	struct env e;
+	double t0, dt;
+	pid_t pid;
+	int status;
+
+	register_ops();
+	ASSERT_EQ(0, env_map(&e, &c));
+	sh = env_obj(&e, sizeof(*sh));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		/* the trustee process */
+		if (odsm_deleg_start(&e.a, &c, &e.d) ||
+		    entrust(&e, 0, env_obj(&e, 8), 0, &sh->t))
+			_exit(1);
+		__atomic_store_n(&sh->ready, 1, __ATOMIC_SEQ_CST);
+		for (;;)
+			pause();
+	}
+	while (!__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST))
+		usleep(1000);
+	ASSERT_EQ(0, odsm_deleg_attach(&e.a, &d));
+	ASSERT_EQ(0, odsm_deleg_apply(&sh->t, OP_INC, NULL, 0, NULL, NULL));
+	EXPECT_EQ(1U, get(&sh->t));
+	/* a request the trustee is running when it dies */
+	ASSERT_EQ(0, odsm_deleg_apply_then(&sh->t, OP_SLOW, &ms, 8, NULL, 0,
+					   NULL, NULL, &cp, 0));
+	ASSERT_EQ(0, odsm_deleg_flush(d));
+	usleep(50000);
+	kill(pid, SIGKILL);
+	t0 = now_ms();
+	EXPECT_EQ(-EOWNERDEAD, odsm_deleg_drain(d));
+	dt = now_ms() - t0;
+	EXPECT_EQ(1, cp.done);
+	EXPECT_EQ(-EOWNERDEAD, cp.status);
+	EXPECT_LT(dt, 500.0);
+	TH_LOG("in-flight request failed %.1f ms after the kill", dt);
+	/* and every later one at once */
+	t0 = now_ms();
+	EXPECT_EQ(-EOWNERDEAD, odsm_deleg_apply(&sh->t, OP_INC, NULL, 0, NULL,
+						NULL));
+	EXPECT_LT(now_ms() - t0, 50.0);
+	odsm_deleg_stats(d, &st);
+	EXPECT_LE(1U, st.dead);
+	waitpid(pid, &status, 0);
+	odsm_deleg_stop(d);
+}
+
+static void *late_client(void *arg)
+{
+	struct shared *sh = arg;
+	int i;
+
+	for (i = 0; i < 1000; i++)
+		if (odsm_deleg_apply(&sh->t, OP_INC, NULL, 0, NULL, NULL))
+			return (void *)1;
+	return NULL;
+}
+
+TEST(client_process_killed_others_served)
+{
+	/* two client slots: the dead client's must be reclaimed */
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 2 };
+	struct shared *sh;
+	struct env e;
+	uint64_t before, after;
+	pthread_t th;
+	void *res;
+	pid_t pid;
+	int status;
+
+	register_ops();
+	ASSERT_EQ(0, env_map(&e, &c));
+	sh = env_obj(&e, sizeof(*sh));
+	/* forked before the runtime exists: nothing of it is inherited */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct odsm_deleg *d;
+
+		while (!__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST))
+			usleep(1000);
+		/* attach, then hammer until killed */
+		if (odsm_deleg_attach(&e.a, &d))
+			_exit(1);
+		for (;;) {
+			odsm_deleg_apply_then(&sh->t, OP_INC, NULL, 0, NULL, 0,
+					      NULL, NULL, NULL, 0);
+			if (odsm_deleg_poll(d) < 0)
+				_exit(2);
+			__atomic_fetch_add(&sh->done, 1, __ATOMIC_SEQ_CST);
+		}
+	}
+	ASSERT_EQ(0, odsm_deleg_start(&e.a, &c, &e.d));
+	ASSERT_EQ(0, entrust(&e, 0, env_obj(&e, 8), 0, &sh->t));
+	__atomic_store_n(&sh->ready, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&sh->done, __ATOMIC_SEQ_CST) < 5000)
+		usleep(1000);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	ASSERT_TRUE(WIFSIGNALED(status));
+	/* main thread holds one slot; the late thread reclaims the dead one */
+	before = get(&sh->t);
+	ASSERT_NE(~0ULL, before);
+	ASSERT_EQ(0, pthread_create(&th, NULL, late_client, sh));
+	pthread_join(th, &res);
+	EXPECT_EQ(NULL, res);
+	after = get(&sh->t);
+	EXPECT_EQ(before + 1000, after);
+	TH_LOG("the killed client had run %llu increments",
+	       (unsigned long long)before);
+	odsm_deleg_stop(e.d);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,694 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * libodsm delegation: the client side.  Each thread that applies takes a
+ * client slot of the runtime (one request and one response slot per
+ * trustee) the first time, and keeps per trustee:
+ *
+ *   stage   the next batch, built in this thread's memory; published by
+ *           copying it into the request slot and bumping the ready seq
+ *   flight  the batch the trustee has or is answering (at most one)
+ *
+ * A batch is sent when the next request does not fit it, on flush/poll,
+ * and before the thread waits (apply, launch, drain).  Completions run on
+ * this thread in the order the requests were staged: the responses of a
+ * batch come in request order, and batches of one pair in publish order.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "odsm.h"
+#include "odsm_deleg_int.h"
+
+#define DG_WAIT_SPIN	256	/* polls of the response before yielding */
+#define DG_WAIT_YIELD	64	/* yields before sleeping on the futex */
+#define DG_WAIT_NS	1000000	/* one futex sleep: how late a death shows */
+
+/* This thread's state for each runtime it uses (the key frees it). */
+struct dg_tstate {
+	struct dg_thread *me[DG_MAX_ATTACH];
+};
+
+static __thread struct dg_tstate *dg_ts;
+static pthread_key_t dg_key;
+static pthread_once_t dg_key_once = PTHREAD_ONCE_INIT;
+
+static void dg_thread_free(struct dg_thread *me, unsigned int trustees)
+{
+	unsigned int t;
+
+	for (t = 0; me->pairs && t < trustees; t++) {
+		free(me->pairs[t].stage);
+		free(me->pairs[t].pstage);
+		free(me->pairs[t].pfly);
+		free(me->pairs[t].pdone);
+		free(me->pairs[t].rv);
+	}
+	free(me->pairs);
+	free(me);
+}
+
+/*
+ * A thread ends without odsm_deleg_thread_done(): its client slot goes
+ * free if its runtime is still attached (a batch it left in flight is
+ * answered into the void; the next holder waits for that answer).
+ */
+static void dg_key_dtor(void *p)
+{
+	struct dg_tstate *ts = p;
+	struct dg_thread *me;
+	int i;
+
+	for (i = 0; i < DG_MAX_ATTACH; i++) {
+		me = ts->me[i];
+		if (!me)
+			continue;
+		if (dg_lock_attached(me->d, me->did)) {
+			unsigned int n = me->d->h->trustees;
+
+			__atomic_store_n(&dg_client(me->d, me->client)->tid, 0,
+					 __ATOMIC_RELEASE);
+			dg_unlock_attached();
+			dg_thread_free(me, n);
+		}
+		/* else its runtime is gone, and with it how to free it */
+	}
+	free(ts);
+}
+
+static void dg_key_init(void)
+{
+	pthread_key_create(&dg_key, dg_key_dtor);
+}
+
+/* Whether the holder of client slot cl is gone (its thread exited). */
+static bool dg_holder_dead(struct dg_client *cl)
+{
+	uint32_t tid = __atomic_load_n(&cl->tid, __ATOMIC_ACQUIRE);
+	int32_t pid = __atomic_load_n(&cl->pid, __ATOMIC_ACQUIRE);
+
+	if (!tid || pid <= 0)
+		return false;
+	return syscall(SYS_tgkill, pid, tid, 0) && errno == ESRCH;
+}
+
+static int dg_wait_seq(struct odsm_deleg *d, unsigned int t,
+		       struct dg_client *cl, uint32_t want);
+
+/* Take a free client slot (or one whose holder died); -EUSERS if none. */
+static int dg_claim(struct odsm_deleg *d, struct dg_thread *me)
+{
+	uint32_t tid = (uint32_t)syscall(SYS_gettid), cur, hi, c, t;
+	struct dg_hdr *h = d->h;
+	struct dg_client *cl;
+	int pass, ret;
+
+	for (pass = 0; pass < 2; pass++) {
+		for (c = 0; c < h->clients; c++) {
+			cl = dg_client(d, c);
+			cur = __atomic_load_n(&cl->tid, __ATOMIC_ACQUIRE);
+			if (cur && !(pass && dg_holder_dead(cl)))
+				continue;
+			if (__atomic_compare_exchange_n(&cl->tid, &cur, tid,
+							false, __ATOMIC_ACQ_REL,
+							__ATOMIC_RELAXED))
+				goto got;
+		}
+	}
+	return -EUSERS;
+got:
+	__atomic_store_n(&cl->pid, getpid(), __ATOMIC_RELEASE);
+	cl->waiting = 0;
+	me->client = c;
+	hi = __atomic_load_n(&h->clients_hi, __ATOMIC_ACQUIRE);
+	while (hi < c + 1 &&
+	       !__atomic_compare_exchange_n(&h->clients_hi, &hi, c + 1, false,
+					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		;
+	/* a batch the last holder left in flight is answered first */
+	for (t = 0; t < h->trustees; t++) {
+		struct odsm_dslot_hdr *q = (void *)dg_req_slot(d, t, c);
+
+		me->pairs[t].seq = __atomic_load_n(&q->seq, __ATOMIC_ACQUIRE);
+		ret = dg_wait_seq(d, t, cl, me->pairs[t].seq);
+		if (ret) {
+			__atomic_store_n(&cl->tid, 0, __ATOMIC_RELEASE);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static struct dg_thread *dg_thread_new(struct odsm_deleg *d)
+{
+	unsigned int t, slot = d->h->slot_size,
+		     max = odsm_dslot_max_count(slot);
+	struct dg_thread *me = calloc(1, sizeof(*me));
+
+	if (!me)
+		return NULL;
+	me->d = d;
+	me->did = d->did;
+	me->pairs = calloc(d->h->trustees, sizeof(*me->pairs));
+	if (!me->pairs)
+		goto err;
+	for (t = 0; t < d->h->trustees; t++) {
+		struct dg_pair *p = &me->pairs[t];
+
+		p->stage = aligned_alloc(DG_LINE, slot);
+		p->pstage = calloc(max, sizeof(*p->pstage));
+		p->pfly = calloc(max, sizeof(*p->pfly));
+		p->pdone = calloc(max, sizeof(*p->pdone));
+		p->rv = calloc(max, sizeof(*p->rv));
+		if (!p->stage || !p->pstage || !p->pfly || !p->pdone || !p->rv)
+			goto err;
+		odsm_dbatch_init(&p->b, p->stage, slot);
+	}
+	return me;
+err:
+	dg_thread_free(me, d->h->trustees);
+	return NULL;
+}
+
+/* This thread's client of d, claimed the first time. */
+static int dg_me(struct odsm_deleg *d, struct dg_thread **out)
+{
+	struct dg_thread *me;
+	int ret;
+
+	if (dg_in_trustee) {
+		DG_INC(dg_trustee(d, dg_my_trustee %
+				  d->h->trustees)->n.deadlk);
+		return -EDEADLK;
+	}
+	if (!dg_ts) {
+		pthread_once(&dg_key_once, dg_key_init);
+		dg_ts = calloc(1, sizeof(*dg_ts));
+		if (!dg_ts)
+			return -ENOMEM;
+		pthread_setspecific(dg_key, dg_ts);
+	}
+	me = dg_ts->me[d->att];
+	if (me && me->did == d->did) {
+		*out = me;
+		return 0;
+	}
+	/* a runtime detached since: its memory went with it (leaked) */
+	me = dg_thread_new(d);
+	if (!me)
+		return -ENOMEM;
+	ret = dg_claim(d, me);
+	if (ret) {
+		dg_thread_free(me, d->h->trustees);
+		return ret;
+	}
+	dg_ts->me[d->att] = me;
+	*out = me;
+	return 0;
+}
+
+/*
+ * Wait until trustee t's response slot for client cl holds seq want.
+ * Spin, then yield (an oversubscribed CPU may be running the trustee's
+ * competitors), then sleep on the response seq in 1 ms steps, checking
+ * between them that the trustee lives: a dead one is an error within
+ * about a millisecond, never a hang.
+ */
+static int dg_wait_seq(struct odsm_deleg *d, unsigned int t,
+		       struct dg_client *cl, uint32_t want)
+{
+	struct odsm_dslot_hdr *r = (void *)dg_resp_slot(d, t,
+						       (unsigned int)(cl - dg_client(d, 0)));
+	unsigned int n = 0;
+	uint32_t cur;
+	int ret;
+
+	for (;;) {
+		cur = __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE);
+		if (cur == want)
+			return 0;
+		if (++n < DG_WAIT_SPIN) {
+			dg_pause();
+			continue;
+		}
+		if (n < DG_WAIT_SPIN + DG_WAIT_YIELD) {
+			sched_yield();
+			continue;
+		}
+		ret = dg_trustee_alive(d, t);
+		if (ret) {
+			DG_INC(cl->n.dead);
+			return ret;
+		}
+		__atomic_store_n(&cl->waiting, 1, __ATOMIC_SEQ_CST);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&r->seq, __ATOMIC_ACQUIRE) == cur)
+			dg_futex_wait(&r->seq, cur, DG_WAIT_NS);
+		__atomic_store_n(&cl->waiting, 0, __ATOMIC_RELAXED);
+	}
+}
+
+static void dg_finish(const struct dg_pending *pd, int st, const void *ret,
+		      size_t len)
+{
+	if (pd->ret && len)
+		memcpy(pd->ret, ret, len);
+	if (pd->ret_len)
+		*pd->ret_len = len;
+	if (pd->status)
+		*pd->status = st;
+	if (pd->fn)
+		pd->fn(pd->cookie, st, pd->ret ? pd->ret : ret, len);
+	if (pd->c) {
+		pd->c->status = st;
+		pd->c->ret_len = len;
+		__atomic_store_n(&pd->c->done, 1, __ATOMIC_RELEASE);
+	}
+}
+
+/*
+ * Complete the batch in flight to trustee t, answered (err == 0) or not
+ * (err: every request of it fails with err).  Returns how many completed.
+ */
+static int dg_complete(struct dg_thread *me, unsigned int t, int err)
+{
+	struct odsm_deleg *d = me->d;
+	struct dg_pair *p = &me->pairs[t];
+	uint8_t *resp = dg_resp_slot(d, t, me->client);
+	struct dg_pending *done;
+	uint32_t i, n = p->nfly;
+	int32_t bst = 0;
+	int bad = 0, st;
+
+	if (!err)
+		bad = odsm_dslot_parse_resp(resp, d->h->slot_size, n, p->rv,
+					    &bst);
+	/* the callbacks below may stage and send: keep this batch apart */
+	done = p->pdone;
+	p->pdone = p->pfly;
+	p->pfly = done;
+	done = p->pdone;
+	p->inflight = false;
+	p->nfly = 0;
+	p->in_cb = true;
+	for (i = 0; i < n; i++) {
+		const struct odsm_dresp_view *v = &p->rv[i];
+		const void *ret = NULL;
+		size_t len = 0;
+
+		if (err)
+			st = err;
+		else if (bad)
+			st = -EPROTO;	/* the trustee's answer is garbage */
+		else if (bst)
+			st = bst;	/* the batch was dropped */
+		else if (v->tag != done[i].tag || v->ret_len > done[i].ret_cap)
+			st = -EPROTO;
+		else {
+			st = v->status;
+			ret = resp + v->ret_off;
+			len = v->ret_len;
+		}
+		dg_finish(&done[i], st, ret, len);
+	}
+	p->in_cb = false;
+	return (int)n;
+}
+
+/* Wait for the batch in flight to trustee t and complete it. */
+static int dg_wait_pair(struct dg_thread *me, unsigned int t)
+{
+	struct dg_pair *p = &me->pairs[t];
+	int ret;
+
+	if (!p->inflight)
+		return 0;
+	if (p->in_cb)
+		return -EDEADLK;	/* a callback of this very batch */
+	ret = dg_wait_seq(me->d, t, dg_client(me->d, me->client), p->seq);
+	dg_complete(me, t, ret);
+	return ret;
+}
+
+/* Complete every staged request to trustee t with err: never sent. */
+static void dg_fail_staged(struct dg_thread *me, unsigned int t, int err)
+{
+	struct dg_pair *p = &me->pairs[t];
+	uint16_t i, n = p->b.count;
+
+	odsm_dbatch_init(&p->b, p->stage, me->d->h->slot_size);
+	for (i = 0; i < n; i++)
+		dg_finish(&p->pstage[i], err, NULL, 0);
+}
+
+/* Send the staged batch to trustee t (after the one in flight). */
+static int dg_flush_pair(struct dg_thread *me, unsigned int t)
+{
+	struct odsm_deleg *d = me->d;
+	struct dg_pair *p = &me->pairs[t];
+	struct dg_trustee *tr = dg_trustee(d, t);
+	struct odsm_dslot_hdr *q;
+	struct dg_pending *tmp;
+	uint8_t *slot;
+	int ret;
+
+	if (!p->b.count)
+		return 0;
+	ret = dg_wait_pair(me, t);
+	if (ret)
+		return ret;
+	slot = dg_req_slot(d, t, me->client);
+	q = (void *)slot;
+	odsm_dbatch_seal(&p->b);
+	/* everything but the ready seq, which goes last */
+	memcpy(slot + sizeof(q->seq), p->stage + sizeof(q->seq),
+	       ODSM_DSLOT_HDR - sizeof(q->seq) + p->b.len);
+	p->seq++;
+	__atomic_store_n(&q->seq, p->seq, __ATOMIC_RELEASE);
+	/* pairs with the trustee's fence in dg_sleep() */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&tr->sleeping, __ATOMIC_RELAXED)) {
+		__atomic_fetch_add(&tr->wake, 1, __ATOMIC_SEQ_CST);
+		dg_futex_wake(&tr->wake, 1);
+	}
+	tmp = p->pfly;
+	p->pfly = p->pstage;
+	p->pstage = tmp;
+	p->nfly = p->b.count;
+	p->inflight = true;
+	DG_INC(dg_client(d, me->client)->n.sent);
+	odsm_dbatch_init(&p->b, p->stage, d->h->slot_size);
+	return 0;
+}
+
+static bool dg_answered(struct dg_thread *me, unsigned int t)
+{
+	struct odsm_dslot_hdr *r = (void *)dg_resp_slot(me->d, t, me->client);
+
+	return __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE) == me->pairs[t].seq;
+}
+
+/* Stage request r (its tag set here) with pending pd for trustee t. */
+static int dg_stage(struct dg_thread *me, unsigned int t, struct odsm_dreq *r,
+		    const void *arg, const struct dg_pending *pd, bool nowait)
+{
+	struct dg_client *cl = dg_client(me->d, me->client);
+	struct dg_pair *p = &me->pairs[t];
+	int ret;
+
+	r->tag = me->tag++;
+	ret = odsm_dbatch_add(&p->b, r, arg);
+	if (ret == -ENOSPC) {
+		if (p->inflight && (p->in_cb || (nowait && !dg_answered(me, t)))) {
+			DG_INC(cl->n.slot_full);
+			return -EAGAIN;
+		}
+		ret = dg_flush_pair(me, t);
+		if (ret)
+			return ret;
+		ret = odsm_dbatch_add(&p->b, r, arg);
+	}
+	if (ret == -E2BIG)
+		DG_INC(cl->n.too_long);
+	if (ret)
+		return ret;
+	p->pstage[p->b.count - 1] = *pd;
+	p->pstage[p->b.count - 1].tag = r->tag;
+	return 0;
+}
+
+/* The runtime, this thread's client and the trustee of handle t. */
+static int dg_target(const odsm_trust *t, struct odsm_deleg **dp,
+		     struct dg_thread **me, unsigned int *tr)
+{
+	struct odsm_deleg *d = dg_find(t->arena);
+	int ret;
+
+	if (!d)
+		return -EBADF;
+	if ((uint64_t)t->cell >= (uint64_t)d->h->trustees * d->h->cells)
+		return -ESTALE;
+	ret = dg_me(d, me);
+	if (ret)
+		return ret;
+	*dp = d;
+	*tr = t->cell / d->h->cells;
+	return 0;
+}
+
+/* Stage one request, send it and wait: the synchronous calls. */
+static int dg_call(const odsm_trust *t, uint16_t kind, uint64_t op,
+		   const void *arg, size_t arg_len, void *ret,
+		   size_t *ret_len)
+{
+	struct odsm_dreq r = { .op = op, .kind = kind };
+	struct dg_pending pd = { 0 };
+	struct dg_thread *me;
+	struct odsm_deleg *d;
+	unsigned int tr;
+	size_t cap = ret_len ? *ret_len : 0;
+	int st = 0, err;
+
+	err = dg_target(t, &d, &me, &tr);
+	if (err)
+		return err;
+	if (arg_len > UINT32_MAX || cap > UINT32_MAX) {
+		DG_INC(dg_client(d, me->client)->n.too_long);
+		return -E2BIG;
+	}
+	r.obj = t->cell | (uint64_t)t->gen << 32;
+	r.arg_len = (uint32_t)arg_len;
+	r.ret_max = (uint32_t)cap;
+	pd.ret = ret;
+	pd.ret_cap = cap;
+	pd.status = &st;
+	pd.ret_len = ret_len;
+	err = dg_stage(me, tr, &r, arg, &pd, false);
+	if (err)
+		return err;
+	err = dg_flush_pair(me, tr);
+	if (err)
+		/* ours among them: nothing may point at this frame later */
+		dg_fail_staged(me, tr, err);
+	else
+		err = dg_wait_pair(me, tr);
+	/* on an error the request completed with it: st holds it too */
+	return err ? err : st;
+}
+
+int odsm_deleg_apply(const odsm_trust *t, uint64_t op, const void *arg,
+		     size_t arg_len, void *ret, size_t *ret_len)
+{
+	return dg_call(t, ODSM_DREQ_APPLY, op, arg, arg_len, ret, ret_len);
+}
+
+int odsm_deleg_apply_with(const odsm_trust *t, uint64_t op, uint64_t gaddr,
+			  size_t len, void *ret, size_t *ret_len)
+{
+	struct odsm_dwith w = { .gaddr = gaddr, .len = len };
+
+	return dg_call(t, ODSM_DREQ_APPLY_WITH, op, &w, sizeof(w), ret,
+		       ret_len);
+}
+
+int odsm_deleg_launch(const odsm_trust *t, uint64_t op, const void *arg,
+		      size_t arg_len, void *ret, size_t *ret_len)
+{
+	/* dg_call sends the batch right after staging: a launch ends it */
+	return dg_call(t, ODSM_DREQ_LAUNCH, op, arg, arg_len, ret, ret_len);
+}
+
+int odsm_deleg_apply_then(const odsm_trust *t, uint64_t op, const void *arg,
+			  size_t arg_len, void *ret, size_t ret_cap,
+			  odsm_deleg_done_fn fn, void *cookie,
+			  struct odsm_deleg_completion *c, unsigned int flags)
+{
+	struct odsm_dreq r = { .op = op, .kind = ODSM_DREQ_APPLY };
+	struct dg_pending pd = { .ret = ret, .ret_cap = ret_cap, .fn = fn,
+				 .cookie = cookie, .c = c };
+	struct dg_thread *me;
+	struct odsm_deleg *d;
+	unsigned int tr;
+	int err;
+
+	err = dg_target(t, &d, &me, &tr);
+	if (err)
+		return err;
+	if (arg_len > UINT32_MAX || ret_cap > UINT32_MAX) {
+		DG_INC(dg_client(d, me->client)->n.too_long);
+		return -E2BIG;
+	}
+	if (c)
+		c->done = 0;
+	r.obj = t->cell | (uint64_t)t->gen << 32;
+	r.arg_len = (uint32_t)arg_len;
+	r.ret_max = (uint32_t)ret_cap;
+	return dg_stage(me, tr, &r, arg, &pd, flags & ODSM_DELEG_NOWAIT);
+}
+
+int odsm_deleg_entrust(struct odsm_deleg *d, unsigned int trustee,
+		       struct odsm_box *b, uint64_t dtor, odsm_trust *t)
+{
+	struct odsm_dentrust e = { .g = b->g, .dtor = dtor };
+	odsm_trust via = { .arena = d->h->gaddr };
+	uint64_t h = 0;
+	size_t len = sizeof(h);
+	int ret;
+
+	if (trustee >= d->h->trustees || !b->g)
+		return -EINVAL;
+	/* any cell of the trustee routes the request; ENTRUST ignores obj */
+	via.cell = trustee * d->h->cells;
+	ret = dg_call(&via, ODSM_DREQ_ENTRUST, 0, &e, sizeof(e), &h, &len);
+	if (ret)
+		return ret;
+	if (len != sizeof(h))
+		return -EPROTO;
+	t->arena = d->h->gaddr;
+	t->cell = (uint32_t)h;
+	t->gen = (uint32_t)(h >> 32);
+	b->g = 0;
+	b->ext = 0;
+	return 0;
+}
+
+/*
+ * References are counted in the cell's word with compare-and-swap, never
+ * by messages: a clone is made from a live reference, so the count cannot
+ * reach 0 under it, and a count of 0 (or another generation) is final.
+ */
+int odsm_trust_clone(const odsm_trust *t, odsm_trust *out)
+{
+	struct odsm_deleg *d = dg_find(t->arena);
+	struct dg_cell *cell;
+	uint64_t w;
+
+	if (!d)
+		return -EBADF;
+	if ((uint64_t)t->cell >= (uint64_t)d->h->trustees * d->h->cells)
+		return -ESTALE;
+	cell = dg_cell(d, t->cell);
+	w = __atomic_load_n(&cell->word, __ATOMIC_ACQUIRE);
+	do {
+		if ((uint32_t)(w >> 32) != t->gen || !(uint32_t)w ||
+		    (uint32_t)w == UINT32_MAX)
+			return -ESTALE;
+	} while (!__atomic_compare_exchange_n(&cell->word, &w, w + 1, false,
+					      __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE));
+	*out = *t;
+	return 0;
+}
+
+int odsm_trust_drop(odsm_trust *t)
+{
+	struct odsm_deleg *d = dg_find(t->arena);
+	struct dg_cell *cell;
+	uint64_t w;
+	int ret = 0;
+
+	if (!d)
+		return -EBADF;
+	if ((uint64_t)t->cell >= (uint64_t)d->h->trustees * d->h->cells)
+		return -ESTALE;
+	cell = dg_cell(d, t->cell);
+	w = __atomic_load_n(&cell->word, __ATOMIC_ACQUIRE);
+	do {
+		if ((uint32_t)(w >> 32) != t->gen || !(uint32_t)w)
+			return -ESTALE;
+	} while (!__atomic_compare_exchange_n(&cell->word, &w, w - 1, false,
+					      __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE));
+	if ((uint32_t)w == 1)
+		/* the last one: the trustee frees the object */
+		ret = dg_call(t, ODSM_DREQ_FREE, 0, NULL, 0, NULL, NULL);
+	memset(t, 0, sizeof(*t));
+	return ret;
+}
+
+/* This thread's client of d if it has one (no claim). */
+static struct dg_thread *dg_me_if(struct odsm_deleg *d)
+{
+	struct dg_thread *me = dg_ts ? dg_ts->me[d->att] : NULL;
+
+	return me && me->did == d->did ? me : NULL;
+}
+
+int odsm_deleg_flush(struct odsm_deleg *d)
+{
+	struct dg_thread *me = dg_me_if(d);
+	unsigned int t;
+	int ret = 0, r;
+
+	for (t = 0; me && t < d->h->trustees; t++) {
+		r = dg_flush_pair(me, t);
+		if (r && !ret)
+			ret = r;
+	}
+	return ret;
+}
+
+int odsm_deleg_poll(struct odsm_deleg *d)
+{
+	struct dg_thread *me = dg_me_if(d);
+	unsigned int t;
+	int n = 0, r;
+
+	for (t = 0; me && t < d->h->trustees; t++) {
+		struct dg_pair *p = &me->pairs[t];
+
+		if (p->inflight && !p->in_cb && dg_answered(me, t))
+			n += dg_complete(me, t, 0);
+		if (p->inflight && !p->in_cb) {
+			/* not answered: still alive? (cheap: a trylock) */
+			r = dg_trustee_alive(d, t);
+			if (r) {
+				n += dg_complete(me, t, r);
+				return r;
+			}
+		}
+		if (!p->inflight && p->b.count) {
+			r = dg_flush_pair(me, t);
+			if (r)
+				return r;
+		}
+	}
+	return n;
+}
+
+int odsm_deleg_drain(struct odsm_deleg *d)
+{
+	struct dg_thread *me = dg_me_if(d);
+	unsigned int t;
+	int ret = 0, r;
+
+	for (t = 0; me && t < d->h->trustees; t++) {
+		r = dg_flush_pair(me, t);
+		if (r)
+			dg_fail_staged(me, t, r);
+		else
+			r = dg_wait_pair(me, t);
+		if (r && !ret)
+			ret = r;
+	}
+	return ret;
+}
+
+void odsm_deleg_thread_done(struct odsm_deleg *d)
+{
+	struct dg_thread *me = dg_me_if(d);
+
+	if (!me)
+		return;
+	odsm_deleg_drain(d);
+	__atomic_store_n(&dg_client(d, me->client)->tid, 0, __ATOMIC_RELEASE);
+	dg_ts->me[d->att] = NULL;
+	dg_thread_free(me, d->h->trustees);
+}
+
+void dg_thread_release_all(struct odsm_deleg *d)
+{
+	odsm_deleg_thread_done(d);
+}

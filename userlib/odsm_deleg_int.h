@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libodsm delegation, inside: the arena's layout (shared by every process
+ * of the node, so plain fixed-size data and process-shared futexes only),
+ * and what the runtime's files share in one process.  Not installed.
+ *
+ * The arena:
+ *
+ *   struct dg_hdr                          identity, geometry, state
+ *   struct dg_trustee [trustees]           liveness, wake futex, counters
+ *   struct dg_client  [clients]            who holds each client slot
+ *   struct dg_cell    [trustees * cells]   the entrusted objects
+ *   slots [trustees][clients] { request, response }, slot_size each
+ *
+ * Slots are grouped by trustee, so a trustee scans its own contiguous
+ * range.  Everything is 64-byte aligned: a trustee's hot words, a client's
+ * and each slot are in cache lines of their own.
+ */
+#ifndef ODSM_DELEG_INT_H
+#define ODSM_DELEG_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <linux/odsm_deleg.h>
+#include "odsm_deleg.h"
+#include "odsm_dslot.h"
+
+#define DG_MAGIC	0x474c45444d53444fULL	/* "ODSMDELG" */
+#define DG_VERSION	1
+#define DG_MAX_TRUSTEES	64
+#define DG_MAX_CLIENTS	4096
+#define DG_MAX_ATTACH	8		/* runtimes one process uses at once */
+#define DG_LINE		64
+
+/* dg_hdr.state */
+#define DG_RUNNING	1
+#define DG_STOPPED	2
+#define DG_DEAD		3		/* a trustee died: seen by a client */
+
+struct dg_hdr {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t state;
+	uint64_t gaddr;			/* this header's global address */
+	uint64_t size;			/* bytes of the arena in use */
+	uint32_t trustees, clients, slot_size, cells;
+	uint32_t clients_hi;		/* 1 + the highest client slot used */
+	int32_t owner_pid;		/* the process running the trustees */
+	uint64_t off_trustees, off_clients, off_cells, off_slots;
+} __attribute__((aligned(DG_LINE)));
+
+/* Counters: each written by one thread (relaxed), read by anyone. */
+struct dg_tcount {
+	uint64_t requests, batches, req_bytes, resp_bytes, sleeps, launches;
+	uint64_t unknown_op, stale, malformed, bad_arg, no_cell;
+	uint64_t deadlk;		/* apply refused on this trustee's thread */
+};
+
+struct dg_ccount {
+	uint64_t sent, too_long, slot_full, deadlk, dead;
+};
+
+struct dg_trustee {
+	/*
+	 * Locked by the trustee thread for as long as it runs; robust and
+	 * process-shared, so when the thread dies the kernel marks it
+	 * owner-dead (a client's trylock sees EOWNERDEAD without a system
+	 * call, and can never mistake a dead trustee for a slow one).
+	 */
+	pthread_mutex_t alive;
+	uint32_t wake;			/* futex: bumped to wake the trustee */
+	uint32_t sleeping;		/* 1 while it is about to sleep */
+	struct dg_tcount n;
+} __attribute__((aligned(DG_LINE)));
+
+struct dg_client {
+	uint32_t tid;			/* the holder's thread id; 0: free */
+	int32_t pid;			/* its process */
+	uint32_t waiting;		/* 1 while it sleeps on a response */
+	uint32_t pad;
+	struct dg_ccount n;
+} __attribute__((aligned(DG_LINE)));
+
+/*
+ * An entrusted object.  word = generation << 32 | references: clients
+ * change the references with compare-and-swap (clone, drop); only the
+ * trustee changes the generation (entrust, free), so a handle of an older
+ * generation never matches again.
+ */
+struct dg_cell {
+	uint64_t word;
+	uint64_t g;			/* the object (trustee's) */
+	uint64_t dtor;			/* op id run before freeing; 0 */
+	uint32_t next_free;		/* trustee's free list */
+	uint32_t pad;
+};
+
+/* One (client thread, trustee) pair as the client thread sees it. */
+struct dg_pending {
+	void *ret;
+	size_t ret_cap;
+	int *status;			/* apply: where to put the result */
+	size_t *ret_len;
+	odsm_deleg_done_fn fn;
+	void *cookie;
+	struct odsm_deleg_completion *c;
+	uint32_t tag;
+};
+
+struct dg_pair {
+	uint32_t seq;			/* the last batch published */
+	bool inflight;
+	uint32_t nfly;			/* requests in the batch in flight */
+	uint8_t *stage;			/* the next batch, built here */
+	struct odsm_dbatch b;		/* over stage */
+	struct dg_pending *pstage, *pfly, *pdone;
+	struct odsm_dresp_view *rv;
+	bool in_cb;			/* completions of this pair running */
+};
+
+struct dg_thread {
+	struct odsm_deleg *d;
+	uint64_t did;			/* d's id when this was made */
+	uint32_t client;
+	uint32_t tag;
+	struct dg_pair *pairs;		/* [trustees] */
+};
+
+struct dg_job;
+
+/* The runtime as one process sees it. */
+struct odsm_deleg {
+	struct odsm_deleg_arena a;
+	struct dg_hdr *h;
+	uint8_t *base;
+	uint64_t did;			/* unique in this process */
+	int att;			/* index in the attachment table */
+	bool host;			/* this process runs the trustees */
+	/* host only */
+	pthread_t *threads;
+	struct dg_tlocal *tl;		/* per trustee */
+	unsigned int nthreads;
+	pthread_t *workers;
+	unsigned int nworkers;
+	pthread_mutex_t jlock;
+	pthread_cond_t jcond;
+	struct dg_job *jhead, *jtail;
+	bool jstop;
+	unsigned int spin;
+};
+
+static inline struct dg_trustee *dg_trustee(const struct odsm_deleg *d,
+					    unsigned int t)
+{
+	return (struct dg_trustee *)(d->base + d->h->off_trustees) + t;
+}
+
+static inline struct dg_client *dg_client(const struct odsm_deleg *d,
+					  unsigned int c)
+{
+	return (struct dg_client *)(d->base + d->h->off_clients) + c;
+}
+
+static inline struct dg_cell *dg_cell(const struct odsm_deleg *d,
+				      uint32_t i)
+{
+	return (struct dg_cell *)(d->base + d->h->off_cells) + i;
+}
+
+/* Client c's request slot to trustee t; its response slot follows. */
+static inline uint8_t *dg_req_slot(const struct odsm_deleg *d,
+				   unsigned int t, unsigned int c)
+{
+	return d->base + d->h->off_slots +
+	       ((uint64_t)t * d->h->clients + c) * 2 * d->h->slot_size;
+}
+
+static inline uint8_t *dg_resp_slot(const struct odsm_deleg *d,
+				    unsigned int t, unsigned int c)
+{
+	return dg_req_slot(d, t, c) + d->h->slot_size;
+}
+
+#define DG_INC(field)	__atomic_store_n(&(field), (field) + 1, __ATOMIC_RELAXED)
+#define DG_ADD(field, v) __atomic_store_n(&(field), (field) + (v), __ATOMIC_RELAXED)
+
+/* odsm_deleg_ops.c */
+odsm_deleg_fn dg_op_lookup(uint64_t id);
+
+/* odsm_deleg_arena.c: the attachment table, futexes, liveness */
+struct odsm_deleg *dg_find(uint64_t arena);
+int dg_futex_wait(uint32_t *w, uint32_t val, long timeout_ns);
+void dg_futex_wake(uint32_t *w, int n);
+int dg_trustee_alive(struct odsm_deleg *d, unsigned int t);
+void dg_detach(struct odsm_deleg *d);
+/* Lock the table if d (with id did) is still attached: true, then unlock. */
+bool dg_lock_attached(struct odsm_deleg *d, uint64_t did);
+void dg_unlock_attached(void);
+
+/* odsm_deleg_trustee.c */
+int dg_trustees_start(struct odsm_deleg *d, const struct odsm_deleg_config *c);
+void dg_trustees_stop(struct odsm_deleg *d);
+/* set on trustee threads: apply from there is refused */
+extern __thread bool dg_in_trustee;
+extern __thread unsigned int dg_my_trustee;
+
+/* odsm_deleg_client.c */
+void dg_thread_release_all(struct odsm_deleg *d);
+
+static inline void dg_pause(void)
+{
+	__builtin_ia32_pause();
+}
+
+#endif /* ODSM_DELEG_INT_H */
