@@ -129,7 +129,11 @@ tool_src = $(foreach s,$(TOOL_SRC),$(if $(filter $(1).c,$(notdir $(s))),$(s)))
 .SECONDEXPANSION:
 $(TOOLS): $(BUILD)/bin/%: $$(call tool_src,$$*) $(LIB_A) $(LIB_HDR)
 	@mkdir -p $(@D)
-	$(CC) $(UCFLAGS) -static -o $@ $< $(LIB_A)
+	$(CC) $(UCFLAGS) -static -o $@ $(filter %.c,$^) $(LIB_A)
+
+# odsmctl's configuration file parser (pure logic: host-tested, conf_test)
+CONF_SRC := tools/odsmctl/odsm_conf.c
+$(BUILD)/bin/odsmctl $(BUILD)/tests/host/conf_test: $(CONF_SRC) tools/odsmctl/odsm_conf.h
 
 # the benchmarks' shared helpers
 $(patsubst tools/bench/%.c,$(BUILD)/bin/%,$(wildcard tools/bench/*.c)): tools/bench/bench.h
@@ -153,8 +157,8 @@ $(KSFT)/kselftest_harness.h:
 $(BUILD)/tests/host/%: selftests/host/%.c $(wildcard selftests/host/*.h) $(CORE_SRC) $(CORE_HDR) \
 		$(KSFT)/kselftest_harness.h
 	@mkdir -p $(@D)
-	$(CC) $(UCFLAGS) -I$(KSFT) -Ikmod -fsanitize=address,undefined \
-		-fno-sanitize-recover=all -o $@ $< $(CORE_SRC)
+	$(CC) $(UCFLAGS) -I$(KSFT) -Ikmod -Itools/odsmctl -fsanitize=address,undefined \
+		-fno-sanitize-recover=all -o $@ $(filter %.c,$^)
 
 # the library's sources compiled in, their ioctl() answered by the fake
 $(BUILD)/tests/lib/%: selftests/lib/%.c $(wildcard selftests/lib/*.h) $(LIB_SRC) $(LIB_HDR) \
