@@ -3,7 +3,9 @@
 #
 #   build     the module builds with W=1 and no warning on each kernel;
 #             checkpatch --strict is clean on kmod/ and uapi/; no kmod
-#             file calls a layer above its own (tools/kmod-deps.sh)
+#             file calls a layer above its own (tools/kmod-deps.sh);
+#             libodsm.so.1 exports what debian/libodsm1.symbols states
+#             (tools/check-symbols.sh)
 #   host      unit tests of the pure logic, and of libodsm against a fake
 #             /dev/odsm (ASan + UBSan)
 #   model     spin checks the coherence protocol's model (model/): the
@@ -164,6 +166,16 @@ if [ -n "$k" ] && tools/kmod-deps.sh "build/kmod/$k/kmod" >"$LOGS/kmod-deps.txt"
 else
 	grep -E '^(CYCLE|cycle|kmod-deps)' "$LOGS/kmod-deps.txt" 2>/dev/null
 	echo "not ok: kmod layers"
+	bf=$((bf + 1))
+fi
+# libodsm's ABI: its soname and every symbol with its version node
+step "libodsm ABI: debian/libodsm1.symbols"
+if tools/check-symbols.sh >"$LOGS/symbols.txt" 2>&1; then
+	echo "ok: libodsm.so.1 exports what debian/libodsm1.symbols states"
+	bp=$((bp + 1))
+else
+	cat "$LOGS/symbols.txt"
+	echo "not ok: libodsm ABI (tools/check-symbols.sh)"
 	bf=$((bf + 1))
 fi
 suite_end build $bp $bf
