@@ -12,6 +12,12 @@
 #             model passes, every mutant fails (tools/model-check.sh)
 #   rig       the VM rig's own checks: guests boot, Soft-RoCE comes up,
 #             a kernel WARN or panic is judged a failure
+#   packages  make deb; lintian; the packages unpacked into a root of
+#             their own, DKMS building odsm.ko from them, an example built
+#             through pkg-config; then 3 guests of the newest kernel, over
+#             TCP, booted from that root, bring their cluster up and down
+#             with odsm.service's commands from /etc/odsm/cluster.conf
+#             (tools/check-packages.sh, tools/rig/scenarios/boot-cluster.sh)
 #   vm-KVER   kselftest programs in a QEMU/TCG guest of each kernel, and the
 #             demo application; a kernel WARNING/BUG/Oops/lockdep/hung-task
 #             line in a guest log fails the suite
@@ -212,6 +218,13 @@ counted_suite model "$LOGS/model.txt" '^ok: ' '^not ok: ' tools/model-check.sh
 step "rig self-test (judge, 1-3 guests with Soft-RoCE)"
 counted_suite rig "$LOGS/rig-selftest.txt" '^ok ' '^BAD ' \
 	env RIG_SELFTEST_NODES=1 tools/rig/selftest.sh "${KVERS[@]/#/-k}"
+
+# ---- the packages, installed and used --------------------------------------------
+if [ ${#KVERS[@]} -gt 0 ]; then
+	step "packages: make deb, lintian, dkms, pkg-config, a cluster of 3 from the packages"
+	counted_suite packages "$LOGS/packages.txt" '^ok: ' '^not ok: ' \
+		tools/check-packages.sh "${KVERS[${#KVERS[@]}-1]}"
+fi
 
 # ---- VM suites -------------------------------------------------------------------
 for k in "${KVERS[@]}"; do
