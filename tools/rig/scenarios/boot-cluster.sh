@@ -131,7 +131,7 @@ cluster_key /etc/odsm/cluster.key || fail "cannot write the cluster key"
 	echo "cache_budget_bytes = 32M"
 	echo "readahead_pages = 8"
 } >"$CONF"
-cat "$CONF"
+sed 's/^/  | /' "$CONF"
 
 # ---- start, as systemd would ------------------------------------------------
 cond=$(sed -n 's/^ConditionPathExists=//p' "$UNIT")
