@@ -27,7 +27,7 @@
 # would register the module with this machine's DKMS and add a group here;
 # what they do instead is done into the root (dkms) or left to the guests.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 K=${1:-$(tools/rig/kernels.sh --newest)}
 LOGS=build/logs
 OUT=$PWD/build/pkgtest
@@ -137,13 +137,12 @@ pc() {
 		PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 PKG_CONFIG_ALLOW_SYSTEM_LIBS=1 pkg-config "$@"
 }
 ex=$R/usr/share/doc/libodsm-dev/examples/odsm-coherence.c
+# shellcheck disable=SC2046 # pkg-config's words are meant to be split
 (
 	set -x
 	[ "$(pc --modversion odsm)" = "$VERSION" ] &&
-	# shellcheck disable=SC2046
 	cc -O2 -Wall -Werror -o "$OUT/bin/pkgcfg-odsm-coherence" "$ex" $(pc --cflags --libs odsm) &&
 	readelf -d "$OUT/bin/pkgcfg-odsm-coherence" | grep -q 'NEEDED.*\[libodsm\.so\.1\]' &&
-	# shellcheck disable=SC2046
 	cc -O2 -Wall -Werror -static -o "$OUT/bin/pkgcfg-odsm-coherence-static" "$ex" \
 		$(pc --static --cflags --libs odsm)
 ) >"$LOGS/packages-pkgconfig.txt" 2>&1
