@@ -13,11 +13,18 @@
 #                   FUZZ_SECS seconds (default 600)
 #   make install    library, headers, odsm.pc, odsmctl and the module
 #                   (PREFIX=/usr/local, DESTDIR=)
+#   make dkms-install   the module's source under /usr/src/odsm-VERSION,
+#                   registered with DKMS and built for every kernel that
+#                   has headers (dkms-uninstall removes both)
+#   make deb        the Debian packages, into build/deb/ (tools/mkdeb.sh)
 #
 # Variables: KVER (kernel release), KDIR (its build tree), BUILD (output).
 
 SHELL	:= /bin/bash
 BUILD	?= build
+# the release: odsm.pc, the DKMS source directory, the packages (whose
+# debian/changelog must name the same version: debian/rules checks)
+VERSION	:= 0.1
 KVER	?= $(shell tools/rig/kernels.sh --newest 2>/dev/null)
 KDIR	?= /lib/modules/$(KVER)/build
 ifneq ($(origin KDIR),file)
@@ -29,7 +36,7 @@ endif
 CC	?= gcc
 CFLAGS	?= -O2 -g
 WFLAGS	:= -Wall -Wextra -Werror -Wno-unused-parameter
-UCFLAGS	:= $(CFLAGS) $(WFLAGS) -D_GNU_SOURCE -Iuapi -Iuserlib
+UCFLAGS	:= $(CFLAGS) $(CPPFLAGS) $(WFLAGS) -D_GNU_SOURCE -Iuapi -Iuserlib
 KSFT	:= $(BUILD)/ksft
 
 LIB_A	:= $(BUILD)/lib/libodsm.a
@@ -76,7 +83,7 @@ FUZZERS	   := $(patsubst selftests/fuzz/odsm_%.c,$(BUILD)/bin/odsm-%,\
 MODULE	:= $(BUILD)/kmod/$(KVER)/kmod/odsm.ko
 
 .PHONY: all module lib tools tests setup check demo bench model fuzz checkpatch install clean \
-	FORCE
+	install-lib print-version dkms-src dkms-install dkms-uninstall deb FORCE
 
 all: module lib tools tests
 
@@ -125,16 +132,21 @@ $(LIB_A): $(LIB_OBJ)
 
 # exports only the API (userlib/libodsm.map), checked against odsm.h
 $(LIB_SO): $(LIB_OBJ:.o=.pic.o) userlib/libodsm.map tools/check-exports.sh
-	$(CC) -shared -Wl,-soname,libodsm.so.1 -Wl,--version-script=userlib/libodsm.map \
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libodsm.so.1 -Wl,--version-script=userlib/libodsm.map \
 		-o $@ $(filter %.o,$^) -pthread
 	@tools/check-exports.sh $@ userlib/odsm.h userlib/odsm_deleg.h || { rm -f $@; exit 1; }
 	ln -sf libodsm.so.1 $(BUILD)/lib/libodsm.so
 
-$(BUILD)/lib/odsm.pc: userlib/odsm.pc.in
+$(BUILD)/lib/odsm.pc: userlib/odsm.pc.in FORCE
 	@mkdir -p $(@D)
-	sed -e 's|@PREFIX@|$(or $(PREFIX),/usr/local)|' $< > $@
+	$(call make_pc,$<) > $@.tmp
+	@cmp -s $@.tmp $@ && rm $@.tmp || mv $@.tmp $@
 
 # ---- tools, benchmarks, examples (static: they also run in test guests) ------
+# The packages link them with the shared library instead:
+# TOOL_LINK="-L$(BUILD)/lib -lodsm" (debian/rules).
+TOOL_LINK ?= -static $(LIB_A)
+
 tools: $(TOOLS)
 
 # One rule for every tool.  Its source: $(call tool_src,NAME), the NAME.c
@@ -143,9 +155,14 @@ tools: $(TOOLS)
 # the raw ioctls and take nothing from it).
 tool_src = $(foreach s,$(TOOL_SRC),$(if $(filter $(1).c,$(notdir $(s))),$(s)))
 .SECONDEXPANSION:
-$(TOOLS): $(BUILD)/bin/%: $$(call tool_src,$$*) $(LIB_A) $(LIB_HDR)
+$(TOOLS): $(BUILD)/bin/%: $$(call tool_src,$$*) $(LIB_A) $(if $(findstring -lodsm,$(TOOL_LINK)),$(LIB_SO)) \
+		$(LIB_HDR)
 	@mkdir -p $(@D)
-	$(CC) $(UCFLAGS) -static -o $@ $< $(LIB_A)
+	$(CC) $(UCFLAGS) $(LDFLAGS) -o $@ $(filter %.c,$^) $(TOOL_LINK)
+
+# odsmctl's configuration file parser (pure logic: host-tested, conf_test)
+CONF_SRC := tools/odsmctl/odsm_conf.c
+$(BUILD)/bin/odsmctl $(BUILD)/tests/host/conf_test: $(CONF_SRC) tools/odsmctl/odsm_conf.h
 
 # the benchmarks' shared helpers
 $(patsubst tools/bench/%.c,$(BUILD)/bin/%,$(wildcard tools/bench/*.c)): tools/bench/bench.h
@@ -169,8 +186,8 @@ $(KSFT)/kselftest_harness.h:
 $(BUILD)/tests/host/%: selftests/host/%.c $(wildcard selftests/host/*.h) $(CORE_SRC) $(CORE_HDR) \
 		$(KSFT)/kselftest_harness.h
 	@mkdir -p $(@D)
-	$(CC) $(UCFLAGS) -I$(KSFT) -Ikmod -fsanitize=address,undefined \
-		-fno-sanitize-recover=all -o $@ $< $(CORE_SRC)
+	$(CC) $(UCFLAGS) -I$(KSFT) -Ikmod -Itools/odsmctl -fsanitize=address,undefined \
+		-fno-sanitize-recover=all -o $@ $(filter %.c,$^)
 
 # the library's sources compiled in, their ioctl() answered by the fake
 $(BUILD)/tests/lib/%: selftests/lib/%.c $(wildcard selftests/lib/*.h) $(LIB_SRC) $(LIB_HDR) \
@@ -223,22 +240,60 @@ $(BUILD)/lsrc/scripts/checkpatch.pl:
 		'linux-source-6.1/scripts/spelling.txt' \
 		'linux-source-6.1/scripts/const_structs.checkpatch'
 
-# Install the library, headers, odsmctl and the module for KVER.
+# Install the library, headers, odsmctl and the module for KVER.  LIBDIR
+# is where the library and pkgconfig/ go (the packages: the multiarch one).
 PREFIX	?= /usr/local
-install: lib tools module
-	install -D -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/libodsm.a
-	install -D -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/libodsm.so.1
-	ln -sf libodsm.so.1 $(DESTDIR)$(PREFIX)/lib/libodsm.so
+LIBDIR	?= $(PREFIX)/lib
+make_pc = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	      -e 's|@VERSION@|$(VERSION)|' $(1)
+install: install-lib lib tools module
+	install -D -m 755 $(BUILD)/bin/odsmctl $(DESTDIR)$(PREFIX)/bin/odsmctl
+	install -D -m 644 $(MODULE) $(DESTDIR)/lib/modules/$(KVER)/extra/odsm.ko
+	$(if $(DESTDIR),,depmod -a $(KVER))
+
+# the library's part of it (the packages install this alone)
+install-lib: lib
+	install -D -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libodsm.a
+	install -D -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/libodsm.so.1
+	ln -sf libodsm.so.1 $(DESTDIR)$(LIBDIR)/libodsm.so
 	install -D -m 644 userlib/odsm.h $(DESTDIR)$(PREFIX)/include/odsm.h
 	install -D -m 644 userlib/odsm_deleg.h $(DESTDIR)$(PREFIX)/include/odsm_deleg.h
 	install -D -m 644 uapi/linux/odsm.h $(DESTDIR)$(PREFIX)/include/linux/odsm.h
 	install -D -m 644 uapi/linux/odsm_deleg.h $(DESTDIR)$(PREFIX)/include/linux/odsm_deleg.h
-	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	sed -e 's|@PREFIX@|$(PREFIX)|' userlib/odsm.pc.in \
-		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/odsm.pc
-	install -D -m 755 $(BUILD)/bin/odsmctl $(DESTDIR)$(PREFIX)/bin/odsmctl
-	install -D -m 644 $(MODULE) $(DESTDIR)/lib/modules/$(KVER)/extra/odsm.ko
-	$(if $(DESTDIR),,depmod -a $(KVER))
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig
+	$(call make_pc,userlib/odsm.pc.in) > $(DESTDIR)$(LIBDIR)/pkgconfig/odsm.pc
+
+print-version:
+	@echo $(VERSION)
+
+# ---- DKMS and packages ------------------------------------------------------
+# The module's source as DKMS builds it (dkms.conf says how), in
+# $(DESTDIR)/usr/src/odsm-$(VERSION); the odsm-dkms package ships it.
+DKMS_SRC = $(DESTDIR)/usr/src/odsm-$(VERSION)
+dkms-src:
+	install -d $(DKMS_SRC)/kmod $(DKMS_SRC)/uapi/linux
+	install -m 644 Kbuild $(DKMS_SRC)/
+	install -m 644 kmod/Kbuild kmod/*.c kmod/*.h $(DKMS_SRC)/kmod/
+	install -m 644 uapi/linux/odsm.h uapi/linux/odsm_deleg.h $(DKMS_SRC)/uapi/linux/
+	sed -e 's/#MODULE_VERSION#/$(VERSION)/' dkms.conf > $(DKMS_SRC)/dkms.conf
+
+# Register with DKMS and build and install for every kernel with headers;
+# DKMS rebuilds it for each kernel installed later.  Root.
+dkms-install: dkms-src
+	dkms status -m odsm -v $(VERSION) | grep -q . || dkms add -m odsm -v $(VERSION)
+	for b in /lib/modules/*/build; do \
+		[ -d "$$b" ] || continue; \
+		k=$${b#/lib/modules/}; k=$${k%/build}; \
+		dkms install -m odsm -v $(VERSION) -k "$$k" || exit 1; \
+	done
+
+dkms-uninstall:
+	! dkms status -m odsm -v $(VERSION) | grep -q . || dkms remove -m odsm -v $(VERSION) --all
+	rm -rf /usr/src/odsm-$(VERSION)
+
+# odsm-dkms, libodsm1, libodsm-dev, odsm-tools in build/deb/
+deb:
+	@tools/mkdeb.sh $(VERSION)
 
 clean:
 	rm -rf $(BUILD)

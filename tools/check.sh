@@ -3,13 +3,21 @@
 #
 #   build     the module builds with W=1 and no warning on each kernel;
 #             checkpatch --strict is clean on kmod/ and uapi/; no kmod
-#             file calls a layer above its own (tools/kmod-deps.sh)
+#             file calls a layer above its own (tools/kmod-deps.sh);
+#             libodsm.so.1 exports what debian/libodsm1.symbols states
+#             (tools/check-symbols.sh)
 #   host      unit tests of the pure logic, and of libodsm against a fake
 #             /dev/odsm (ASan + UBSan)
 #   model     spin checks the coherence protocol's model (model/): the
 #             model passes, every mutant fails (tools/model-check.sh)
 #   rig       the VM rig's own checks: guests boot, Soft-RoCE comes up,
 #             a kernel WARN or panic is judged a failure
+#   packages  make deb; lintian; the packages unpacked into a root of
+#             their own, DKMS building odsm.ko from them, an example built
+#             through pkg-config; then 3 guests of the newest kernel, over
+#             TCP, booted from that root, bring their cluster up and down
+#             with odsm.service's commands from /etc/odsm/cluster.conf
+#             (tools/check-packages.sh, tools/rig/scenarios/boot-cluster.sh)
 #   vm-KVER   kselftest programs in a QEMU/TCG guest of each kernel, and the
 #             demo application; a kernel WARNING/BUG/Oops/lockdep/hung-task
 #             line in a guest log fails the suite
@@ -166,6 +174,16 @@ else
 	echo "not ok: kmod layers"
 	bf=$((bf + 1))
 fi
+# libodsm's ABI: its soname and every symbol with its version node
+step "libodsm ABI: debian/libodsm1.symbols"
+if tools/check-symbols.sh >"$LOGS/symbols.txt" 2>&1; then
+	echo "ok: libodsm.so.1 exports what debian/libodsm1.symbols states"
+	bp=$((bp + 1))
+else
+	cat "$LOGS/symbols.txt"
+	echo "not ok: libodsm ABI (tools/check-symbols.sh)"
+	bf=$((bf + 1))
+fi
 suite_end build $bp $bf
 
 # ---- host unit tests ------------------------------------------------------------
@@ -200,6 +218,13 @@ counted_suite model "$LOGS/model.txt" '^ok: ' '^not ok: ' tools/model-check.sh
 step "rig self-test (judge, 1-3 guests with Soft-RoCE)"
 counted_suite rig "$LOGS/rig-selftest.txt" '^ok ' '^BAD ' \
 	env RIG_SELFTEST_NODES=1 tools/rig/selftest.sh "${KVERS[@]/#/-k}"
+
+# ---- the packages, installed and used --------------------------------------------
+if [ ${#KVERS[@]} -gt 0 ]; then
+	step "packages: make deb, lintian, dkms, pkg-config, a cluster of 3 from the packages"
+	counted_suite packages "$LOGS/packages.txt" '^ok: ' '^not ok: ' \
+		tools/check-packages.sh "${KVERS[${#KVERS[@]}-1]}"
+fi
 
 # ---- VM suites -------------------------------------------------------------------
 for k in "${KVERS[@]}"; do

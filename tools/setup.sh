@@ -19,6 +19,8 @@ PKGS=(
 	libibverbs-dev librdmacm-dev
 	linux-source-6.1
 	spin
+	# make deb, and make check's packages suite
+	dkms dh-dkms debhelper lintian
 )
 
 have_all() {

@@ -20,11 +20,19 @@
  *                                 the same file on every node, readable by
  *                                 its owner only)
  *   odsmctl leave                 leave the cluster (root)
+ *   odsmctl up [--config FILE] [--check]
+ *                                 set the knobs and join the cluster that
+ *                                 FILE (/etc/odsm/cluster.conf) describes
+ *                                 (root; odsm.service runs it at boot);
+ *                                 --check: only read FILE and print it
+ *   odsmctl down                  leave the cluster, if the module is
+ *                                 loaded (root; odsm.service at stop)
  *   odsmctl status [--raw]        the peers as this node sees them
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <dirent.h>
+#include <ifaddrs.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
@@ -34,10 +42,11 @@
 #include <unistd.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include "odsm.h"
+#include "odsm_conf.h"
 
 #define SYSFS	"/sys/kernel/odsm"
-#define ODSM_DEFAULT_PORT	7100
 
 static int read_u64(const char *path, unsigned long long *v)
 {
@@ -255,33 +264,6 @@ static const char *state_name(unsigned int s)
 	return "?";
 }
 
-/* "10.0.0.1:7100" or "10.0.0.1" (port 7100); 0 or -EINVAL */
-static int parse_node(const char *s, struct odsm_node_addr *a)
-{
-	char host[INET_ADDRSTRLEN], *end;
-	const char *colon = strchr(s, ':');
-	size_t n = colon ? (size_t)(colon - s) : strlen(s);
-	struct in_addr in;
-	unsigned long port = ODSM_DEFAULT_PORT;
-
-	if (n == 0 || n >= sizeof(host))
-		return -EINVAL;
-	memcpy(host, s, n);
-	host[n] = '\0';
-	if (inet_pton(AF_INET, host, &in) != 1 || in.s_addr == 0)
-		return -EINVAL;
-	if (colon) {
-		errno = 0;
-		port = strtoul(colon + 1, &end, 10);
-		if (errno || end == colon + 1 || *end || port == 0 || port > 65535)
-			return -EINVAL;
-	}
-	memset(a, 0, sizeof(*a));
-	a->ipv4 = in.s_addr;
-	a->port = (uint16_t)port;
-	return 0;
-}
-
 /* The comma-separated list into a fresh array; the count, or -1 (said why). */
 static int parse_nodes(const char *list, struct odsm_node_addr **out)
 {
@@ -307,7 +289,7 @@ static int parse_nodes(const char *list, struct odsm_node_addr **out)
 				ODSM_MAX_NODES);
 			goto err;
 		}
-		if (parse_node(tok, &a[n])) {
+		if (odsm_conf_parse_addr(tok, &a[n])) {
 			fprintf(stderr, "odsmctl join: bad node address '%s' (want IPv4[:PORT], port 1..65535, default %d)\n",
 				tok, ODSM_DEFAULT_PORT);
 			goto err;
@@ -350,7 +332,7 @@ static int parse_ms(const char *opt, const char *s, unsigned int *v)
  * used as it is; a file that others may read is refused.  Its length, or
  * -1 after saying why.
  */
-static int read_key(const char *path, unsigned char *key)
+static int read_key(const char *what, const char *path, unsigned char *key)
 {
 	struct stat st;
 	ssize_t n;
@@ -358,24 +340,24 @@ static int read_key(const char *path, unsigned char *key)
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		fprintf(stderr, "odsmctl join: cannot open the key file %s: %s\n",
-			path, strerror(errno));
+		fprintf(stderr, "%s: cannot open the key file %s: %s\n",
+			what, path, strerror(errno));
 		return -1;
 	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		fprintf(stderr, "odsmctl join: the key file %s is not a regular file\n",
-			path);
+		fprintf(stderr, "%s: the key file %s is not a regular file\n",
+			what, path);
 		goto err;
 	}
 	if (st.st_mode & 077) {
-		fprintf(stderr, "odsmctl join: the key file %s may be read by others (mode %04o): chmod 600 it\n",
-			path, (unsigned int)(st.st_mode & 07777));
+		fprintf(stderr, "%s: the key file %s may be read by others (mode %04o): chmod 600 it\n",
+			what, path, (unsigned int)(st.st_mode & 07777));
 		goto err;
 	}
 	n = read(fd, key, ODSM_KEY_MAX + 1);
 	if (n < ODSM_KEY_MIN || n > ODSM_KEY_MAX) {
-		fprintf(stderr, "odsmctl join: the key file %s must hold %d to %d bytes (odsmctl keygen FILE makes one)\n",
-			path, ODSM_KEY_MIN, ODSM_KEY_MAX);
+		fprintf(stderr, "%s: the key file %s must hold %d to %d bytes (odsmctl keygen FILE makes one)\n",
+			what, path, ODSM_KEY_MIN, ODSM_KEY_MAX);
 		goto err;
 	}
 	close(fd);
@@ -414,6 +396,129 @@ static int cmd_keygen(int argc, char **argv)
 	return 0;
 }
 
+/* What joining needs, from join's options or up's configuration file. */
+struct join_req {
+	const char *what;		/* "odsmctl join", "odsmctl up" */
+	unsigned int id, nr, transport, heartbeat_ms, timeout_ms;
+	const struct odsm_node_addr *nodes;
+	const char *key_file;
+	unsigned long long heap_base, part_size;	/* 0: as it is */
+	unsigned int wait_s;	/* retry while the address is not here */
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * Configure node r->id of r->nr and join; 0, or 1 after saying why.  While
+ * this node's own address is not (yet) on the machine (the network, or the
+ * RDMA device, still coming up at boot), the join is tried again every
+ * second for r->wait_s seconds.
+ */
+static int join_cluster(const struct join_req *r)
+{
+	unsigned char key[ODSM_KEY_MAX + 1];
+	struct odsm_config c = { 0 };
+	unsigned long long v;
+	char ip[INET_ADDRSTRLEN];
+	double deadline = now_s() + r->wait_s;
+	int key_len, ret, waited = 0, rc = 1;
+
+	key_len = read_key(r->what, r->key_file, key);
+	if (key_len < 0)
+		return 1;
+	if (read_u64(SYSFS "/heap_base", &v) == 0)
+		c.heap_base = v;
+	if (read_u64(SYSFS "/part_size", &v) == 0)
+		c.part_size = v;
+	if (r->heap_base)
+		c.heap_base = r->heap_base;
+	if (r->part_size)
+		c.part_size = r->part_size;
+	if (c.heap_base == 0 || c.part_size == 0) {
+		fprintf(stderr, "%s: cannot read %s (is the odsm module loaded?)\n",
+			r->what, SYSFS);
+		goto out;
+	}
+	c.node_id = r->id;
+	c.nr_nodes = r->nr;
+
+	/* the geometry first, unless it already is the one asked for (a
+	 * node that holds objects cannot be reconfigured)
+	 */
+	if (read_u64(SYSFS "/node_id", &v) || v != c.node_id ||
+	    read_u64(SYSFS "/nr_nodes", &v) || v != c.nr_nodes ||
+	    read_u64(SYSFS "/heap_base", &v) || v != c.heap_base ||
+	    read_u64(SYSFS "/part_size", &v) || v != c.part_size) {
+		ret = odsm_set_config(&c);
+		if (ret) {
+			fprintf(stderr, "%s: configuring node %u of %u: %s\n",
+				r->what, c.node_id, c.nr_nodes, odsm_strerror(ret));
+			if (ret == -EBUSY)
+				fprintf(stderr, "  (free every object and unmap the heap, or reload the module, before joining with another geometry)\n");
+			if (ret == -EINVAL)
+				fprintf(stderr, "  (base and partition size multiples of 2 MiB; partition <= 64 GiB; the heap, %u partitions, within user space above 4 GiB)\n",
+					c.nr_nodes);
+			goto out;
+		}
+	}
+
+	inet_ntop(AF_INET, &r->nodes[r->id].ipv4, ip, sizeof(ip));
+	for (;;) {
+		ret = odsm_join(r->transport, r->nodes, r->nr, key,
+				(unsigned int)key_len, r->heartbeat_ms,
+				r->timeout_ms);
+		if ((ret != -EADDRNOTAVAIL && ret != -ENODEV) ||
+		    now_s() >= deadline)
+			break;
+		if (!waited++)
+			printf("%s: %s is not on this machine%s yet: waiting up to %u s\n",
+			       r->what, ip,
+			       r->transport == ODSM_TRANSPORT_RDMA ? " (or on no RDMA device)" : "",
+			       r->wait_s);
+		fflush(stdout);
+		sleep(1);
+	}
+	if (ret) {
+		fprintf(stderr, "%s: %s\n", r->what, odsm_strerror(ret));
+		switch (-ret) {
+		case EBUSY:
+			fprintf(stderr, "  (this node already joined a cluster: 'odsmctl leave' first)\n");
+			break;
+		case EPROTONOSUPPORT:
+			fprintf(stderr, "  (the loaded odsm module has no %s transport)\n",
+				transport_name(r->transport));
+			break;
+		case EADDRINUSE:
+		case EADDRNOTAVAIL:
+		case ENODEV:
+			fprintf(stderr, "  (node %u listens on %s:%u, its entry in the node list: is that an address of this machine%s, and the port free?)\n",
+				r->id, ip, r->nodes[r->id].port,
+				r->transport == ODSM_TRANSPORT_RDMA ? ", on an RDMA device" : "");
+			break;
+		case EINVAL:
+			fprintf(stderr, "  (the module refused the node table or the timings: heartbeat at most %u ms, timeout at most %u ms and longer than the heartbeat)\n",
+				ODSM_HEARTBEAT_MS_MAX, ODSM_TIMEOUT_MS_MAX);
+			break;
+		case EPERM:
+			fprintf(stderr, "  (joining needs CAP_SYS_ADMIN)\n");
+			break;
+		}
+		goto out;
+	}
+	printf("joined: node %u of %u over %s, listening on %s:%u\n", r->id,
+	       r->nr, transport_name(r->transport), ip, r->nodes[r->id].port);
+	rc = 0;
+out:
+	memset(key, 0, sizeof(key));
+	return rc;
+}
+
 static int cmd_join(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -427,25 +532,17 @@ static int cmd_join(int argc, char **argv)
 		{ "key-file", required_argument, NULL, 'k' },
 		{ NULL, 0, NULL, 0 },
 	};
-	unsigned char key[ODSM_KEY_MAX + 1];
-	const char *key_file = NULL;
-	int key_len;
+	struct join_req r = { .what = "odsmctl join",
+			      .transport = ODSM_TRANSPORT_TCP };
 	struct odsm_node_addr *nodes = NULL;
-	struct odsm_config c = { 0 };
 	unsigned long long v, id = ULLONG_MAX;
-	unsigned int transport = ODSM_TRANSPORT_TCP, hb = 0, to = 0;
 	const char *list = NULL;
-	char ip[INET_ADDRSTRLEN];
-	int opt, n, ret, rc = 1;
+	int opt, n, rc;
 
-	if (read_u64(SYSFS "/heap_base", &v) == 0)
-		c.heap_base = v;
-	if (read_u64(SYSFS "/part_size", &v) == 0)
-		c.part_size = v;
 	while ((opt = getopt_long(argc, argv, "i:n:t:H:T:b:s:k:", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'k':
-			key_file = optarg;
+			r.key_file = optarg;
 			break;
 		case 'i':
 			if (parse_size(optarg, &id) || id >= ODSM_MAX_NODES) {
@@ -458,9 +555,9 @@ static int cmd_join(int argc, char **argv)
 			break;
 		case 't':
 			if (!strcmp(optarg, "tcp")) {
-				transport = ODSM_TRANSPORT_TCP;
+				r.transport = ODSM_TRANSPORT_TCP;
 			} else if (!strcmp(optarg, "rdma")) {
-				transport = ODSM_TRANSPORT_RDMA;
+				r.transport = ODSM_TRANSPORT_RDMA;
 			} else {
 				fprintf(stderr, "odsmctl join: unknown transport '%s' (tcp or rdma)\n",
 					optarg);
@@ -468,11 +565,11 @@ static int cmd_join(int argc, char **argv)
 			}
 			break;
 		case 'H':
-			if (parse_ms("--heartbeat-ms", optarg, &hb))
+			if (parse_ms("--heartbeat-ms", optarg, &r.heartbeat_ms))
 				return 2;
 			break;
 		case 'T':
-			if (parse_ms("--timeout-ms", optarg, &to))
+			if (parse_ms("--timeout-ms", optarg, &r.timeout_ms))
 				return 2;
 			break;
 		case 'b':
@@ -482,9 +579,9 @@ static int cmd_join(int argc, char **argv)
 				return 2;
 			}
 			if (opt == 'b')
-				c.heap_base = v;
+				r.heap_base = v;
 			else
-				c.part_size = v;
+				r.part_size = v;
 			break;
 		default:
 			return 2;
@@ -498,17 +595,15 @@ static int cmd_join(int argc, char **argv)
 		fprintf(stderr, "odsmctl join: --node-id and --nodes are required\n");
 		return 2;
 	}
-	if (!key_file) {
+	if (!r.key_file) {
 		fprintf(stderr, "odsmctl join: --key-file FILE is required: the nodes prove to each other that they hold the same cluster key (make one with 'odsmctl keygen FILE' and copy it to every node)\n");
 		return 2;
 	}
-	key_len = read_key(key_file, key);
-	if (key_len < 0)
-		return 2;
 	/* the module's defaults are 200 / 2000 ms */
-	if ((to ? to : 2000) <= (hb ? hb : 200)) {
+	if ((r.timeout_ms ? r.timeout_ms : 2000) <= (r.heartbeat_ms ? r.heartbeat_ms : 200)) {
 		fprintf(stderr, "odsmctl join: --timeout-ms (%u) must be longer than the heartbeat (%u ms)\n",
-			to ? to : 2000, hb ? hb : 200);
+			r.timeout_ms ? r.timeout_ms : 2000,
+			r.heartbeat_ms ? r.heartbeat_ms : 200);
 		return 2;
 	}
 	n = parse_nodes(list, &nodes);
@@ -517,71 +612,218 @@ static int cmd_join(int argc, char **argv)
 	if (id >= (unsigned long long)n) {
 		fprintf(stderr, "odsmctl join: --node-id %llu but --nodes lists only %d nodes (ids 0..%d)\n",
 			id, n, n - 1);
-		goto out;
+		free(nodes);
+		return 1;
 	}
-	if (c.heap_base == 0 || c.part_size == 0) {
-		fprintf(stderr, "odsmctl join: cannot read %s (is the odsm module loaded?)\n",
-			SYSFS);
-		goto out;
-	}
-	c.node_id = (unsigned int)id;
-	c.nr_nodes = (unsigned int)n;
-
-	/* the geometry first, unless it already is the one asked for (a
-	 * node that holds objects cannot be reconfigured)
-	 */
-	if (read_u64(SYSFS "/node_id", &v) || v != c.node_id ||
-	    read_u64(SYSFS "/nr_nodes", &v) || v != c.nr_nodes ||
-	    read_u64(SYSFS "/heap_base", &v) || v != c.heap_base ||
-	    read_u64(SYSFS "/part_size", &v) || v != c.part_size) {
-		ret = odsm_set_config(&c);
-		if (ret) {
-			fprintf(stderr, "odsmctl join: configuring node %u of %u: %s\n",
-				c.node_id, c.nr_nodes, odsm_strerror(ret));
-			if (ret == -EBUSY)
-				fprintf(stderr, "  (free every object and unmap the heap, or reload the module, before joining with another geometry)\n");
-			if (ret == -EINVAL)
-				fprintf(stderr, "  (base and partition size multiples of 2 MiB; partition <= 64 GiB; the heap, %u partitions, within user space above 4 GiB)\n",
-					c.nr_nodes);
-			goto out;
-		}
-	}
-
-	ret = odsm_join(transport, nodes, (unsigned int)n, key,
-			(unsigned int)key_len, hb, to);
-	inet_ntop(AF_INET, &nodes[id].ipv4, ip, sizeof(ip));
-	if (ret) {
-		fprintf(stderr, "odsmctl join: %s\n", odsm_strerror(ret));
-		switch (-ret) {
-		case EBUSY:
-			fprintf(stderr, "  (this node already joined a cluster: 'odsmctl leave' first)\n");
-			break;
-		case EPROTONOSUPPORT:
-			fprintf(stderr, "  (the loaded odsm module has no %s transport)\n",
-				transport_name(transport));
-			break;
-		case EADDRINUSE:
-		case EADDRNOTAVAIL:
-			fprintf(stderr, "  (node %llu listens on %s:%u, its entry in --nodes: is that an address of this machine, and the port free?)\n",
-				id, ip, nodes[id].port);
-			break;
-		case EINVAL:
-			fprintf(stderr, "  (the module refused the node table or the timings: heartbeat at most %u ms, timeout at most %u ms and longer than the heartbeat)\n",
-				ODSM_HEARTBEAT_MS_MAX, ODSM_TIMEOUT_MS_MAX);
-			break;
-		case EPERM:
-			fprintf(stderr, "  (joining needs CAP_SYS_ADMIN)\n");
-			break;
-		}
-		goto out;
-	}
-	printf("joined: node %llu of %d over %s, listening on %s:%u\n", id, n,
-	       transport_name(transport), ip, nodes[id].port);
-	rc = 0;
-out:
-	memset(key, 0, sizeof(key));
+	r.id = (unsigned int)id;
+	r.nr = (unsigned int)n;
+	r.nodes = nodes;
+	rc = join_cluster(&r);
 	free(nodes);
 	return rc;
+}
+
+/*
+ * node_id = auto: the one entry of the node list that is an address of
+ * this machine.  Its id, or -1 (none yet) or -2 (several; said why).
+ */
+static int find_self(const struct odsm_conf *c)
+{
+	struct ifaddrs *ifa, *i;
+	unsigned int k;
+	int found = -1;
+
+	if (getifaddrs(&ifa))
+		return -1;
+	for (k = 0; k < c->nr_nodes; k++) {
+		for (i = ifa; i; i = i->ifa_next) {
+			const struct sockaddr_in *sin = (const void *)i->ifa_addr;
+
+			if (!sin || sin->sin_family != AF_INET ||
+			    sin->sin_addr.s_addr != c->nodes[k].ipv4)
+				continue;
+			if (found >= 0) {
+				fprintf(stderr, "odsmctl up: %s: node_id = auto, but nodes %d and %u are both addresses of this machine: give node_id\n",
+					c->path, found, k);
+				freeifaddrs(ifa);
+				return -2;
+			}
+			found = (int)k;
+			break;
+		}
+	}
+	freeifaddrs(ifa);
+	return found;
+}
+
+/* node_id = auto, waiting (wait_s) for the address to appear; -1 after failing */
+static int resolve_self(const struct odsm_conf *c)
+{
+	double deadline = now_s() + c->wait_s;
+	int id, waited = 0;
+
+	for (;;) {
+		id = find_self(c);
+		if (id != -1 || now_s() >= deadline)
+			break;
+		if (!waited++)
+			printf("odsmctl up: node_id = auto: none of the %u addresses of %s is on this machine yet: waiting up to %u s\n",
+			       c->nr_nodes, c->path, c->wait_s);
+		fflush(stdout);
+		sleep(1);
+	}
+	if (id == -1)
+		fprintf(stderr, "odsmctl up: %s:%u: node_id = auto, but no address in the node list is an address of this machine\n",
+			c->path, c->line_node_id);
+	return id < 0 ? -1 : id;
+}
+
+/* write each knob of the file to its sysfs file; the module checks them */
+static int set_knobs(const struct odsm_conf *c)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->nr_knobs; i++) {
+		const struct odsm_conf_knob *k = &c->knobs[i];
+		FILE *f = fopen(k->knob->path, "w");
+		int ok;
+
+		if (!f) {
+			fprintf(stderr, "odsmctl up: %s:%u: %s: cannot open %s: %s (is the odsm module loaded?)\n",
+				c->path, k->line, k->knob->name, k->knob->path,
+				strerror(errno));
+			return -1;
+		}
+		ok = fputs(k->value, f) >= 0;
+		ok = !fclose(f) && ok;	/* sysfs says no at the flush */
+		if (!ok) {
+			fprintf(stderr, "odsmctl up: %s:%u: %s = %s: the module refused it: %s\n",
+				c->path, k->line, k->knob->name, k->value,
+				strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void print_conf(const struct odsm_conf *c, int id)
+{
+	char ip[INET_ADDRSTRLEN];
+	unsigned int i;
+
+	printf("config: %s\n", c->path);
+	if (id >= 0)
+		printf("node_id      %d%s\n", id,
+		       c->node_id == ODSM_CONF_NODE_AUTO ? " (auto)" : "");
+	else
+		printf("node_id      auto (no address of this machine in the list)\n");
+	for (i = 0; i < c->nr_nodes; i++) {
+		inet_ntop(AF_INET, &c->nodes[i].ipv4, ip, sizeof(ip));
+		printf("node %-7u %s:%u\n", i, ip, c->nodes[i].port);
+	}
+	printf("transport    %s\n", transport_name(c->transport));
+	printf("key_file     %s\n", c->key_file);
+	if (c->heartbeat_ms)
+		printf("heartbeat_ms %u\n", c->heartbeat_ms);
+	if (c->timeout_ms)
+		printf("timeout_ms   %u\n", c->timeout_ms);
+	if (c->heap_base)
+		printf("heap_base    0x%llx\n", (unsigned long long)c->heap_base);
+	if (c->part_size)
+		printf("part_size    %llu\n", (unsigned long long)c->part_size);
+	printf("wait_s       %u\n", c->wait_s);
+	for (i = 0; i < c->nr_knobs; i++)
+		printf("%-12s %s  (%s)\n", c->knobs[i].knob->name,
+		       c->knobs[i].value, c->knobs[i].knob->path);
+}
+
+static int cmd_up(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check", no_argument, NULL, 'n' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static struct odsm_conf c;	/* a few KiB: not on the stack */
+	const char *path = ODSM_CONF_PATH;
+	char err[ODSM_CONF_ERR_LEN];
+	struct join_req r = { .what = "odsmctl up" };
+	int opt, check = 0, id;
+
+	while ((opt = getopt_long(argc, argv, "c:n", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'n':
+			check = 1;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "odsmctl up: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (odsm_conf_load(&c, path, err, sizeof(err))) {
+		fprintf(stderr, "odsmctl up: %s\n", err);
+		return 2;
+	}
+	if (check) {
+		print_conf(&c, c.node_id == ODSM_CONF_NODE_AUTO ? find_self(&c) : c.node_id);
+		return 0;
+	}
+	id = c.node_id == ODSM_CONF_NODE_AUTO ? resolve_self(&c) : c.node_id;
+	if (id < 0)
+		return 1;
+	if (access(SYSFS, F_OK)) {
+		fprintf(stderr, "odsmctl up: no %s: the odsm module is not loaded (modprobe odsm)\n",
+			SYSFS);
+		return 1;
+	}
+	if (set_knobs(&c))
+		return 1;
+	r.id = (unsigned int)id;
+	r.nr = c.nr_nodes;
+	r.nodes = c.nodes;
+	r.transport = c.transport;
+	r.key_file = c.key_file;
+	r.heartbeat_ms = c.heartbeat_ms;
+	r.timeout_ms = c.timeout_ms;
+	r.heap_base = c.heap_base;
+	r.part_size = c.part_size;
+	r.wait_s = c.wait_s;
+	return join_cluster(&r);
+}
+
+/* Leave; a node whose module is gone (or never came) is down already. */
+static int cmd_down(int argc, char **argv)
+{
+	unsigned int nr = 0, transport = 0;
+	int ret;
+
+	if (argc > 1) {
+		fprintf(stderr, "odsmctl down: unexpected argument '%s'\n", argv[1]);
+		return 2;
+	}
+	if (access(SYSFS, F_OK)) {
+		printf("odsmctl down: the odsm module is not loaded: nothing to leave\n");
+		return 0;
+	}
+	ret = odsm_status(NULL, &nr, &transport);
+	if (!ret && !transport) {
+		printf("odsmctl down: not in a cluster: nothing to leave\n");
+		return 0;
+	}
+	if (!ret)
+		ret = odsm_leave();
+	if (ret) {
+		fprintf(stderr, "odsmctl down: %s\n", odsm_strerror(ret));
+		return 1;
+	}
+	printf("left the cluster\n");
+	return 0;
 }
 
 static int cmd_leave(int argc, char **argv)
@@ -718,6 +960,8 @@ static void usage(FILE *f)
 		"                    [--transport tcp|rdma] [--heartbeat-ms N] [--timeout-ms N]\n"
 		"                    [--base ADDR] [--part-size SIZE]\n"
 		"       odsmctl leave\n"
+		"       odsmctl up [--config FILE] [--check]   (FILE: " ODSM_CONF_PATH ")\n"
+		"       odsmctl down\n"
 		"       odsmctl status [--raw]\n"
 		"       odsmctl drop-copies\n");
 }
@@ -742,6 +986,10 @@ int main(int argc, char **argv)
 		return cmd_leave(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "status"))
 		return cmd_status(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "up"))
+		return cmd_up(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "down"))
+		return cmd_down(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "drop-copies"))
 		return cmd_drop_copies(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {

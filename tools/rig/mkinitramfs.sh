@@ -6,7 +6,7 @@
 # project's out-of-tree modules, test programs and the scenario scripts.
 #
 # Usage: mkinitramfs.sh -k KVER -o OUT.cpio.gz [-x module.ko]... [-b program]...
-#                       [-m kmodule]... [-d scenario_dir]
+#                       [-m kmodule]... [-d scenario_dir] [-r root_dir]
 #   -k KVER   kernel release (see kernels.sh); its modules come from /lib/modules/KVER
 #   -o OUT    output file, a newc cpio archive; gzip'd unless OUT ends in .cpio
 #             (an uncompressed one boots ~0.3 s faster under TCG)
@@ -17,11 +17,15 @@
 #   -m MOD    extra in-tree kernel module to ship (with its dependencies)
 #   -d DIR    scenario directory copied to /rig/scenarios (default: scenarios/
 #             next to this script)
+#   -r DIR    a tree copied over the image's root as it is (packages unpacked
+#             there, say): its modules in lib/modules/KVER are shipped (with
+#             the in-tree modules they need), decompressed and indexed like
+#             the rest, and the libraries its programs need are copied too
 # Guest side: guest/init becomes /init, guest/lib.sh becomes /rig/lib.sh.
 set -euo pipefail
 
 RIG=$(cd "$(dirname "$0")" && pwd)
-KVER="" OUT="" SCEN=$RIG/scenarios
+KVER="" OUT="" SCEN=$RIG/scenarios ROOT=""
 EXTRA_KO=() PROGS=() USER_MODS=()
 MODS=(rdma_rxe rdma_cm rdma_ucm ib_uverbs ib_cm iw_cm crc32_generic crc32_pclmul virtio_net virtio_pci)
 BINS=(/usr/bin/ip /usr/bin/rdma
@@ -30,11 +34,11 @@ BINS=(/usr/bin/ip /usr/bin/rdma
 PERFTEST=(ib_read_lat ib_write_lat ib_read_bw ib_atomic_lat)
 LIBDIR=/usr/lib/x86_64-linux-gnu
 
-usage() { sed -n '2,19s/^# \{0,1\}//p' "$0"; exit "${1:-2}"; }
+usage() { sed -n '2,23s/^# \{0,1\}//p' "$0"; exit "${1:-2}"; }
 die() { echo "mkinitramfs: $*" >&2; exit 1; }
 warn() { echo "mkinitramfs: warning: $*" >&2; }
 
-while getopts "k:o:x:b:m:d:h" opt; do
+while getopts "k:o:x:b:m:d:r:h" opt; do
 	case $opt in
 	k) KVER=$OPTARG ;;
 	o) OUT=$OPTARG ;;
@@ -42,6 +46,7 @@ while getopts "k:o:x:b:m:d:h" opt; do
 	b) PROGS+=("$(realpath -e "$OPTARG")") ;;
 	m) USER_MODS+=("$OPTARG") ;;
 	d) SCEN=$(realpath -e "$OPTARG") ;;
+	r) ROOT=$(realpath -e "$OPTARG") ;;
 	h) usage 0 ;;
 	*) usage ;;
 	esac
@@ -117,11 +122,26 @@ for b in "${PROGS[@]}"; do
 	copy_libs "$b"
 done
 
+# the root tree: over the merged-/usr layout (its lib/ goes to usr/lib), and
+# the host's libraries its programs need (its own ones it brings)
+if [ -n "$ROOT" ]; then
+	tar -C "$ROOT" -cf - . | tar -C "$ST" -xf - --keep-directory-symlink
+	while IFS= read -r -d '' f; do
+		copy_libs "$f"	# ldd says nothing of a script
+	done < <(find "$ROOT" -type f -perm -u+x -print0)
+fi
+
 # --- kernel modules -----------------------------------------------------------
 KM=$ST/lib/modules/$KVER
 mkdir -p "$KM"
-# in-tree modules the -x modules need (their deps come with --show-depends)
-for ko in "${EXTRA_KO[@]}"; do
+# in-tree modules the -x and the root tree's modules need (their deps come
+# with --show-depends)
+ROOT_KO=()
+if [ -n "$ROOT" ] && [ -d "$ROOT/lib/modules/$KVER" ]; then
+	while IFS= read -r -d '' ko; do ROOT_KO+=("$ko"); done \
+		< <(find "$ROOT/lib/modules/$KVER" -name '*.ko*' -print0)
+fi
+for ko in "${EXTRA_KO[@]}" "${ROOT_KO[@]}"; do
 	for dep in $(modinfo -F depends "$ko" | tr ',' ' '); do MODS+=("$dep"); done
 done
 for m in "${MODS[@]}" "${USER_MODS[@]}"; do
