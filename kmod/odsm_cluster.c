@@ -63,14 +63,23 @@ void odsm_cluster_conn_failed(struct odsm_conn *conn)
 		odsm_peer_event_down(id);
 }
 
-static void peer_timed_out(struct odsm_cluster *c, u32 id)
+/*
+ * The tick saw peer id silent for longer than limit: mark it down, unless
+ * a new connection of it came up since the tick looked (peer_authed()
+ * installs it with a fresh last_rx_ns under the same lock), which must
+ * not be the one killed.
+ */
+static void peer_timed_out(struct odsm_cluster *c, u32 id, u64 limit)
 {
-	struct odsm_conn *conn;
+	struct odsm_conn *conn = NULL;
 
 	spin_lock(&c->lock);
-	conn = c->peers[id].conn;
-	if (conn)
-		kref_get(&conn->ref);
+	if (c->peers[id].state != ODSM_PEER_DOWN &&
+	    ktime_get_ns() - c->peers[id].last_rx_ns > limit) {
+		conn = c->peers[id].conn;
+		if (conn)
+			kref_get(&conn->ref);
+	}
 	spin_unlock(&c->lock);
 	if (!conn)
 		return;
@@ -583,7 +592,7 @@ static void tick(struct odsm_cluster *c)
 		if (state == ODSM_PEER_DOWN)
 			continue;
 		if (now - last > limit) {
-			peer_timed_out(c, i);
+			peer_timed_out(c, i, limit);
 			continue;
 		}
 		if (state != ODSM_PEER_UP)
