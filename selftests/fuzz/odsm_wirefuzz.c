@@ -56,6 +56,7 @@ static const char *const ep_name[NEP] = {
 static uint64_t tried[NEP], problems;
 static uint64_t opt_seed, opt_episodes = UINT64_MAX, episode;
 static unsigned int opt_secs = 30, opt_timeout_ms = 5000;
+static int opt_only = -1;	/* --only NAME: every episode of that kind */
 static struct sockaddr_in target;
 static uint32_t fake_ip, own_ip;
 static uint32_t nr_nodes, fake_id;
@@ -552,7 +553,7 @@ int main(int argc, char **argv)
 		{ "fake-ip", 1, NULL, 'f' }, { "own-ip", 1, NULL, 'o' },
 		{ "nodes", 1, NULL, 'N' }, { "key-file", 1, NULL, 'k' },
 		{ "timeout-ms", 1, NULL, 'm' }, { "heap-base", 1, NULL, 'b' },
-		{ "part-size", 1, NULL, 'p' }, { 0 }
+		{ "part-size", 1, NULL, 'p' }, { "only", 1, NULL, 'O' }, { 0 }
 	};
 	char tgt[64] = "10.0.0.1:7100", *colon;
 	struct in_addr ia;
@@ -572,9 +573,19 @@ int main(int argc, char **argv)
 		case 'm': opt_timeout_ms = (unsigned int)atoi(optarg); break;
 		case 'b': heap_base = strtoull(optarg, NULL, 0); break;
 		case 'p': part_size = strtoull(optarg, NULL, 0); break;
+		case 'O':
+			for (e = 0; e < E_SERVE; e++)
+				if (!strcmp(optarg, ep_name[e]))
+					opt_only = e;
+			if (opt_only < 0) {
+				fprintf(stderr, "odsm-wirefuzz: no episode kind '%s'\n", optarg);
+				return 2;
+			}
+			break;
 		default:
 			fprintf(stderr, "usage: odsm-wirefuzz --target IP:PORT --fake-ip IP --own-ip IP --nodes N\n"
-				"       --key-file F [--seed S] [--secs T | --episodes N] [--timeout-ms N]\n");
+				"       --key-file F [--seed S] [--secs T | --episodes N] [--timeout-ms N]\n"
+				"       [--only KIND]   (one episode kind, e.g. restart: to chase one problem)\n");
 			return 2;
 		}
 	}
@@ -606,6 +617,8 @@ int main(int argc, char **argv)
 		goto out;
 	for (episode = 0; episode < opt_episodes && fp_now_ms() < end; episode++) {
 		e = (int)below(E_SERVE);
+		if (opt_only >= 0)
+			e = opt_only;
 		tried[e]++;
 		switch (e) {
 		case E_REPLAY:

@@ -25,6 +25,7 @@
 #   rig.fuzz_wire_secs=N   seconds of the wire fuzzer (default 30; 2+ guests)
 #   rig.fuzz_seed=S        base seed (default: random); node K runs S+K
 #   rig.fuzz_args="..."    more odsm-fuzz options (e.g. "--procs 2")
+#   rig.fuzz_wire_args="..." more odsm-wirefuzz options (e.g. "--only restart")
 #   rig.transport=tcp|rdma rig.heartbeat_ms=N rig.timeout_ms=N  the cluster
 #
 # Markers: RIG_MARK fuzz_start MODE seed=S, RIG_MARK fuzz_end MODE rc=N;
@@ -127,7 +128,7 @@ if [ -n "$wirefuzz" ]; then
 	if [ "$rig_node" = 1 ]; then
 		run wire odsm-wirefuzz --seed "$seed" --secs "$wire" --target "$(node_ip 0):$PORT" \
 			--fake-ip "$FAKE_IP" --own-ip "$rig_addr" --nodes "$nodes_total" \
-			--key-file "$KEY" --timeout-ms "$to"
+			--key-file "$KEY" --timeout-ms "$to" ${rig_fuzz_wire_args:-}
 	elif [ "$rig_node" = 0 ]; then
 		run ops-under-wire odsm-fuzz --seed "$seed" --secs "$wire" --hang-secs "$hang" \
 			--procs 1 --no-leave
