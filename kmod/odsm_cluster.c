@@ -156,8 +156,9 @@ static int send_hello(struct odsm_cluster *c, struct odsm_conn *conn, u32 dst,
 
 /*
  * The handshake is complete on conn for node id: the peer is up.  An
- * accepted connection replaces whatever the peer had (it restarted, or its
- * old connection died); a dialled one must still be the peer's.
+ * accepted connection replaces whatever older one the peer had (it
+ * restarted, or its old connection died); a dialled one must still be
+ * the peer's.
  */
 static bool peer_authed(struct odsm_cluster *c, struct odsm_conn *conn,
 			u32 id, u64 incarnation)
@@ -168,6 +169,20 @@ static bool peer_authed(struct odsm_cluster *c, struct odsm_conn *conn,
 	spin_lock(&c->lock);
 	if (!conn->dialled) {
 		old = c->peers[id].conn;
+		/*
+		 * Each accepted connection's handshake runs in its own
+		 * receiver: a peer that restarted right after dialling can
+		 * finish its new connection's handshake before the old one's
+		 * receiver finishes the old.  The peer dials one connection
+		 * at a time, so the one accepted last is the one it uses: an
+		 * older one finishing now is stale, never the replacement.
+		 */
+		if (old && old->born_ns > conn->born_ns) {
+			spin_unlock(&c->lock);
+			pr_notice_ratelimited("node %u: an older connection finished its handshake after a newer one: closed\n",
+					      id);
+			return false;
+		}
 		kref_get(&conn->ref);
 		c->peers[id].conn = conn;
 	} else if (c->peers[id].conn != conn) {
