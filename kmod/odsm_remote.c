@@ -19,6 +19,7 @@
 #include "odsm_cache.h"
 #include "odsm_onesided.h"
 #include "odsm_remote.h"
+#include "odsm_trace.h"
 
 #define CHUNK	ODSM_WIRE_MAX_DATA
 
@@ -168,6 +169,7 @@ static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 			ret = odsm_heap_free(heap, fr.gaddr);
 		}
 		odsm_cache_slots_release();
+		trace_odsm_free_home(h->src_node, fr.gaddr, ret);
 		return ret;
 	case ODSM_MSG_FETCH:
 		if (odsm_wire_get_fetch(payload, h->len, &fe))
