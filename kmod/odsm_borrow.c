@@ -20,6 +20,7 @@
 #include "odsm_core.h"
 #include "odsm_fault.h"
 #include "odsm_remote.h"
+#include "odsm_lat.h"
 #include "odsm_trace.h"
 
 /* ---- frees of moved originals, off the borrower's path --------------- */
@@ -302,7 +303,7 @@ long odsm_ioc_borrow_mut(struct odsm_fref *f, void __user *arg)
 		m.result = ODSM_BORROWED_MOVED;
 		odsm_stat_inc(ODSM_STAT_mut_moves);
 		trace_odsm_move(node, m.gaddr, m.new_gaddr, m.size, 0,
-				ktime_get_ns() - start);
+				odsm_lat_record(ODSM_LAT_move, start));
 	} else {
 		return ret;
 	}

@@ -67,6 +67,7 @@
 #include "odsm_core.h"
 #include "odsm_compat.h"
 #include "odsm_fault.h"
+#include "odsm_lat.h"
 #include "odsm_trace.h"
 
 u64 odsm_cache_budget = 64ULL << 20;
@@ -354,8 +355,9 @@ int odsm_fetch_at(u32 node, u64 inc, u64 cg, u64 offset, void *rbuf, u32 len,
 	odsm_stat_add(ODSM_STAT_bytes_fetched, fr.len);
 	*size = fr.size;
 	*got = fr.len;
+	/* only answered fetches: a failure's time is the timeout's */
 	trace_odsm_fetch(node, cg, offset, fr.len, 0,
-			 ktime_get_ns() - start);
+			 odsm_lat_record(ODSM_LAT_fetch, start));
 	return 0;
 out:
 	trace_odsm_fetch(node, cg, offset, 0, ret, ktime_get_ns() - start);
@@ -844,7 +846,8 @@ int odsm_cache_borrow(struct odsm_fref *f, u32 node, u64 cg, u64 *addr,
 			*result = ODSM_BORROWED_MISS;
 			odsm_stat_inc(ODSM_STAT_borrow_misses);
 			trace_odsm_borrow_miss(node, cg, *size,
-					       ktime_get_ns() - start);
+					       odsm_lat_record(ODSM_LAT_borrow_miss,
+							       start));
 			trim_locked(READ_ONCE(odsm_cache_budget));
 			e = NULL;
 		}
@@ -995,9 +998,13 @@ static int lazy_fill(struct odsm_centry *e, u64 off)
 						     len);
 		mutex_unlock(&h->lock);
 		odsm_stat_inc(ODSM_STAT_lazy_faults);
+		trace_odsm_lazy_fault(e->node, e->cn.key, off, ret,
+				      odsm_lat_record(ODSM_LAT_lazy_fault,
+						      start));
+	} else {
+		trace_odsm_lazy_fault(e->node, e->cn.key, off, ret,
+				      ktime_get_ns() - start);
 	}
-	trace_odsm_lazy_fault(e->node, e->cn.key, off, ret,
-			      ktime_get_ns() - start);
 	kvfree(buf);
 	return ret;
 }

@@ -14,6 +14,7 @@
 #include "odsm_cluster.h"
 #include "odsm_core_pri.h"
 #include "odsm_fault.h"
+#include "odsm_lat.h"
 #include "odsm_trace.h"
 
 /* A call waiting for its reply. */
@@ -300,7 +301,12 @@ static int rpc(u32 node, u64 inc, u8 type, const void *payload, u32 plen,
 	ret = call.status;
 	if (ret == -EHOSTDOWN)
 		odsm_stat_inc(ODSM_STAT_rpc_hostdown);
-	trace_odsm_rpc_done(node, type, seq, ret, ktime_get_ns() - start);
+	/* answered, with any status: the round trip was made (a failure
+	 * from odsm_fail_calls() made none and is not in the histogram)
+	 */
+	trace_odsm_rpc_done(node, type, seq, ret,
+			    ret == -EHOSTDOWN ? ktime_get_ns() - start :
+			    odsm_lat_record(ODSM_LAT_rpc, start));
 	if (rlen)
 		*rlen = call.len;
 out:
