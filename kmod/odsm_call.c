@@ -215,8 +215,13 @@ static void serve_work(struct work_struct *w)
 		if (!req->refused)
 			odsm_stat_inc(ODSM_STAT_served);
 	}
-	trace_odsm_rpc_serve(req->h.src_node, req->h.type, req->h.seq, status,
-			     ktime_get_ns() - req->arrived_ns);
+	/* the clock read only when someone listens: every request passes
+	 * (one that arrived before the event was enabled says 0)
+	 */
+	if (trace_odsm_rpc_serve_enabled())
+		trace_odsm_rpc_serve(req->h.src_node, req->h.type, req->h.seq,
+				     status, req->arrived_ns ?
+				     ktime_get_ns() - req->arrived_ns : 0);
 	kvfree(data);
 	if (req->refused) {
 		atomic_dec(&req->conn->refusals);
@@ -444,7 +449,7 @@ void odsm_serve_request(struct odsm_cluster *c, struct odsm_conn *conn,
 	kref_get(&conn->ref);
 	req->conn = conn;
 	req->refused = refuse;
-	req->arrived_ns = ktime_get_ns();
+	req->arrived_ns = trace_odsm_rpc_serve_enabled() ? ktime_get_ns() : 0;
 	req->h = *h;
 	if (refuse) {
 		atomic_inc(&conn->refusals);
