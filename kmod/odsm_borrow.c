@@ -20,6 +20,8 @@
 #include "odsm_core.h"
 #include "odsm_fault.h"
 #include "odsm_remote.h"
+#include "odsm_lat.h"
+#include "odsm_trace.h"
 
 /* ---- frees of moved originals, off the borrower's path --------------- */
 
@@ -287,14 +289,21 @@ long odsm_ioc_borrow_mut(struct odsm_fref *f, void __user *arg)
 		m.result = ODSM_BORROWED_TAKEN;
 		odsm_stat_inc(ODSM_STAT_mut_taken);
 	} else if (ret == -ENOENT) {
+		u64 start = ktime_get_ns();
+
 		ret = move_here(node, m.gaddr, &m.new_gaddr, &m.size, &inc);
 		if (ret == -EREMCHG)	/* the home restarted: nothing moved */
 			ret = move_here(node, m.gaddr, &m.new_gaddr, &m.size,
 					&inc);
-		if (ret)
+		if (ret) {
+			trace_odsm_move(node, m.gaddr, 0, 0, ret,
+					ktime_get_ns() - start);
 			return ret;
+		}
 		m.result = ODSM_BORROWED_MOVED;
 		odsm_stat_inc(ODSM_STAT_mut_moves);
+		trace_odsm_move(node, m.gaddr, m.new_gaddr, m.size, 0,
+				odsm_lat_record(ODSM_LAT_move, start));
 	} else {
 		return ret;
 	}
@@ -363,6 +372,8 @@ static long ioc_owner(void __user *arg, bool write)
 	ret = owner_rw(w.owner, box, !write ? ODSM_OWNER_READ :
 		       w.flags & ODSM_WB_IF_EMPTY ? ODSM_OWNER_FILL :
 		       ODSM_OWNER_WRITE);
+	if (write)
+		trace_odsm_writeback(w.owner, w.g, ret);
 	if (ret)
 		return ret;
 	if (write) {

@@ -67,6 +67,8 @@
 #include "odsm_core.h"
 #include "odsm_compat.h"
 #include "odsm_fault.h"
+#include "odsm_lat.h"
+#include "odsm_trace.h"
 
 u64 odsm_cache_budget = 64ULL << 20;
 u64 odsm_lazy_threshold = 1ULL << 20;
@@ -335,23 +337,31 @@ int odsm_fetch_at(u32 node, u64 inc, u64 cg, u64 offset, void *rbuf, u32 len,
 	struct odsm_wire_fetch_reply fr;
 	u8 p[ODSM_WIRE_FETCH_SIZE];
 	u32 n = odsm_wire_put_fetch(p, &fe), rlen = 0;
+	u64 start = ktime_get_ns();
 	int ret;
 
 	ret = odsm_rpc_inc(node, inc, ODSM_MSG_FETCH, p, n, NULL, 0, rbuf,
 			   ODSM_WIRE_FETCH_REPLY_SIZE + len, &rlen);
 	if (ret)
-		return ret;
+		goto out;
 	if (odsm_wire_get_fetch_reply(rbuf, rlen, &fr) || !fr.size ||
 	    fr.size > odsm_heap.geom.part_size || offset > fr.size ||
 	    fr.len != min_t(u64, len, fr.size - offset) ||
 	    fr.color > odsm_color(cg)) {
 		odsm_stat_inc(ODSM_STAT_bad_msgs);
-		return -EPROTO;
+		ret = -EPROTO;
+		goto out;
 	}
 	odsm_stat_add(ODSM_STAT_bytes_fetched, fr.len);
 	*size = fr.size;
 	*got = fr.len;
+	/* only answered fetches: a failure's time is the timeout's */
+	trace_odsm_fetch(node, cg, offset, fr.len, 0,
+			 odsm_lat_record(ODSM_LAT_fetch, start));
 	return 0;
+out:
+	trace_odsm_fetch(node, cg, offset, 0, ret, ktime_get_ns() - start);
+	return ret;
 }
 
 /* Fetch [from, size) of the object into the local range at dst, by chunks. */
@@ -448,6 +458,7 @@ static void evict_locked(struct odsm_centry *e)
 	WRITE_ONCE(e->dead, true);
 	list_add_tail(&e->doomed, &cache.doomed);
 	odsm_stat_inc(ODSM_STAT_cache_evictions);
+	trace_odsm_evict(e->node, e->cn.key, e->size);
 }
 
 /* Free the slots of the entries that left the cache.  No lock held. */
@@ -770,6 +781,7 @@ int odsm_cache_borrow(struct odsm_fref *f, u32 node, u64 cg, u64 *addr,
 		      u64 *size, u32 *result)
 {
 	struct odsm_centry *e = NULL, *old;
+	u64 start = ktime_get_ns();
 	struct odsm_cnode *n;
 	int ret;
 
@@ -788,6 +800,7 @@ int odsm_cache_borrow(struct odsm_fref *f, u32 node, u64 cg, u64 *addr,
 			*size = old->size;
 			*result = ODSM_BORROWED_HIT;
 			odsm_stat_inc(ODSM_STAT_borrow_hits);
+			trace_odsm_borrow_hit(node, cg, *size, 0);
 		}
 		mutex_unlock(&cache.lock);
 		return ret;
@@ -821,6 +834,9 @@ int odsm_cache_borrow(struct odsm_fref *f, u32 node, u64 cg, u64 *addr,
 			*size = old->size;
 			*result = ODSM_BORROWED_HIT;
 			odsm_stat_inc(ODSM_STAT_borrow_hits);
+			/* it waited on the FETCH all the same */
+			trace_odsm_borrow_hit(node, cg, *size,
+					      ktime_get_ns() - start);
 		}
 	} else {
 		ret = insert_locked(f, e);
@@ -829,6 +845,9 @@ int odsm_cache_borrow(struct odsm_fref *f, u32 node, u64 cg, u64 *addr,
 			*size = e->size;
 			*result = ODSM_BORROWED_MISS;
 			odsm_stat_inc(ODSM_STAT_borrow_misses);
+			trace_odsm_borrow_miss(node, cg, *size,
+					       odsm_lat_record(ODSM_LAT_borrow_miss,
+							       start));
 			trim_locked(READ_ONCE(odsm_cache_budget));
 			e = NULL;
 		}
@@ -952,7 +971,7 @@ int odsm_cache_lazy_check(u64 addr)
 static int lazy_fill(struct odsm_centry *e, u64 off)
 {
 	struct odsm_heap *h = &odsm_heap;
-	u64 osize;
+	u64 osize, start = ktime_get_ns();
 	u32 len, got;
 	void *buf;
 	int ret;
@@ -979,6 +998,12 @@ static int lazy_fill(struct odsm_centry *e, u64 off)
 						     len);
 		mutex_unlock(&h->lock);
 		odsm_stat_inc(ODSM_STAT_lazy_faults);
+		trace_odsm_lazy_fault(e->node, e->cn.key, off, ret,
+				      odsm_lat_record(ODSM_LAT_lazy_fault,
+						      start));
+	} else {
+		trace_odsm_lazy_fault(e->node, e->cn.key, off, ret,
+				      ktime_get_ns() - start);
 	}
 	kvfree(buf);
 	return ret;

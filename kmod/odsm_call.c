@@ -14,6 +14,8 @@
 #include "odsm_cluster.h"
 #include "odsm_core_pri.h"
 #include "odsm_fault.h"
+#include "odsm_lat.h"
+#include "odsm_trace.h"
 
 /* A call waiting for its reply. */
 struct odsm_call {
@@ -47,6 +49,7 @@ struct odsm_req {
 	const struct odsm_msg_handler *mh;
 	struct odsm_conn *conn;
 	bool refused;			/* answer -EAGAIN, serve nothing */
+	u64 arrived_ns;			/* for odsm_rpc_serve's latency */
 	struct odsm_wire_hdr h;
 	u8 payload[];
 };
@@ -212,6 +215,13 @@ static void serve_work(struct work_struct *w)
 		if (!req->refused)
 			odsm_stat_inc(ODSM_STAT_served);
 	}
+	/* the clock read only when someone listens: every request passes
+	 * (one that arrived before the event was enabled says 0)
+	 */
+	if (trace_odsm_rpc_serve_enabled())
+		trace_odsm_rpc_serve(req->h.src_node, req->h.type, req->h.seq,
+				     status, req->arrived_ns ?
+				     ktime_get_ns() - req->arrived_ns : 0);
 	kvfree(data);
 	if (req->refused) {
 		atomic_dec(&req->conn->refusals);
@@ -232,7 +242,7 @@ static int rpc(u32 node, u64 inc, u8 type, const void *payload, u32 plen,
 	struct odsm_cluster *c = &odsm_cluster;
 	struct odsm_call call = { .peer = node, .reply = reply, .cap = cap };
 	struct odsm_conn *conn;
-	u64 seq;
+	u64 seq, start;
 	long left;
 	int ret;
 
@@ -266,6 +276,8 @@ static int rpc(u32 node, u64 inc, u8 type, const void *payload, u32 plen,
 		ret = -EHOSTDOWN;
 		goto out;
 	}
+	start = ktime_get_ns();
+	trace_odsm_rpc_send(node, type, seq, plen + dlen);
 	ret = odsm_send_msg(c, conn, node, type, 0, seq, 0, payload, plen, data,
 			    dlen);
 	if (ret) {
@@ -278,8 +290,11 @@ static int rpc(u32 node, u64 inc, u8 type, const void *payload, u32 plen,
 	if (left <= 0) {
 		if (xa_erase(&c->calls, seq) == &call) {
 			ret = left ? -EINTR : -ETIMEDOUT;
-			if (!left)
+			if (!left) {
 				odsm_stat_inc(ODSM_STAT_rpc_timeouts);
+				trace_odsm_rpc_timeout(node, type, seq, ret,
+						       ktime_get_ns() - start);
+			}
 			goto out;
 		}
 		/* a reply (or a failure) took the call first and is
@@ -291,6 +306,12 @@ static int rpc(u32 node, u64 inc, u8 type, const void *payload, u32 plen,
 	ret = call.status;
 	if (ret == -EHOSTDOWN)
 		odsm_stat_inc(ODSM_STAT_rpc_hostdown);
+	/* answered, with any status: the round trip was made (a failure
+	 * from odsm_fail_calls() made none and is not in the histogram)
+	 */
+	trace_odsm_rpc_done(node, type, seq, ret,
+			    ret == -EHOSTDOWN ? ktime_get_ns() - start :
+			    odsm_lat_record(ODSM_LAT_rpc, start));
 	if (rlen)
 		*rlen = call.len;
 out:
@@ -428,6 +449,7 @@ void odsm_serve_request(struct odsm_cluster *c, struct odsm_conn *conn,
 	kref_get(&conn->ref);
 	req->conn = conn;
 	req->refused = refuse;
+	req->arrived_ns = trace_odsm_rpc_serve_enabled() ? ktime_get_ns() : 0;
 	req->h = *h;
 	if (refuse) {
 		atomic_inc(&conn->refusals);

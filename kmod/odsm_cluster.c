@@ -20,6 +20,7 @@
 #include "odsm_cluster.h"
 #include "odsm_core_pri.h"
 #include "odsm_fault.h"
+#include "odsm_trace.h"
 
 /* ---- peers ------------------------------------------------------------ */
 
@@ -41,6 +42,7 @@ void odsm_cluster_conn_failed(struct odsm_conn *conn)
 	    !READ_ONCE(conn->authed) &&
 	    READ_ONCE(conn->hs_step) == ODSM_HELLO_CHALLENGE) {
 		odsm_stat_inc(ODSM_STAT_auth_failures);
+		trace_odsm_auth_fail(id, ODSM_AUTH_HUNG_UP);
 		pr_notice_ratelimited("node %u closed the connection after our challenge (another cluster key?)\n",
 				      id);
 	}
@@ -50,8 +52,10 @@ void odsm_cluster_conn_failed(struct odsm_conn *conn)
 		drop = conn;
 		c->peers[id].conn = NULL;
 		was_up = c->peers[id].state == ODSM_PEER_UP;
-		if (was_up)
+		if (was_up) {
 			odsm_stat_inc(ODSM_STAT_peers_down);
+			trace_odsm_peer_down(id);
+		}
 		c->peers[id].state = ODSM_PEER_DOWN;
 	}
 	spin_unlock(&c->lock);
@@ -206,6 +210,7 @@ static bool peer_authed(struct odsm_cluster *c, struct odsm_conn *conn,
 	}
 	if (restarted)
 		odsm_peer_event_restarted(id);
+	trace_odsm_peer_up(id, incarnation);
 	pr_info("node %u is up (%pI4)\n", id, &c->peers[id].addr.sin_addr);
 	odsm_peer_event_up(conn, id);
 	return true;
@@ -290,6 +295,7 @@ static void on_hello(struct odsm_cluster *c, struct odsm_conn *conn,
 	}
 refused:
 	odsm_stat_inc(ODSM_STAT_auth_failures);
+	trace_odsm_auth_fail(id, ODSM_AUTH_REFUSED);
 	pr_notice_ratelimited("refused a handshake claiming node %u over %s: %s\n",
 			      id, conn->ops->name, why);
 	odsm_conn_kill(conn);
@@ -408,10 +414,13 @@ static void reap_dead_conns(struct odsm_cluster *c, bool all)
 		    !READ_ONCE(conn->authed) && now - conn->born_ns > limit) {
 			/* no HELLO at all, or a handshake left unfinished */
 			odsm_stat_inc(ODSM_STAT_handshake_timeouts);
-			if (READ_ONCE(conn->hs_step))
+			if (READ_ONCE(conn->hs_step)) {
 				odsm_stat_inc(ODSM_STAT_auth_failures);
-			else
+				trace_odsm_auth_fail(conn->peer,
+						     ODSM_AUTH_TIMEOUT);
+			} else {
 				odsm_stat_inc(ODSM_STAT_bad_msgs);
+			}
 			WRITE_ONCE(conn->dead, true);
 		}
 		if (all || READ_ONCE(conn->dead))

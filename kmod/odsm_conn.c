@@ -11,6 +11,7 @@
 #include "odsm.h"
 #include "odsm_cluster.h"
 #include "odsm_core_pri.h"
+#include "odsm_trace.h"
 
 struct odsm_cluster odsm_cluster = {
 	.join_lock = __MUTEX_INITIALIZER(odsm_cluster.join_lock),
@@ -77,6 +78,7 @@ int odsm_cluster_check_hdr(struct odsm_conn *conn, const u8 *raw,
 	/* before the handshake completed, only the handshake */
 	if (!ret && !READ_ONCE(conn->authed) && h->type != ODSM_MSG_HELLO) {
 		odsm_stat_inc(ODSM_STAT_auth_failures);
+		trace_odsm_auth_fail(conn->peer, ODSM_AUTH_EARLY_MSG);
 		pr_notice_ratelimited("message type %u before authentication on a connection %s node %d over %s: closed\n",
 				      h->type, conn->dialled ? "to" : "from",
 				      odsm_conn_peer_id(conn),

@@ -19,6 +19,8 @@
 #include "odsm_cache.h"
 #include "odsm_onesided.h"
 #include "odsm_remote.h"
+#include "odsm_lat.h"
+#include "odsm_trace.h"
 
 #define CHUNK	ODSM_WIRE_MAX_DATA
 
@@ -168,6 +170,7 @@ static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 			ret = odsm_heap_free(heap, fr.gaddr);
 		}
 		odsm_cache_slots_release();
+		trace_odsm_free_home(h->src_node, fr.gaddr, ret);
 		return ret;
 	case ODSM_MSG_FETCH:
 		if (odsm_wire_get_fetch(payload, h->len, &fe))
@@ -217,7 +220,7 @@ static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 
 /* ---- the caller's side ---------------------------------------------------- */
 
-int odsm_remote_rw(u32 node, u64 addr, void *buf, u32 len, bool write)
+static int remote_rw(u32 node, u64 addr, void *buf, u32 len, bool write)
 {
 	struct odsm_wire_rw rw = { .gaddr = addr, .len = len };
 	u8 p[ODSM_WIRE_RW_SIZE];
@@ -240,6 +243,18 @@ int odsm_remote_rw(u32 node, u64 addr, void *buf, u32 len, bool write)
 	ret = odsm_rpc(node, ODSM_MSG_READ, p, n, NULL, 0, buf, len, &got);
 	if (!ret && got != len)
 		ret = -EPROTO;
+	return ret;
+}
+
+/* over any transport; timed for the remote_read/remote_write histograms */
+int odsm_remote_rw(u32 node, u64 addr, void *buf, u32 len, bool write)
+{
+	u64 start = ktime_get_ns();
+	int ret = remote_rw(node, addr, buf, len, write);
+
+	if (!ret)
+		odsm_lat_record(write ? ODSM_LAT_remote_write :
+				ODSM_LAT_remote_read, start);
 	return ret;
 }
 
@@ -392,6 +407,8 @@ long odsm_ioc_atomic(void __user *arg)
 		      odsm_home_atomic(a.gaddr, a.op, a.flags, a.operand,
 				       a.compare, &a.old);
 	} else {
+		u64 start = ktime_get_ns();
+
 		/* flagged: straight at the home's memory where it lets us */
 		ret = -EOPNOTSUPP;
 		if (a.flags & ODSM_ATOMIC_F_NIC)
@@ -400,6 +417,8 @@ long odsm_ioc_atomic(void __user *arg)
 						   &a.old);
 		if (ret == -EOPNOTSUPP)
 			ret = atomic_rpc(node, &a);
+		if (!ret)
+			odsm_lat_record(ODSM_LAT_atomic, start);
 	}
 	if (ret)
 		return ret;

@@ -8,6 +8,7 @@
 #include <linux/sysfs.h>
 #include "odsm.h"
 #include "odsm_cache.h"
+#include "odsm_lat.h"
 
 static struct kobject *odsm_kobj;
 
@@ -248,6 +249,7 @@ static const struct attribute_group stats_group = {
 static const struct attribute_group *odsm_groups[] = {
 	&config_group,
 	&stats_group,
+	&odsm_lat_group,
 	NULL,
 };
 
@@ -273,6 +275,7 @@ int odsm_sysfs_init(void)
 	int ret;
 
 	stats_attrs_init();
+	odsm_lat_attrs_init();
 	odsm_kobj = kobject_create_and_add("odsm", kernel_kobj);
 	if (!odsm_kobj)
 		return -ENOMEM;
