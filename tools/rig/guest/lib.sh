@@ -149,7 +149,7 @@ barrier() {
 		got=" " left=$((rig_nodes - 1))
 		while [ "$left" -gt 0 ]; do
 			[ "$(date +%s)" -lt "$end" ] || { echo "barrier $seq: $left node(s) missing, got:$got"; return 1; }
-			msg=$(echo ack | timeout $((end - $(date +%s) + 1)) nc -l -p 6999 2>/dev/null)
+			msg=$(echo ack | timeout $((end - $(date +%s) + 1)) nc -l -p 6999 2>/dev/null) || true
 			set -- $msg
 			id=${1:-} k=${2:-}
 			[ -n "$id" ] && [ "$k" = "$seq" ] || continue
@@ -167,7 +167,9 @@ barrier() {
 		k=$!
 		while kill -0 "$k" 2>/dev/null; do
 			[ "$(date +%s)" -lt "$end" ] || break
-			echo "$rig_node $seq" | nc "$(node_ip 0)" 6999 >/dev/null 2>&1
+			# (refused while node 0 is not listening: a scenario may run
+			# under set -e)
+			echo "$rig_node $seq" | nc "$(node_ip 0)" 6999 >/dev/null 2>&1 || true
 			sleep 0.5
 		done
 		if ! wait "$k"; then
