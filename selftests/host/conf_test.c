@@ -200,7 +200,7 @@ TEST(long_line)
 	char *text = malloc(n + 32);
 
 	ASSERT_NE(NULL, text);
-	strcpy(text, "node_id = 0\nnodes = ");
+	snprintf(text, n + 32, "node_id = 0\nnodes = ");
 	memset(text + strlen(text), ' ', n);
 	text[n] = '\0';
 	ASSERT_REFUSED(text,
@@ -243,7 +243,7 @@ FIXTURE(files) {
 
 FIXTURE_SETUP(files)
 {
-	strcpy(self->dir, "/tmp/odsm-conf-test.XXXXXX");
+	snprintf(self->dir, sizeof(self->dir), "/tmp/odsm-conf-test.XXXXXX");
 	ASSERT_NE(NULL, mkdtemp(self->dir));
 	snprintf(self->conf, sizeof(self->conf), "%s/cluster.conf", self->dir);
 	snprintf(self->hosts, sizeof(self->hosts), "%s/hosts", self->dir);
