@@ -19,7 +19,9 @@
 SHELL	:= /bin/bash
 BUILD	?= build
 KVER	?= $(shell tools/rig/kernels.sh --newest 2>/dev/null)
-KDIR	?= /lib/modules/$(KVER)/build
+# a Debian kernel's headers, or a debug kernel's build tree (kernels.sh)
+kdir_of	= $(or $(shell tools/rig/kernels.sh --kdir $(1) 2>/dev/null),/lib/modules/$(1)/build)
+KDIR	?= $(call kdir_of,$(KVER))
 ifneq ($(origin KDIR),file)
 # the release the tree was built as (Debian's kernel.release differs)
 KVER	:= $(shell sed -n 's/.*UTS_RELEASE "\(.*\)"/\1/p' \
@@ -89,7 +91,7 @@ setup:
 module: $(MODULE)
 
 $(BUILD)/kmod/%/kmod/odsm.ko: FORCE
-	@test -n "$*" -a -d "$(if $(filter $*,$(KVER)),$(KDIR),/lib/modules/$*/build)" || \
+	@test -n "$*" -a -d "$(if $(filter $*,$(KVER)),$(KDIR),$(call kdir_of,$*))" || \
 		{ echo "no kernel build tree for '$*': run 'make setup' or set KDIR" >&2; exit 1; }
 	@mkdir -p $(BUILD)/kmod/$*/kmod $(BUILD)/kmod/$*/uapi/linux
 	@cp -u Kbuild $(BUILD)/kmod/$*/
@@ -97,7 +99,7 @@ $(BUILD)/kmod/%/kmod/odsm.ko: FORCE
 	@cp -u uapi/linux/odsm.h $(BUILD)/kmod/$*/uapi/linux/
 	@echo "  KMOD    $@"
 	@set -o pipefail; \
-	$(MAKE) -s -C $(if $(filter $*,$(KVER)),$(KDIR),/lib/modules/$*/build) \
+	$(MAKE) -s -C $(if $(filter $*,$(KVER)),$(KDIR),$(call kdir_of,$*)) \
 		M=$(abspath $(BUILD)/kmod/$*) W=1 modules 2>&1 | \
 		{ grep -v 'Skipping BTF generation' || true; }
 

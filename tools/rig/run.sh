@@ -8,7 +8,8 @@
 #
 # Usage: run.sh [-k KVER] [-n NODES] -s SCENARIO [-i INITRD] [-t TIMEOUT_S]
 #               [-m MEM] [-c SMP] [-l LOGDIR] [-a "kernel args"] [-v] [-B] [-D]
-#   -k KVER      kernel to boot (default: kernels.sh --newest)
+#   -k KVER      kernel to boot (default: kernels.sh --newest); a Debian
+#                kernel in /boot or a debug kernel of tools/debug-kernel
 #   -n NODES     number of guests, 1..8 (default 1)
 #   -s SCENARIO  runs /rig/scenarios/SCENARIO.sh in every guest
 #   -i INITRD    initramfs from mkinitramfs.sh (default: build one with the
@@ -84,7 +85,8 @@ done
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || die "-t must be a number of seconds"
 [[ $SCEN =~ ^[A-Za-z0-9_.-]+$ ]] || die "bad scenario name '$SCEN'"
 [ -n "$KVER" ] || KVER=$("$RIG/kernels.sh" --newest)
-[ -e "/boot/vmlinuz-$KVER" ] || die "no /boot/vmlinuz-$KVER"
+IMAGE=$("$RIG/kernels.sh" --image "$KVER") ||
+	die "no /boot/vmlinuz-$KVER, and no debug kernel $KVER (tools/debug-kernel/build.sh)"
 [ -n "$INITRD" ] || [ -f "$RIG/scenarios/$SCEN.sh" ] || die "no scenario $RIG/scenarios/$SCEN.sh"
 [ "$NODES" -lt 3 ] || command -v vde_switch >/dev/null || die "vde_switch missing (package vde2)"
 # an unbalanced " would make the kernel (and /init) take the rest of the
@@ -119,7 +121,7 @@ trap 'exit 143' TERM
 # The ELF kernel inside a bzImage, cached in out/: QEMU starts it at its PVH
 # entry point, which skips the bzImage's decompressor (slow under TCG).
 vmlinux_of() {
-	local img=/boot/vmlinuz-$1 out=$RIG/out/vmlinux-$1 tmp fmt pat off
+	local img=$IMAGE out=$RIG/out/vmlinux-$1 tmp fmt pat off
 	[ "$out" -nt "$img" ] && { echo "$out"; return 0; }
 	mkdir -p "$RIG/out"
 	tmp=$out.tmp.$$
@@ -140,18 +142,18 @@ vmlinux_of() {
 	rm -f "$tmp"
 	return 1
 }
-KERNEL=/boot/vmlinuz-$KVER
+KERNEL=$IMAGE
 if [ "$BZIMAGE" = 0 ]; then
 	KERNEL=$(vmlinux_of "$KVER") || {
-		echo "run.sh: warning: no PVH kernel in /boot/vmlinuz-$KVER, booting the bzImage" >&2
-		KERNEL=/boot/vmlinuz-$KVER
+		echo "run.sh: warning: no PVH kernel in $IMAGE, booting the bzImage" >&2
+		KERNEL=$IMAGE
 	}
 fi
 
 # -D: the slab's own checks, and KFENCE where the kernel has it
 if [ "$DEBUG" = 1 ]; then
 	EXTRA="slub_debug=FZPU $EXTRA"
-	! grep -qx 'CONFIG_KFENCE=y' "/boot/config-$KVER" 2>/dev/null ||
+	! grep -qx 'CONFIG_KFENCE=y' "$("$RIG/kernels.sh" --config "$KVER")" 2>/dev/null ||
 		EXTRA="kfence.sample_interval=1 $EXTRA"
 fi
 
