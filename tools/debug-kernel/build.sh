@@ -8,10 +8,12 @@
 # The kernel is cached outside the tree, so every clone on the machine reuses
 # it:  CACHE/KVER/  (CACHE: $ODSM_DEBUG_KERNEL_CACHE, default
 # /var/cache/odsm/debug-kernel) where KVER = <kernel version>-dbg-<hash> and
-# <hash> covers debug.config, the recipe below, the linux-source-6.1 package
-# version and the compiler: change any of them and a new kernel is built.
-#   CACHE/KVER/vmlinux          the ELF kernel run.sh boots (PVH entry)
-#   CACHE/KVER/bzImage          the same, as a bzImage (run.sh -B)
+# <hash> covers debug.config's settings (not its comments), the recipe
+# below, the linux-source-6.1 package version and the compiler: change any
+# of them and a new kernel is built.
+#   CACHE/KVER/bzImage          the kernel run.sh boots
+#   CACHE/KVER/vmlinux          the same as an ELF with its symbols (there is no
+#                               debug info: the build is faster without)
 #   CACHE/KVER/config           its .config
 #   CACHE/KVER/obj/             the build tree: KDIR for out-of-tree modules
 #   CACHE/KVER/root/lib/modules/KVER/   its modules, as modules_install left them
@@ -51,7 +53,8 @@ done
 pkgver=$(dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null) ||
 	die "package linux-source-6.1 is not installed"
 ccver=$(gcc -dumpfullversion)
-hash=$({ cat "$FRAG"; echo "base=${BASE_TARGETS[*]} src=$pkgver gcc=$ccver"; } |
+# the settings, not the comments, of the fragment
+hash=$({ grep '^CONFIG_' "$FRAG"; echo "base=${BASE_TARGETS[*]} src=$pkgver gcc=$ccver"; } |
 	sha256sum | cut -c1-10)
 # the kernel version of the source: VERSION.PATCHLEVEL.SUBLEVEL of its Makefile
 # (the package version, e.g. 6.1.192-2, is in the hash)
