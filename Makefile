@@ -11,6 +11,8 @@
 #   make model      spin checks the coherence protocol's model (model/)
 #   make fuzz       the ioctl and wire fuzzers in debug-booted guests for
 #                   FUZZ_SECS seconds (default 600)
+#   make check-debug  builds (once, cached) a KASAN + lockdep kernel and runs
+#                   the VM, cluster and fuzz suites on it; not part of check
 #   make install    library, headers, odsm.pc, odsmctl and the module
 #                   (PREFIX=/usr/local, DESTDIR=)
 #
@@ -77,7 +79,8 @@ FUZZERS	   := $(patsubst selftests/fuzz/odsm_%.c,$(BUILD)/bin/odsm-%,\
 
 MODULE	:= $(BUILD)/kmod/$(KVER)/kmod/odsm.ko
 
-.PHONY: all module lib tools tests setup check demo bench model fuzz checkpatch install clean \
+.PHONY: all module lib tools tests setup check check-debug demo bench model fuzz checkpatch install \
+	clean \
 	FORCE
 
 all: module lib tools tests
@@ -199,6 +202,13 @@ $(BUILD)/tests/rdma/%: selftests/rdma/%.c $(LIB_A) $(LIB_HDR)
 
 check: setup
 	@tools/check.sh
+
+# the VM suites on a kernel with KASAN and lockdep, built once into
+# /var/cache/odsm/debug-kernel (tools/debug-kernel/build.sh, ~20 minutes);
+# its guests are several times slower, so it is not part of check
+check-debug: setup
+	@tools/setup.sh --debug-kernel
+	@tools/check-debug.sh
 
 demo: setup
 	@tools/demo.sh
