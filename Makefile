@@ -11,6 +11,8 @@
 #   make model      spin checks the coherence protocol's model (model/)
 #   make fuzz       the ioctl and wire fuzzers in debug-booted guests for
 #                   FUZZ_SECS seconds (default 600)
+#   make check-debug  builds (once, cached) a KASAN + lockdep kernel and runs
+#                   the VM, cluster and fuzz suites on it; not part of check
 #   make install    library, headers, odsm.pc, odsmctl and the module
 #                   (PREFIX=/usr/local, DESTDIR=)
 #   make dkms-install   the module's source under /usr/src/odsm-VERSION,
@@ -26,7 +28,9 @@ BUILD	?= build
 # debian/changelog must name the same version: debian/rules checks)
 VERSION	:= 0.1
 KVER	?= $(shell tools/rig/kernels.sh --newest 2>/dev/null)
-KDIR	?= /lib/modules/$(KVER)/build
+# a Debian kernel's headers, or a debug kernel's build tree (kernels.sh)
+kdir_of	= $(or $(shell tools/rig/kernels.sh --kdir $(1) 2>/dev/null),/lib/modules/$(1)/build)
+KDIR	?= $(call kdir_of,$(KVER))
 ifneq ($(origin KDIR),file)
 # the release the tree was built as (Debian's kernel.release differs)
 KVER	:= $(shell sed -n 's/.*UTS_RELEASE "\(.*\)"/\1/p' \
@@ -82,8 +86,8 @@ FUZZERS	   := $(patsubst selftests/fuzz/odsm_%.c,$(BUILD)/bin/odsm-%,\
 
 MODULE	:= $(BUILD)/kmod/$(KVER)/kmod/odsm.ko
 
-.PHONY: all module lib tools tests setup check demo bench model fuzz checkpatch install clean \
-	install-lib print-version dkms-src dkms-install dkms-uninstall deb FORCE
+.PHONY: all module lib tools tests setup check check-debug demo bench model fuzz checkpatch install \
+	clean install-lib print-version dkms-src dkms-install dkms-uninstall deb FORCE
 
 all: module lib tools tests
 
@@ -96,7 +100,7 @@ setup:
 module: $(MODULE)
 
 $(BUILD)/kmod/%/kmod/odsm.ko: FORCE
-	@test -n "$*" -a -d "$(if $(filter $*,$(KVER)),$(KDIR),/lib/modules/$*/build)" || \
+	@test -n "$*" -a -d "$(if $(filter $*,$(KVER)),$(KDIR),$(call kdir_of,$*))" || \
 		{ echo "no kernel build tree for '$*': run 'make setup' or set KDIR" >&2; exit 1; }
 	@mkdir -p $(BUILD)/kmod/$*/kmod $(BUILD)/kmod/$*/uapi/linux
 	@cp -u Kbuild $(BUILD)/kmod/$*/
@@ -104,7 +108,7 @@ $(BUILD)/kmod/%/kmod/odsm.ko: FORCE
 	@cp -u uapi/linux/odsm.h $(BUILD)/kmod/$*/uapi/linux/
 	@echo "  KMOD    $@"
 	@set -o pipefail; \
-	$(MAKE) -s -C $(if $(filter $*,$(KVER)),$(KDIR),/lib/modules/$*/build) \
+	$(MAKE) -s -C $(if $(filter $*,$(KVER)),$(KDIR),$(call kdir_of,$*)) \
 		M=$(abspath $(BUILD)/kmod/$*) W=1 modules 2>&1 | \
 		{ grep -v 'Skipping BTF generation' || true; }
 
@@ -214,6 +218,13 @@ $(BUILD)/tests/rdma/%: selftests/rdma/%.c $(LIB_A) $(LIB_HDR)
 
 check: setup
 	@tools/check.sh
+
+# the VM suites on a kernel with KASAN and lockdep, built once into
+# /var/cache/odsm/debug-kernel (tools/debug-kernel/build.sh, ~20 minutes);
+# its guests are several times slower, so it is not part of check
+check-debug: setup
+	@tools/setup.sh --debug-kernel
+	@tools/check-debug.sh
 
 demo: setup
 	@tools/demo.sh

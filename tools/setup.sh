@@ -3,6 +3,12 @@
 # Debian 12 (bookworm) machine.  Idempotent: when everything is present it only
 # checks and returns in about a second.  Run as root (or via sudo).
 #
+# Usage: setup.sh [--debug-kernel]
+#   --debug-kernel  also what building the rig's debug kernel needs
+#                   (tools/debug-kernel/build.sh, make check-debug); kept out
+#                   of the default so that `make setup` installs no more than
+#                   the other targets use
+#
 # Kernels: Debian bookworm's 6.1 (linux-image-amd64) and bookworm-backports'
 # 6.12.  The ABI names move with Debian's updates, so nothing here hard-codes
 # them: the newest of each series is resolved from the package index.
@@ -22,6 +28,15 @@ PKGS=(
 	# make deb, and make check's packages suite
 	dkms dh-dkms debhelper lintian
 )
+# tools/debug-kernel/build.sh: a kernel from linux-source-6.1 (already above:
+# checkpatch comes from it) whose certs/ tools link against OpenSSL
+DEBUG_PKGS=(linux-source-6.1 libssl-dev)
+
+case ${1:-} in
+"") ;;
+--debug-kernel) PKGS+=("${DEBUG_PKGS[@]}") ;;
+*) echo "usage: $0 [--debug-kernel]" >&2; exit 2 ;;
+esac
 
 have_all() {
 	local p

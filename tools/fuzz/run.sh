@@ -23,10 +23,11 @@
 # nodes and phases), then "ok: ..." or "not ok: ..."; ends with
 # "fuzz: N passed, M failed".  A run fails on any fuzzer problem, a guest
 # that fails (a kernel WARNING/BUG/Oops/KFENCE/slab report, hung task,
-# time-out) or a missing result.  Logs: build/logs/fuzz-KVER-nodeK.log.
+# time-out) or a missing result.  Logs: build/logs/fuzz-KVER-nodeK.log
+# ($FUZZ_LOGS instead of build/logs when set).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-LOGS=build/logs
+LOGS=${FUZZ_LOGS:-build/logs}
 SECS=${FUZZ_SECS:-600}
 SEED=${FUZZ_SEED:-}
 SHORT=0 IMG="" KVERS=()

@@ -8,6 +8,7 @@
 # Usage: mkinitramfs.sh -k KVER -o OUT.cpio.gz [-x module.ko]... [-b program]...
 #                       [-m kmodule]... [-d scenario_dir] [-r root_dir]
 #   -k KVER   kernel release (see kernels.sh); its modules come from /lib/modules/KVER
+#             (a debug kernel's: from its cache, kernels.sh --root KVER)
 #   -o OUT    output file, a newc cpio archive; gzip'd unless OUT ends in .cpio
 #             (an uncompressed one boots ~0.3 s faster under TCG)
 #   -x KO     out-of-tree module, goes to /lib/modules/KVER/extra (+ depmod, so
@@ -53,7 +54,8 @@ while getopts "k:o:x:b:m:d:r:h" opt; do
 done
 [ $OPTIND -gt $# ] || usage
 { [ -n "$KVER" ] && [ -n "$OUT" ]; } || usage
-MODDIR=/lib/modules/$KVER
+MROOT=$("$RIG/kernels.sh" --root "$KVER") || die "no kernel $KVER (kernels.sh)"
+MODDIR=${MROOT%/}/lib/modules/$KVER
 [ -d "$MODDIR/kernel" ] || die "no modules for $KVER in $MODDIR"
 [ -d "$SCEN" ] || die "no scenario directory $SCEN"
 for ko in "${EXTRA_KO[@]}"; do
@@ -145,12 +147,13 @@ for ko in "${EXTRA_KO[@]}" "${ROOT_KO[@]}"; do
 	for dep in $(modinfo -F depends "$ko" | tr ',' ' '); do MODS+=("$dep"); done
 done
 for m in "${MODS[@]}" "${USER_MODS[@]}"; do
-	if ! deps=$(modprobe -S "$KVER" --show-depends "$m" 2>/dev/null); then
+	if ! deps=$(modprobe -d "$MROOT" -S "$KVER" --show-depends "$m" 2>/dev/null); then
 		[[ " ${USER_MODS[*]} " == *" $m "* ]] && die "module $m not found for $KVER"
 		warn "module $m not found for $KVER"
 		continue
 	fi
 	while read -r ko; do
+		ko=$(tr -s / <<<"$ko")	# -d / gives //lib/modules/...
 		rel=${ko#"$MODDIR"/}
 		[ -e "$KM/$rel" ] && continue
 		mkdir -p "$KM/$(dirname "$rel")"

@@ -5,7 +5,9 @@
 # WARN) and fail-panic (a kernel crash) are judged FAIL.  The smoke runs also
 # check that a quoted rig.echo="..." value with blanks reaches the guest
 # intact, that run.sh prints only markers by default and every guest line
-# with -v, and that it names the serial log.
+# with -v, and that it names the serial log.  On a kernel with KASAN (the
+# debug kernel of tools/debug-kernel), a KASAN, a lockdep and an
+# atomic-sleep report must each be judged FAIL, by their header line.
 #
 # Usage: selftest.sh [-k KVER]...     Exit status 0 iff every check held.
 set -euo pipefail
@@ -48,8 +50,11 @@ check() { # WHAT COMMAND...: COMMAND must succeed on the last run ($T/out)
 		bad=1
 	fi
 }
-# shellcheck disable=SC2317 # has, lacks, logged: called by check
+# shellcheck disable=SC2317 # has, lacks, logged, problem_is: called by check
 {
+problem_is() { # TEXT: the first kernel problem run.sh named holds TEXT
+	grep '^\[node0\] FAIL: kernel problem: ' "$T/out" | grep -qF -- "$1"
+}
 has() { grep -qxF -- "$1" "$T/out"; }	# LINE: the last run printed LINE
 lacks() { ! grep -qF -- "$1" "$T/out"; }	# TEXT: no line of it holds TEXT
 logged() { # LINE: the serial log run.sh named has LINE
@@ -67,7 +72,7 @@ echo_args=(-a "rig.echo=\"$val\" rig.echo2=end")
 for k in "${KVERS[@]}"; do
 	mkdir "$T/$k"
 	cp "$RIG/selftest/rig_warn.c" "$RIG/selftest/Kbuild" "$T/$k/"
-	make -C "/lib/modules/$k/build" M="$T/$k" modules >"$T/make.log" 2>&1 || {
+	make -C "$("$RIG/kernels.sh" --kdir "$k")" M="$T/$k" modules >"$T/make.log" 2>&1 || {
 		cat "$T/make.log"
 		exit 1
 	}
@@ -86,6 +91,13 @@ for k in "${KVERS[@]}"; do
 	done
 	expect problem "${run[@]}" -s fail-warn
 	expect problem "${run[@]}" -s fail-panic
+	grep -qx 'CONFIG_KASAN=y' "$("$RIG/kernels.sh" --config "$k")" 2>/dev/null || continue
+	for r in "kasan:BUG: KASAN: slab-out-of-bounds" \
+		"lockdep:WARNING: possible circular locking dependency detected" \
+		"sleep:BUG: sleeping function called from invalid context"; do
+		expect problem "${run[@]}" -s fail-warn -a "rig.report=${r%%:*}"
+		check "rig.report=${r%%:*}: judged by its header '${r#*:}'" problem_is "${r#*:}"
+	done
 done
 echo "selftest: $([ "$bad" = 0 ] && echo PASS || echo FAIL)"
 exit "$bad"

@@ -1,0 +1,85 @@
+# shellcheck shell=bash
+# The counting helpers of the test drivers (tools/check.sh,
+# tools/check-debug.sh), sourced by them.  Every suite ends with
+# "<suite>: N passed, M failed", added into total_pass and total_fail;
+# run_guests() reads LOGS (the log directory) and img (the guest image).
+# shellcheck disable=SC2154 # img: set by the driver before each run
+
+suite_end() {	# name pass fail
+	echo "$1: $2 passed, $3 failed"
+	total_pass=$((total_pass + $2))
+	total_fail=$((total_fail + $3))
+}
+
+# kselftest totals from a TAP stream: "# Totals: pass:N fail:M ... error:E"
+tap_totals() {	# file -> "pass fail" summed over every program in it
+	tr -d '\r' <"$1" | awk '/# Totals: pass:/ {
+		for (i = 1; i <= NF; i++) {
+			split($i, kv, ":")
+			if (kv[1] == "pass") p += kv[2]
+			if (kv[1] == "fail" || kv[1] == "error") f += kv[2]
+		}
+	} END { print p + 0, f + 0 }'
+}
+
+step() { echo "== $*"; }
+
+# A suite whose command prints a line per check: ok and bad are the
+# patterns of a passed and a failed one (the lines are shown); a command
+# that exits non-zero with no failed line counts as one failure.
+counted_suite() {	# name log ok-pattern bad-pattern command...
+	local name=$1 log=$2 okp=$3 badp=$4 rc p f
+	shift 4
+	"$@" >"$log" 2>&1
+	rc=$?
+	p=$(grep -c "$okp" "$log")
+	f=$(grep -c "$badp" "$log")
+	grep -E "($okp|$badp)" "$log" | sed 's/^/  /'
+	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+		tail -n 20 "$log"
+		f=1
+	fi
+	suite_end "$name" "$p" "$f"
+}
+
+# One run of the VM rig, counted into the suite being run (s_pass, s_fail):
+# scenario SCEN on N guests of kernel KVER booted from $img, run.sh's
+# output in RUNLOG, more run.sh options after the fixed arguments.  Each
+# node's log gives its kselftest totals and its failure lines ("[nodeI] "
+# before them when N > 1, as run.sh does); with SUMMARY, the run's totals
+# follow as "SUMMARY: P passed, F failed".  The run itself counts once
+# more: "ok: OK" when run.sh passed (each guest's result marker, no kernel
+# problem in its log), else run.sh's last lines and "not ok: NOTOK".
+run_guests() {	# SCEN KVER N RUNLOG SUMMARY OK NOTOK [run.sh options...]
+	local scen=$1 k=$2 n=$3 runlog=$4 summary=$5 ok=$6 notok=$7
+	local rc node log p f pat tp=0 tf=0
+	shift 7
+	tools/rig/run.sh -k "$k" -n "$n" -s "$scen" -i "$img" -l "$LOGS" -t 600 "$@" \
+		>"$runlog" 2>&1
+	rc=$?
+	for node in $(seq 0 $((n - 1))); do
+		log=$LOGS/$scen-$k-node$node.log
+		[ -f "$log" ] || continue	# no guest: run.sh failed, see below
+		read -r p f < <(tap_totals "$log")
+		# a failed run also shows the programs' own log lines
+		pat='^(not ok|# FAIL|#  )'
+		[ "$rc" = 0 ] || pat='^(not ok|# FAIL|#  |# [^ ]+:[0-9]+:)'
+		tr -d '\r' <"$log" | grep -E "$pat" |
+			if [ "$n" -gt 1 ]; then sed "s/^/[node$node] /"; else cat; fi
+		tp=$((tp + p))
+		tf=$((tf + f))
+	done
+	[ -z "$summary" ] || echo "$summary: $tp passed, $tf failed"
+	if [ "$rc" = 0 ]; then
+		tp=$((tp + 1))
+		echo "ok: $ok"
+	else
+		tf=$((tf + 1))
+		# every failed node's reason first: the tail shows the last one only
+		grep -E '^\[node[0-9]+\] FAIL: ' "$runlog"
+		tail -n 100 "$runlog"
+		echo "not ok: $notok"
+	fi
+	s_pass=$((s_pass + tp))
+	s_fail=$((s_fail + tf))
+}
