@@ -105,7 +105,7 @@ $(BUILD)/kmod/%/kmod/odsm.ko: FORCE
 	@mkdir -p $(BUILD)/kmod/$*/kmod $(BUILD)/kmod/$*/uapi/linux
 	@cp -u Kbuild $(BUILD)/kmod/$*/
 	@cp -u kmod/*.c kmod/*.h kmod/Kbuild $(BUILD)/kmod/$*/kmod/
-	@cp -u uapi/linux/odsm.h $(BUILD)/kmod/$*/uapi/linux/
+	@cp -u uapi/linux/odsm.h uapi/linux/odsm_deleg.h $(BUILD)/kmod/$*/uapi/linux/
 	@echo "  KMOD    $@"
 	@set -o pipefail; \
 	$(MAKE) -s -C $(if $(filter $*,$(KVER)),$(KDIR),$(call kdir_of,$*)) \

@@ -112,6 +112,11 @@ void odsm_conn_hold(struct odsm_conn *conn);
 void odsm_conn_put(struct odsm_conn *conn);
 /* The joined cluster's transport (NULL when not joined). */
 const struct odsm_transport_ops *odsm_cluster_transport(void);
+/*
+ * The joined cluster's timeout (ms): how long a call waits for its reply,
+ * and so how long a service that answers may take; 0 when not joined.
+ */
+u32 odsm_cluster_timeout_ms(void);
 /* Run work on the core's workqueue: false when no cluster is joined. */
 bool odsm_cluster_queue(struct work_struct *work);
 /*

@@ -11,6 +11,7 @@
 #include "odsm_compat.h"
 #include "odsm_cluster.h"
 #include "odsm_cache.h"
+#include "odsm_deleg.h"
 #include "odsm_remote.h"
 
 static int odsm_open(struct inode *inode, struct file *filp)
@@ -26,6 +27,7 @@ static int odsm_open(struct inode *inode, struct file *filp)
 
 static int odsm_release(struct inode *inode, struct file *filp)
 {
+	odsm_deleg_release(filp);
 	odsm_fref_release(filp->private_data);
 	return 0;
 }
@@ -339,6 +341,18 @@ static long odsm_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 		return 0;
 	case ODSM_IOC_STATUS:
 		ret = ioc_status(uarg);
+		break;
+	case ODSM_IOC_DELEG_BIND:
+		ret = odsm_ioc_deleg_bind(filp, uarg);
+		break;
+	case ODSM_IOC_DELEG_CALL:
+		/* its failures are counted as deleg_out_errors */
+		return odsm_ioc_deleg_call(uarg);
+	case ODSM_IOC_DELEG_SERVE:
+		ret = odsm_ioc_deleg_serve(filp, uarg);
+		/* no batch in time: a runtime's idle life */
+		if (ret == -EAGAIN)
+			return ret;
 		break;
 	default:
 		ret = -ENOTTY;

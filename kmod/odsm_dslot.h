@@ -13,7 +13,7 @@
 #define _ODSM_DSLOT_H
 
 #include "odsm_portable.h"
-#include <linux/odsm_deleg.h>
+#include "../uapi/linux/odsm_deleg.h"
 
 #define ODSM_DSLOT_HDR		((u32)sizeof(struct odsm_dslot_hdr))
 #define ODSM_DREQ_HDR		((u32)sizeof(struct odsm_dreq))

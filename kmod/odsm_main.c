@@ -14,6 +14,7 @@
 #include "odsm_cluster.h"
 #include "odsm_cache.h"
 #include "odsm_onesided.h"
+#include "odsm_deleg.h"
 #include "odsm_remote.h"
 
 static uint node_id;
@@ -66,9 +67,12 @@ static int __init odsm_init(void)
 	ret = odsm_onesided_init();
 	if (ret)
 		goto err_remote;
-	ret = odsm_tcp_init();
+	ret = odsm_deleg_init();
 	if (ret)
 		goto err_onesided;
+	ret = odsm_tcp_init();
+	if (ret)
+		goto err_deleg;
 	ret = odsm_rdma_init();
 	if (ret)
 		goto err_tcp;
@@ -83,6 +87,8 @@ err_rdma:
 	odsm_rdma_exit();
 err_tcp:
 	odsm_tcp_exit();
+err_deleg:
+	odsm_deleg_exit();
 err_onesided:
 	odsm_onesided_exit();
 err_remote:
@@ -110,6 +116,7 @@ static void __exit odsm_exit(void)
 	odsm_dev_unregister();
 	odsm_rdma_exit();
 	odsm_tcp_exit();
+	odsm_deleg_exit();
 	odsm_onesided_exit();
 	odsm_remote_exit();
 	odsm_cache_exit();

@@ -84,6 +84,15 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_handshake_timeouts] = "handshake_timeouts",
 	[ODSM_STAT_requests_refused] = "requests_refused",
 	[ODSM_STAT_rdma_ids_parked] = "rdma_ids_parked",
+	[ODSM_STAT_deleg_out_batches] = "deleg_out_batches",
+	[ODSM_STAT_deleg_out_requests] = "deleg_out_requests",
+	[ODSM_STAT_deleg_out_bytes] = "deleg_out_bytes",
+	[ODSM_STAT_deleg_out_errors] = "deleg_out_errors",
+	[ODSM_STAT_deleg_in_batches] = "deleg_in_batches",
+	[ODSM_STAT_deleg_in_requests] = "deleg_in_requests",
+	[ODSM_STAT_deleg_in_bytes] = "deleg_in_bytes",
+	[ODSM_STAT_deleg_in_errors] = "deleg_in_errors",
+	[ODSM_STAT_deleg_malformed] = "deleg_malformed",
 };
 
 u64 odsm_stat_read(enum odsm_stat s)

@@ -126,6 +126,24 @@ enum odsm_stat {
 					 * teardown until a route to the peer
 					 * is back (odsm_rdma_park.c)
 					 */
+	ODSM_STAT_deleg_out_batches,	/* delegation batches sent by clients
+					 * here (DELEG_CALL)
+					 */
+	ODSM_STAT_deleg_out_requests,	/* ... the requests in them */
+	ODSM_STAT_deleg_out_bytes,	/* ... their bytes, and their answers' */
+	ODSM_STAT_deleg_out_errors,	/* ... that failed: refused, no
+					 * runtime, runtime gone, node down
+					 */
+	ODSM_STAT_deleg_in_batches,	/* batches delivered to runtimes here */
+	ODSM_STAT_deleg_in_requests,	/* ... the requests in them */
+	ODSM_STAT_deleg_in_bytes,	/* ... their bytes, and their answers' */
+	ODSM_STAT_deleg_in_errors,	/* batches for runtimes here that got
+					 * no answer from one: none bound,
+					 * gone, too slow
+					 */
+	ODSM_STAT_deleg_malformed,	/* batches and answers dropped as
+					 * malformed (odsm_dslot checks)
+					 */
 	ODSM_STAT_NR
 };
 

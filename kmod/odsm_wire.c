@@ -100,6 +100,11 @@ static const struct wire_type wire_types[ODSM_MSG_TYPE_MAX] = {
 				    ODSM_WIRE_MAP_REPLY_SIZE,
 				    ODSM_WIRE_KEYS_HDR_SIZE + ODSM_WIRE_KEYS_MAX *
 				    ODSM_WIRE_MAP_REPLY_SIZE, false },
+	[ODSM_MSG_DELEG]	= { ODSM_WIRE_DELEG_SIZE + ODSM_WIRE_DSLOT_MIN,
+				    ODSM_WIRE_DELEG_SIZE + ODSM_WIRE_DSLOT_MAX,
+				    false },
+	[ODSM_MSG_DELEG_REPLY]	= { ODSM_WIRE_DSLOT_MIN, ODSM_WIRE_DSLOT_MAX,
+				    true },
 };
 
 void odsm_wire_put_hdr(u8 *buf, const struct odsm_wire_hdr *h)
@@ -504,6 +509,32 @@ int odsm_wire_get_keys(const u8 *buf, u32 len, struct odsm_wire_keys *p)
 	if (!p->nr || p->nr > ODSM_WIRE_KEYS_MAX || p->reserved)
 		return -EPROTO;
 	if (len != ODSM_WIRE_KEYS_HDR_SIZE + p->nr * ODSM_WIRE_MAP_REPLY_SIZE)
+		return -EMSGSIZE;
+	return 0;
+}
+
+u32 odsm_wire_put_deleg(u8 *buf, const struct odsm_wire_deleg *p)
+{
+	wire_put_le64(buf, p->endpoint);
+	wire_put_le32(buf + 8, p->slot_size);
+	wire_put_le32(buf + 12, 0);
+	return ODSM_WIRE_DELEG_SIZE;
+}
+
+int odsm_wire_get_deleg(const u8 *buf, u32 len, struct odsm_wire_deleg *p)
+{
+	u32 s;
+
+	if (len < ODSM_WIRE_DELEG_SIZE + ODSM_WIRE_DSLOT_MIN ||
+	    len > ODSM_WIRE_DELEG_SIZE + ODSM_WIRE_DSLOT_MAX)
+		return -EMSGSIZE;
+	p->endpoint = wire_get_le64(buf);
+	p->slot_size = wire_get_le32(buf + 8);
+	s = p->slot_size;
+	if (wire_get_le32(buf + 12) || s < 256 || s > ODSM_WIRE_DSLOT_MAX ||
+	    (s & (s - 1)))
+		return -EPROTO;
+	if (len - ODSM_WIRE_DELEG_SIZE > s)
 		return -EMSGSIZE;
 	return 0;
 }

@@ -19,7 +19,7 @@
 #include "odsm_portable.h"
 
 #define ODSM_WIRE_MAGIC		0x4d53444fU	/* "ODSM" in LE byte order */
-#define ODSM_WIRE_VERSION	5
+#define ODSM_WIRE_VERSION	6
 #define ODSM_WIRE_HDR_SIZE	32
 /* largest payload: one chunk of a read or write, plus its fixed part */
 #define ODSM_WIRE_MAX_DATA	(256U << 10)
@@ -44,6 +44,10 @@
 /* KEYS: a count, then that many MAP_REPLY-shaped entries */
 #define ODSM_WIRE_KEYS_HDR_SIZE		8
 #define ODSM_WIRE_KEYS_MAX		4096U
+/* DELEG: the fixed part, then a request batch of 16 .. 65536 bytes */
+#define ODSM_WIRE_DELEG_SIZE		16
+#define ODSM_WIRE_DSLOT_MIN		16	/* a batch's header */
+#define ODSM_WIRE_DSLOT_MAX		65536	/* ODSM_DSLOT_SIZE_MAX */
 
 /* A reply's status: 0 or STATUS_MIN..-1; a negative one has no payload. */
 #define ODSM_WIRE_STATUS_MIN	(-4095)
@@ -67,6 +71,8 @@ enum odsm_msg_type {
 	ODSM_MSG_MAP,		/* register a block for one-sided RDMA */
 	ODSM_MSG_MAP_REPLY,
 	ODSM_MSG_KEYS,		/* registrations made at connect, unasked */
+	ODSM_MSG_DELEG,		/* a delegation batch for a trustee runtime */
+	ODSM_MSG_DELEG_REPLY,	/* ... and its response batch */
 	ODSM_MSG_TYPE_MAX,
 };
 
@@ -261,6 +267,16 @@ struct odsm_wire_keys {
 	u32 reserved;
 };
 
+/*
+ * DELEG (a request; reply DELEG_REPLY, whose payload is the response batch,
+ * 16 .. 65536 bytes): a client's batch for the trustee runtime named by
+ * endpoint, on the receiver's partition.  Documentation/odsm/delegation.rst.
+ */
+struct odsm_wire_deleg {
+	u64 endpoint;		/* the runtime's global address */
+	u32 slot_size;		/* of its slots: bounds the batch and answer */
+};
+
 /* Encode a header into 32 wire bytes. */
 void odsm_wire_put_hdr(u8 *buf, const struct odsm_wire_hdr *h);
 
@@ -343,5 +359,16 @@ int odsm_wire_get_map_reply(const u8 *buf, u32 len,
 u32 odsm_wire_put_keys(u8 *buf, const struct odsm_wire_keys *p);
 /* len == 8 + nr * ODSM_WIRE_MAP_REPLY_SIZE, nr 1 .. KEYS_MAX, reserved 0 */
 int odsm_wire_get_keys(const u8 *buf, u32 len, struct odsm_wire_keys *p);
+/*
+ * DELEG's fixed part; the request batch follows it (the rest of the
+ * payload: its header and records as they sit in a request slot).
+ */
+u32 odsm_wire_put_deleg(u8 *buf, const struct odsm_wire_deleg *p);
+/*
+ * len == 16 + the batch, the batch 16 .. slot_size bytes, slot_size a
+ * power of 2 in 256 .. 65536, reserved 0.  The batch itself is checked by
+ * odsm_dslot_parse_req() (odsm_deleg.c), not here.
+ */
+int odsm_wire_get_deleg(const u8 *buf, u32 len, struct odsm_wire_deleg *p);
 
 #endif /* _ODSM_WIRE_H */

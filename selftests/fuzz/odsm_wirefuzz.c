@@ -164,7 +164,7 @@ static void ep_unauth(enum ep e)
 		send_raw(fd, buf, (size_t)(below(3) ? n : (int)below(HDR)));
 		break;
 	case E_HUGE_LEN:
-		hdr(buf, W_MAGIC_LE, VERSION, (uint8_t)(1 + below(18)), fake_id, 0,
+		hdr(buf, W_MAGIC_LE, VERSION, (uint8_t)(1 + below(T_DELEG_REPLY)), fake_id, 0,
 		    below(2) ? 0xffffffffU : FP_MAX_DATA + 64 + 1 + (uint32_t)below(1 << 20));
 		send_raw(fd, buf, HDR);
 		break;

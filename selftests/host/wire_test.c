@@ -50,6 +50,7 @@ static bool ref_is_reply(unsigned int type)
 	case ODSM_MSG_ATOMIC_REPLY:
 	case ODSM_MSG_FETCH_REPLY:
 	case ODSM_MSG_MAP_REPLY:
+	case ODSM_MSG_DELEG_REPLY:
 		return true;
 	}
 	return false;
@@ -101,6 +102,14 @@ static void ref_bounds(unsigned int type, u32 *min, u32 *max)
 		*min = 16;
 		*max = 16 + 256 * 1024;
 		break;
+	case ODSM_MSG_DELEG:		/* the fixed part, then a batch */
+		*min = 16 + 16;
+		*max = 16 + 65536;
+		break;
+	case ODSM_MSG_DELEG_REPLY:	/* a response batch */
+		*min = 16;
+		*max = 65536;
+		break;
 	default:	/* WRITE_REPLY, FREE_REPLY */
 		*min = *max = 0;
 		break;
@@ -119,9 +128,9 @@ static int ref_check_hdr(const u8 *b, u32 self, u32 nr)
 	u32 min, max;
 
 	if (b[0] != 'O' || b[1] != 'D' || b[2] != 'S' || b[3] != 'M' ||
-	    magic != 0x4d53444f || b[4] != 5)
+	    magic != 0x4d53444f || b[4] != 6)
 		return -EPROTO;
-	if (type < 1 || type > 18 || (flags & ~1) ||
+	if (type < 1 || type > 20 || (flags & ~1) ||
 	    reply != ref_is_reply(type))
 		return -EPROTO;
 	if (src >= nr || src == self || dst != self)
@@ -188,7 +197,7 @@ TEST(constants)
 	u8 raw[4];
 
 	ASSERT_EQ(32, ODSM_WIRE_HDR_SIZE);
-	ASSERT_EQ(5, ODSM_WIRE_VERSION);
+	ASSERT_EQ(6, ODSM_WIRE_VERSION);
 	ref_put_le(raw, ODSM_WIRE_MAGIC, 4);
 	ASSERT_EQ(0, memcmp(raw, "ODSM", 4));
 	ASSERT_EQ(262144U, ODSM_WIRE_MAX_DATA);
@@ -213,7 +222,10 @@ TEST(constants)
 	ASSERT_EQ(16, ODSM_MSG_MAP);
 	ASSERT_EQ(17, ODSM_MSG_MAP_REPLY);
 	ASSERT_EQ(18, ODSM_MSG_KEYS);
-	ASSERT_EQ(19, ODSM_MSG_TYPE_MAX);
+	ASSERT_EQ(19, ODSM_MSG_DELEG);
+	ASSERT_EQ(20, ODSM_MSG_DELEG_REPLY);
+	ASSERT_EQ(21, ODSM_MSG_TYPE_MAX);
+	ASSERT_EQ(16, ODSM_WIRE_DELEG_SIZE);
 	ASSERT_EQ(8, ODSM_WIRE_KEYS_HDR_SIZE);
 	ASSERT_EQ(4096U, ODSM_WIRE_KEYS_MAX);
 	ASSERT_EQ(8, ODSM_WIRE_MAP_SIZE);
@@ -262,7 +274,7 @@ TEST(hdr_golden)
 {
 	static const u8 golden[ODSM_WIRE_HDR_SIZE] = {
 		'O', 'D', 'S', 'M',		/* magic */
-		0x05,				/* version */
+		0x06,				/* version */
 		0x05,				/* type: READ_REPLY */
 		0x01, 0x00,			/* flags: REPLY */
 		0x44, 0x33, 0x22, 0x11,		/* src_node */
@@ -273,7 +285,7 @@ TEST(hdr_golden)
 	};
 	struct odsm_wire_hdr h = {
 		.magic = ODSM_WIRE_MAGIC,
-		.version = 5,
+		.version = 6,
 		.type = ODSM_MSG_READ_REPLY,
 		.flags = ODSM_WIRE_F_REPLY,
 		.src_node = 0x11223344,
@@ -297,7 +309,7 @@ TEST(hdr_golden)
 	memset(&out, 0, sizeof(out));
 	ASSERT_EQ(0, odsm_wire_get_hdr(golden, &out, 0x55667788, 0xffffffff));
 	ASSERT_EQ(ODSM_WIRE_MAGIC, out.magic);
-	ASSERT_EQ(5, out.version);
+	ASSERT_EQ(6, out.version);
 	ASSERT_EQ(ODSM_MSG_READ_REPLY, out.type);
 	ASSERT_EQ(ODSM_WIRE_F_REPLY, out.flags);
 	ASSERT_EQ(0x11223344U, out.src_node);
@@ -402,7 +414,7 @@ TEST(auth_golden)
 {
 	static const u8 golden[ODSM_WIRE_AUTH_SIZE] = {
 		'O', 'D', 'S', 'M',				/* magic */
-		0x05, 0x00, 0x00, 0x00,				/* version, 0 */
+		0x06, 0x00, 0x00, 0x00,				/* version, 0 */
 		0x03, 0x00, 0x00, 0x00,				/* step */
 		0x04, 0x03, 0x02, 0x01,				/* prover */
 		0x08, 0x07, 0x06, 0x05,				/* verifier */
@@ -1311,6 +1323,50 @@ TEST(keys_fields)
 	k.reserved = 1;
 	odsm_wire_put_keys(raw, &k);
 	ASSERT_EQ(-EPROTO, odsm_wire_get_keys(raw, sizeof(raw), &ko));
+}
+
+/* DELEG: golden bytes of the fixed part, and its rules */
+TEST(deleg_fields)
+{
+	static const u8 golden[16] = {
+		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+		0x00, 0x04, 0x00, 0x00, 0, 0, 0, 0,
+	};
+	struct odsm_wire_deleg d = {
+		.endpoint = 0x0102030405060708ULL, .slot_size = 1024,
+	}, o;
+	u8 raw[16 + 65536 + 8];
+	u32 s, l;
+
+	memset(raw, 0, sizeof(raw));
+	ASSERT_EQ(16U, odsm_wire_put_deleg(raw, &d));
+	ASSERT_EQ(0, memcmp(raw, golden, 16));
+	memset(&o, 0xcc, sizeof(o));
+	ASSERT_EQ(0, odsm_wire_get_deleg(raw, 16 + 16, &o));
+	ASSERT_EQ(d.endpoint, o.endpoint);
+	ASSERT_EQ(1024U, o.slot_size);
+	/* a batch of a header .. the slot; not shorter, not longer */
+	for (l = 0; l < 16 + 16; l++)
+		ASSERT_EQ(-EMSGSIZE, odsm_wire_get_deleg(raw, l, &o));
+	ASSERT_EQ(0, odsm_wire_get_deleg(raw, 16 + 1024, &o));
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_deleg(raw, 16 + 1025, &o));
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_deleg(raw, 16 + 65537, &o));
+	/* a slot size: a power of 2 in 256 .. 65536, as odsm_dslot's */
+	for (s = 0; s <= 131072; s += (s < 1100 ? 1 : 4093)) {
+		bool ok = s >= 256 && s <= 65536 && !(s & (s - 1));
+
+		d.slot_size = s;
+		odsm_wire_put_deleg(raw, &d);
+		ASSERT_EQ(ok ? 0 : -EPROTO,
+			  odsm_wire_get_deleg(raw, 16 + 16, &o))
+			TH_LOG("slot_size %u", s);
+	}
+	d.slot_size = 65536;
+	odsm_wire_put_deleg(raw, &d);
+	ASSERT_EQ(0, odsm_wire_get_deleg(raw, 16 + 65536, &o));
+	/* the reserved word */
+	raw[12] = 1;
+	ASSERT_EQ(-EPROTO, odsm_wire_get_deleg(raw, 16 + 16, &o));
 }
 
 /* FETCH: golden bytes, and every rule of the request and its reply */

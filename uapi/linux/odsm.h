@@ -436,6 +436,71 @@ struct odsm_drop_copies {
 	__u64 reserved[2];
 };
 
+/*
+ * Delegation across nodes (Documentation/odsm/delegation.rst): the module
+ * carries a batch of uapi/linux/odsm_deleg.h between a client on one node
+ * and the trustee runtime of another (or of this one).
+ *
+ * ODSM_IOC_DELEG_BIND: this open file serves the trustee runtime named
+ * endpoint (a global address in this node's partition: the runtime's
+ * odsm_deleg_addr()), whose slots are slot_size bytes.  One endpoint per
+ * file, one file per endpoint (-EADDRINUSE); it ends when the file is
+ * closed, and every batch queued for it or taken and not answered fails
+ * with -EOWNERDEAD then.
+ */
+struct odsm_deleg_bind {
+	__u64 endpoint;
+	__u32 slot_size;	/* a power of 2, ODSM_DSLOT_SIZE_MIN..MAX */
+	__u32 flags;		/* 0 */
+	__u64 reserved[2];	/* 0 */
+};
+
+/*
+ * ODSM_IOC_DELEG_CALL: send the request batch at req (req_len bytes: the
+ * header and its records, as they would sit in a request slot of
+ * slot_size bytes) to the trustee runtime at endpoint, on whatever node
+ * holds it, and wait for its response batch, copied to resp (resp_cap
+ * bytes of room, resp_len out).  One system call per batch.  0, or:
+ * -EBADMSG (the batch, or the response, malformed: nothing of it ran, or
+ * the answer is unusable), -ESRCH (no runtime serves endpoint),
+ * -EOWNERDEAD (it went while the batch was out), -EHOSTDOWN, -ETIMEDOUT
+ * (its node is down, or did not answer within the cluster's timeout),
+ * -EMSGSIZE (resp_cap too small), -EINVAL, -EFAULT.
+ */
+struct odsm_deleg_call {
+	__u64 endpoint;
+	__u64 req;		/* user address of the batch */
+	__u64 resp;		/* user address of room for the answer */
+	__u32 req_len;
+	__u32 resp_cap;
+	__u32 resp_len;		/* out */
+	__u32 slot_size;
+	__u64 reserved[2];	/* 0 */
+};
+
+/*
+ * ODSM_IOC_DELEG_SERVE: for the file bound to an endpoint: answer the batch
+ * done (a ticket this call returned before; 0: none) with the response
+ * batch at resp (resp_len bytes), then wait up to timeout_ms (0: until a
+ * signal) for the next batch and copy it to req (slot_size bytes of room):
+ * ticket, node and req_len out.  One system call per batch.  -EAGAIN when
+ * none came in time (the answer, if any, was delivered; an answer to a
+ * batch whose client gave up goes nowhere, silently); -EBADMSG for a
+ * malformed answer (its client gets -EBADMSG; no batch is taken); -EBADF
+ * when the file serves no endpoint; -EINTR.
+ */
+struct odsm_deleg_serve {
+	__u64 done;
+	__u64 resp;
+	__u64 req;
+	__u64 ticket;		/* out */
+	__u32 resp_len;
+	__u32 req_len;		/* out */
+	__u32 node;		/* out: the client's node */
+	__u32 timeout_ms;
+	__u64 reserved[2];	/* 0 */
+};
+
 #define ODSM_IOC_MAGIC		0xd5
 #define ODSM_IOC_INFO		_IOR(ODSM_IOC_MAGIC, 0x00, struct odsm_info)
 #define ODSM_IOC_SET_CONFIG	_IOW(ODSM_IOC_MAGIC, 0x01, struct odsm_config)
@@ -455,5 +520,8 @@ struct odsm_drop_copies {
 #define ODSM_IOC_JOIN		_IOW(ODSM_IOC_MAGIC, 0x20, struct odsm_join)
 #define ODSM_IOC_LEAVE		_IO(ODSM_IOC_MAGIC, 0x21)
 #define ODSM_IOC_STATUS		_IOWR(ODSM_IOC_MAGIC, 0x22, struct odsm_status)
+#define ODSM_IOC_DELEG_BIND	_IOW(ODSM_IOC_MAGIC, 0x30, struct odsm_deleg_bind)
+#define ODSM_IOC_DELEG_CALL	_IOWR(ODSM_IOC_MAGIC, 0x31, struct odsm_deleg_call)
+#define ODSM_IOC_DELEG_SERVE	_IOWR(ODSM_IOC_MAGIC, 0x32, struct odsm_deleg_serve)
 
 #endif /* _UAPI_LINUX_ODSM_H */

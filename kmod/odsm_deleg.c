@@ -1,0 +1,553 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Delegation across nodes: the module carries a client's batch
+ * (uapi/linux/odsm_deleg.h) to the trustee runtime of another node, or of
+ * this one, and its response batch back (Documentation/odsm/delegation.rst,
+ * "Across nodes").
+ *
+ * A runtime is an *endpoint*: a global address in its node's partition (the
+ * runtime's odsm_deleg_addr()), served by the open file of /dev/odsm that
+ * bound it (ODSM_IOC_DELEG_BIND).  A client's ODSM_IOC_DELEG_CALL validates
+ * its batch, then hands it to the endpoint's node: a DELEG request over the
+ * cluster's transport, or straight to the endpoint when it is here.  There
+ * the batch is validated again (it came from the network), queued on the
+ * endpoint, and the request waits for the answer.  The runtime's
+ * ODSM_IOC_DELEG_SERVE answers the batch it took last and takes the next,
+ * sleeping while there is none: one system call per batch on each side.
+ *
+ * This is the copy design: the batch is copied into the serving process
+ * by the system call that takes it, not written into its slot ring (an
+ * RDMA WRITE into the ring is the next step; the format is the same).
+ *
+ * Failure: a batch for an endpoint no one serves is refused at once
+ * (-ESRCH); a runtime whose file closes fails its queued and taken batches
+ * at once (-EOWNERDEAD); one that does not answer within three quarters of
+ * the cluster's timeout fails the batch (-ETIMEDOUT), so the client hears
+ * before its own call times out; a node that goes down fails its calls
+ * (-EHOSTDOWN, from the core).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/completion.h>
+#include <linux/file.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/wait.h>
+#include "odsm.h"
+#include "odsm_core.h"
+#include "odsm_deleg.h"
+#include "odsm_dslot.h"
+
+/* A runtime serving an endpoint of this node's partition. */
+struct deleg_ep {
+	struct list_head node;		/* on deleg_eps */
+	struct kref ref;
+	const struct file *owner;	/* the file that bound it */
+	u64 endpoint;
+	u32 slot_size;
+	struct mutex lock;		/* the lists, dead, next_ticket */
+	struct list_head queue;		/* batches not taken yet */
+	struct list_head taken;		/* taken, not answered */
+	wait_queue_head_t wq;
+	bool dead;
+	u64 next_ticket;
+};
+
+/*
+ * A batch delivered to an endpoint, on its deliverer's stack: on one of
+ * the endpoint's lists until answered, failed or given up, which happens
+ * under the endpoint's lock, and complete()d then (see deliver()).
+ */
+struct deleg_item {
+	struct list_head node;
+	const u8 *req;			/* slot_size bytes, validated */
+	u32 req_len;
+	u32 count;			/* its records */
+	u32 from;			/* the client's node */
+	u64 ticket;
+	u8 *resp;			/* the answer: kvmalloc()ed */
+	u32 resp_len;
+	int status;
+	struct completion done;
+};
+
+static LIST_HEAD(deleg_eps);
+static DEFINE_MUTEX(deleg_eps_lock);
+
+static void ep_free(struct kref *ref)
+{
+	kfree(container_of(ref, struct deleg_ep, ref));
+}
+
+static struct deleg_ep *ep_find(u64 endpoint)
+{
+	struct deleg_ep *ep;
+
+	mutex_lock(&deleg_eps_lock);
+	list_for_each_entry(ep, &deleg_eps, node) {
+		if (ep->endpoint == endpoint) {
+			kref_get(&ep->ref);
+			mutex_unlock(&deleg_eps_lock);
+			return ep;
+		}
+	}
+	mutex_unlock(&deleg_eps_lock);
+	return NULL;
+}
+
+static struct deleg_ep *ep_of_file(const struct file *filp)
+{
+	struct deleg_ep *ep;
+
+	mutex_lock(&deleg_eps_lock);
+	list_for_each_entry(ep, &deleg_eps, node) {
+		if (ep->owner == filp) {
+			kref_get(&ep->ref);
+			mutex_unlock(&deleg_eps_lock);
+			return ep;
+		}
+	}
+	mutex_unlock(&deleg_eps_lock);
+	return NULL;
+}
+
+/* Under ep->lock: take the item off its list and wake its deliverer. */
+static void item_finish(struct deleg_item *it, int status)
+{
+	list_del_init(&it->node);
+	it->status = status;
+	complete(&it->done);
+}
+
+/*
+ * Validate a request batch of len bytes copied into slot (slot_size bytes,
+ * zero past len): its record count, or -EBADMSG.  The batch is checked
+ * whole before anything of it is handed on, with the same checker the
+ * trustee runs on a slot.
+ */
+static int batch_check(const u8 *slot, u32 slot_size, u32 len)
+{
+	struct odsm_dreq_view *v;
+	struct odsm_dslot_hdr h;
+	u32 max = odsm_dslot_max_count(slot_size), n = 0;
+	int ret;
+
+	memcpy(&h, slot, sizeof(h));
+	/* what lies past len was not sent: the header must not reach it */
+	if (len < ODSM_DSLOT_HDR || h.len > len - ODSM_DSLOT_HDR)
+		return -EBADMSG;
+	v = kvmalloc_array(max, sizeof(*v), GFP_KERNEL);
+	if (!v)
+		return -ENOMEM;
+	ret = odsm_dslot_parse_req(slot, slot_size, v, max, &n);
+	kvfree(v);
+	return ret ? ret : n;
+}
+
+/* Validate a response batch (len bytes in slot) answering count requests. */
+static int resp_check(const u8 *slot, u32 slot_size, u32 len, u32 count)
+{
+	struct odsm_dresp_view *v;
+	struct odsm_dslot_hdr h;
+	s32 status;
+	int ret;
+
+	memcpy(&h, slot, sizeof(h));
+	if (len < ODSM_DSLOT_HDR || h.len > len - ODSM_DSLOT_HDR)
+		return -EBADMSG;
+	v = kvmalloc_array(count ? count : 1, sizeof(*v), GFP_KERNEL);
+	if (!v)
+		return -ENOMEM;
+	ret = odsm_dslot_parse_resp(slot, slot_size, count, v, &status);
+	kvfree(v);
+	return ret;
+}
+
+/*
+ * Hand a validated batch (req: slot_size bytes) to the runtime at endpoint
+ * of this node and wait for its answer: 0 and *resp (kvmalloc()ed, the
+ * caller frees it) and *resp_len, or -errno.
+ */
+static int deliver(u64 endpoint, u32 slot_size, const u8 *req, u32 req_len,
+		   u32 count, u32 from, u8 **resp, u32 *resp_len)
+{
+	struct deleg_item it = {
+		.req = req, .req_len = req_len, .count = count, .from = from,
+	};
+	struct deleg_ep *ep = ep_find(endpoint);
+	u32 wait_ms = odsm_cluster_timeout_ms() * 3 / 4;
+	int ret;
+
+	if (!ep)
+		return -ESRCH;
+	ret = -EINVAL;
+	if (ep->slot_size != slot_size)
+		goto out;
+	init_completion(&it.done);
+	mutex_lock(&ep->lock);
+	if (ep->dead) {
+		mutex_unlock(&ep->lock);
+		ret = -EOWNERDEAD;
+		goto out;
+	}
+	list_add_tail(&it.node, &ep->queue);
+	mutex_unlock(&ep->lock);
+	wake_up_interruptible(&ep->wq);
+
+	if (!wait_for_completion_timeout(&it.done,
+					 msecs_to_jiffies(wait_ms ? wait_ms : 1500))) {
+		mutex_lock(&ep->lock);
+		if (!list_empty(&it.node))
+			item_finish(&it, -ETIMEDOUT);
+		mutex_unlock(&ep->lock);
+		/* finished by us or by the runtime: either way it is done */
+		wait_for_completion(&it.done);
+	}
+	ret = it.status;
+	if (!ret) {
+		*resp = it.resp;
+		*resp_len = it.resp_len;
+		odsm_stat_inc(ODSM_STAT_deleg_in_batches);
+		odsm_stat_add(ODSM_STAT_deleg_in_requests, count);
+		odsm_stat_add(ODSM_STAT_deleg_in_bytes, req_len + it.resp_len);
+	} else {
+		kvfree(it.resp);
+	}
+out:
+	kref_put(&ep->ref, ep_free);
+	return ret;
+}
+
+/* ---- the endpoint's node: DELEG requests ---------------------------------- */
+
+static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
+		 const u8 *payload, u8 *reply, u32 *rlen, const void **data,
+		 u32 *dlen)
+{
+	struct odsm_wire_deleg d;
+	u8 *slot, *resp = NULL;
+	u32 len, resp_len = 0;
+	bool local;
+	int ret, n;
+
+	*rlen = 0;
+	ret = odsm_wire_get_deleg(payload, h->len, &d);
+	if (ret) {
+		odsm_stat_inc(ODSM_STAT_deleg_malformed);
+		return -EPROTO;
+	}
+	/* an endpoint of another partition is none of ours */
+	if (odsm_home_of(d.endpoint, 8, &local) < 0 || !local) {
+		odsm_stat_inc(ODSM_STAT_deleg_in_errors);
+		return -ESRCH;
+	}
+	len = h->len - ODSM_WIRE_DELEG_SIZE;
+	slot = kvzalloc(d.slot_size, GFP_KERNEL);
+	if (!slot)
+		return -ENOMEM;
+	memcpy(slot, payload + ODSM_WIRE_DELEG_SIZE, len);
+	n = batch_check(slot, d.slot_size, len);
+	if (n < 0) {
+		/* answered, not run: its sender must not wait for nothing */
+		if (n == -EBADMSG)
+			odsm_stat_inc(ODSM_STAT_deleg_malformed);
+		ret = n;
+		goto out;
+	}
+	ret = deliver(d.endpoint, d.slot_size, slot, len, n, h->src_node,
+		      &resp, &resp_len);
+	if (ret) {
+		odsm_stat_inc(ODSM_STAT_deleg_in_errors);
+		goto out;
+	}
+	*data = resp;
+	*dlen = resp_len;
+out:
+	kvfree(slot);
+	return ret;
+}
+
+static const struct odsm_msg_handler handler = {
+	.type = ODSM_MSG_DELEG, .reply = ODSM_MSG_DELEG_REPLY, .serve = serve,
+};
+
+/* ---- the client's node: ODSM_IOC_DELEG_CALL ------------------------------- */
+
+static long call(struct odsm_deleg_call *a, u8 *slot, u8 **resp,
+		 u32 *resp_len)
+{
+	struct odsm_wire_deleg d = {
+		.endpoint = a->endpoint, .slot_size = a->slot_size,
+	};
+	u8 fixed[ODSM_WIRE_DELEG_SIZE];
+	bool local;
+	int node, n, ret;
+
+	if (copy_from_user(slot, u64_to_user_ptr(a->req), a->req_len))
+		return -EFAULT;
+	n = batch_check(slot, a->slot_size, a->req_len);
+	if (n == -EBADMSG)
+		odsm_stat_inc(ODSM_STAT_deleg_malformed);
+	if (n < 0)
+		return n;
+	node = odsm_home_of(a->endpoint, 8, &local);
+	if (node < 0)
+		return node;
+	if (local)
+		return deliver(a->endpoint, a->slot_size, slot, a->req_len, n,
+			       node, resp, resp_len);
+
+	*resp = kvmalloc(a->slot_size, GFP_KERNEL);
+	if (!*resp)
+		return -ENOMEM;
+	odsm_wire_put_deleg(fixed, &d);
+	ret = odsm_rpc(node, ODSM_MSG_DELEG, fixed, sizeof(fixed), slot,
+		       a->req_len, *resp, a->slot_size, resp_len);
+	if (ret)
+		return ret;
+	/* what came back is the network's: check it as the client would */
+	memset(*resp + *resp_len, 0, a->slot_size - *resp_len);
+	ret = resp_check(*resp, a->slot_size, *resp_len, n);
+	if (ret == -EBADMSG)
+		odsm_stat_inc(ODSM_STAT_deleg_malformed);
+	if (!ret) {
+		odsm_stat_add(ODSM_STAT_deleg_out_requests, n);
+		odsm_stat_add(ODSM_STAT_deleg_out_bytes,
+			      a->req_len + *resp_len);
+	}
+	return ret;
+}
+
+long odsm_ioc_deleg_call(void __user *uarg)
+{
+	struct odsm_deleg_call a;
+	u8 *slot, *resp = NULL;
+	u32 resp_len = 0;
+	long ret;
+
+	if (copy_from_user(&a, uarg, sizeof(a)))
+		return -EFAULT;
+	if (a.reserved[0] || a.reserved[1] || !odsm_dslot_size_ok(a.slot_size) ||
+	    a.req_len < ODSM_DSLOT_HDR || a.req_len > a.slot_size)
+		return -EINVAL;
+	slot = kvzalloc(a.slot_size, GFP_KERNEL);
+	if (!slot)
+		return -ENOMEM;
+	odsm_stat_inc(ODSM_STAT_deleg_out_batches);
+	ret = call(&a, slot, &resp, &resp_len);
+	if (!ret && resp_len > a.resp_cap)
+		ret = -EMSGSIZE;
+	if (!ret && copy_to_user(u64_to_user_ptr(a.resp), resp, resp_len))
+		ret = -EFAULT;
+	a.resp_len = resp_len;
+	if (!ret && copy_to_user(uarg, &a, sizeof(a)))
+		ret = -EFAULT;
+	if (ret)
+		odsm_stat_inc(ODSM_STAT_deleg_out_errors);
+	kvfree(resp);
+	kvfree(slot);
+	return ret;
+}
+
+/* ---- the runtime's side: BIND, SERVE, and its file's end ------------------- */
+
+long odsm_ioc_deleg_bind(struct file *filp, void __user *uarg)
+{
+	struct odsm_deleg_bind b;
+	struct deleg_ep *ep, *e;
+	bool local;
+
+	if (copy_from_user(&b, uarg, sizeof(b)))
+		return -EFAULT;
+	if (b.flags || b.reserved[0] || b.reserved[1] ||
+	    !odsm_dslot_size_ok(b.slot_size))
+		return -EINVAL;
+	/* the endpoint names a runtime of this node: its arena is here */
+	if (odsm_home_of(b.endpoint, 8, &local) < 0 || !local)
+		return -EINVAL;
+	ep = kzalloc(sizeof(*ep), GFP_KERNEL);
+	if (!ep)
+		return -ENOMEM;
+	kref_init(&ep->ref);
+	ep->owner = filp;
+	ep->endpoint = b.endpoint;
+	ep->slot_size = b.slot_size;
+	mutex_init(&ep->lock);
+	INIT_LIST_HEAD(&ep->queue);
+	INIT_LIST_HEAD(&ep->taken);
+	init_waitqueue_head(&ep->wq);
+
+	mutex_lock(&deleg_eps_lock);
+	list_for_each_entry(e, &deleg_eps, node) {
+		if (e->endpoint == b.endpoint || e->owner == filp) {
+			mutex_unlock(&deleg_eps_lock);
+			kfree(ep);
+			return -EADDRINUSE;
+		}
+	}
+	list_add(&ep->node, &deleg_eps);
+	mutex_unlock(&deleg_eps_lock);
+	return 0;
+}
+
+/* Answer the batch of ticket done with the user's len bytes at uresp. */
+static long answer(struct deleg_ep *ep, u64 done, const void __user *uresp,
+		   u32 len)
+{
+	struct deleg_item *it;
+	u8 *resp;
+	long ret;
+
+	if (len < ODSM_DSLOT_HDR || len > ep->slot_size)
+		return -EINVAL;
+	resp = kvzalloc(ep->slot_size, GFP_KERNEL);
+	if (!resp)
+		return -ENOMEM;
+	if (copy_from_user(resp, uresp, len)) {
+		kvfree(resp);
+		return -EFAULT;
+	}
+	mutex_lock(&ep->lock);
+	ret = -ENOENT;
+	list_for_each_entry(it, &ep->taken, node) {
+		if (it->ticket != done)
+			continue;
+		ret = resp_check(resp, ep->slot_size, len, it->count);
+		if (ret) {
+			if (ret == -EBADMSG)
+				odsm_stat_inc(ODSM_STAT_deleg_malformed);
+			item_finish(it, ret);
+			break;
+		}
+		it->resp = resp;
+		it->resp_len = len;
+		resp = NULL;
+		item_finish(it, 0);
+		break;
+	}
+	mutex_unlock(&ep->lock);
+	kvfree(resp);
+	return ret;
+}
+
+/*
+ * The wake condition, read without the lock (a sleeper must not take a
+ * mutex): a hint, looked at again under the lock.
+ */
+static bool ep_ready(struct deleg_ep *ep)
+{
+	return READ_ONCE(ep->dead) || !list_empty_careful(&ep->queue);
+}
+
+long odsm_ioc_deleg_serve(struct file *filp, void __user *uarg)
+{
+	struct odsm_deleg_serve s;
+	struct deleg_item *it;
+	struct deleg_ep *ep;
+	long ret = 0, left;
+
+	if (copy_from_user(&s, uarg, sizeof(s)))
+		return -EFAULT;
+	if (s.reserved[0] || s.reserved[1])
+		return -EINVAL;
+	ep = ep_of_file(filp);
+	if (!ep)
+		return -EBADF;
+	if (s.done) {
+		ret = answer(ep, s.done, u64_to_user_ptr(s.resp), s.resp_len);
+		/*
+		 * A client that gave up (its batch timed out, counted
+		 * there) does not stop the runtime's loop: the answer goes
+		 * nowhere and the next batch is taken as usual.
+		 */
+		if (ret == -ENOENT)
+			ret = 0;
+		if (ret)
+			goto out;
+	}
+	if (s.timeout_ms) {
+		long to = msecs_to_jiffies(s.timeout_ms);
+
+		left = wait_event_interruptible_timeout(ep->wq, ep_ready(ep),
+							to);
+		if (!left) {
+			ret = -EAGAIN;
+			goto out;
+		}
+	} else {
+		left = wait_event_interruptible(ep->wq, ep_ready(ep));
+	}
+	if (left < 0) {
+		ret = -EINTR;
+		goto out;
+	}
+	mutex_lock(&ep->lock);
+	it = list_first_entry_or_null(&ep->queue, struct deleg_item, node);
+	if (!it) {
+		mutex_unlock(&ep->lock);
+		ret = -EAGAIN;	/* taken meanwhile */
+		goto out;
+	}
+	/*
+	 * Copied under the lock: the item lives on its deliverer's stack,
+	 * which gives it up only under this lock.
+	 */
+	if (copy_to_user(u64_to_user_ptr(s.req), it->req, it->req_len)) {
+		mutex_unlock(&ep->lock);
+		ret = -EFAULT;
+		goto out;
+	}
+	it->ticket = ++ep->next_ticket;
+	list_move_tail(&it->node, &ep->taken);
+	s.ticket = it->ticket;
+	s.req_len = it->req_len;
+	s.node = it->from;
+	mutex_unlock(&ep->lock);
+	if (copy_to_user(uarg, &s, sizeof(s)))
+		ret = -EFAULT;
+out:
+	kref_put(&ep->ref, ep_free);
+	return ret;
+}
+
+/* The file that bound an endpoint closes: its runtime is gone. */
+void odsm_deleg_release(struct file *filp)
+{
+	struct deleg_item *it, *tmp;
+	struct deleg_ep *ep;
+
+	mutex_lock(&deleg_eps_lock);
+	list_for_each_entry(ep, &deleg_eps, node) {
+		if (ep->owner == filp) {
+			list_del(&ep->node);
+			goto found;
+		}
+	}
+	mutex_unlock(&deleg_eps_lock);
+	return;
+found:
+	mutex_unlock(&deleg_eps_lock);
+	mutex_lock(&ep->lock);
+	WRITE_ONCE(ep->dead, true);
+	list_for_each_entry_safe(it, tmp, &ep->queue, node)
+		item_finish(it, -EOWNERDEAD);
+	list_for_each_entry_safe(it, tmp, &ep->taken, node)
+		item_finish(it, -EOWNERDEAD);
+	mutex_unlock(&ep->lock);
+	wake_up_interruptible_all(&ep->wq);
+	kref_put(&ep->ref, ep_free);
+}
+
+int odsm_deleg_init(void)
+{
+	return odsm_handler_register(&handler);
+}
+
+void odsm_deleg_exit(void)
+{
+	odsm_handler_unregister(&handler);
+}

@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Delegation across nodes through the module (ODSM_IOC_DELEG_*), run on
+ * every node at once.  Node 0 binds a trustee endpoint and serves it from
+ * one thread: a counter only that thread touches.  Client threads on every
+ * node, node 0's own included (the module's local path), send batches of
+ * increments to it, one ODSM_IOC_DELEG_CALL per batch; every answer is
+ * checked with the slot codec (count, tags, statuses) and the total must
+ * come out exact.  Then the failures: a batch the client's module refuses
+ * as malformed (-EBADMSG, counted), and, once node 0's runtime has gone,
+ * a batch for it fails at once (-ESRCH); and a runtime that dies holding a
+ * batch it took fails that batch at once (-EOWNERDEAD), not after a
+ * timeout.
+ *
+ * This drives the module's carrying of batches with a minimal runtime of
+ * its own (the serving loop below); libodsm's trustees do not use it yet.
+ */
+#include <pthread.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include "odsm_cluster.h"
+#include "../../kmod/odsm_dslot.h"
+
+#define THREADS		2	/* client threads per node */
+#define BATCHES		150	/* batches per thread */
+#define PER_BATCH	8	/* increments per batch */
+#define SLOT		1024
+#define OP_INC		0x9e3779b97f4a7c15ULL	/* any id but 0 */
+
+#define W_DG_EP		270	/* node 0: its address is the endpoint */
+#define W_DG_READY	271	/* node 0: 1 once the endpoint is bound */
+#define W_DG_GONE	272	/* node 0: 1 once the runtime has gone */
+#define W_DG_READY2	273	/* node 0: 1 once its second runtime is bound */
+#define B_HOST		1	/* the barriers' directory: node 1's */
+#define B_DG		20	/* .. 23 */
+#define SECS		240
+
+FIXTURE(cl)
+{
+	int unused;
+};
+
+FIXTURE_SETUP(cl)
+{
+}
+
+FIXTURE_TEARDOWN(cl)
+{
+}
+
+/* ---- node 0: the runtime ---------------------------------------------- */
+
+struct server {
+	pthread_t tid;
+	int fd;
+	volatile int stop;
+	uint64_t counter;
+	uint64_t batches, bad;
+	int err;
+};
+
+/* Answer a batch of OP_INC requests into resp; its length. */
+static uint32_t run_batch(struct server *s, const uint8_t *req, uint8_t *resp)
+{
+	struct odsm_dreq_view v[64];
+	struct odsm_drbatch rb;
+	uint32_t n = 0, i;
+	uint64_t *ret;
+
+	odsm_drbatch_init(&rb, resp, SLOT);
+	if (odsm_dslot_parse_req(req, SLOT, v, 64, &n)) {
+		s->bad++;
+		odsm_drbatch_seal(&rb, -EBADMSG);
+		return ODSM_DSLOT_HDR + rb.len;
+	}
+	for (i = 0; i < n; i++) {
+		uint64_t d;
+
+		ret = odsm_drbatch_ret(&rb, v[i].ret_max);
+		if (v[i].op != OP_INC || v[i].arg_len != 8 || v[i].ret_max < 8) {
+			odsm_drbatch_add(&rb, -EBADRQC, v[i].tag, 0);
+			continue;
+		}
+		memcpy(&d, req + v[i].arg_off, 8);
+		s->counter += d;
+		memcpy(ret, &s->counter, 8);
+		odsm_drbatch_add(&rb, 0, v[i].tag, 8);
+	}
+	odsm_drbatch_seal(&rb, 0);
+	return ODSM_DSLOT_HDR + rb.len;
+}
+
+static void *serve_loop(void *arg)
+{
+	struct server *s = arg;
+	static uint8_t req[SLOT], resp[SLOT];
+	struct odsm_deleg_serve a = { .req = (uintptr_t)req,
+				      .resp = (uintptr_t)resp,
+				      .timeout_ms = 100 };
+	int ret;
+
+	while (!s->stop) {
+		ret = ioctl(s->fd, ODSM_IOC_DELEG_SERVE, &a);
+		a.done = 0;
+		if (ret && errno != EAGAIN && errno != EINTR) {
+			s->err = -errno;
+			break;
+		}
+		if (ret)
+			continue;
+		s->batches++;
+		a.done = a.ticket;
+		a.resp_len = run_batch(s, req, resp);
+	}
+	return NULL;
+}
+
+/* ---- clients ------------------------------------------------------------- */
+
+struct client {
+	pthread_t tid;
+	uint64_t ep;
+	unsigned int id;
+	int err;		/* first error */
+	unsigned int bad;	/* answers that do not add up */
+	uint64_t last;		/* the counter's value after its last batch */
+};
+
+static int send_batch(uint64_t ep, const uint8_t *req, uint32_t len,
+		      uint8_t *resp, uint32_t *resp_len)
+{
+	struct odsm_deleg_call a = {
+		.endpoint = ep, .req = (uintptr_t)req, .resp = (uintptr_t)resp,
+		.req_len = len, .resp_cap = SLOT, .slot_size = SLOT,
+	};
+
+	if (ioctl(odsm_rt.fd, ODSM_IOC_DELEG_CALL, &a))
+		return -errno;
+	*resp_len = a.resp_len;
+	return 0;
+}
+
+static void *client_loop(void *arg)
+{
+	struct client *c = arg;
+	uint8_t req[SLOT], resp[SLOT];
+	struct odsm_dresp_view v[PER_BATCH];
+	unsigned int b, i;
+
+	for (b = 0; b < BATCHES; b++) {
+		struct odsm_dbatch db;
+		uint64_t one = 1, prev = 0, val;
+		uint32_t rlen = 0;
+		int32_t st;
+		int ret;
+
+		memset(req, 0, sizeof(req));
+		odsm_dbatch_init(&db, req, SLOT);
+		for (i = 0; i < PER_BATCH; i++) {
+			struct odsm_dreq r = {
+				.op = OP_INC, .arg_len = 8, .ret_max = 8,
+				.kind = ODSM_DREQ_APPLY, .tag = b * PER_BATCH + i,
+			};
+
+			ret = odsm_dbatch_add(&db, &r, &one);
+			if (ret) {
+				c->err = ret;
+				return NULL;
+			}
+		}
+		odsm_dbatch_seal(&db);
+		ret = send_batch(c->ep, req, ODSM_DSLOT_HDR + db.len, resp,
+				 &rlen);
+		if (ret) {
+			c->err = ret;
+			return NULL;
+		}
+		memset(resp + rlen, 0, SLOT - rlen);
+		if (odsm_dslot_parse_resp(resp, SLOT, PER_BATCH, v, &st) || st) {
+			c->bad++;
+			continue;
+		}
+		for (i = 0; i < PER_BATCH; i++) {
+			if (v[i].status || v[i].ret_len != 8 ||
+			    v[i].tag != b * PER_BATCH + i) {
+				c->bad++;
+				break;
+			}
+			memcpy(&val, resp + v[i].ret_off, 8);
+			/* one batch runs whole on the trustee: consecutive */
+			if (i && val != prev + 1)
+				c->bad++;
+			prev = val;
+		}
+		c->last = prev;
+	}
+	return NULL;
+}
+
+/*
+ * Node 0's runtime is gone: a batch for it fails at once (-ESRCH), and a
+ * malformed one is refused by the client's own module (-EBADMSG).
+ */
+static void gone_checks(struct __test_metadata *_metadata, uint64_t ep)
+{
+	uint8_t req[SLOT] = { 0 }, resp[SLOT];
+	struct odsm_dbatch db;
+	struct odsm_dreq r = { .op = OP_INC, .arg_len = 8,
+			       .ret_max = 8,
+			       .kind = ODSM_DREQ_APPLY };
+	uint64_t one = 1, t0, e0 = c_stat("deleg_out_errors");
+	uint64_t m0 = c_stat("deleg_malformed");
+	struct odsm_dslot_hdr h;
+	uint32_t rlen;
+	int ret;
+
+	odsm_dbatch_init(&db, req, SLOT);
+	ASSERT_EQ(0, odsm_dbatch_add(&db, &r, &one));
+	odsm_dbatch_seal(&db);
+	t0 = c_now_ms();
+	ret = send_batch(ep, req, ODSM_DSLOT_HDR + db.len, resp, &rlen);
+	EXPECT_EQ(-ESRCH, ret);
+	EXPECT_GT(1000ULL, c_now_ms() - t0);
+
+	/* a batch whose header overstates its records: refused here */
+	memcpy(&h, req, sizeof(h));
+	h.count = 2;
+	memcpy(req, &h, sizeof(h));
+	ret = send_batch(ep, req, ODSM_DSLOT_HDR + db.len, resp, &rlen);
+	EXPECT_EQ(-EBADMSG, ret);
+	EXPECT_LE(m0 + 1, c_stat("deleg_malformed"));
+	EXPECT_LE(e0 + 2, c_stat("deleg_out_errors"));
+}
+
+/*
+ * Node 0 binds a runtime again, takes one batch (node 1's) and closes its
+ * file without answering, as a runtime killed mid-batch does: node 1's
+ * call fails with -EOWNERDEAD at once, far within the cluster's timeout.
+ */
+static void dies_holding(struct __test_metadata *_metadata, uint64_t ep)
+{
+	uint8_t req[SLOT] = { 0 }, resp[SLOT];
+	uint64_t one = 1, t0, took;
+	struct odsm_dbatch db;
+	struct odsm_dreq r = { .op = OP_INC, .arg_len = 8, .ret_max = 8,
+			       .kind = ODSM_DREQ_APPLY };
+	uint32_t rlen;
+	int ret;
+
+	if (C.self == 0) {
+		struct odsm_deleg_bind bd = { .endpoint = ep, .slot_size = SLOT };
+		struct odsm_deleg_serve a = { .req = (uintptr_t)req,
+					      .timeout_ms = 60000 };
+		int fd = open("/dev/odsm", O_RDWR);
+
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, ioctl(fd, ODSM_IOC_DELEG_BIND, &bd));
+		ASSERT_EQ(0, c_put(0, W_DG_READY2, 1));
+		ret = ioctl(fd, ODSM_IOC_DELEG_SERVE, &a);
+		EXPECT_EQ(0, ret) {
+			TH_LOG("serve: %s", strerror(errno));
+		}
+		EXPECT_EQ(1U, a.node);
+		close(fd);		/* dies holding the batch */
+		return;
+	}
+	ASSERT_EQ(0, c_poll(0, W_DG_READY2, 1, SECS, NULL));
+	if (C.self != 1)
+		return;
+	odsm_dbatch_init(&db, req, SLOT);
+	ASSERT_EQ(0, odsm_dbatch_add(&db, &r, &one));
+	odsm_dbatch_seal(&db);
+	t0 = c_now_ms();
+	ret = send_batch(ep, req, ODSM_DSLOT_HDR + db.len, resp, &rlen);
+	took = c_now_ms() - t0;
+	EXPECT_EQ(-EOWNERDEAD, ret);
+	/* the cluster's timeout is seconds; this is the close's round trip */
+	EXPECT_GT(C.timeout_ms / 2, took);
+	TH_LOG("a runtime that died holding the batch: %s after %llu ms",
+	       strerror(-ret), (unsigned long long)took);
+}
+
+TEST_F(cl, counter_exact)
+{
+	struct client cs[THREADS];
+	struct server s = { .fd = -1 };
+	uint64_t ep, v = 0, b0 = c_stat("deleg_out_batches");
+	unsigned int i, bad = 0;
+
+	C_BEGIN();
+	ep = c_word(0, W_DG_EP);
+	if (C.self == 0) {
+		struct odsm_deleg_bind bd = { .endpoint = ep, .slot_size = SLOT };
+		int fd2;
+
+		s.fd = open("/dev/odsm", O_RDWR);
+		ASSERT_LE(0, s.fd);
+		ASSERT_EQ(0, ioctl(s.fd, ODSM_IOC_DELEG_BIND, &bd)) {
+			TH_LOG("bind: %s", strerror(errno));
+		}
+		/* a second runtime for the same endpoint is refused */
+		fd2 = open("/dev/odsm", O_RDWR);
+		ASSERT_LE(0, fd2);
+		EXPECT_EQ(-1, ioctl(fd2, ODSM_IOC_DELEG_BIND, &bd));
+		EXPECT_EQ(EADDRINUSE, errno);
+		close(fd2);
+		ASSERT_EQ(0, pthread_create(&s.tid, NULL, serve_loop, &s));
+		ASSERT_EQ(0, c_put(0, W_DG_READY, 1));
+	}
+	ASSERT_EQ(0, c_step(B_HOST, B_DG, SECS));
+	ASSERT_EQ(0, c_poll(0, W_DG_READY, 1, SECS, NULL));
+
+	for (i = 0; i < THREADS; i++) {
+		cs[i] = (struct client){ .ep = ep, .id = i };
+		ASSERT_EQ(0, pthread_create(&cs[i].tid, NULL, client_loop,
+					    &cs[i]));
+	}
+	for (i = 0; i < THREADS; i++) {
+		pthread_join(cs[i].tid, NULL);
+		EXPECT_EQ(0, cs[i].err) {
+			TH_LOG("client %u: %s", i, strerror(-cs[i].err));
+		}
+		bad += cs[i].bad;
+	}
+	EXPECT_EQ(0U, bad);
+	EXPECT_LE(b0 + THREADS * BATCHES, c_stat("deleg_out_batches"));
+
+	/* every node's clients are done: the total must be exact */
+	ASSERT_EQ(0, c_barrier(B_HOST, B_DG + 1, C.nodes, SECS));
+	if (C.self == 0) {
+		uint64_t want = (uint64_t)C.nodes * THREADS * BATCHES *
+				PER_BATCH;
+
+		s.stop = 1;
+		pthread_join(s.tid, NULL);
+		EXPECT_EQ(0, s.err);
+		EXPECT_EQ(0U, s.bad);
+		EXPECT_EQ(want, s.counter);
+		EXPECT_EQ((uint64_t)C.nodes * THREADS * BATCHES, s.batches);
+		TH_LOG("counter %llu of %u nodes x %u threads x %u batches x %u; in_batches %llu",
+		       (unsigned long long)s.counter, C.nodes, THREADS, BATCHES,
+		       PER_BATCH,
+		       (unsigned long long)c_stat("deleg_in_batches"));
+		/* the runtime goes: its endpoint with it */
+		close(s.fd);
+		ASSERT_EQ(0, c_put(0, W_DG_GONE, 1));
+	}
+	ASSERT_EQ(0, c_poll(0, W_DG_GONE, 1, SECS, &v));
+
+	gone_checks(_metadata, ep);
+	ASSERT_EQ(0, c_barrier(B_HOST, B_DG + 2, C.nodes, SECS));
+	dies_holding(_metadata, ep);
+	ASSERT_EQ(0, c_barrier(B_HOST, B_DG + 3, C.nodes, SECS));
+}
+
+TEST_HARNESS_MAIN
