@@ -398,6 +398,40 @@ bad:
 
 /* ---- the tick: heartbeat, timeouts, re-dial, reaping ------------------ */
 
+static void ping_work(struct work_struct *w)
+{
+	struct odsm_conn *conn = container_of(w, struct odsm_conn, ping);
+	struct odsm_wire_ping ping = { .send_ns = READ_ONCE(conn->ping_ns) };
+	u8 buf[ODSM_WIRE_PING_SIZE];
+	u32 n = odsm_wire_put_ping(buf, &ping);
+
+	odsm_send_msg(&odsm_cluster, conn, conn->peer, ODSM_MSG_PING, 0, 0, 0,
+		      buf, n, NULL, 0);
+	odsm_conn_put(conn);
+}
+
+/*
+ * A PING to conn's peer, off the tick: a peer that died holds our send
+ * (its RDMA credits never come back, its socket fills) for up to
+ * timeout_ms, and a tick waiting there would find no other peer dead in
+ * the meantime, nor this one (a read of a node that had just died once
+ * took 8.3 s to fail, timeout_ms 5000).  A ping still under way when the
+ * next is due is not doubled: the peer is not answering either.
+ */
+static void queue_ping(struct odsm_cluster *c, struct odsm_conn *conn,
+		       u64 now)
+{
+	if (!conn->ping_ready) {
+		INIT_WORK(&conn->ping, ping_work);
+		conn->ping_ready = true;
+	}
+	WRITE_ONCE(conn->ping_ns, now);
+	/* the queued work holds a reference; leave flushes the queue */
+	kref_get(&conn->ref);
+	if (!queue_work(c->wq, &conn->ping))
+		odsm_conn_put(conn);
+}
+
 /*
  * Stop and free dead connections (all of them when leaving), and kill
  * accepted ones that did not say HELLO within the timeout.
@@ -588,9 +622,7 @@ static void dial_work(struct work_struct *w)
 static void tick(struct odsm_cluster *c)
 {
 	u64 limit = (u64)c->timeout_ms * NSEC_PER_MSEC;
-	struct odsm_wire_ping ping;
-	u8 buf[ODSM_WIRE_PING_SIZE];
-	u32 i, n, state;
+	u32 i, state;
 	u64 last, now;
 
 	for (i = 0; i < c->nr_nodes; i++) {
@@ -624,9 +656,7 @@ static void tick(struct odsm_cluster *c)
 		conn = odsm_peer_conn(c, i, true);
 		if (!conn)
 			continue;
-		ping.send_ns = now;
-		n = odsm_wire_put_ping(buf, &ping);
-		odsm_send_msg(c, conn, i, ODSM_MSG_PING, 0, 0, 0, buf, n, NULL, 0);
+		queue_ping(c, conn, now);
 		odsm_conn_put(conn);
 	}
 	reap_dead_conns(c, false);
