@@ -167,6 +167,12 @@ $(TOOLS): $(BUILD)/bin/%: $$(call tool_src,$$*) $(LIB_A) $(if $(findstring -lods
 # odsmctl's configuration file parser (pure logic: host-tested, conf_test)
 CONF_SRC := tools/odsmctl/odsm_conf.c
 $(BUILD)/bin/odsmctl $(BUILD)/tests/host/conf_test: $(CONF_SRC) tools/odsmctl/odsm_conf.h
+# its counters' groups and formats (pure logic: host-tested, statfmt_test,
+# which also runs odsmctl on a fake sysfs tree)
+STATFMT_SRC := tools/odsmctl/odsm_statfmt.c
+$(BUILD)/bin/odsmctl $(BUILD)/tests/host/statfmt_test: $(STATFMT_SRC) tools/odsmctl/odsm_statfmt.h
+$(BUILD)/tests/host/statfmt_test: UCFLAGS += -DODSM_SRCDIR='"$(CURDIR)"' \
+	-DODSM_ODSMCTL='"$(abspath $(BUILD))/bin/odsmctl"'
 
 # the benchmarks' shared helpers
 $(patsubst tools/bench/%.c,$(BUILD)/bin/%,$(wildcard tools/bench/*.c)): tools/bench/bench.h
@@ -207,7 +213,7 @@ $(BUILD)/tests/vm/%: selftests/vm/%.c $(wildcard selftests/vm/*.h) selftests/lib
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -I$(KSFT) -static -pthread -o $@ $< $(LIB_A)
 
-$(BUILD)/tests/cluster/%: selftests/cluster/%.c $(wildcard selftests/cluster/*.h) \
+$(BUILD)/tests/cluster/%: selftests/cluster/%.c $(wildcard selftests/cluster/*.h) selftests/host/json_check.h \
 		$(LIB_A) $(LIB_HDR) $(KSFT)/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -I$(KSFT) -static -pthread -o $@ $< $(LIB_A)
