@@ -66,7 +66,7 @@ CORE_HDR := kmod/odsm_addr.h kmod/odsm_palloc.h kmod/odsm_sizeclass.h kmod/odsm_
 
 HOST_TESTS := $(patsubst selftests/host/%.c,$(BUILD)/tests/host/%,\
 		$(wildcard selftests/host/*_test.c)) \
-	      $(BUILD)/tests/host/bench_report_test
+	      $(BUILD)/tests/host/bench_report_test $(BUILD)/tests/host/progress_test
 VM_TESTS   := $(patsubst selftests/vm/%.c,$(BUILD)/tests/vm/%,\
 		$(wildcard selftests/vm/*.c))
 CLUSTER_TESTS := $(patsubst selftests/cluster/%.c,$(BUILD)/tests/cluster/%,\
@@ -206,6 +206,11 @@ $(BUILD)/tests/host/%: selftests/host/%.c $(wildcard selftests/host/*.h) $(CORE_
 # the source tree's path baked in, as the host suite runs it from anywhere)
 $(BUILD)/tests/host/bench_report_test: selftests/bench/bench_report_test.sh \
 		selftests/bench/bench-output.txt tools/bench-report.sh tools/bench-plots.sh
+	@mkdir -p $(@D)
+	sed 's|@SRCDIR@|$(CURDIR)|' $< >$@.tmp && chmod +x $@.tmp && mv $@.tmp $@
+
+# the progress lines of make check and make bench (tools/progress-lib.sh)
+$(BUILD)/tests/host/progress_test: selftests/tools/progress_test.sh tools/progress-lib.sh
 	@mkdir -p $(@D)
 	sed 's|@SRCDIR@|$(CURDIR)|' $< >$@.tmp && chmod +x $@.tmp && mv $@.tmp $@
 

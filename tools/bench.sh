@@ -13,18 +13,27 @@ KVER=${KVER:-$(tools/rig/kernels.sh --newest)}
 img=build/vm/bench-$KVER.cpio.gz
 out=build/bench/bench-output.txt
 mkdir -p build/vm build/logs build/bench
+# step, progress_run: "== [N/7 elapsed] what" lines, and one a minute
+# while a guest run lasts (a bench run takes about half an hour)
+# shellcheck source=tools/progress-lib.sh
+. tools/progress-lib.sh
+PROGRESS_TOTAL=7
 
 benches() {
 	# (errexit is off in here: the caller tests the pipeline)
-	tools/vm-image.sh "$KVER" "$img" || return 1
+	step "guest image for $KVER"
+	progress_run tools/vm-image.sh "$KVER" "$img" || return 1
 	rc=0
-	tools/rig/run.sh -k "$KVER" -n 1 -s bench -i "$img" -l build/logs -c 1 >build/logs/bench-run.txt 2>&1 || rc=$?
+	step "odsm-bench: local borrows, one guest"
+	progress_run tools/rig/run.sh -k "$KVER" -n 1 -s bench -i "$img" -l build/logs -c 1 \
+		>build/logs/bench-run.txt 2>&1 || rc=$?
 	echo "bench: kernel $KVER, one QEMU/TCG guest (emulated CPU: compare ratios, not absolute cycles)"
 	tr -d '\r' <"build/logs/bench-$KVER-node0.log" | grep '^ODSM_BENCH' | sed 's/^ODSM_BENCH /  /'
 
 	echo "bench: two guests, remote operations over kernel TCP and over RDMA (one-sided, two-sided), perftest over Soft-RoCE on the same link"
 	rc2=0
-	tools/rig/run.sh -k "$KVER" -n 2 -s bench-cluster -i "$img" -l build/logs -t 900 \
+	step "odsm-rbench and perftest: remote operations, two guests"
+	progress_run tools/rig/run.sh -k "$KVER" -n 2 -s bench-cluster -i "$img" -l build/logs -t 900 \
 		>build/logs/bench-cluster-run.txt 2>&1 || rc2=$?
 	tr -d '\r' <"build/logs/bench-cluster-$KVER-node1.log" | grep '^ODSM_BENCH' |
 		sed 's/^ODSM_BENCH /  /'
@@ -32,7 +41,8 @@ benches() {
 
 	echo "bench: two guests, the coherence protocol against raw operations, over TCP then RDMA (Soft-RoCE)"
 	rc3=0
-	tools/rig/run.sh -k "$KVER" -n 2 -s bench-coherence -i "$img" -l build/logs -t 1200 \
+	step "odsm-cbench: the coherence protocol, two guests"
+	progress_run tools/rig/run.sh -k "$KVER" -n 2 -s bench-coherence -i "$img" -l build/logs -t 1200 \
 		>build/logs/bench-coherence-run.txt 2>&1 || rc3=$?
 	tr -d '\r' <"build/logs/bench-coherence-$KVER-node1.log" | grep '^ODSM_BENCH' |
 		sed 's/^ODSM_BENCH coherence /  /'
@@ -43,8 +53,9 @@ benches() {
 	# host's real CPU, no module
 	echo "bench: native host, DRust Table 2: random 8-byte reads over 256 MiB, plain pointer vs local borrows (no module)"
 	rc5=0
+	step "odsm-tbench: DRust's Table 2 on the host"
 	make -s build/bin/odsm-tbench
-	build/bin/odsm-tbench >build/logs/bench-table2.txt 2>&1 || rc5=$?
+	progress_run build/bin/odsm-tbench >build/logs/bench-table2.txt 2>&1 || rc5=$?
 	grep '^ODSM_BENCH' build/logs/bench-table2.txt | sed 's/^ODSM_BENCH /  /'
 	[ "$rc5" = 0 ] || tail -n 5 build/logs/bench-table2.txt
 
@@ -53,8 +64,9 @@ benches() {
 	# summary table comes after them).
 	echo "bench: native host, delegation on one node vs mutex, MCS and atomic fetch-and-add (no module)"
 	rc4=0
+	step "odsm-dbench: delegation on the host"
 	make -s build/bin/odsm-dbench
-	build/bin/odsm-dbench >build/logs/bench-deleg.txt 2>&1 || rc4=$?
+	progress_run build/bin/odsm-dbench >build/logs/bench-deleg.txt 2>&1 || rc4=$?
 	grep '^ODSM_BENCH' build/logs/bench-deleg.txt | sed 's/^ODSM_BENCH /  /'
 	[ "$rc4" = 0 ] || tail -n 5 build/logs/bench-deleg.txt
 	[ "$rc" = 0 ] && [ "$rc2" = 0 ] && [ "$rc3" = 0 ] && [ "$rc4" = 0 ] && [ "$rc5" = 0 ]
@@ -64,5 +76,8 @@ benches() {
 # copy only once tee has written all of it: the pipeline has ended)
 brc=0
 benches 2>&1 | tee "$out" || brc=$?
+# (benches ran in the pipeline's subshell: its steps are not counted here)
+progress_n=6
+step "summary"
 tools/bench-report.sh -d build/bench "$out"
 exit "$brc"
