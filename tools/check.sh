@@ -204,9 +204,9 @@ for k in "${KVERS[@]}"; do
 	# programs (the survivors check that operations on it fail in time
 	# and that rmmod works with a peer dead); the same two over Soft-RoCE
 	s_pass=0 s_fail=0
-	# (and cluster_homerestart_test, whose fake home restarts: it needs
-	# the fake node too)
-	flood=cluster_accept_test,cluster_homerestart_test,cluster_reqflood_test,cluster_twoway_test
+	# (and cluster_homerestart_test and cluster_lazyrestart_test, whose
+	# fake home restarts: they need the fake node too)
+	flood=cluster_accept_test,cluster_homerestart_test,cluster_lazyrestart_test,cluster_reqflood_test,cluster_twoway_test
 	specs=("2 tcp" "3 tcp rig.down=0" "2 rdma" "3 rdma rig.down=2")
 	# eight nodes, the most the rig boots (run.sh -n), on the newest
 	# kernel: every guest gets a quarter of a host core, so it has more time
