@@ -53,6 +53,26 @@ FIXTURE_TEARDOWN(cl)
 }
 
 /* Threads named odsm-rx* on this node: one per connection. */
+/*
+ * Tasks this node has created since boot (/proc/stat's "processes":
+ * kernel threads count too); ~0 if unreadable.
+ */
+static uint64_t tasks_created(void)
+{
+	unsigned long long v;
+	char line[256];
+	uint64_t n = ~0ULL;
+	FILE *f = fopen("/proc/stat", "r");
+
+	if (!f)
+		return n;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "processes %llu", &v) == 1)
+			n = v;
+	fclose(f);
+	return n;
+}
+
 static int rx_threads(void)
 {
 	DIR *d = opendir("/proc");
@@ -265,10 +285,11 @@ static void attacker(struct __test_metadata *_metadata)
 
 static void target(struct __test_metadata *_metadata)
 {
-	uint64_t refused0, refused1, evicted0, hs0, v, end;
+	uint64_t refused0, refused1, evicted0, hs0, v, end, tasks0, tasks;
 	int base, most = 0, n;
 
 	base = rx_threads();
+	tasks0 = tasks_created();
 	refused0 = c_stat("accept_refused");
 	evicted0 = c_stat("accept_evicted");
 	hs0 = c_stat("handshake_timeouts");
@@ -303,6 +324,23 @@ static void target(struct __test_metadata *_metadata)
 	 */
 	v += c_stat("accept_refused") - refused1;
 	EXPECT_LE((uint64_t)ACC_FLOOD - 4, v);
+	/*
+	 * A refused socket costs no thread creation either (d7daa09: before
+	 * it, a receiver was created for every socket and stopped unstarted
+	 * when the admission refused it, too briefly for rx_threads() to
+	 * see).  Threads are made for the admitted ones only: the 4 in their
+	 * grace and one per eviction (each made room for a newer one); a
+	 * few more for kworkers and the like.  The refused ones of steps 1
+	 * and 2 (16 + ~40) would each add one.
+	 */
+	tasks = tasks_created() - tasks0;
+	v = c_stat("accept_evicted") - evicted0;
+	TH_LOG("steps 1-2: %" PRIu64 " tasks created, %" PRIu64 " connections evicted",
+	       tasks, v);
+	EXPECT_NE(~0ULL, tasks0);
+	EXPECT_GE(v + 4 + ACC_THREADS_MAX, tasks) {
+		TH_LOG("refused connections cost a thread creation each");
+	}
 	ASSERT_EQ(0, c_put(C.self, W_ACC_ACK, 2));
 
 	/* node 1's link goes down and up: wait for it leniently */
