@@ -509,9 +509,16 @@ static int dg_target(const odsm_trust *t, struct odsm_deleg **dp,
 	struct odsm_deleg *d = dg_find(t->arena);
 	int ret;
 
-	/* a handle of another node's runtime: attached on first use */
-	if (!d && dg_remote_attach(t->arena, &d))
-		return -EBADF;
+	/*
+	 * A handle of another node's runtime: attached on first use.  Its
+	 * node down or silent is -EHOSTDOWN/-ETIMEDOUT from the read of
+	 * its header, within the cluster's timeout; no runtime: -EBADF.
+	 */
+	if (!d) {
+		ret = dg_remote_attach(t->arena, &d);
+		if (ret)
+			return ret == -EINVAL ? -EBADF : ret;
+	}
 	if ((uint64_t)t->cell >= (uint64_t)d->h->trustees * d->h->cells)
 		return -ESTALE;
 	ret = dg_me(d, me);
