@@ -27,6 +27,8 @@
  * an apply_with argument not on the trustee's node (-EFAULT).
  */
 #include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include "odsm_cluster.h"
 
 #define THREADS		2	/* client threads per node */
@@ -41,8 +43,11 @@
 #define W_RD_MAP	283	/* ... 283/284 its map's handle */
 #define W_RD_XCTR	285	/* node 1: 285/286 its counter on node 0 */
 #define W_RD_ARG	287	/* node 0: the apply_with argument */
+#define W_RD_K		288	/* node 0: 288/289 the doomed runtime's counter */
+#define W_RD_KGO	290	/* node 1: 1 once its launch is out */
+#define W_RD_DROP	291	/* node 1: 1 once it dropped its node-0 counter */
 #define B_HOST		1
-#define B_RD		24	/* .. 27 */
+#define B_RD		24	/* .. 28 */
 #define SECS		240
 
 /* the objects: 0 node 0's counter, 1 node 0's map, 2 node 1's counter,
@@ -166,6 +171,16 @@ static int with(void *obj, const void *arg, size_t len, void *ret,
 	return inc(obj, arg, len, ret, rl);
 }
 
+/* launch: a worker naps on it; its runtime is killed meanwhile */
+static int nap(void *obj, const void *arg, size_t len, void *ret, size_t *rl)
+{
+	*rl = 0;
+	sleep(30);
+	return 0;
+}
+
+static uint64_t op_nap;
+
 static int reg_ops(void)
 {
 	int ret = odsm_deleg_register("rd.inc", inc, &op_inc);
@@ -175,6 +190,7 @@ static int reg_ops(void)
 	ret = ret ? ret : odsm_deleg_register("rd.lookup", lookup, &op_lookup);
 	ret = ret ? ret : odsm_deleg_register("rd.count", count, &op_count);
 	ret = ret ? ret : odsm_deleg_register("rd.linc", linc, &op_linc);
+	ret = ret ? ret : odsm_deleg_register("rd.nap", nap, &op_nap);
 	return ret ? ret : odsm_deleg_register("rd.with", with, &op_with);
 }
 
@@ -445,15 +461,23 @@ TEST_F(cl, apply_across_nodes)
 	ASSERT_EQ(0, get_handle(1, W_RD_XCTR, &h[4]));
 	ASSERT_EQ(0, c_poll(0, W_RD_ARG, 0, SECS, &argg));
 
-	/* an apply_with argument must be on the trustee's node */
+	/* an apply_with argument must be on the trustee's node; an op
+	 * id the trustee's process never registered is refused there
+	 */
 	if (C.self != 0) {
-		uint64_t here;
+		uint64_t here, u0 = c_stat("deleg_out_errors");
 
 		ASSERT_EQ(0, odsm_alloc(8, 8, ODSM_ALLOC_ZERO, &here));
 		len = sizeof(v);
 		EXPECT_EQ(-EFAULT, odsm_deleg_apply_with(&h[0], op_with, here,
 							 8, &v, &len));
 		EXPECT_EQ(0, odsm_free(here));
+		len = sizeof(v);
+		EXPECT_EQ(-EBADRQC, odsm_deleg_apply(&h[0],
+						     odsm_deleg_op_id("rd.none"),
+						     NULL, 0, &v, &len));
+		/* answered, not failed: the module saw a good batch */
+		EXPECT_EQ(u0, c_stat("deleg_out_errors"));
 	}
 
 	for (i = 0; i < THREADS; i++) {
@@ -503,14 +527,21 @@ TEST_F(cl, apply_across_nodes)
 		TH_LOG("node %u: counter and map exact over %u nodes",
 		       C.self, C.nodes);
 	}
-	/* node 1's handle to its counter on node 0 goes: freed there */
+	ASSERT_EQ(0, c_barrier(B_HOST, B_RD + 2, C.nodes, SECS));
+	/*
+	 * Everyone has checked: node 1's handle to its counter on node 0
+	 * goes (a remote drop: the count by compare-and-swap there, then
+	 * FREE), and node 0's runtime stays until it has.
+	 */
 	if (C.self == 1) {
 		EXPECT_EQ(0, odsm_trust_drop(&xctr));
 		len = sizeof(v);
 		EXPECT_EQ(-ESTALE, odsm_deleg_apply(&h[4], op_get, NULL, 0, &v,
 						    &len));
+		EXPECT_EQ(0, c_put(1, W_RD_DROP, 1));
 	}
-	ASSERT_EQ(0, c_barrier(B_HOST, B_RD + 2, C.nodes, SECS));
+	if (C.self == 0)
+		EXPECT_EQ(0, c_poll(1, W_RD_DROP, 0, SECS, NULL));
 	if (d) {
 		EXPECT_EQ(0, odsm_trust_drop(&mine[0]));
 		EXPECT_EQ(0, odsm_trust_drop(&mine[1]));
@@ -519,6 +550,92 @@ TEST_F(cl, apply_across_nodes)
 	}
 	ret = c_barrier(B_HOST, B_RD + 3, C.nodes, SECS);
 	ASSERT_EQ(0, ret);
+}
+
+struct napper {
+	odsm_trust h;
+	int ret;
+	uint64_t at;		/* when the launch returned */
+};
+
+static void *nap_thread(void *arg)
+{
+	struct napper *n = arg;
+	size_t len = 0;
+
+	n->ret = odsm_deleg_launch(&n->h, op_nap, NULL, 0, NULL, &len);
+	n->at = c_now_ms();
+	return NULL;
+}
+
+/*
+ * A runtime's process killed while a client of another node has a batch
+ * in it (a launch napping on a worker): the client gets -EOWNERDEAD at
+ * once, far within the cluster's timeout, and later calls -ESRCH.
+ */
+static void doomed_runtime(void)
+{
+	struct odsm_deleg_config cfg = { .trustees = 1, .clients = 8 };
+	struct odsm_deleg_arena a;
+	struct odsm_deleg *d;
+	odsm_trust t;
+
+	alarm(120);		/* never outlives the program for long */
+	if (odsm_deleg_arena_heap(&a, odsm_deleg_arena_size(&cfg)) ||
+	    odsm_deleg_start(&a, &cfg, &d) || entrust_new(d, 0, 8, &t) ||
+	    put_handle(W_RD_K, &t))
+		_exit(1);
+	for (;;)
+		pause();
+}
+
+TEST_F(cl, runtime_killed)
+{
+	uint64_t one = 1, v, t0, go;
+	struct napper n = { 0 };
+	pthread_t tid;
+	size_t len;
+	pid_t pid;
+	int st = 0;
+
+	C_BEGIN();
+	ASSERT_EQ(0, reg_ops());
+	ASSERT_EQ(0, c_step(B_HOST, B_RD + 4, SECS));
+	if (C.self == 0) {
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid)
+			doomed_runtime();
+		/* no ASSERT until the child is gone: it must not outlive us */
+		EXPECT_EQ(0, c_poll(1, W_RD_KGO, 0, SECS, NULL));
+		c_sleep_ms(200);	/* the launch is on the worker */
+		kill(pid, SIGKILL);
+		EXPECT_EQ(pid, waitpid(pid, &st, 0));
+		EXPECT_TRUE(WIFSIGNALED(st));
+		return;
+	}
+	if (C.self != 1)
+		return;
+	ASSERT_EQ(0, get_handle(0, W_RD_K, &n.h));
+	len = sizeof(v);
+	ASSERT_EQ(0, odsm_deleg_apply(&n.h, op_inc, &one, sizeof(one), &v,
+				      &len));
+	EXPECT_EQ(1ULL, v);
+	ASSERT_EQ(0, pthread_create(&tid, NULL, nap_thread, &n));
+	c_sleep_ms(300);
+	go = c_now_ms();
+	ASSERT_EQ(0, c_put(1, W_RD_KGO, 1));
+	pthread_join(tid, NULL);
+	EXPECT_EQ(-EOWNERDEAD, n.ret);
+	/* killed ~0.2 s after go; the cluster's timeout is seconds */
+	EXPECT_GT(go + C.timeout_ms / 2, n.at);
+	TH_LOG("the launch failed %llu ms after go (the kill is ~200 ms after it): %s",
+	       (unsigned long long)(n.at - go), odsm_strerror(n.ret));
+	t0 = c_now_ms();
+	len = sizeof(v);
+	EXPECT_EQ(-ESRCH, odsm_deleg_apply(&n.h, op_inc, &one, sizeof(one),
+					   &v, &len));
+	EXPECT_GT(t0 + C.timeout_ms / 2, c_now_ms());
 }
 
 TEST_HARNESS_MAIN
