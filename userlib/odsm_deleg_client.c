@@ -207,8 +207,10 @@ static int dg_me(struct odsm_deleg *d, struct dg_thread **out)
 	int ret;
 
 	if (dg_in_trustee) {
-		DG_INC(dg_trustee(d, dg_my_trustee %
-				  d->h->trustees)->n.deadlk);
+		/* counted by the trustee's own runtime, the one it serves */
+		if (!d->remote)
+			DG_INC(dg_trustee(d, dg_my_trustee %
+					  d->h->trustees)->n.deadlk);
 		return -EDEADLK;
 	}
 	if (!dg_ts) {

@@ -1062,6 +1062,32 @@ TEST(remote_runtime_batches_through_the_module)
 	EXPECT_EQ(104U, x.n);
 	rm.fail = 0;
 
+	/*
+	 * From a local trustee's loop, applying to it is refused like any
+	 * apply there; a launch worker of the local runtime applies to it
+	 * (and to its own handle) and completes.
+	 */
+	{
+		struct odsm_deleg_config lc = { .trustees = 1, .clients = 4 };
+		uint64_t before = rm.counter, r = 0;
+		struct env e;
+		odsm_trust a;
+
+		ASSERT_EQ(0, env_start(&e, &lc));
+		ASSERT_EQ(0, entrust(&e, 0, env_obj(&e, 8), 0, &a));
+		EXPECT_EQ(-EDEADLK, odsm_deleg_apply(&a, OP_REENTER, &t,
+						     sizeof(t), NULL, NULL));
+		EXPECT_EQ(before, rm.counter);
+		len = sizeof(r);
+		EXPECT_EQ(0, odsm_deleg_launch(&a, OP_NESTED, &t, sizeof(t),
+					       &r, &len));
+		EXPECT_EQ(before + 1, rm.counter);
+		EXPECT_EQ(before + 1, r);	/* its new value + a's old 0 */
+		EXPECT_EQ(1U, get(&a));
+		odsm_deleg_stop(e.d);
+		munmap(e.a.base, e.a.size);
+	}
+
 	/* no runtime there; another node's runtime counts nothing here */
 	bad = t;
 	bad.arena = g + DG_LINE * 4;
