@@ -89,6 +89,26 @@ static void *dg_courier_main(void *arg)
 }
 
 /*
+ * A child of fork() has none of the couriers (only the forking thread
+ * goes on): it starts its own on first use.  The queue held only jobs of
+ * the parent's threads, which the child does not have either.
+ */
+static void dg_courier_atfork_child(void)
+{
+	pthread_mutex_init(&dg_cq_lock, NULL);
+	pthread_cond_init(&dg_cq_cond, NULL);
+	dg_cq_head = dg_cq_tail = NULL;
+	dg_ncouriers = 0;
+}
+
+static void dg_courier_once(void)
+{
+	pthread_atfork(NULL, NULL, dg_courier_atfork_child);
+}
+
+static pthread_once_t dg_courier_init = PTHREAD_ONCE_INIT;
+
+/*
  * Queue job for a courier (starting them on first use).  Without one
  * (none could be started) the call is made here: slower, never lost.
  */
@@ -98,6 +118,7 @@ void dg_rsend(struct dg_rjob *j)
 	pthread_t tid;
 
 	j->next = NULL;
+	pthread_once(&dg_courier_init, dg_courier_once);
 	pthread_mutex_lock(&dg_cq_lock);
 	if (!dg_ncouriers) {
 		pthread_attr_init(&at);
