@@ -643,15 +643,14 @@ static struct odsm_centry *find_held_locked(struct odsm_fref *f, u64 key)
 /* A hit: take a reference for f.  Under the lock. */
 static int hit_locked(struct odsm_fref *f, struct odsm_centry *e)
 {
-	int ret;
-
 	/* a copy's count never wraps: a reference more is refused */
-	if (e->cn.refs == U32_MAX)
-		return -EOVERFLOW;
-	ret = fref_add_locked(f, e->id);
+	int ret = odsm_cindex_get(&cache.ci, &e->cn);
 
-	if (!ret)
-		odsm_cindex_get(&cache.ci, &e->cn);
+	if (ret)
+		return ret;
+	ret = fref_add_locked(f, e->id);
+	if (ret)
+		odsm_cindex_put(&cache.ci, &e->cn);
 	return ret;
 }
 

@@ -94,10 +94,13 @@ void odsm_cindex_remove(struct odsm_cindex *ci, struct odsm_cnode *n)
 	ci->bytes -= n->bytes;
 }
 
-void odsm_cindex_get(struct odsm_cindex *ci, struct odsm_cnode *n)
+int odsm_cindex_get(struct odsm_cindex *ci, struct odsm_cnode *n)
 {
+	if (n->refs == U32_MAX)
+		return -EOVERFLOW;
 	if (!n->refs++ && n->lnext)
 		lru_del(ci, n);
+	return 0;
 }
 
 bool odsm_cindex_put(struct odsm_cindex *ci, struct odsm_cnode *n)

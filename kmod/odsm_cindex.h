@@ -45,8 +45,12 @@ struct odsm_cnode *odsm_cindex_find(const struct odsm_cindex *ci, u64 key);
 /* Index n (n->key not indexed yet), with n->refs references. */
 void odsm_cindex_insert(struct odsm_cindex *ci, struct odsm_cnode *n);
 void odsm_cindex_remove(struct odsm_cindex *ci, struct odsm_cnode *n);
-/* Take a reference; a copy with one leaves the LRU. */
-void odsm_cindex_get(struct odsm_cindex *ci, struct odsm_cnode *n);
+/*
+ * Take a reference; a copy with one leaves the LRU.  -EOVERFLOW, and no
+ * change, when n already has U32_MAX: a count that wrapped to 0 would put
+ * a copy in use on the LRU, where reclaim frees it under its borrowers.
+ */
+int odsm_cindex_get(struct odsm_cindex *ci, struct odsm_cnode *n);
 /*
  * Drop a reference; true when it was the last: the copy joins the LRU as
  * its newest member.  A node with no reference is left alone (false).

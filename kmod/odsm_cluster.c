@@ -330,18 +330,30 @@ static void pong_work(struct work_struct *w)
 	odsm_conn_put(conn);
 }
 
+/*
+ * Queue conn's work w (set up with fn the first time: *ready), holding a
+ * reference to conn for it.  Only one thread queues each: the receiver
+ * its PONG, the tick its PING.
+ */
+static void queue_conn_work(struct odsm_cluster *c, struct odsm_conn *conn,
+			    struct work_struct *w, bool *ready,
+			    work_func_t fn)
+{
+	if (!*ready) {
+		INIT_WORK(w, fn);
+		*ready = true;
+	}
+	/* the queued work holds a reference; leave flushes the queue */
+	kref_get(&conn->ref);
+	if (!queue_work(c->wq, w))
+		odsm_conn_put(conn);
+}
+
 static void queue_pong(struct odsm_cluster *c, struct odsm_conn *conn,
 		       u64 echo)
 {
-	if (!conn->pong_ready) {
-		INIT_WORK(&conn->pong, pong_work);
-		conn->pong_ready = true;
-	}
 	WRITE_ONCE(conn->pong_echo, echo);
-	/* the queued work holds a reference; leave flushes the queue */
-	kref_get(&conn->ref);
-	if (!queue_work(c->wq, &conn->pong))
-		odsm_conn_put(conn);
+	queue_conn_work(c, conn, &conn->pong, &conn->pong_ready, pong_work);
 }
 
 /* Called by a receiver for every well-formed header and its payload. */
@@ -397,6 +409,33 @@ bad:
 }
 
 /* ---- the tick: heartbeat, timeouts, re-dial, reaping ------------------ */
+
+static void ping_work(struct work_struct *w)
+{
+	struct odsm_conn *conn = container_of(w, struct odsm_conn, ping);
+	struct odsm_wire_ping ping = { .send_ns = READ_ONCE(conn->ping_ns) };
+	u8 buf[ODSM_WIRE_PING_SIZE];
+	u32 n = odsm_wire_put_ping(buf, &ping);
+
+	odsm_send_msg(&odsm_cluster, conn, conn->peer, ODSM_MSG_PING, 0, 0, 0,
+		      buf, n, NULL, 0);
+	odsm_conn_put(conn);
+}
+
+/*
+ * A PING to conn's peer, off the tick: a peer that died holds our send
+ * (its RDMA credits never come back, its socket fills) for up to
+ * timeout_ms, and a tick waiting there would find no other peer dead in
+ * the meantime, nor this one (a read of a node that had just died once
+ * took 8.3 s to fail, timeout_ms 5000).  A ping still under way when the
+ * next is due is not doubled: the peer is not answering either.
+ */
+static void queue_ping(struct odsm_cluster *c, struct odsm_conn *conn,
+		       u64 now)
+{
+	WRITE_ONCE(conn->ping_ns, now);
+	queue_conn_work(c, conn, &conn->ping, &conn->ping_ready, ping_work);
+}
 
 /*
  * Stop and free dead connections (all of them when leaving), and kill
@@ -588,9 +627,7 @@ static void dial_work(struct work_struct *w)
 static void tick(struct odsm_cluster *c)
 {
 	u64 limit = (u64)c->timeout_ms * NSEC_PER_MSEC;
-	struct odsm_wire_ping ping;
-	u8 buf[ODSM_WIRE_PING_SIZE];
-	u32 i, n, state;
+	u32 i, state;
 	u64 last, now;
 
 	for (i = 0; i < c->nr_nodes; i++) {
@@ -624,9 +661,7 @@ static void tick(struct odsm_cluster *c)
 		conn = odsm_peer_conn(c, i, true);
 		if (!conn)
 			continue;
-		ping.send_ns = now;
-		n = odsm_wire_put_ping(buf, &ping);
-		odsm_send_msg(c, conn, i, ODSM_MSG_PING, 0, 0, 0, buf, n, NULL, 0);
+		queue_ping(c, conn, now);
 		odsm_conn_put(conn);
 	}
 	reap_dead_conns(c, false);

@@ -132,6 +132,14 @@ struct odsm_conn {
 	struct work_struct pong;
 	bool pong_ready;
 	u64 pong_echo;
+	/* the heartbeat, sent by the workqueue so that a send that blocks
+	 * (no RDMA credits, a full socket: a peer that died) stalls this
+	 * connection only, never the tick that finds dead peers; only the
+	 * tick queues it (and sets it up before the first time)
+	 */
+	struct work_struct ping;
+	bool ping_ready;
+	u64 ping_ns;
 };
 
 /*

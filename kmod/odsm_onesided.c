@@ -9,6 +9,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/err.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/workqueue.h>
@@ -228,17 +229,26 @@ static int map_block(struct odsm_conn *conn, u32 node, u64 blk)
 	return t->add_key(conn, &r);
 }
 
+/* A MAP that failed this way failed the operation: the home is gone. */
+static bool home_gone(int err)
+{
+	return err == -EHOSTDOWN || err == -ETIMEDOUT || err == -EINTR;
+}
+
 /*
  * The connection to node with keys for every block of [addr, addr + len),
  * registering them first (MAP) where needed, held (odsm_peer_conn_get());
  * NULL (nothing held) when the request path must do it instead: no
  * one-sided transport, one-sided turned off, a block the home does not
- * register, a leave under way.
+ * register, a leave under way.  ERR_PTR() when the MAP found the home
+ * dead or silent: the request path would only wait on it again (a
+ * second timeout_ms for one operation).
  */
 static struct odsm_conn *onesided_conn(u32 node, u64 addr, u32 len)
 {
 	const struct odsm_transport_ops *t;
 	struct odsm_conn *conn;
+	int ret = 0;
 	u64 blk;
 
 	if (!READ_ONCE(onesided) || !odsm_onesided_active())
@@ -249,13 +259,17 @@ static struct odsm_conn *onesided_conn(u32 node, u64 addr, u32 len)
 	t = odsm_conn_ops(conn);
 	if (!t->rw || !t->missing || !t->can_map || !t->add_key)
 		goto out;
-	while (t->missing(conn, addr, len, &blk))
-		if (!t->can_map(conn) || map_block(conn, node, blk))
+	while (t->missing(conn, addr, len, &blk)) {
+		if (!t->can_map(conn))
 			goto out;
+		ret = map_block(conn, node, blk);
+		if (ret)
+			goto out;
+	}
 	return conn;
 out:
 	odsm_peer_conn_put(conn);
-	return NULL;
+	return home_gone(ret) ? ERR_PTR(ret) : NULL;
 }
 
 bool odsm_onesided_active(void)
@@ -270,8 +284,8 @@ int odsm_onesided_rw(u32 node, u64 addr, void *buf, u32 len, bool write)
 	struct odsm_conn *conn = onesided_conn(node, addr, len);
 	int ret;
 
-	if (!conn)
-		return -EOPNOTSUPP;
+	if (IS_ERR_OR_NULL(conn))
+		return conn ? PTR_ERR(conn) : -EOPNOTSUPP;
 	ret = odsm_conn_ops(conn)->rw(conn, addr, buf, len, write);
 	odsm_peer_conn_put(conn);
 	return ret == -ENOKEY ? -EOPNOTSUPP : ret;
@@ -283,8 +297,8 @@ int odsm_onesided_atomic(u32 node, u64 addr, u32 op, u64 operand,
 	struct odsm_conn *conn = onesided_conn(node, addr, 8);
 	int ret = -EOPNOTSUPP;
 
-	if (!conn)
-		return -EOPNOTSUPP;
+	if (IS_ERR_OR_NULL(conn))
+		return conn ? PTR_ERR(conn) : -EOPNOTSUPP;
 	if (odsm_conn_ops(conn)->atomic)
 		ret = odsm_conn_ops(conn)->atomic(conn, addr, op, operand,
 						  compare, old);

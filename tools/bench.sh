@@ -28,6 +28,16 @@ tr -d '\r' <"build/logs/bench-coherence-$KVER-node1.log" | grep '^ODSM_BENCH' |
 	sed 's/^ODSM_BENCH coherence /  /'
 [ "$rc3" = 0 ] || tail -n 30 build/logs/bench-coherence-run.txt
 
+# DRust's Table 2 (local borrows against plain pointers, random accesses
+# over 256 MiB): the local paths are user-space code, so natively on the
+# host's real CPU, no module
+echo "bench: native host, DRust Table 2: random 8-byte reads over 256 MiB, plain pointer vs local borrows (no module)"
+rc5=0
+make -s build/bin/odsm-tbench
+build/bin/odsm-tbench >build/logs/bench-table2.txt 2>&1 || rc5=$?
+grep '^ODSM_BENCH' build/logs/bench-table2.txt | sed 's/^ODSM_BENCH /  /'
+[ "$rc5" = 0 ] || tail -n 5 build/logs/bench-table2.txt
+
 # Delegation on one node needs no kernel: run natively on the host (real
 # CPUs, not TCG), last, so that the output ends with deleg_local_vs_mcs.
 echo "bench: native host, delegation on one node vs mutex, MCS and atomic fetch-and-add (no module)"
@@ -40,4 +50,4 @@ grep '^ODSM_BENCH' build/logs/bench-deleg.txt | sed 's/^ODSM_BENCH /  /'
 echo "bench: delegation ratios"
 { tr -d '\r' <"build/logs/bench-cluster-$KVER-node1.log" | grep -E '^ODSM_BENCH deleg_(remote_vs_cas_lock|remote_batched_vs_unbatched|apply_vs_rpc_latency) '
   grep '^ODSM_BENCH deleg_local_vs_mcs ' build/logs/bench-deleg.txt; } | sed 's/^ODSM_BENCH /  /' || true
-[ "$rc" = 0 ] && [ "$rc2" = 0 ] && [ "$rc3" = 0 ] && [ "$rc4" = 0 ]
+[ "$rc" = 0 ] && [ "$rc2" = 0 ] && [ "$rc3" = 0 ] && [ "$rc4" = 0 ] && [ "$rc5" = 0 ]

@@ -75,13 +75,13 @@ TEST(lru_order_and_references)
 	EXPECT_TRUE(odsm_cindex_put(&ci, b));
 	EXPECT_TRUE(odsm_cindex_put(&ci, a));
 	EXPECT_EQ(c, odsm_cindex_victim(&ci));
-	odsm_cindex_get(&ci, c);	/* a hit pins it again */
+	EXPECT_EQ(0, odsm_cindex_get(&ci, c));	/* a hit pins it again */
 	EXPECT_EQ(b, odsm_cindex_victim(&ci));
 	EXPECT_EQ(30U, ci.idle_bytes);
 	odsm_cindex_remove(&ci, b);
 	EXPECT_EQ(a, odsm_cindex_victim(&ci));
-	odsm_cindex_get(&ci, a);
-	odsm_cindex_get(&ci, a);
+	EXPECT_EQ(0, odsm_cindex_get(&ci, a));
+	EXPECT_EQ(0, odsm_cindex_get(&ci, a));
 	EXPECT_FALSE(odsm_cindex_put(&ci, a));	/* one left */
 	EXPECT_EQ(NULL, odsm_cindex_victim(&ci));
 	EXPECT_TRUE(odsm_cindex_put(&ci, a));
@@ -99,6 +99,34 @@ TEST(lru_order_and_references)
 	free(a);
 	free(b);
 	free(c);
+	odsm_cindex_destroy(&ci);
+}
+
+/*
+ * Issue 12, finding 11: a copy's reference count saturates.  At U32_MAX
+ * a reference more is refused and nothing changes; had it wrapped to 0,
+ * the copy would be on the LRU, reclaim's next victim, while U32_MAX
+ * borrowers still use it.
+ */
+TEST(reference_count_saturates)
+{
+	struct odsm_cindex ci;
+	struct odsm_cnode *a = node(1 << 4, 10, U32_MAX - 1);
+
+	ASSERT_EQ(0, odsm_cindex_init(&ci, 4));
+	odsm_cindex_insert(&ci, a);
+	EXPECT_EQ(0, odsm_cindex_get(&ci, a));
+	EXPECT_EQ(U32_MAX, a->refs);
+	EXPECT_EQ(-EOVERFLOW, odsm_cindex_get(&ci, a));
+	EXPECT_EQ(U32_MAX, a->refs);
+	EXPECT_EQ(NULL, odsm_cindex_victim(&ci));
+	EXPECT_EQ(0U, ci.idle_entries);
+	/* the references there are still drop one by one */
+	EXPECT_FALSE(odsm_cindex_put(&ci, a));
+	EXPECT_EQ(U32_MAX - 1, a->refs);
+	EXPECT_EQ(0, odsm_cindex_get(&ci, a));
+	odsm_cindex_remove(&ci, a);
+	free(a);
 	odsm_cindex_destroy(&ci);
 }
 
@@ -137,7 +165,7 @@ TEST(randomized_against_model)
 			break;
 		case 1:	/* hit */
 			if (m[k].n)
-				odsm_cindex_get(&ci, m[k].n);
+				ASSERT_EQ(0, odsm_cindex_get(&ci, m[k].n));
 			break;
 		case 2:
 		case 3:	/* return */

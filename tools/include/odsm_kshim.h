@@ -22,6 +22,7 @@ typedef int64_t s64;
 
 #define odsm_zalloc_array(n, sz)	calloc(n, sz)
 #define odsm_free_array(p)		free(p)
+#define U32_MAX				UINT32_MAX
 #define BIT(n)				(1UL << (n))
 #define BITS_PER_LONG			(8 * (int)sizeof(long))
 #define is_power_of_2(n)		((n) != 0 && (((n) & ((n) - 1)) == 0))

@@ -131,35 +131,49 @@ wait_peers() {
 # barrier [SECONDS]: wait until every node has called barrier (default: give
 # up after 120 s).  Use it before a node's scenario ends while others may
 # still need it, and between phases.  TCP over eth0 (net_up first): node 0
-# collects the id of every other node on port 6999 (answering "ack"), then
-# releases each of them on its port 6998 (answered "ok").
+# collects "ID SEQ" from every other node on port 6999, then releases each
+# of them by connecting to its port 6998.  SEQ counts this node's barriers,
+# so a late message of one barrier never counts for the next.  A busybox
+# nc may exit before it has read what the other side sent, so nothing
+# depends on a reply's content: a node sends its id again every half
+# second until it is released (node 0 ignores repeats), and a release is
+# the connection itself (an 8-node run once lost an id that had been
+# answered, and every node waited out the barrier).
 barrier() {
-	local max="${1:-120}" end id got left k
+	local max="${1:-120}" end msg id seq got left k
 	[ "${rig_nodes:-1}" -gt 1 ] || return 0
 	end=$(($(date +%s) + max))
+	seq=$(($(cat /tmp/.rig-barrier-seq 2>/dev/null || echo 0) + 1))
+	echo "$seq" >/tmp/.rig-barrier-seq
 	if [ "$rig_node" = 0 ]; then
 		got=" " left=$((rig_nodes - 1))
 		while [ "$left" -gt 0 ]; do
-			[ "$(date +%s)" -lt "$end" ] || { echo "barrier: $left node(s) missing, got:$got"; return 1; }
-			id=$(echo ack | timeout $((end - $(date +%s) + 1)) nc -l -p 6999 2>/dev/null)
+			[ "$(date +%s)" -lt "$end" ] || { echo "barrier $seq: $left node(s) missing, got:$got"; return 1; }
+			msg=$(echo ack | timeout $((end - $(date +%s) + 1)) nc -l -p 6999 2>/dev/null) || true
+			set -- $msg
+			id=${1:-} k=${2:-}
+			[ -n "$id" ] && [ "$k" = "$seq" ] || continue
 			case "$got" in *" $id "*) continue ;; esac
-			[ -n "$id" ] && got="$got$id " && left=$((left - 1))
+			got="$got$id " left=$((left - 1))
 		done
 		for k in $(seq 1 $((rig_nodes - 1))); do
-			until [ "$(echo go | nc "$(node_ip "$k")" 6998 2>/dev/null)" = ok ]; do
-				[ "$(date +%s)" -lt "$end" ] || { echo "barrier: cannot release node $k"; return 1; }
+			until echo go | nc "$(node_ip "$k")" 6998 >/dev/null 2>&1; do
+				[ "$(date +%s)" -lt "$end" ] || { echo "barrier $seq: cannot release node $k"; return 1; }
 				sleep 0.2
 			done
 		done
 	else
-		echo ok | timeout "$max" nc -l -p 6998 >/tmp/.rig-barrier 2>/dev/null &
+		echo ok | timeout "$max" nc -l -p 6998 >/dev/null 2>&1 &
 		k=$!
-		until [ "$(echo "$rig_node" | nc "$(node_ip 0)" 6999 2>/dev/null)" = ack ]; do
-			[ "$(date +%s)" -lt "$end" ] || { echo "barrier: node 0 not answering"; kill "$k"; return 1; }
-			sleep 0.2
+		while kill -0 "$k" 2>/dev/null; do
+			[ "$(date +%s)" -lt "$end" ] || break
+			# (refused while node 0 is not listening: a scenario may run
+			# under set -e)
+			echo "$rig_node $seq" | nc "$(node_ip 0)" 6999 >/dev/null 2>&1 || true
+			sleep 0.5
 		done
-		if ! wait "$k" || [ "$(cat /tmp/.rig-barrier)" != go ]; then
-			echo "barrier: not released"
+		if ! wait "$k"; then
+			echo "barrier $seq: not released (node 0 not answering, or a node missing)"
 			return 1
 		fi
 	fi
