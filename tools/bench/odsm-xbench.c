@@ -17,7 +17,7 @@
  * client threads), and the latency of one apply against one plain
  * two-sided request of about its size (an ODSM_IOC_READ of 48 bytes of
  * an object on node 0: an apply's batch is 56 bytes out, 40 back), the
- * median of 200 each.
+ * median of 200 each, taken alternately.
  *
  *   odsm-xbench serve NCLIENTS          on node 0
  *   odsm-xbench NODE0_IP [MS [REPS [THREADS [LABEL]]]]   on each client
@@ -263,30 +263,34 @@ static double once(int method, int nthreads, int ms)
 	return ops / (t / 1e6);
 }
 
+/*
+ * One apply and one read alternately, LAT_N of each: both see the same
+ * moments of the (shared, emulated) machine, so their ratio is fair.
+ */
 static void latencies(double *apply_us, double *read_us)
 {
-	double *t = calloc(LAT_N, sizeof(*t)), t0;
+	double *ta = calloc(LAT_N, sizeof(*ta)), *tr = calloc(LAT_N, sizeof(*tr));
 	uint8_t buf[RD_LEN];
+	double t0;
 	uint64_t v;
 	size_t len;
 	int i;
 
-	if (!t)
+	if (!ta || !tr)
 		errx(1, "out of memory");
 	for (i = 0; i < LAT_N; i++) {
 		len = sizeof(v);
 		t0 = now_us();
 		must("apply", odsm_deleg_apply(&T, OP_INC, NULL, 0, &v, &len));
-		t[i] = now_us() - t0;
-	}
-	stats(t, LAT_N, apply_us, NULL);
-	for (i = 0; i < LAT_N; i++) {
+		ta[i] = now_us() - t0;
 		t0 = now_us();
 		must("read", odsm_read(I.rd, buf, sizeof(buf)));
-		t[i] = now_us() - t0;
+		tr[i] = now_us() - t0;
 	}
-	stats(t, LAT_N, read_us, NULL);
-	free(t);
+	stats(ta, LAT_N, apply_us, NULL);
+	stats(tr, LAT_N, read_us, NULL);
+	free(ta);
+	free(tr);
 }
 
 int main(int argc, char **argv)
