@@ -49,7 +49,8 @@ LIB_A	:= $(BUILD)/lib/libodsm.a
 LIB_SO	:= $(BUILD)/lib/libodsm.so.1
 # delegation: the runtime, and the slot codec it shares with the module
 DELEG_SRC := userlib/odsm_deleg_ops.c userlib/odsm_deleg_arena.c \
-	     userlib/odsm_deleg_trustee.c userlib/odsm_deleg_client.c
+	     userlib/odsm_deleg_trustee.c userlib/odsm_deleg_client.c \
+	     userlib/odsm_deleg_remote.c userlib/odsm_deleg_gateway.c
 LIB_SRC	:= userlib/odsm.c userlib/odsm_check.c $(DELEG_SRC) kmod/odsm_dslot.c
 LIB_OBJ	:= $(patsubst %.c,$(BUILD)/lib/%.o,$(notdir $(LIB_SRC)))
 LIB_HDR	:= userlib/odsm.h userlib/odsm_deleg.h uapi/linux/odsm.h uapi/linux/odsm_deleg.h

@@ -69,6 +69,10 @@ benches() {
 	progress_run build/bin/odsm-dbench >build/logs/bench-deleg.txt 2>&1 || rc4=$?
 	grep '^ODSM_BENCH' build/logs/bench-deleg.txt | sed 's/^ODSM_BENCH /  /'
 	[ "$rc4" = 0 ] || tail -n 5 build/logs/bench-deleg.txt
+	# the delegation ratios together: across nodes (bench-cluster), then on one
+	echo "bench: delegation ratios"
+	{ tr -d '\r' <"build/logs/bench-cluster-$KVER-node1.log" | grep -E '^ODSM_BENCH deleg_(remote_vs_cas_lock|remote_batched_vs_unbatched|apply_vs_rpc_latency) '
+	  grep '^ODSM_BENCH deleg_local_vs_mcs ' build/logs/bench-deleg.txt; } | sed 's/^ODSM_BENCH /  /' || true
 	[ "$rc" = 0 ] && [ "$rc2" = 0 ] && [ "$rc3" = 0 ] && [ "$rc4" = 0 ] && [ "$rc5" = 0 ]
 }
 

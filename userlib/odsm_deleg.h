@@ -118,6 +118,14 @@ int odsm_deleg_attach(const struct odsm_deleg_arena *a,
 void odsm_deleg_stop(struct odsm_deleg *d);
 /* The global address of the runtime: what another process attaches to. */
 uint64_t odsm_deleg_addr(const struct odsm_deleg *d);
+/*
+ * The runtime at addr (an odsm_deleg_addr(), a handle's arena) as this
+ * process sees it: attached (once) when it is on this node, else a
+ * runtime of another node, whose batches the module carries.  For
+ * entrust, flush, poll and drain; apply and the rest find a handle's
+ * runtime themselves.  -EINVAL when addr is no runtime's.
+ */
+int odsm_deleg_at(uint64_t addr, struct odsm_deleg **out);
 
 /*
  * A handle to an entrusted object: plain data, valid in every process

@@ -28,7 +28,7 @@ static uint64_t dg_round(uint64_t n)
 }
 
 /* The layout of config c into h (offsets and size); -EINVAL if invalid. */
-static int dg_layout(const struct odsm_deleg_config *c, struct dg_hdr *h)
+int dg_layout(const struct odsm_deleg_config *c, struct dg_hdr *h)
 {
 	uint64_t off;
 
@@ -161,6 +161,41 @@ static int dg_attach_slot(struct odsm_deleg *d)
 	return i == DG_MAX_ATTACH ? -EBUSY : 0;
 }
 
+/*
+ * Enter remote runtime d, unless another thread entered one for the same
+ * address first: then *out is that one and d is freed.
+ */
+int dg_attach_remote(struct odsm_deleg *d, struct odsm_deleg **out)
+{
+	struct odsm_deleg *e;
+	int i, free_at = -1;
+
+	pthread_mutex_lock(&dg_att_lock);
+	for (i = DG_MAX_ATTACH - 1; i >= 0; i--) {
+		e = dg_att[i];
+		if (!e)
+			free_at = i;
+		else if (e->h->gaddr == d->h->gaddr)
+			break;
+	}
+	if (i >= 0) {
+		pthread_mutex_unlock(&dg_att_lock);
+		dg_remote_free(d);
+		*out = e;
+		return 0;
+	}
+	if (free_at < 0) {
+		pthread_mutex_unlock(&dg_att_lock);
+		return -EBUSY;
+	}
+	d->att = free_at;
+	d->did = dg_next_id++;
+	__atomic_store_n(&dg_att[free_at], d, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&dg_att_lock);
+	*out = d;
+	return 0;
+}
+
 struct odsm_deleg *dg_find(uint64_t arena)
 {
 	struct odsm_deleg *d;
@@ -244,11 +279,15 @@ int odsm_deleg_start(const struct odsm_deleg_arena *a,
 	ret = dg_attach_slot(d);
 	if (ret)
 		goto err_free;
+	d->gw_fd = -1;
 	ret = dg_trustees_start(d, c);
 	if (ret)
 		goto err_detach;
 	/* the magic last: an attacher sees a runtime that runs */
 	__atomic_store_n(&d->h->magic, DG_MAGIC, __ATOMIC_RELEASE);
+	/* a heap runtime serves other nodes too */
+	if (a->cg)
+		dg_gateway_start(d);
 	*out = d;
 	return 0;
 err_detach:
@@ -298,10 +337,16 @@ void odsm_deleg_stop(struct odsm_deleg *d)
 	if (!d)
 		return;
 	dg_thread_release_all(d);
-	if (d->host)
+	if (d->host) {
 		dg_trustees_stop(d);
+		/* after the state left DG_RUNNING: they see it and end */
+		dg_gateway_stop(d);
+	}
 	dg_detach(d);
-	free(d);
+	if (d->remote)
+		dg_remote_free(d);
+	else
+		free(d);
 }
 
 uint64_t odsm_deleg_addr(const struct odsm_deleg *d)
@@ -368,6 +413,9 @@ void odsm_deleg_stats(const struct odsm_deleg *d, struct odsm_deleg_stats *s)
 	unsigned int i;
 
 	memset(s, 0, sizeof(*s));
+	/* another node's: its counts are there (and the module's here) */
+	if (d->remote)
+		return;
 #define RD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 	for (i = 0; i < d->h->trustees; i++) {
 		const struct dg_tcount *n = &dg_trustee(d, i)->n;

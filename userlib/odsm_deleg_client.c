@@ -12,6 +12,12 @@
  * and before the thread waits (apply, launch, drain).  Completions run on
  * this thread in the order the requests were staged: the responses of a
  * batch come in request order, and batches of one pair in publish order.
+ *
+ * A runtime of another node (d->remote) has no slots here: the batch goes
+ * out with ODSM_IOC_DELEG_CALL instead (odsm_deleg_remote.c), from this
+ * thread when it is about to wait anyway, else from a courier thread, and
+ * its answer comes back into the pair's job; the rest (staging, batching,
+ * one batch out per pair, completions in order) is the same code.
  */
 #include <errno.h>
 #include <sched.h>
@@ -40,6 +46,16 @@ static void dg_thread_free(struct dg_thread *me, unsigned int trustees)
 	unsigned int t;
 
 	for (t = 0; me->pairs && t < trustees; t++) {
+		struct dg_rjob *j = me->pairs[t].job;
+
+		if (j) {
+			/* a courier may still be writing into it */
+			if (me->pairs[t].inflight)
+				dg_rwait(j);
+			free(j->req);
+			free(j->resp);
+			free(j);
+		}
 		free(me->pairs[t].stage);
 		free(me->pairs[t].pstage);
 		free(me->pairs[t].pfly);
@@ -68,8 +84,9 @@ static void dg_key_dtor(void *p)
 		if (dg_lock_attached(me->d, me->did)) {
 			unsigned int n = me->d->h->trustees;
 
-			__atomic_store_n(&dg_client(me->d, me->client)->tid, 0,
-					 __ATOMIC_RELEASE);
+			if (!me->d->remote)
+				__atomic_store_n(&dg_client(me->d, me->client)->tid,
+						 0, __ATOMIC_RELEASE);
 			dg_unlock_attached();
 			dg_thread_free(me, n);
 		}
@@ -165,6 +182,17 @@ static struct dg_thread *dg_thread_new(struct odsm_deleg *d)
 		if (!p->stage || !p->pstage || !p->pfly || !p->pdone || !p->rv)
 			goto err;
 		odsm_dbatch_init(&p->b, p->stage, slot);
+		if (!d->remote)
+			continue;
+		p->job = calloc(1, sizeof(*p->job));
+		if (!p->job)
+			goto err;
+		p->job->req = aligned_alloc(DG_LINE, slot);
+		p->job->resp = aligned_alloc(DG_LINE, slot);
+		if (!p->job->req || !p->job->resp)
+			goto err;
+		p->job->endpoint = d->h->gaddr;
+		p->job->slot_size = slot;
 	}
 	return me;
 err:
@@ -179,8 +207,10 @@ static int dg_me(struct odsm_deleg *d, struct dg_thread **out)
 	int ret;
 
 	if (dg_in_trustee) {
-		DG_INC(dg_trustee(d, dg_my_trustee %
-				  d->h->trustees)->n.deadlk);
+		/* counted by the trustee's own runtime, the one it serves */
+		if (!d->remote)
+			DG_INC(dg_trustee(d, dg_my_trustee %
+					  d->h->trustees)->n.deadlk);
 		return -EDEADLK;
 	}
 	if (!dg_ts) {
@@ -199,7 +229,8 @@ static int dg_me(struct odsm_deleg *d, struct dg_thread **out)
 	me = dg_thread_new(d);
 	if (!me)
 		return -ENOMEM;
-	ret = dg_claim(d, me);
+	/* another node's runtime: no slot to claim, the module carries */
+	ret = d->remote ? 0 : dg_claim(d, me);
 	if (ret) {
 		dg_thread_free(me, d->h->trustees);
 		return ret;
@@ -250,6 +281,12 @@ static int dg_wait_seq(struct odsm_deleg *d, unsigned int t,
 	}
 }
 
+/* Where this thread's client counters for its runtime are. */
+static struct dg_client *dg_mycl(struct dg_thread *me)
+{
+	return me->d->remote ? &me->rcl : dg_client(me->d, me->client);
+}
+
 static void dg_finish(const struct dg_pending *pd, int st, const void *ret,
 		      size_t len)
 {
@@ -276,7 +313,8 @@ static int dg_complete(struct dg_thread *me, unsigned int t, int err)
 {
 	struct odsm_deleg *d = me->d;
 	struct dg_pair *p = &me->pairs[t];
-	uint8_t *resp = dg_resp_slot(d, t, me->client);
+	uint8_t *resp = d->remote ? p->job->resp :
+			dg_resp_slot(d, t, me->client);
 	struct dg_pending *done;
 	uint32_t i, n = p->nfly;
 	int32_t bst = 0;
@@ -327,7 +365,11 @@ static int dg_wait_pair(struct dg_thread *me, unsigned int t)
 		return 0;
 	if (p->in_cb)
 		return -EDEADLK;	/* a callback of this very batch */
-	ret = dg_wait_seq(me->d, t, dg_client(me->d, me->client), p->seq);
+	if (me->d->remote)
+		ret = dg_rwait(p->job);
+	else
+		ret = dg_wait_seq(me->d, t, dg_client(me->d, me->client),
+				  p->seq);
 	dg_complete(me, t, ret);
 	return ret;
 }
@@ -343,12 +385,54 @@ static void dg_fail_staged(struct dg_thread *me, unsigned int t, int err)
 		dg_finish(&p->pstage[i], err, NULL, 0);
 }
 
-/* Send the staged batch to trustee t (after the one in flight). */
-static int dg_flush_pair(struct dg_thread *me, unsigned int t)
+/*
+ * Publish the batch already in client c's request slot to trustee t as
+ * number seq, and wake the trustee if it sleeps.
+ */
+static void dg_publish(struct odsm_deleg *d, unsigned int t, unsigned int c,
+		       uint32_t seq)
+{
+	struct odsm_dslot_hdr *q = (void *)dg_req_slot(d, t, c);
+	struct dg_trustee *tr = dg_trustee(d, t);
+
+	__atomic_store_n(&q->seq, seq, __ATOMIC_RELEASE);
+	/* pairs with the trustee's fence in dg_sleep() */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&tr->sleeping, __ATOMIC_RELAXED)) {
+		__atomic_fetch_add(&tr->wake, 1, __ATOMIC_SEQ_CST);
+		dg_futex_wake(&tr->wake, 1);
+	}
+}
+
+/*
+ * Hand the sealed batch of pair p to the module (another node's
+ * runtime): sync, from this thread, which waits for the answer next
+ * anyway (no courier's wakeup on the way); else from a courier.  The
+ * stage buffer becomes the job's and the job's old one the next stage.
+ */
+static void dg_rflush(struct dg_pair *p, bool sync)
+{
+	struct dg_rjob *j = p->job;
+	uint8_t *tmp = j->req;
+
+	j->req = p->stage;
+	p->stage = tmp;
+	j->req_len = ODSM_DSLOT_HDR + p->b.len;
+	j->done = 0;
+	if (sync)
+		dg_rcall(j);
+	else
+		dg_rsend(j);
+}
+
+/*
+ * Send the staged batch to trustee t (after the one in flight); sync:
+ * the caller waits for its answer next.
+ */
+static int dg_flush_pair(struct dg_thread *me, unsigned int t, bool sync)
 {
 	struct odsm_deleg *d = me->d;
 	struct dg_pair *p = &me->pairs[t];
-	struct dg_trustee *tr = dg_trustee(d, t);
 	struct odsm_dslot_hdr *q;
 	struct dg_pending *tmp;
 	uint8_t *slot;
@@ -359,34 +443,35 @@ static int dg_flush_pair(struct dg_thread *me, unsigned int t)
 	ret = dg_wait_pair(me, t);
 	if (ret)
 		return ret;
-	slot = dg_req_slot(d, t, me->client);
-	q = (void *)slot;
 	odsm_dbatch_seal(&p->b);
-	/* everything but the ready seq, which goes last */
-	memcpy(slot + sizeof(q->seq), p->stage + sizeof(q->seq),
-	       ODSM_DSLOT_HDR - sizeof(q->seq) + p->b.len);
-	p->seq++;
-	__atomic_store_n(&q->seq, p->seq, __ATOMIC_RELEASE);
-	/* pairs with the trustee's fence in dg_sleep() */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&tr->sleeping, __ATOMIC_RELAXED)) {
-		__atomic_fetch_add(&tr->wake, 1, __ATOMIC_SEQ_CST);
-		dg_futex_wake(&tr->wake, 1);
+	if (d->remote) {
+		dg_rflush(p, sync);
+	} else {
+		slot = dg_req_slot(d, t, me->client);
+		q = (void *)slot;
+		/* everything but the ready seq, which goes last */
+		memcpy(slot + sizeof(q->seq), p->stage + sizeof(q->seq),
+		       ODSM_DSLOT_HDR - sizeof(q->seq) + p->b.len);
+		dg_publish(d, t, me->client, ++p->seq);
 	}
 	tmp = p->pfly;
 	p->pfly = p->pstage;
 	p->pstage = tmp;
 	p->nfly = p->b.count;
 	p->inflight = true;
-	DG_INC(dg_client(d, me->client)->n.sent);
+	DG_INC(dg_mycl(me)->n.sent);
 	odsm_dbatch_init(&p->b, p->stage, d->h->slot_size);
 	return 0;
 }
 
 static bool dg_answered(struct dg_thread *me, unsigned int t)
 {
-	struct odsm_dslot_hdr *r = (void *)dg_resp_slot(me->d, t, me->client);
+	struct odsm_dslot_hdr *r;
 
+	if (me->d->remote)
+		return __atomic_load_n(&me->pairs[t].job->done,
+				       __ATOMIC_ACQUIRE);
+	r = (void *)dg_resp_slot(me->d, t, me->client);
 	return __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE) == me->pairs[t].seq;
 }
 
@@ -394,7 +479,7 @@ static bool dg_answered(struct dg_thread *me, unsigned int t)
 static int dg_stage(struct dg_thread *me, unsigned int t, struct odsm_dreq *r,
 		    const void *arg, const struct dg_pending *pd, bool nowait)
 {
-	struct dg_client *cl = dg_client(me->d, me->client);
+	struct dg_client *cl = dg_mycl(me);
 	struct dg_pair *p = &me->pairs[t];
 	int ret;
 
@@ -405,7 +490,7 @@ static int dg_stage(struct dg_thread *me, unsigned int t, struct odsm_dreq *r,
 			DG_INC(cl->n.slot_full);
 			return -EAGAIN;
 		}
-		ret = dg_flush_pair(me, t);
+		ret = dg_flush_pair(me, t, false);
 		if (ret)
 			return ret;
 		ret = odsm_dbatch_add(&p->b, r, arg);
@@ -426,8 +511,16 @@ static int dg_target(const odsm_trust *t, struct odsm_deleg **dp,
 	struct odsm_deleg *d = dg_find(t->arena);
 	int ret;
 
-	if (!d)
-		return -EBADF;
+	/*
+	 * A handle of another node's runtime: attached on first use.  Its
+	 * node down or silent is -EHOSTDOWN/-ETIMEDOUT from the read of
+	 * its header, within the cluster's timeout; no runtime: -EBADF.
+	 */
+	if (!d) {
+		ret = dg_remote_attach(t->arena, &d);
+		if (ret)
+			return ret == -EINVAL ? -EBADF : ret;
+	}
 	if ((uint64_t)t->cell >= (uint64_t)d->h->trustees * d->h->cells)
 		return -ESTALE;
 	ret = dg_me(d, me);
@@ -455,7 +548,7 @@ static int dg_call(const odsm_trust *t, uint16_t kind, uint64_t op,
 	if (err)
 		return err;
 	if (arg_len > UINT32_MAX || cap > UINT32_MAX) {
-		DG_INC(dg_client(d, me->client)->n.too_long);
+		DG_INC(dg_mycl(me)->n.too_long);
 		return -E2BIG;
 	}
 	r.obj = t->cell | (uint64_t)t->gen << 32;
@@ -468,7 +561,7 @@ static int dg_call(const odsm_trust *t, uint16_t kind, uint64_t op,
 	err = dg_stage(me, tr, &r, arg, &pd, false);
 	if (err)
 		return err;
-	err = dg_flush_pair(me, tr);
+	err = dg_flush_pair(me, tr, true);
 	if (err)
 		/* ours among them: nothing may point at this frame later */
 		dg_fail_staged(me, tr, err);
@@ -517,7 +610,7 @@ int odsm_deleg_apply_then(const odsm_trust *t, uint64_t op, const void *arg,
 	if (err)
 		return err;
 	if (arg_len > UINT32_MAX || ret_cap > UINT32_MAX) {
-		DG_INC(dg_client(d, me->client)->n.too_long);
+		DG_INC(dg_mycl(me)->n.too_long);
 		return -E2BIG;
 	}
 	if (c)
@@ -559,16 +652,51 @@ int odsm_deleg_entrust(struct odsm_deleg *d, unsigned int trustee,
  * by messages: a clone is made from a live reference, so the count cannot
  * reach 0 under it, and a count of 0 (or another generation) is final.
  */
+/*
+ * The cell word of another node's runtime: the same compare-and-swap,
+ * done by its node (odsm_cmp_swap), with delta +1 (clone) or -1 (drop).
+ * Its old value in *was; -ESTALE as the local loops decide.
+ */
+static int dg_rref(const struct odsm_deleg *d, const odsm_trust *t, int delta,
+		   uint64_t *was)
+{
+	uint64_t g = dg_cell_gaddr(d, t->cell), w, old;
+	int ret;
+
+	/* the likely value first: a live reference or two */
+	w = (uint64_t)t->gen << 32 | 1;
+	for (;;) {
+		if ((uint32_t)(w >> 32) != t->gen || !(uint32_t)w ||
+		    (delta > 0 && (uint32_t)w == UINT32_MAX))
+			return -ESTALE;
+		ret = odsm_cmp_swap(g, w, w + (uint64_t)(int64_t)delta, &old);
+		if (ret)
+			return ret;
+		if (old == w)
+			break;
+		w = old;
+	}
+	*was = w;
+	return 0;
+}
+
 int odsm_trust_clone(const odsm_trust *t, odsm_trust *out)
 {
 	struct odsm_deleg *d = dg_find(t->arena);
 	struct dg_cell *cell;
 	uint64_t w;
+	int ret;
 
-	if (!d)
+	if (!d && dg_remote_attach(t->arena, &d))
 		return -EBADF;
 	if ((uint64_t)t->cell >= (uint64_t)d->h->trustees * d->h->cells)
 		return -ESTALE;
+	if (d->remote) {
+		ret = dg_rref(d, t, 1, &w);
+		if (!ret)
+			*out = *t;
+		return ret;
+	}
 	cell = dg_cell(d, t->cell);
 	w = __atomic_load_n(&cell->word, __ATOMIC_ACQUIRE);
 	do {
@@ -589,10 +717,16 @@ int odsm_trust_drop(odsm_trust *t)
 	uint64_t w;
 	int ret = 0;
 
-	if (!d)
+	if (!d && dg_remote_attach(t->arena, &d))
 		return -EBADF;
 	if ((uint64_t)t->cell >= (uint64_t)d->h->trustees * d->h->cells)
 		return -ESTALE;
+	if (d->remote) {
+		ret = dg_rref(d, t, -1, &w);
+		if (ret)
+			return ret;
+		goto dropped;
+	}
 	cell = dg_cell(d, t->cell);
 	w = __atomic_load_n(&cell->word, __ATOMIC_ACQUIRE);
 	do {
@@ -601,6 +735,7 @@ int odsm_trust_drop(odsm_trust *t)
 	} while (!__atomic_compare_exchange_n(&cell->word, &w, w - 1, false,
 					      __ATOMIC_ACQ_REL,
 					      __ATOMIC_ACQUIRE));
+dropped:
 	if ((uint32_t)w == 1)
 		/* the last one: the trustee frees the object */
 		ret = dg_call(t, ODSM_DREQ_FREE, 0, NULL, 0, NULL, NULL);
@@ -623,7 +758,7 @@ int odsm_deleg_flush(struct odsm_deleg *d)
 	int ret = 0, r;
 
 	for (t = 0; me && t < d->h->trustees; t++) {
-		r = dg_flush_pair(me, t);
+		r = dg_flush_pair(me, t, false);
 		if (r && !ret)
 			ret = r;
 	}
@@ -641,7 +776,7 @@ int odsm_deleg_poll(struct odsm_deleg *d)
 
 		if (p->inflight && !p->in_cb && dg_answered(me, t))
 			n += dg_complete(me, t, 0);
-		if (p->inflight && !p->in_cb) {
+		if (p->inflight && !p->in_cb && !d->remote) {
 			/* not answered: still alive? (cheap: a trylock) */
 			r = dg_trustee_alive(d, t);
 			if (r) {
@@ -650,7 +785,7 @@ int odsm_deleg_poll(struct odsm_deleg *d)
 			}
 		}
 		if (!p->inflight && p->b.count) {
-			r = dg_flush_pair(me, t);
+			r = dg_flush_pair(me, t, false);
 			if (r)
 				return r;
 		}
@@ -665,7 +800,7 @@ int odsm_deleg_drain(struct odsm_deleg *d)
 	int ret = 0, r;
 
 	for (t = 0; me && t < d->h->trustees; t++) {
-		r = dg_flush_pair(me, t);
+		r = dg_flush_pair(me, t, true);
 		if (r)
 			dg_fail_staged(me, t, r);
 		else
@@ -683,7 +818,9 @@ void odsm_deleg_thread_done(struct odsm_deleg *d)
 	if (!me)
 		return;
 	odsm_deleg_drain(d);
-	__atomic_store_n(&dg_client(d, me->client)->tid, 0, __ATOMIC_RELEASE);
+	if (!d->remote)
+		__atomic_store_n(&dg_client(d, me->client)->tid, 0,
+				 __ATOMIC_RELEASE);
 	dg_ts->me[d->att] = NULL;
 	dg_thread_free(me, d->h->trustees);
 }
@@ -691,4 +828,54 @@ void odsm_deleg_thread_done(struct odsm_deleg *d)
 void dg_thread_release_all(struct odsm_deleg *d)
 {
 	odsm_deleg_thread_done(d);
+}
+
+/*
+ * The gateway's relay (odsm_deleg_gateway.c): a batch of another node's
+ * client, req_len bytes checked by the module, goes to its trustee
+ * through this thread's own client slot, like any local client's batch
+ * (so the trustee's round-robin and validation apply to it), and the
+ * answer is copied to resp (slot_size bytes of room).  The trustee is
+ * the one of the first record's cell (a batch is one pair's: the
+ * trustee answers -ESTALE for a cell of another).  0, or -errno when
+ * the trustee cannot answer (it died: -EOWNERDEAD).
+ */
+int dg_relay(struct odsm_deleg *d, const uint8_t *req, uint32_t req_len,
+	     uint8_t *resp, uint32_t *resp_len)
+{
+	uint32_t slot = d->h->slot_size, t = 0, len;
+	const struct odsm_dslot_hdr *r;
+	struct odsm_dreq first;
+	struct dg_thread *me;
+	uint8_t *q;
+	int ret;
+
+	if (req_len < ODSM_DSLOT_HDR || req_len > slot)
+		return -EBADMSG;
+	ret = dg_me(d, &me);
+	if (ret)
+		return ret;
+	if (req_len >= ODSM_DSLOT_HDR + sizeof(first)) {
+		memcpy(&first, req + ODSM_DSLOT_HDR, sizeof(first));
+		t = (uint32_t)first.obj / d->h->cells;
+		if (t >= d->h->trustees)
+			t = 0;		/* it answers -ESTALE */
+	}
+	q = dg_req_slot(d, t, me->client);
+	/* everything but the ready seq, which goes last */
+	memcpy(q + sizeof(r->seq), req + sizeof(r->seq),
+	       req_len - sizeof(r->seq));
+	dg_publish(d, t, me->client, ++me->pairs[t].seq);
+	DG_INC(dg_mycl(me)->n.sent);
+	ret = dg_wait_seq(d, t, dg_mycl(me), me->pairs[t].seq);
+	if (ret)
+		return ret;
+	r = (const void *)dg_resp_slot(d, t, me->client);
+	len = __atomic_load_n(&r->len, __ATOMIC_RELAXED);
+	/* the module checks the answer; only its bounds matter here */
+	if (len > slot - ODSM_DSLOT_HDR)
+		len = slot - ODSM_DSLOT_HDR;
+	memcpy(resp, r, ODSM_DSLOT_HDR + len);
+	*resp_len = ODSM_DSLOT_HDR + len;
+	return 0;
 }

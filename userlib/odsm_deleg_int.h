@@ -32,6 +32,7 @@
 #define DG_MAX_CLIENTS	4096
 #define DG_MAX_ATTACH	8		/* runtimes one process uses at once */
 #define DG_LINE		64
+#define DG_GATEWAYS	2		/* threads relaying remote batches */
 
 /* dg_hdr.state */
 #define DG_RUNNING	1
@@ -108,6 +109,21 @@ struct dg_pending {
 	uint32_t tag;
 };
 
+/*
+ * A batch to a runtime of another node (odsm_deleg_remote.c): sent with
+ * ODSM_IOC_DELEG_CALL by the client thread itself (when it waits for the
+ * answer anyway) or by a courier thread (apply_then: the client goes on
+ * staging, and collects later); done is the futex it waits on.
+ */
+struct dg_rjob {
+	struct dg_rjob *next;		/* on the couriers' queue */
+	uint64_t endpoint;
+	uint8_t *req, *resp;		/* slot_size bytes each */
+	uint32_t slot_size, req_len, resp_len;
+	int32_t status;			/* the call's: 0 or -errno */
+	uint32_t done;			/* 1 once status and resp are set */
+};
+
 struct dg_pair {
 	uint32_t seq;			/* the last batch published */
 	bool inflight;
@@ -117,6 +133,7 @@ struct dg_pair {
 	struct dg_pending *pstage, *pfly, *pdone;
 	struct odsm_dresp_view *rv;
 	bool in_cb;			/* completions of this pair running */
+	struct dg_rjob *job;		/* remote runtimes: the batch out */
 };
 
 struct dg_thread {
@@ -125,6 +142,9 @@ struct dg_thread {
 	uint32_t client;
 	uint32_t tag;
 	struct dg_pair *pairs;		/* [trustees] */
+	struct dg_client rcl;		/* remote runtimes: this thread's
+					 * counters (it holds no slot there)
+					 */
 };
 
 struct dg_job;
@@ -137,6 +157,9 @@ struct odsm_deleg {
 	uint64_t did;			/* unique in this process */
 	int att;			/* index in the attachment table */
 	bool host;			/* this process runs the trustees */
+	bool remote;			/* another node runs it: h is a copy
+					 * of its header, nothing else is here
+					 */
 	/* host only */
 	pthread_t *threads;
 	struct dg_tlocal *tl;		/* per trustee */
@@ -148,6 +171,11 @@ struct odsm_deleg {
 	struct dg_job *jhead, *jtail;
 	bool jstop;
 	unsigned int spin;
+	/* the gateway: batches from other nodes (odsm_deleg_gateway.c) */
+	int gw_fd;
+	pthread_t gw[DG_GATEWAYS];
+	unsigned int ngw;
+	int gw_err;			/* why there is none: -errno */
 };
 
 static inline struct dg_trustee *dg_trustee(const struct odsm_deleg *d,
@@ -190,6 +218,8 @@ odsm_deleg_fn dg_op_lookup(uint64_t id);
 
 /* odsm_deleg_arena.c: the attachment table, futexes, liveness */
 struct odsm_deleg *dg_find(uint64_t arena);
+int dg_attach_remote(struct odsm_deleg *d, struct odsm_deleg **out);
+int dg_layout(const struct odsm_deleg_config *c, struct dg_hdr *h);
 int dg_futex_wait(uint32_t *w, uint32_t val, long timeout_ns);
 void dg_futex_wake(uint32_t *w, int n);
 int dg_trustee_alive(struct odsm_deleg *d, unsigned int t);
@@ -207,6 +237,20 @@ extern __thread unsigned int dg_my_trustee;
 
 /* odsm_deleg_client.c */
 void dg_thread_release_all(struct odsm_deleg *d);
+int dg_relay(struct odsm_deleg *d, const uint8_t *req, uint32_t req_len,
+	     uint8_t *resp, uint32_t *resp_len);
+
+/* odsm_deleg_remote.c: runtimes of other nodes */
+int dg_remote_attach(uint64_t arena, struct odsm_deleg **out);
+void dg_remote_free(struct odsm_deleg *d);
+void dg_rcall(struct dg_rjob *j);
+void dg_rsend(struct dg_rjob *j);
+int dg_rwait(struct dg_rjob *j);
+uint64_t dg_cell_gaddr(const struct odsm_deleg *d, uint32_t idx);
+
+/* odsm_deleg_gateway.c */
+void dg_gateway_start(struct odsm_deleg *d);
+void dg_gateway_stop(struct odsm_deleg *d);
 
 static inline void dg_pause(void)
 {

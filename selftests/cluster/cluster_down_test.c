@@ -12,6 +12,7 @@
  * while another still needs it.
  */
 #include "odsm_cluster.h"
+#include "../../kmod/odsm_dslot.h"
 
 FIXTURE(cl)
 {
@@ -78,6 +79,42 @@ TEST_F_TIMEOUT(cl, first_failure_in_time, 180)
 	ASSERT_EQ(0, c_put(C.self, W_DOWN_SEEN, ms + 1));
 }
 
+/*
+ * Delegation to a runtime on the dead node: a batch the module carries
+ * (ODSM_IOC_DELEG_CALL) and libodsm's apply on a handle naming it (whose
+ * first step, reading the runtime's header, already fails) end with the
+ * node's error within the limit.
+ */
+static void deleg_fails(struct __test_metadata *_metadata, unsigned int d,
+			uint64_t limit)
+{
+	uint8_t req[1024] = { 0 }, resp[1024];
+	struct odsm_deleg_call a = {
+		.endpoint = odsm_addr_of(c_part(d)) + 4096,
+		.req = (uintptr_t)req, .resp = (uintptr_t)resp,
+		.resp_cap = sizeof(resp), .slot_size = sizeof(req),
+	};
+	struct odsm_dreq r = { .op = 1, .arg_len = 0, .ret_max = 8,
+			       .kind = ODSM_DREQ_APPLY };
+	odsm_trust t = { .arena = a.endpoint, .gen = 1 };
+	struct odsm_dbatch db;
+	uint64_t ms, v;
+	size_t len = sizeof(v);
+	int ret;
+
+	odsm_dbatch_init(&db, req, sizeof(req));
+	ASSERT_EQ(0, odsm_dbatch_add(&db, &r, NULL));
+	odsm_dbatch_seal(&db);
+	a.req_len = ODSM_DSLOT_HDR + db.len;
+	ret = TIMED(&ms, ioctl(odsm_rt.fd, ODSM_IOC_DELEG_CALL, &a) ?
+			 -errno : 0);
+	EXPECT_TRUE(c_is_down_err(ret)) TH_LOG("deleg call: %d", ret);
+	EXPECT_GE(limit, ms);
+	ret = TIMED(&ms, odsm_deleg_apply(&t, 1, NULL, 0, &v, &len));
+	EXPECT_TRUE(c_is_down_err(ret)) TH_LOG("deleg apply: %d", ret);
+	EXPECT_GE(limit, ms);
+}
+
 TEST_F_TIMEOUT(cl, every_op_fails, 180)
 {
 	unsigned int state[ODSM_MAX_NODES], d, j;
@@ -107,6 +144,7 @@ TEST_F_TIMEOUT(cl, every_op_fails, 180)
 	ret = TIMED(&ms, odsm_free(c_part(d)));
 	EXPECT_TRUE(c_is_down_err(ret)) TH_LOG("free: %d", ret);
 	EXPECT_GE(limit, ms);
+	deleg_fails(_metadata, d, limit);
 
 	/* within a timeout and a few heartbeats every survivor sees it down */
 	end = c_now_ms() + C.timeout_ms + 5000;

@@ -18,8 +18,11 @@
  *     replies of the wrong type, sequence or length, requests of bad
  *     lengths, KEYS at and past their limits, MAPs of fresh and lazy
  *     blocks, a second HELLO, PINGs and PONGs of the wrong size, a header
- *     naming other nodes, and a restart (a new incarnation dialling while
- *     the old connection is up) in the middle of a request.
+ *     naming other nodes, a restart (a new incarnation dialling while
+ *     the old connection is up) in the middle of a request, and forged
+ *     DELEG batches (endpoints of any partition, slot sizes that are not
+ *     one, headers and records whose counts, lengths, kinds and flags
+ *     lie, or random bytes: each dropped and counted, or -ESRCH).
  * After every few episodes, and at the end, the node must still serve: an
  * authenticated READ of its directory word gets its answer in time.
  *
@@ -42,7 +45,7 @@ enum ep {
 	E_WRONG_ADDR, E_CONNECT_FLOOD,
 	/* authenticated */
 	E_REQ_FLOOD, E_BAD_REPLY, E_BAD_REQ, E_KEYS, E_MAP, E_SECOND_HELLO,
-	E_BAD_PING, E_OTHER_NODES, E_RESTART, E_SERVE, NEP
+	E_BAD_PING, E_OTHER_NODES, E_RESTART, E_DELEG, E_SERVE, NEP
 };
 
 static const char *const ep_name[NEP] = {
@@ -50,7 +53,8 @@ static const char *const ep_name[NEP] = {
 	"req_before_proof", "wrong_proof", "reflect", "hello_order",
 	"bad_geometry", "replay", "wrong_addr", "connect_flood",
 	"req_flood", "bad_reply", "bad_request", "keys", "map",
-	"second_hello", "bad_ping", "other_nodes", "restart", "serve_check",
+	"second_hello", "bad_ping", "other_nodes", "restart", "deleg",
+	"serve_check",
 };
 
 static uint64_t tried[NEP], problems;
@@ -357,6 +361,52 @@ static uint64_t pick_gaddr(void)
 	return a[below(ARRAY_SIZE(a))] | (below(3) ? 0 : rnd() << 48);
 }
 
+/*
+ * A forged DELEG: the fixed part (endpoint, slot size, a word that must
+ * be 0), then a batch: random bytes, or a header and records built to be
+ * right or wrong in one field (uapi/linux/odsm_deleg.h).
+ */
+static uint32_t forge_deleg(uint8_t *m, uint32_t room)
+{
+	static const uint32_t slots[] = { 256, 1024, 4096, 65536, 0, 300,
+					  131072 };
+	uint32_t slot = slots[below(ARRAY_SIZE(slots))], blen, off, i, n;
+	uint32_t max = room - 16;
+
+	put64(m, below(3) ? heap_base + 4096 * below(64) : pick_gaddr());
+	put32(m + 8, slot);
+	put32(m + 12, below(8) ? 0 : (uint32_t)rnd());
+	blen = slot >= 16 && slot <= max ? slot : 1024;
+	if (below(4) == 0) {
+		/* random bytes, of a length right or not */
+		blen = below(2) ? 16 + (uint32_t)below(blen) : (uint32_t)below(max);
+		payload(m + 16, blen);
+		return 16 + blen;
+	}
+	n = (uint32_t)below(6);
+	off = 16 + 16;
+	for (i = 0; i < n && off + 32 + 16 <= 16 + blen; i++) {
+		uint32_t al = below(3) ? 8 : (uint32_t)rnd() % 2048;
+
+		put64(m + off, below(8) ? 1 + rnd() : 0);		/* op */
+		put64(m + off + 8, below(2) ? below(4) : rnd());	/* obj */
+		put32(m + off + 16, al);				/* arg_len */
+		put32(m + off + 20, below(3) ? 8 : (uint32_t)rnd());	/* ret_max */
+		put16(m + off + 24, (uint16_t)below(8));		/* kind */
+		put16(m + off + 26, below(8) ? 0 : (uint16_t)rnd());	/* flags */
+		put32(m + off + 28, i);					/* tag */
+		off += 32;
+		if (al <= 8)
+			off += 8;
+	}
+	put32(m + 16, (uint32_t)rnd());					/* seq */
+	put16(m + 20, (uint16_t)(below(4) ? i : rnd() % 64));		/* count */
+	put16(m + 22, below(8) ? 0 : (uint16_t)rnd());			/* flags */
+	put32(m + 24, below(4) ? off - 32 : (uint32_t)rnd() % (2 * blen)); /* len */
+	put32(m + 28, below(8) ? 0 : (uint32_t)rnd());			/* status */
+	return below(6) ? off : off + (uint32_t)below(64);
+}
+
 static void ep_auth(enum ep e)
 {
 	static uint8_t big[FP_MAX_DATA + 128];
@@ -486,6 +536,14 @@ static void ep_auth(enum ep e)
 		send_raw(fp.fd, h, sizeof(h));
 		break;
 	}
+	case E_DELEG:
+		n = 1 + (uint32_t)below(16);
+		for (i = 0; i < n; i++) {
+			len = forge_deleg(big, 65536 + 16 + 64);
+			if (fp_send(&fp, T_DELEG, 0, fp.next_seq++, 0, big, len))
+				break;
+		}
+		break;
 	case E_RESTART:
 		/* a request under way, then the same node again with a new
 		 * incarnation while the first connection is still open

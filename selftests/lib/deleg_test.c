@@ -922,4 +922,181 @@ TEST(client_process_killed_others_served)
 	odsm_deleg_stop(e.d);
 }
 
+/* ---- a runtime of another node: batches through the (fake) module ------ */
+
+/* The other node's trustee, as the fake module's DELEG_CALL. */
+static struct {
+	uint64_t counter;
+	unsigned int calls, reqs, most;
+	int fail;		/* the next calls fail with it */
+	int order_bad;
+} rm;
+
+static int rm_call(struct odsm_deleg_call *a)
+{
+	uint8_t req[1024] = { 0 }, *resp = (uint8_t *)(uintptr_t)a->resp;
+	struct odsm_dreq_view v[64];
+	struct odsm_drbatch rb;
+	uint32_t n = 0, i;
+
+	if (rm.fail)
+		return rm.fail;
+	if (a->slot_size != sizeof(req) || a->req_len > sizeof(req) ||
+	    a->resp_cap < a->slot_size)
+		return -EINVAL;
+	memcpy(req, (void *)(uintptr_t)a->req, a->req_len);
+	if (odsm_dslot_parse_req(req, sizeof(req), v, 64, &n))
+		return -EBADMSG;
+	rm.calls++;
+	rm.reqs += n;
+	if (n > rm.most)
+		rm.most = n;
+	odsm_drbatch_init(&rb, resp, a->slot_size);
+	for (i = 0; i < n; i++) {
+		uint64_t *ret = odsm_drbatch_ret(&rb, v[i].ret_max);
+
+		if (v[i].op != OP_INC || v[i].ret_max < 8) {
+			odsm_drbatch_add(&rb, -EBADRQC, v[i].tag, 0);
+			continue;
+		}
+		rm.counter++;
+		memcpy(ret, &rm.counter, 8);
+		odsm_drbatch_add(&rb, 0, v[i].tag, 8);
+	}
+	odsm_drbatch_seal(&rb, 0);
+	a->resp_len = ODSM_DSLOT_HDR + rb.len;
+	return 0;
+}
+
+struct rm_done {
+	unsigned int n;		/* completions so far */
+	uint64_t last;
+	int err, bad;
+};
+
+static void rm_then(void *cookie, int st, const void *ret, size_t len)
+{
+	struct rm_done *x = cookie;
+	uint64_t v;
+
+	x->n++;
+	if (st) {
+		x->err = st;
+		return;
+	}
+	memcpy(&v, ret, sizeof(v));
+	/* in issue order, and run in issue order */
+	if (len != 8 || v != x->last + 1)
+		x->bad++;
+	x->last = v;
+}
+
+TEST(remote_runtime_batches_through_the_module)
+{
+	struct odsm_deleg_config c = { .trustees = 2, .clients = 4,
+				       .slot_size = 1024 };
+	struct odsm_deleg_stats st;
+	struct rm_done x = { 0 };
+	struct odsm_deleg *d;
+	struct dg_hdr h;
+	odsm_trust t = { .gen = 1 }, bad;
+	uint64_t g, v;
+	size_t len;
+	unsigned int i, calls;
+
+	fk_init();
+	register_ops();
+	memset(&rm, 0, sizeof(rm));
+	fk.deleg_call = rm_call;
+	/* the other node's runtime: its header in node 1's partition */
+	ASSERT_EQ(0, dg_layout(&c, &h));
+	g = odsm_addr_of(fk_new_obj(1, sizeof(h) + DG_LINE, 0));
+	g = (g + DG_LINE - 1) & ~(uint64_t)(DG_LINE - 1);
+	h.magic = DG_MAGIC;
+	h.version = DG_VERSION;
+	h.gaddr = g;
+	h.state = DG_RUNNING;
+	memcpy(odsm_ptr(g), &h, sizeof(h));
+	t.arena = g;
+
+	/* queued: batched by size (40 bytes out, 24 back each) */
+	for (i = 0; i < 100; i++)
+		ASSERT_EQ(0, odsm_deleg_apply_then(&t, OP_INC, NULL, 0, &v,
+						   sizeof(v), rm_then, &x,
+						   NULL, 0));
+	ASSERT_EQ(0, odsm_deleg_at(g, &d));
+	EXPECT_EQ(g, odsm_deleg_addr(d));
+	ASSERT_EQ(0, odsm_deleg_drain(d));
+	EXPECT_EQ(100U, x.n);
+	EXPECT_EQ(0, x.bad);
+	EXPECT_EQ(0, x.err);
+	EXPECT_EQ(100U, rm.reqs);
+	EXPECT_GE(rm.most, 20U);
+	EXPECT_LE(rm.calls, 5U);
+
+	/* before the thread waits, what is queued goes with its apply */
+	calls = rm.calls;
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, odsm_deleg_apply_then(&t, OP_INC, NULL, 0, &v,
+						   sizeof(v), rm_then, &x,
+						   NULL, 0));
+	len = sizeof(v);
+	ASSERT_EQ(0, odsm_deleg_apply(&t, OP_INC, NULL, 0, &v, &len));
+	EXPECT_EQ(calls + 1, rm.calls);
+	EXPECT_EQ(104U, v);
+	EXPECT_EQ(103U, x.n);
+	/* an op the other node does not know: its answer, per request */
+	len = sizeof(v);
+	EXPECT_EQ(-EBADRQC, odsm_deleg_apply(&t, odsm_deleg_op_id("nope"),
+					     NULL, 0, &v, &len));
+
+	/* its node down: the call's error, for every request of the batch */
+	rm.fail = -EHOSTDOWN;
+	len = sizeof(v);
+	EXPECT_EQ(-EHOSTDOWN, odsm_deleg_apply(&t, OP_INC, NULL, 0, &v, &len));
+	x.err = 0;
+	ASSERT_EQ(0, odsm_deleg_apply_then(&t, OP_INC, NULL, 0, &v, sizeof(v),
+					   rm_then, &x, NULL, 0));
+	EXPECT_EQ(-EHOSTDOWN, odsm_deleg_drain(d));
+	EXPECT_EQ(-EHOSTDOWN, x.err);
+	EXPECT_EQ(104U, x.n);
+	rm.fail = 0;
+
+	/*
+	 * From a local trustee's loop, applying to it is refused like any
+	 * apply there; a launch worker of the local runtime applies to it
+	 * (and to its own handle) and completes.
+	 */
+	{
+		struct odsm_deleg_config lc = { .trustees = 1, .clients = 4 };
+		uint64_t before = rm.counter, r = 0;
+		struct env e;
+		odsm_trust a;
+
+		ASSERT_EQ(0, env_start(&e, &lc));
+		ASSERT_EQ(0, entrust(&e, 0, env_obj(&e, 8), 0, &a));
+		EXPECT_EQ(-EDEADLK, odsm_deleg_apply(&a, OP_REENTER, &t,
+						     sizeof(t), NULL, NULL));
+		EXPECT_EQ(before, rm.counter);
+		len = sizeof(r);
+		EXPECT_EQ(0, odsm_deleg_launch(&a, OP_NESTED, &t, sizeof(t),
+					       &r, &len));
+		EXPECT_EQ(before + 1, rm.counter);
+		EXPECT_EQ(before + 1, r);	/* its new value + a's old 0 */
+		EXPECT_EQ(1U, get(&a));
+		odsm_deleg_stop(e.d);
+		munmap(e.a.base, e.a.size);
+	}
+
+	/* no runtime there; another node's runtime counts nothing here */
+	bad = t;
+	bad.arena = g + DG_LINE * 4;
+	len = sizeof(v);
+	EXPECT_EQ(-EBADF, odsm_deleg_apply(&bad, OP_INC, NULL, 0, &v, &len));
+	odsm_deleg_stats(d, &st);
+	EXPECT_EQ(0U, st.requests);
+	odsm_deleg_stop(d);
+	fk_fini();
+}
+
 TEST_HARNESS_MAIN

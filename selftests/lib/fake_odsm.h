@@ -59,6 +59,8 @@ static struct {
 	struct fk_stats st;
 	int fail_borrow, fail_mut;	/* the next such call fails with it */
 	int fail_move;			/* every MOVE fails with it */
+	/* ODSM_IOC_DELEG_CALL: the test plays the other node (under lock) */
+	int (*deleg_call)(struct odsm_deleg_call *a);
 	unsigned long move_calls;
 	uint64_t last_wb[3];		/* owner, g, ext of the last write-back */
 	uint32_t last_mut_flags;
@@ -125,6 +127,7 @@ static void fk_init(void)
 	fk.nr_obj = 0;
 	memset(fk.copy, 0, sizeof(fk.copy));
 	fk.fail_borrow = fk.fail_mut = 0;
+	fk.deleg_call = NULL;
 	odsm_rt.fd = 1000;	/* never a real file: fake_ioctl answers */
 	memset(&odsm_rt.info, 0, sizeof(odsm_rt.info));
 	odsm_rt.info.abi_version = ODSM_ABI_VERSION;
@@ -426,6 +429,8 @@ static int fk_ioctl_locked(unsigned long req, void *arg)
 		fk.st.reads++;
 		return 0;
 	}
+	case ODSM_IOC_DELEG_CALL:
+		return fk.deleg_call ? fk.deleg_call(arg) : -ENOTTY;
 	default:
 		return -ENOTTY;
 	}

@@ -4,6 +4,11 @@
 # kernel-TCP transport, then over RDMA (Soft-RoCE) one-sided and with
 # one-sided turned off (requests in SEND messages), then Debian's perftest
 # over the same emulated link with Soft-RoCE as the raw-link reference.
+# Delegation across nodes (odsm-xbench: node 1's clients increment a
+# counter held on node 0: delegation batched and not, a remote CAS lock,
+# remote fetch-and-add, and one apply's latency against one read's) runs
+# over TCP and over RDMA with one-sided off (the read is then a plain
+# two-sided request, like the apply's batch).
 # Numbers only; nothing is judged.
 # shellcheck shell=dash disable=SC1091,SC2154
 . /rig/lib.sh
@@ -21,6 +26,12 @@ join tcp
 [ "$rig_node" = 1 ] && odsm-rbench 0 200
 [ "$rig_node" = 1 ] && odsm-rbench 0 200 tcp
 barrier 300
+xbench() {	# label
+	[ "$rig_node" = 0 ] && odsm-xbench serve 1
+	[ "$rig_node" = 1 ] && odsm-xbench 10.0.0.1 1000 3 2 "$1"
+	barrier 300
+}
+xbench tcp
 odsmctl leave
 barrier 60
 join rdma
@@ -29,6 +40,7 @@ barrier 300
 echo N >/sys/module/odsm/parameters/onesided
 [ "$rig_node" = 1 ] && odsm-rbench 0 200 rdma-twosided
 barrier 300
+xbench rdma-twosided
 echo Y >/sys/module/odsm/parameters/onesided
 odsmctl leave
 barrier 60
