@@ -156,8 +156,15 @@ barrier() {
 			case "$got" in *" $id "*) continue ;; esac
 			got="$got$id " left=$((left - 1))
 		done
+		# A released node may power off at once (rig.down): its end of
+		# the connection can vanish before it closes it, and an nc
+		# without a timeout waits for that close for ever (node 0 of a
+		# 3-guest run once did).  Refused (not listening yet): rc 1 at
+		# once, tried again; timed out (124 coreutils, 143 busybox):
+		# connected, so released.
 		for k in $(seq 1 $((rig_nodes - 1))); do
-			until echo go | nc "$(node_ip "$k")" 6998 >/dev/null 2>&1; do
+			until timeout 5 nc "$(node_ip "$k")" 6998 </dev/null >/dev/null 2>&1 ||
+				[ $? = 124 ] || [ $? = 143 ]; do
 				[ "$(date +%s)" -lt "$end" ] || { echo "barrier $seq: cannot release node $k"; return 1; }
 				sleep 0.2
 			done
@@ -169,7 +176,7 @@ barrier() {
 			[ "$(date +%s)" -lt "$end" ] || break
 			# (refused while node 0 is not listening: a scenario may run
 			# under set -e)
-			echo "$rig_node $seq" | nc "$(node_ip 0)" 6999 >/dev/null 2>&1 || true
+			echo "$rig_node $seq" | timeout 5 nc "$(node_ip 0)" 6999 >/dev/null 2>&1 || true
 			sleep 0.5
 		done
 		if ! wait "$k"; then
