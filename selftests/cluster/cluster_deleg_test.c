@@ -10,14 +10,19 @@
  * as malformed (-EBADMSG, counted), and, once node 0's runtime has gone,
  * a batch for it fails at once (-ESRCH); and a runtime that dies holding a
  * batch it took fails that batch at once (-EOWNERDEAD), not after a
- * timeout.
+ * timeout; and a runtime whose take of a batch is stuck copying it out
+ * (its buffer a page userfaultfd holds) does not keep the batch's client
+ * past its -ETIMEDOUT.
  *
  * This drives the module's carrying of batches with a minimal runtime of
  * its own (the serving loop below); libodsm's trustees do not use it yet.
  */
 #include <pthread.h>
 #include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include "odsm_cluster.h"
 #include "../../kmod/odsm_dslot.h"
 
@@ -31,6 +36,7 @@
 #define W_DG_READY	271	/* node 0: 1 once the endpoint is bound */
 #define W_DG_GONE	272	/* node 0: 1 once the runtime has gone */
 #define W_DG_READY2	273	/* node 0: 1 once its second runtime is bound */
+#define W_DG_EP3	274	/* node 0: its address is the stuck runtime's */
 #define B_HOST		1	/* the barriers' directory: node 1's */
 #define B_DG		20	/* .. 23 */
 #define SECS		240
@@ -280,6 +286,109 @@ static void dies_holding(struct __test_metadata *_metadata, uint64_t ep)
 	       strerror(-ret), (unsigned long long)took);
 }
 
+/*
+ * Node 0 only: a runtime's SERVE takes a batch into a page that
+ * userfaultfd holds, so its copy to user memory waits until the page is
+ * given.  The batch's client (a local one) must still fail with
+ * -ETIMEDOUT after 3/4 of the cluster's timeout, not when the runtime's
+ * copy ends: the page is given only after three timeouts.
+ */
+struct stuck_serve {
+	int fd;
+	void *page;
+	int ret, err;
+};
+
+static void *stuck_serve_loop(void *arg)
+{
+	struct stuck_serve *ss = arg;
+	struct odsm_deleg_serve a = { .req = (uintptr_t)ss->page,
+				      .timeout_ms = 60000 };
+
+	ss->ret = ioctl(ss->fd, ODSM_IOC_DELEG_SERVE, &a);
+	ss->err = errno;
+	return NULL;
+}
+
+struct stuck_client {
+	uint64_t ep;
+	int ret;
+	volatile int done;
+};
+
+static void *stuck_client_loop(void *arg)
+{
+	struct stuck_client *sc = arg;
+	static uint8_t req[SLOT], resp[SLOT];
+	struct odsm_dreq r = { .op = OP_INC, .arg_len = 8, .ret_max = 8,
+			       .kind = ODSM_DREQ_APPLY };
+	struct odsm_dbatch db;
+	uint64_t one = 1;
+	uint32_t rlen;
+
+	odsm_dbatch_init(&db, req, SLOT);
+	odsm_dbatch_add(&db, &r, &one);
+	odsm_dbatch_seal(&db);
+	sc->ret = send_batch(sc->ep, req, ODSM_DSLOT_HDR + db.len, resp,
+			     &rlen);
+	sc->done = 1;
+	return NULL;
+}
+
+static void stuck_copy(struct __test_metadata *_metadata)
+{
+	struct stuck_client sc = { .ep = c_word(0, W_DG_EP3) };
+	struct odsm_deleg_bind bd = { .endpoint = sc.ep, .slot_size = SLOT };
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	struct stuck_serve ss = { .ret = -1 };
+	struct uffdio_zeropage zp = { 0 };
+	uint64_t t0, took, give = 3ULL * C.timeout_ms;
+	pthread_t st, ct;
+	int uffd;
+
+	if (C.self != 0)
+		return;
+	uffd = syscall(__NR_userfaultfd, O_CLOEXEC);
+	ASSERT_LE(0, uffd) {
+		TH_LOG("userfaultfd: %s", strerror(errno));
+	}
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
+	ss.page = mmap(NULL, SLOT < 4096 ? 4096 : SLOT, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ss.page);
+	reg.range.start = (uintptr_t)ss.page;
+	reg.range.len = SLOT < 4096 ? 4096 : SLOT;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
+	zp.range = reg.range;
+
+	ss.fd = open("/dev/odsm", O_RDWR);
+	ASSERT_LE(0, ss.fd);
+	ASSERT_EQ(0, ioctl(ss.fd, ODSM_IOC_DELEG_BIND, &bd));
+	ASSERT_EQ(0, pthread_create(&st, NULL, stuck_serve_loop, &ss));
+	t0 = c_now_ms();
+	ASSERT_EQ(0, pthread_create(&ct, NULL, stuck_client_loop, &sc));
+	while (!sc.done && c_now_ms() - t0 < give)
+		usleep(10000);
+	took = c_now_ms() - t0;
+	/* give the page: the runtime's copy ends, so does a stuck client */
+	EXPECT_EQ(0, ioctl(uffd, UFFDIO_ZEROPAGE, &zp));
+	pthread_join(ct, NULL);
+	pthread_join(st, NULL);
+	close(uffd);
+	EXPECT_EQ(-ETIMEDOUT, sc.ret);
+	EXPECT_GT((uint64_t)C.timeout_ms, took);
+	TH_LOG("client of a runtime stuck in its copy: %s after %llu ms%s",
+	       strerror(-sc.ret), (unsigned long long)took,
+	       sc.done ? "" : " (still waiting when the page was given)");
+	/* the runtime got the batch, whose client had gone by then */
+	EXPECT_EQ(0, ss.ret) {
+		TH_LOG("serve: %s", strerror(ss.err));
+	}
+	close(ss.fd);
+	munmap(ss.page, SLOT < 4096 ? 4096 : SLOT);
+}
+
 TEST_F(cl, counter_exact)
 {
 	struct client cs[THREADS];
@@ -350,6 +459,7 @@ TEST_F(cl, counter_exact)
 	gone_checks(_metadata, ep);
 	ASSERT_EQ(0, c_barrier(B_HOST, B_DG + 2, C.nodes, SECS));
 	dies_holding(_metadata, ep);
+	stuck_copy(_metadata);
 	ASSERT_EQ(0, c_barrier(B_HOST, B_DG + 3, C.nodes, SECS));
 }
 
