@@ -443,11 +443,32 @@ static bool ep_ready(struct deleg_ep *ep)
 	return READ_ONCE(ep->dead) || !list_empty_careful(&ep->queue);
 }
 
+/*
+ * Put the batch of ticket back at the head of the queue, if its deliverer
+ * still waits for it: taken, but its runtime could not be told.
+ */
+static void untake(struct deleg_ep *ep, u64 ticket)
+{
+	struct deleg_item *it;
+
+	mutex_lock(&ep->lock);
+	list_for_each_entry(it, &ep->taken, node) {
+		if (it->ticket == ticket) {
+			list_move(&it->node, &ep->queue);
+			break;
+		}
+	}
+	mutex_unlock(&ep->lock);
+	/* another thread of the runtime may sleep in SERVE meanwhile */
+	wake_up_interruptible(&ep->wq);
+}
+
 long odsm_ioc_deleg_serve(struct file *filp, void __user *uarg)
 {
 	struct odsm_deleg_serve s;
 	struct deleg_item *it;
 	struct deleg_ep *ep;
+	u8 *buf = NULL;
 	long ret = 0, left;
 
 	if (copy_from_user(&s, uarg, sizeof(s)))
@@ -485,6 +506,11 @@ long odsm_ioc_deleg_serve(struct file *filp, void __user *uarg)
 		ret = -EINTR;
 		goto out;
 	}
+	buf = kvmalloc(ep->slot_size, GFP_KERNEL);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	mutex_lock(&ep->lock);
 	it = list_first_entry_or_null(&ep->queue, struct deleg_item, node);
 	if (!it) {
@@ -493,23 +519,27 @@ long odsm_ioc_deleg_serve(struct file *filp, void __user *uarg)
 		goto out;
 	}
 	/*
-	 * Copied under the lock: the item lives on its deliverer's stack,
-	 * which gives it up only under this lock.
+	 * Copied out under the lock (the item lives on its deliverer's
+	 * stack, which gives it up only under this lock), but into the
+	 * kernel: a copy to user memory can wait without bound (a page
+	 * that userfaultfd or FUSE holds), and a deliverer whose time is up
+	 * takes this lock to give up, so it would wait as long.
 	 */
-	if (copy_to_user(u64_to_user_ptr(s.req), it->req, it->req_len)) {
-		mutex_unlock(&ep->lock);
-		ret = -EFAULT;
-		goto out;
-	}
+	memcpy(buf, it->req, it->req_len);
 	it->ticket = ++ep->next_ticket;
 	list_move_tail(&it->node, &ep->taken);
 	s.ticket = it->ticket;
 	s.req_len = it->req_len;
 	s.node = it->from;
 	mutex_unlock(&ep->lock);
-	if (copy_to_user(uarg, &s, sizeof(s)))
+	if (copy_to_user(u64_to_user_ptr(s.req), buf, s.req_len) ||
+	    copy_to_user(uarg, &s, sizeof(s))) {
+		/* the runtime never learnt of it: the next SERVE takes it */
+		untake(ep, s.ticket);
 		ret = -EFAULT;
+	}
 out:
+	kvfree(buf);
 	kref_put(&ep->ref, ep_free);
 	return ret;
 }
