@@ -329,14 +329,21 @@ long odsm_ioc_deleg_call(void __user *uarg)
 	u32 resp_len = 0;
 	long ret;
 
+	/*
+	 * Counted here, as every failure of this call is (odsm_dev.c counts
+	 * it nowhere else): bad arguments too.
+	 */
+	ret = -EFAULT;
 	if (copy_from_user(&a, uarg, sizeof(a)))
-		return -EFAULT;
+		goto bad;
+	ret = -EINVAL;
 	if (a.reserved[0] || a.reserved[1] || !odsm_dslot_size_ok(a.slot_size) ||
 	    a.req_len < ODSM_DSLOT_HDR || a.req_len > a.slot_size)
-		return -EINVAL;
+		goto bad;
+	ret = -ENOMEM;
 	slot = kvzalloc(a.slot_size, GFP_KERNEL);
 	if (!slot)
-		return -ENOMEM;
+		goto bad;
 	odsm_stat_inc(ODSM_STAT_deleg_out_batches);
 	ret = call(&a, slot, &resp, &resp_len);
 	if (!ret && resp_len > a.resp_cap)
@@ -350,6 +357,10 @@ long odsm_ioc_deleg_call(void __user *uarg)
 		odsm_stat_inc(ODSM_STAT_deleg_out_errors);
 	kvfree(resp);
 	kvfree(slot);
+	return ret;
+
+bad:
+	odsm_stat_inc(ODSM_STAT_deleg_out_errors);
 	return ret;
 }
 

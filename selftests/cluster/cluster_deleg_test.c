@@ -204,6 +204,27 @@ static void *client_loop(void *arg)
 }
 
 /*
+ * A call with a reserved field set fails with -EINVAL and counts in
+ * deleg_out_errors (sysfs-kernel-odsm: "bad arguments"); odsm_dev.c
+ * counts a DELEG_CALL in bad_ioctls never, so nowhere else would.  No
+ * other program of this node calls meanwhile, so the count is exact.
+ */
+static void bad_args(struct __test_metadata *_metadata, uint64_t ep,
+		     uint8_t *req, uint8_t *resp)
+{
+	struct odsm_deleg_call a = {
+		.endpoint = ep, .req = (uintptr_t)req, .resp = (uintptr_t)resp,
+		.req_len = ODSM_DSLOT_HDR, .resp_cap = SLOT, .slot_size = SLOT,
+		.reserved = { 1 },
+	};
+	uint64_t e0 = c_stat("deleg_out_errors");
+
+	EXPECT_EQ(-1, ioctl(odsm_rt.fd, ODSM_IOC_DELEG_CALL, &a));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(e0 + 1, c_stat("deleg_out_errors"));
+}
+
+/*
  * Node 0's runtime is gone: a batch for it fails at once (-ESRCH), and a
  * malformed one is refused by the client's own module (-EBADMSG).
  */
@@ -236,6 +257,9 @@ static void gone_checks(struct __test_metadata *_metadata, uint64_t ep)
 	EXPECT_EQ(-EBADMSG, ret);
 	EXPECT_LE(m0 + 1, c_stat("deleg_malformed"));
 	EXPECT_LE(e0 + 2, c_stat("deleg_out_errors"));
+
+	/* bad arguments: -EINVAL, counted like every failure of the call */
+	bad_args(_metadata, ep, req, resp);
 }
 
 /*
