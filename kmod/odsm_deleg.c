@@ -340,6 +340,15 @@ long odsm_ioc_deleg_call(void __user *uarg)
 	if (a.reserved[0] || a.reserved[1] || !odsm_dslot_size_ok(a.slot_size) ||
 	    a.req_len < ODSM_DSLOT_HDR || a.req_len > a.slot_size)
 		goto bad;
+	/*
+	 * An answer may take the whole slot: with less room, one could come
+	 * back too long to copy out after its batch ran, and the client
+	 * would hear an error for a batch that ran.  Refused before it is
+	 * sent.
+	 */
+	ret = -EMSGSIZE;
+	if (a.resp_cap < a.slot_size)
+		goto bad;
 	ret = -ENOMEM;
 	slot = kvzalloc(a.slot_size, GFP_KERNEL);
 	if (!slot)

@@ -6,8 +6,10 @@
  * node, node 0's own included (the module's local path), send batches of
  * increments to it, one ODSM_IOC_DELEG_CALL per batch; every answer is
  * checked with the slot codec (count, tags, statuses) and the total must
- * come out exact.  Then the failures: a batch the client's module refuses
- * as malformed (-EBADMSG, counted), and, once node 0's runtime has gone,
+ * come out exact (a call with too little room for an answer, refused
+ * before it is sent, adds nothing).  Then the failures: a batch the
+ * client's module refuses as malformed (-EBADMSG, counted), bad arguments
+ * (-EINVAL, counted), and, once node 0's runtime has gone,
  * a batch for it fails at once (-ESRCH); and a runtime that dies holding a
  * batch it took fails that batch at once (-EOWNERDEAD), not after a
  * timeout; and a runtime whose take of a batch is stuck copying it out
@@ -201,6 +203,32 @@ static void *client_loop(void *arg)
 		c->last = prev;
 	}
 	return NULL;
+}
+
+/*
+ * A client with less room for the answer than a slot (an answer may take
+ * a whole slot) is refused with -EMSGSIZE before its batch is sent: the
+ * batch must not run (the runtime's exact total below checks that), or
+ * the client would hear an error for a batch that ran.
+ */
+static void small_room(struct __test_metadata *_metadata, uint64_t ep)
+{
+	uint8_t req[SLOT] = { 0 }, resp[SLOT];
+	struct odsm_dreq r = { .op = OP_INC, .arg_len = 8, .ret_max = 8,
+			       .kind = ODSM_DREQ_APPLY };
+	struct odsm_dbatch db;
+	struct odsm_deleg_call a = {
+		.endpoint = ep, .req = (uintptr_t)req, .resp = (uintptr_t)resp,
+		.resp_cap = ODSM_DSLOT_HDR, .slot_size = SLOT,
+	};
+	uint64_t one = 1;
+
+	odsm_dbatch_init(&db, req, SLOT);
+	ASSERT_EQ(0, odsm_dbatch_add(&db, &r, &one));
+	odsm_dbatch_seal(&db);
+	a.req_len = ODSM_DSLOT_HDR + db.len;
+	EXPECT_EQ(-1, ioctl(odsm_rt.fd, ODSM_IOC_DELEG_CALL, &a));
+	EXPECT_EQ(EMSGSIZE, errno);
 }
 
 /*
@@ -457,6 +485,7 @@ TEST_F(cl, counter_exact)
 	}
 	EXPECT_EQ(0U, bad);
 	EXPECT_LE(b0 + THREADS * BATCHES, c_stat("deleg_out_batches"));
+	small_room(_metadata, ep);
 
 	/* every node's clients are done: the total must be exact */
 	ASSERT_EQ(0, c_barrier(B_HOST, B_DG + 1, C.nodes, SECS));
