@@ -180,6 +180,7 @@ static int deliver(u64 endpoint, u32 slot_size, const u8 *req, u32 req_len,
 	};
 	struct deleg_ep *ep = ep_find(endpoint);
 	u32 wait_ms = odsm_cluster_timeout_ms() * 3 / 4;
+	long left;
 	int ret;
 
 	if (!ep)
@@ -198,11 +199,18 @@ static int deliver(u64 endpoint, u32 slot_size, const u8 *req, u32 req_len,
 	mutex_unlock(&ep->lock);
 	wake_up_interruptible(&ep->wq);
 
-	if (!wait_for_completion_timeout(&it.done,
-					 msecs_to_jiffies(wait_ms ? wait_ms : 1500))) {
+	/*
+	 * Killable: a local client that is killed must not outlive its
+	 * signal by up to 3/4 of the cluster's timeout (45 s at most) in
+	 * an unkillable sleep.  (A worker serving a peer's DELEG gets no
+	 * signal: its wait ends by the timeout.)
+	 */
+	left = wait_for_completion_killable_timeout(&it.done,
+						    msecs_to_jiffies(wait_ms ? wait_ms : 1500));
+	if (left <= 0) {
 		mutex_lock(&ep->lock);
 		if (!list_empty(&it.node))
-			item_finish(&it, -ETIMEDOUT);
+			item_finish(&it, left ? -EINTR : -ETIMEDOUT);
 		mutex_unlock(&ep->lock);
 		/* finished by us or by the runtime: either way it is done */
 		wait_for_completion(&it.done);

@@ -14,7 +14,8 @@
  * batch it took fails that batch at once (-EOWNERDEAD), not after a
  * timeout; and a runtime whose take of a batch is stuck copying it out
  * (its buffer a page userfaultfd holds) does not keep the batch's client
- * past its -ETIMEDOUT.
+ * past its -ETIMEDOUT; and a local client killed while its batch waits
+ * ends at once.
  *
  * This drives the module's carrying of batches with a minimal runtime of
  * its own (the serving loop below); libodsm's trustees do not use it yet.
@@ -25,6 +26,8 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include "odsm_cluster.h"
 #include "../../kmod/odsm_dslot.h"
 
@@ -39,6 +42,7 @@
 #define W_DG_GONE	272	/* node 0: 1 once the runtime has gone */
 #define W_DG_READY2	273	/* node 0: 1 once its second runtime is bound */
 #define W_DG_EP3	274	/* node 0: its address is the stuck runtime's */
+#define W_DG_EP4	275	/* node 0: its address is the silent runtime's */
 #define B_HOST		1	/* the barriers' directory: node 1's */
 #define B_DG		20	/* .. 23 */
 #define SECS		240
@@ -441,6 +445,50 @@ static void stuck_copy(struct __test_metadata *_metadata)
 	munmap(ss.page, SLOT < 4096 ? 4096 : SLOT);
 }
 
+/*
+ * Node 0 only: a local client killed while its batch waits for a runtime
+ * that never answers ends at once, not when the batch times out (3/4 of
+ * the cluster's timeout later): its process is reaped within a quarter
+ * of the timeout (TCG guests are slow to tear a process down).
+ */
+static void killed_client(struct __test_metadata *_metadata)
+{
+	uint64_t ep = c_word(0, W_DG_EP4);
+	struct odsm_deleg_bind bd = { .endpoint = ep, .slot_size = SLOT };
+	uint8_t req[SLOT] = { 0 }, resp[SLOT];
+	struct odsm_dreq r = { .op = OP_INC, .arg_len = 8, .ret_max = 8,
+			       .kind = ODSM_DREQ_APPLY };
+	struct odsm_dbatch db;
+	uint64_t one = 1, t0, took;
+	uint32_t rlen;
+	int fd, st;
+	pid_t pid;
+
+	if (C.self != 0)
+		return;
+	fd = open("/dev/odsm", O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ioctl(fd, ODSM_IOC_DELEG_BIND, &bd));
+	odsm_dbatch_init(&db, req, SLOT);
+	ASSERT_EQ(0, odsm_dbatch_add(&db, &r, &one));
+	odsm_dbatch_seal(&db);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(send_batch(ep, req, ODSM_DSLOT_HDR + db.len, resp,
+				 &rlen) ? 1 : 0);
+	usleep(300000);		/* in its call, its batch queued */
+	t0 = c_now_ms();
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	took = c_now_ms() - t0;
+	EXPECT_TRUE(WIFSIGNALED(st));
+	EXPECT_GT((uint64_t)C.timeout_ms / 4, took);
+	TH_LOG("a client killed in its call: reaped after %llu ms",
+	       (unsigned long long)took);
+	close(fd);
+}
+
 TEST_F(cl, counter_exact)
 {
 	struct client cs[THREADS];
@@ -513,6 +561,7 @@ TEST_F(cl, counter_exact)
 	ASSERT_EQ(0, c_barrier(B_HOST, B_DG + 2, C.nodes, SECS));
 	dies_holding(_metadata, ep);
 	stuck_copy(_metadata);
+	killed_client(_metadata);
 	ASSERT_EQ(0, c_barrier(B_HOST, B_DG + 3, C.nodes, SECS));
 }
 
