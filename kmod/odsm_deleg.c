@@ -78,6 +78,44 @@ struct deleg_item {
 static LIST_HEAD(deleg_eps);
 static DEFINE_MUTEX(deleg_eps_lock);
 
+/*
+ * Peers' batches waiting here for a runtime's answer.  Each holds a worker
+ * of the core's workqueue and one of its peer's ODSM_PEER_REQS_MAX (64)
+ * requests in flight for up to 3/4 of the cluster's timeout: unbounded, a
+ * runtime that does not answer would have 64 batches of a peer take every
+ * request of that peer (its READs, WRITEs, FETCHes... refused -EAGAIN
+ * meanwhile) and four peers' take every worker of the workqueue (256, its
+ * default: PONGs and all requests wait behind them).  Past half of either
+ * a DELEG is answered -EBUSY at once.
+ */
+#define DELEG_PEER_WAITING_MAX	32
+#define DELEG_WAITING_MAX	128
+
+static atomic_t deleg_waiting_of[ODSM_MAX_NODES];
+static atomic_t deleg_waiting;
+
+static bool waiting_get(u32 node)
+{
+	if (atomic_inc_return(&deleg_waiting_of[node]) >
+	    DELEG_PEER_WAITING_MAX)
+		goto undo_peer;
+	if (atomic_inc_return(&deleg_waiting) > DELEG_WAITING_MAX)
+		goto undo_all;
+	return true;
+
+undo_all:
+	atomic_dec(&deleg_waiting);
+undo_peer:
+	atomic_dec(&deleg_waiting_of[node]);
+	return false;
+}
+
+static void waiting_put(u32 node)
+{
+	atomic_dec(&deleg_waiting);
+	atomic_dec(&deleg_waiting_of[node]);
+}
+
 static void ep_free(struct kref *ref)
 {
 	kfree(container_of(ref, struct deleg_ep, ref));
@@ -266,8 +304,15 @@ static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		ret = n;
 		goto out;
 	}
+	/* the header's src_node is its connection's peer: < nr_nodes */
+	if (!waiting_get(h->src_node)) {
+		ret = -EBUSY;
+		odsm_stat_inc(ODSM_STAT_deleg_in_errors);
+		goto out;
+	}
 	ret = deliver(d.endpoint, d.slot_size, slot, len, n, h->src_node,
 		      &resp, &resp_len);
+	waiting_put(h->src_node);
 	if (ret) {
 		odsm_stat_inc(ODSM_STAT_deleg_in_errors);
 		goto out;

@@ -15,7 +15,8 @@
  * timeout; and a runtime whose take of a batch is stuck copying it out
  * (its buffer a page userfaultfd holds) does not keep the batch's client
  * past its -ETIMEDOUT; and a local client killed while its batch waits
- * ends at once.
+ * ends at once; and 64 batches of node 1 waiting for a stalled runtime of
+ * node 0 leave node 1's reads of node 0 served (the rest are -EBUSY).
  *
  * This drives the module's carrying of batches with a minimal runtime of
  * its own (the serving loop below); libodsm's trustees do not use it yet.
@@ -43,8 +44,10 @@
 #define W_DG_READY2	273	/* node 0: 1 once its second runtime is bound */
 #define W_DG_EP3	274	/* node 0: its address is the stuck runtime's */
 #define W_DG_EP4	275	/* node 0: its address is the silent runtime's */
+#define W_DG_EP5	276	/* node 0: its address is the flooded runtime's */
+#define W_DG_READY5	277	/* node 0: 1 once it is bound */
 #define B_HOST		1	/* the barriers' directory: node 1's */
-#define B_DG		20	/* .. 23 */
+#define B_DG		20	/* .. 24 */
 #define SECS		240
 
 FIXTURE(cl)
@@ -489,6 +492,99 @@ static void killed_client(struct __test_metadata *_metadata)
 	close(fd);
 }
 
+/*
+ * Node 1 sends FLOOD batches at once to a runtime of node 0 that never
+ * answers (each waits there up to 3/4 of the timeout), as many clients of
+ * a stalled runtime do, and reads a word of node 0 meanwhile.  The reads
+ * must all succeed: the waiting batches may not take every request node 1
+ * may have in flight at node 0 (ODSM_PEER_REQS_MAX, 64), so past a bound
+ * node 0 answers the rest -EBUSY at once.
+ */
+#define FLOOD	64
+
+struct flood_client {
+	pthread_t tid;
+	uint64_t ep;
+	int ret;
+};
+
+static void *flood_loop(void *arg)
+{
+	struct flood_client *f = arg;
+	uint8_t req[SLOT] = { 0 }, resp[SLOT];
+	struct odsm_dreq r = { .op = OP_INC, .arg_len = 8, .ret_max = 8,
+			       .kind = ODSM_DREQ_APPLY };
+	struct odsm_dbatch db;
+	uint64_t one = 1;
+	uint32_t rlen;
+
+	odsm_dbatch_init(&db, req, SLOT);
+	odsm_dbatch_add(&db, &r, &one);
+	odsm_dbatch_seal(&db);
+	f->ret = send_batch(f->ep, req, ODSM_DSLOT_HDR + db.len, resp, &rlen);
+	return NULL;
+}
+
+static void stalled_runtime(struct __test_metadata *_metadata)
+{
+	uint64_t ep = c_word(0, W_DG_EP5), b0, v, t0;
+	struct flood_client fc[FLOOD];
+	unsigned int i, busy = 0, timedout = 0, reads = 0, bad_reads = 0;
+	int fd = -1, ret, first_bad = 0;
+
+	if (C.self == 0) {
+		struct odsm_deleg_bind bd = { .endpoint = ep,
+					      .slot_size = SLOT };
+
+		fd = open("/dev/odsm", O_RDWR);
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, ioctl(fd, ODSM_IOC_DELEG_BIND, &bd));
+		ASSERT_EQ(0, c_put(0, W_DG_READY5, 1));
+	}
+	if (C.self == 1) {
+		ASSERT_EQ(0, c_poll(0, W_DG_READY5, 1, SECS, NULL));
+		b0 = c_stat("deleg_out_batches");
+		for (i = 0; i < FLOOD; i++) {
+			fc[i] = (struct flood_client){ .ep = ep };
+			ASSERT_EQ(0, pthread_create(&fc[i].tid, NULL,
+						    flood_loop, &fc[i]));
+		}
+		/* every batch sent (counted before it goes), then some */
+		t0 = c_now_ms();
+		while (c_stat("deleg_out_batches") < b0 + FLOOD &&
+		       c_now_ms() - t0 < C.timeout_ms / 4)
+			c_sleep_ms(10);
+		c_sleep_ms(200);
+		/* node 0's word, read while the batches wait there */
+		t0 = c_now_ms();
+		while (c_now_ms() - t0 < C.timeout_ms / 4) {
+			ret = c_get(0, W_DG_READY5, &v);
+			reads++;
+			if (ret) {
+				bad_reads++;
+				first_bad = first_bad ? first_bad : ret;
+			}
+			c_sleep_ms(20);
+		}
+		for (i = 0; i < FLOOD; i++) {
+			pthread_join(fc[i].tid, NULL);
+			busy += fc[i].ret == -EBUSY;
+			timedout += fc[i].ret == -ETIMEDOUT;
+		}
+		EXPECT_EQ(0U, bad_reads) {
+			TH_LOG("%u of %u reads failed, the first with %s",
+			       bad_reads, reads, strerror(-first_bad));
+		}
+		EXPECT_EQ((unsigned int)FLOOD, busy + timedout);
+		EXPECT_LT(0U, busy);
+		TH_LOG("%u batches for a stalled runtime: %u -EBUSY, %u -ETIMEDOUT; %u of %u reads of its node failed",
+		       FLOOD, busy, timedout, bad_reads, reads);
+	}
+	ASSERT_EQ(0, c_barrier(B_HOST, B_DG + 4, C.nodes, SECS));
+	if (fd >= 0)
+		close(fd);
+}
+
 TEST_F(cl, counter_exact)
 {
 	struct client cs[THREADS];
@@ -563,6 +659,7 @@ TEST_F(cl, counter_exact)
 	stuck_copy(_metadata);
 	killed_client(_metadata);
 	ASSERT_EQ(0, c_barrier(B_HOST, B_DG + 3, C.nodes, SECS));
+	stalled_runtime(_metadata);
 }
 
 TEST_HARNESS_MAIN
