@@ -7,7 +7,9 @@
 #   make check      setup, then host unit tests and VM suites on every
 #                   supported kernel; ends with "N passed, M failed"
 #   make demo       setup, then a guest running the example application
-#   make bench      setup, then the benchmarks in a guest (not a test)
+#   make bench      setup, then the benchmarks in guests (not a test); ends
+#                   with a summary table, figures in build/bench/results.csv
+#   make bench-plots  Documentation/odsm/bench-*.svg from those figures
 #   make model      spin checks the coherence protocol's model (model/)
 #   make fuzz       the ioctl and wire fuzzers in debug-booted guests for
 #                   FUZZ_SECS seconds (default 600)
@@ -63,7 +65,8 @@ CORE_HDR := kmod/odsm_addr.h kmod/odsm_palloc.h kmod/odsm_sizeclass.h kmod/odsm_
 	    kmod/odsm_portable.h tools/include/odsm_kshim.h uapi/linux/odsm.h
 
 HOST_TESTS := $(patsubst selftests/host/%.c,$(BUILD)/tests/host/%,\
-		$(wildcard selftests/host/*_test.c))
+		$(wildcard selftests/host/*_test.c)) \
+	      $(BUILD)/tests/host/bench_report_test $(BUILD)/tests/host/progress_test
 VM_TESTS   := $(patsubst selftests/vm/%.c,$(BUILD)/tests/vm/%,\
 		$(wildcard selftests/vm/*.c))
 CLUSTER_TESTS := $(patsubst selftests/cluster/%.c,$(BUILD)/tests/cluster/%,\
@@ -86,7 +89,7 @@ FUZZERS	   := $(patsubst selftests/fuzz/odsm_%.c,$(BUILD)/bin/odsm-%,\
 
 MODULE	:= $(BUILD)/kmod/$(KVER)/kmod/odsm.ko
 
-.PHONY: all module lib tools tests setup check check-debug demo bench model fuzz checkpatch install \
+.PHONY: all module lib tools tests setup check check-debug demo bench bench-plots model fuzz checkpatch install \
 	clean install-lib print-version dkms-src dkms-install dkms-uninstall deb FORCE
 
 all: module lib tools tests
@@ -167,6 +170,12 @@ $(TOOLS): $(BUILD)/bin/%: $$(call tool_src,$$*) $(LIB_A) $(if $(findstring -lods
 # odsmctl's configuration file parser (pure logic: host-tested, conf_test)
 CONF_SRC := tools/odsmctl/odsm_conf.c
 $(BUILD)/bin/odsmctl $(BUILD)/tests/host/conf_test: $(CONF_SRC) tools/odsmctl/odsm_conf.h
+# its counters' groups and formats (pure logic: host-tested, statfmt_test,
+# which also runs odsmctl on a fake sysfs tree)
+STATFMT_SRC := tools/odsmctl/odsm_statfmt.c
+$(BUILD)/bin/odsmctl $(BUILD)/tests/host/statfmt_test: $(STATFMT_SRC) tools/odsmctl/odsm_statfmt.h
+$(BUILD)/tests/host/statfmt_test: UCFLAGS += -DODSM_SRCDIR='"$(CURDIR)"' \
+	-DODSM_ODSMCTL='"$(abspath $(BUILD))/bin/odsmctl"'
 
 # the benchmarks' shared helpers
 $(patsubst tools/bench/%.c,$(BUILD)/bin/%,$(wildcard tools/bench/*.c)): tools/bench/bench.h
@@ -193,6 +202,18 @@ $(BUILD)/tests/host/%: selftests/host/%.c $(wildcard selftests/host/*.h) $(CORE_
 	$(CC) $(UCFLAGS) -I$(KSFT) -Ikmod -Itools/odsmctl -fsanitize=address,undefined \
 		-fno-sanitize-recover=all -o $@ $(filter %.c,$^)
 
+# make bench's summary, CSV and plots on a saved bench output (a script:
+# the source tree's path baked in, as the host suite runs it from anywhere)
+$(BUILD)/tests/host/bench_report_test: selftests/bench/bench_report_test.sh \
+		selftests/bench/bench-output.txt tools/bench-report.sh tools/bench-plots.sh
+	@mkdir -p $(@D)
+	sed 's|@SRCDIR@|$(CURDIR)|' $< >$@.tmp && chmod +x $@.tmp && mv $@.tmp $@
+
+# the progress lines of make check and make bench (tools/progress-lib.sh)
+$(BUILD)/tests/host/progress_test: selftests/tools/progress_test.sh tools/progress-lib.sh
+	@mkdir -p $(@D)
+	sed 's|@SRCDIR@|$(CURDIR)|' $< >$@.tmp && chmod +x $@.tmp && mv $@.tmp $@
+
 # the library's sources compiled in, their ioctl() answered by the fake
 $(BUILD)/tests/lib/%: selftests/lib/%.c $(wildcard selftests/lib/*.h) $(LIB_SRC) $(LIB_HDR) \
 		$(LIB_IHDR) selftests/host/ksft_host.h $(KSFT)/kselftest_harness.h
@@ -207,7 +228,7 @@ $(BUILD)/tests/vm/%: selftests/vm/%.c $(wildcard selftests/vm/*.h) selftests/lib
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -I$(KSFT) -static -pthread -o $@ $< $(LIB_A)
 
-$(BUILD)/tests/cluster/%: selftests/cluster/%.c $(wildcard selftests/cluster/*.h) \
+$(BUILD)/tests/cluster/%: selftests/cluster/%.c $(wildcard selftests/cluster/*.h) selftests/host/json_check.h \
 		$(LIB_A) $(LIB_HDR) $(KSFT)/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -I$(KSFT) -static -pthread -o $@ $< $(LIB_A)
@@ -231,6 +252,12 @@ demo: setup
 
 bench: setup
 	@tools/bench.sh
+
+# the plots of Documentation/odsm/ (testing.rst), drawn again from the last
+# make bench's figures (BENCH_CSV=FILE: from another run's)
+BENCH_CSV ?= $(BUILD)/bench/results.csv
+bench-plots:
+	@tools/bench-plots.sh $(BENCH_CSV) Documentation/odsm
 
 # the fuzzers in debug-booted guests, for FUZZ_SECS seconds (tools/fuzz/run.sh)
 fuzz: setup

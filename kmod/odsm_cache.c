@@ -981,6 +981,8 @@ static int lazy_fill(struct odsm_centry *e, u64 off)
 	buf = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + len, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
+	/* a test may keep open the window in which the home restarts */
+	odsm_fault_hold_lazy();
 	ret = odsm_fetch_at(e->node, e->inc, e->cn.key, off, buf, len, &osize,
 			    &got);
 	if (!ret && (osize != e->size || got != len))

@@ -330,18 +330,30 @@ static void pong_work(struct work_struct *w)
 	odsm_conn_put(conn);
 }
 
+/*
+ * Queue conn's work w (set up with fn the first time: *ready), holding a
+ * reference to conn for it.  Only one thread queues each: the receiver
+ * its PONG, the tick its PING.
+ */
+static void queue_conn_work(struct odsm_cluster *c, struct odsm_conn *conn,
+			    struct work_struct *w, bool *ready,
+			    work_func_t fn)
+{
+	if (!*ready) {
+		INIT_WORK(w, fn);
+		*ready = true;
+	}
+	/* the queued work holds a reference; leave flushes the queue */
+	kref_get(&conn->ref);
+	if (!queue_work(c->wq, w))
+		odsm_conn_put(conn);
+}
+
 static void queue_pong(struct odsm_cluster *c, struct odsm_conn *conn,
 		       u64 echo)
 {
-	if (!conn->pong_ready) {
-		INIT_WORK(&conn->pong, pong_work);
-		conn->pong_ready = true;
-	}
 	WRITE_ONCE(conn->pong_echo, echo);
-	/* the queued work holds a reference; leave flushes the queue */
-	kref_get(&conn->ref);
-	if (!queue_work(c->wq, &conn->pong))
-		odsm_conn_put(conn);
+	queue_conn_work(c, conn, &conn->pong, &conn->pong_ready, pong_work);
 }
 
 /* Called by a receiver for every well-formed header and its payload. */
@@ -421,15 +433,8 @@ static void ping_work(struct work_struct *w)
 static void queue_ping(struct odsm_cluster *c, struct odsm_conn *conn,
 		       u64 now)
 {
-	if (!conn->ping_ready) {
-		INIT_WORK(&conn->ping, ping_work);
-		conn->ping_ready = true;
-	}
 	WRITE_ONCE(conn->ping_ns, now);
-	/* the queued work holds a reference; leave flushes the queue */
-	kref_get(&conn->ref);
-	if (!queue_work(c->wq, &conn->ping))
-		odsm_conn_put(conn);
+	queue_conn_work(c, conn, &conn->ping, &conn->ping_ready, ping_work);
 }
 
 /*

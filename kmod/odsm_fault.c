@@ -216,16 +216,19 @@ int odsm_fault_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 /* ---- holds ----------------------------------------------------------- */
 
 /*
- * Two windows of the ownership protocol that a peer's restart must be
- * able to fall into, which it almost never does by itself: the frees of
- * moved originals go out from a work item right after the move, and a
- * copy is indexed right after its last FETCH.  A test sets a hold,
- * restarts the home, clears the hold, and sees what reaches the home's new
- * incarnation (cluster_homerestart_test).  A cleared hold wakes the copies
- * held; the queued frees look again every few milliseconds on their own
- * (odsm_borrow.c): the core calls no service.
+ * Windows of the ownership protocol that a peer's restart (or a stray
+ * touch) must be able to fall into, which it almost never does by itself:
+ * the frees of moved originals go out from a work item right after the
+ * move, a copy is indexed right after its last FETCH, and a lazy fault
+ * sends its page's FETCH right after it checked the copy's home.  A test
+ * sets a hold, restarts the home (or touches the copy's slot), clears the
+ * hold, and sees what reaches the home's new incarnation or the copy
+ * (cluster_homerestart_test, cluster_lazyrestart_test, cluster_lazy_test).
+ * A cleared hold wakes the copies and lazy faults held; the queued frees
+ * look again every few milliseconds on their own (odsm_borrow.c): the core
+ * calls no service.
  */
-static bool fault_hold_frees, fault_hold_copies;
+static bool fault_hold_frees, fault_hold_copies, fault_hold_lazy;
 static DECLARE_WAIT_QUEUE_HEAD(hold_wq);
 
 static int set_hold(const char *val, const struct kernel_param *kp)
@@ -250,19 +253,32 @@ module_param_cb(fault_hold_frees, &hold_ops, &fault_hold_frees, 0644);
 MODULE_PARM_DESC(fault_hold_frees, "TESTS ONLY: keep the frees of moved originals queued while set (N)");
 module_param_cb(fault_hold_copies, &hold_ops, &fault_hold_copies, 0644);
 MODULE_PARM_DESC(fault_hold_copies, "TESTS ONLY: hold each fetched copy before it is cached while set (N)");
+module_param_cb(fault_hold_lazy, &hold_ops, &fault_hold_lazy, 0644);
+MODULE_PARM_DESC(fault_hold_lazy, "TESTS ONLY: hold each lazy page fetch before it is sent while set (N)");
 
 bool odsm_fault_frees_held(void)
 {
 	return READ_ONCE(fault_hold_frees);
 }
 
-void odsm_fault_hold_copy(void)
+/* Sleep while *hold is set; a fatal signal ends the wait too. */
+static void hold_while(const bool *hold)
 {
-	if (likely(!READ_ONCE(fault_hold_copies)))
+	if (likely(!READ_ONCE(*hold)))
 		return;
 	odsm_stat_inc(ODSM_STAT_fault_holds);
-	/* a fatal signal ends the wait too: the borrow then goes on */
-	wait_event_killable(hold_wq, !READ_ONCE(fault_hold_copies));
+	/* the caller then goes on as if never held */
+	wait_event_killable(hold_wq, !READ_ONCE(*hold));
+}
+
+void odsm_fault_hold_copy(void)
+{
+	hold_while(&fault_hold_copies);
+}
+
+void odsm_fault_hold_lazy(void)
+{
+	hold_while(&fault_hold_lazy);
 }
 
 /* ---- the replay window ------------------------------------------------ */

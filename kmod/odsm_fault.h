@@ -9,7 +9,7 @@
  * makes sure a request that arrives twice (the injector's duplicate, or a
  * misbehaving peer's) is served once: READ and FETCH are idempotent, but a
  * second ALLOC, FREE, ATOMIC or WRITE would be applied again.  The holds
- * (below) keep two windows of the ownership protocol open for a test.
+ * (below) keep three windows of the ownership protocol open for a test.
  *
  * They sit in the core, between calls (odsm_call.c, odsm_cluster.c) and
  * connections (odsm_conn.c): Documentation/odsm/design.rst, "The failure
@@ -34,16 +34,19 @@ int odsm_fault_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		    const void *payload, u32 plen, const void *data, u32 dlen);
 
 /*
- * Test holds (module parameters fault_hold_frees and fault_hold_copies,
- * off by default): while fault_hold_frees is set, the frees of moved
- * originals stay queued (odsm_borrow.c asks, and looks again later);
- * while fault_hold_copies is set, odsm_fault_hold_copy() sleeps (killable)
- * in the borrow of a remote object between its copy's last FETCH and the
- * copy's insertion into the cache.  Both count in fault_holds.  Process
- * context.
+ * Test holds (module parameters fault_hold_frees, fault_hold_copies and
+ * fault_hold_lazy, off by default): while fault_hold_frees is set, the
+ * frees of moved originals stay queued (odsm_borrow.c asks, and looks
+ * again later); while fault_hold_copies is set, odsm_fault_hold_copy()
+ * sleeps (killable) in the borrow of a remote object between its copy's
+ * last FETCH and the copy's insertion into the cache; while
+ * fault_hold_lazy is set, odsm_fault_hold_lazy() sleeps (killable) in a
+ * lazy fill between its checks of the copy and its page's FETCH.  All
+ * count in fault_holds.  Process context.
  */
 bool odsm_fault_frees_held(void);
 void odsm_fault_hold_copy(void);
+void odsm_fault_hold_lazy(void);
 
 /*
  * Is the request h, received on conn, new (serve it), or one its sender's

@@ -1,49 +1,83 @@
 #!/bin/bash
-# make bench: run the benchmarks in a guest and print their numbers.
-# A benchmark, not a test: it reports, it does not judge.
+# make bench: run the benchmarks in guests and print their numbers, then
+# one summary table (tools/bench-report.sh): each comparison against its
+# reference and, where an issue set one, its goal.  A benchmark, not a
+# test: it fails only when a run fails, never for a goal missed.
+#
+# What it prints is also kept in build/bench/bench-output.txt; the figures
+# go to build/bench/results.csv, from which make bench-plots draws the
+# plots of Documentation/odsm/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KVER=${KVER:-$(tools/rig/kernels.sh --newest)}
 img=build/vm/bench-$KVER.cpio.gz
-mkdir -p build/vm build/logs
-tools/vm-image.sh "$KVER" "$img"
-rc=0
-tools/rig/run.sh -k "$KVER" -n 1 -s bench -i "$img" -l build/logs -c 1 >build/logs/bench-run.txt 2>&1 || rc=$?
-echo "bench: kernel $KVER, one QEMU/TCG guest (emulated CPU: compare ratios, not absolute cycles)"
-tr -d '\r' <"build/logs/bench-$KVER-node0.log" | grep '^ODSM_BENCH' | sed 's/^ODSM_BENCH /  /'
+out=build/bench/bench-output.txt
+mkdir -p build/vm build/logs build/bench
+# step, progress_run: "== [N/7 elapsed] what" lines, and one a minute
+# while a guest run lasts (a bench run takes about half an hour)
+# shellcheck source=tools/progress-lib.sh
+. tools/progress-lib.sh
+PROGRESS_TOTAL=7
 
-echo "bench: two guests, remote operations over kernel TCP and over RDMA (one-sided, two-sided), perftest over Soft-RoCE on the same link"
-rc2=0
-tools/rig/run.sh -k "$KVER" -n 2 -s bench-cluster -i "$img" -l build/logs -t 900 \
-	>build/logs/bench-cluster-run.txt 2>&1 || rc2=$?
-tr -d '\r' <"build/logs/bench-cluster-$KVER-node1.log" | grep '^ODSM_BENCH' |
-	sed 's/^ODSM_BENCH /  /'
-[ "$rc2" = 0 ] || tail -n 30 build/logs/bench-cluster-run.txt
+benches() {
+	# (errexit is off in here: the caller tests the pipeline)
+	step "guest image for $KVER"
+	progress_run tools/vm-image.sh "$KVER" "$img" || return 1
+	rc=0
+	step "odsm-bench: local borrows, one guest"
+	progress_run tools/rig/run.sh -k "$KVER" -n 1 -s bench -i "$img" -l build/logs -c 1 \
+		>build/logs/bench-run.txt 2>&1 || rc=$?
+	echo "bench: kernel $KVER, one QEMU/TCG guest (emulated CPU: compare ratios, not absolute cycles)"
+	tr -d '\r' <"build/logs/bench-$KVER-node0.log" | grep '^ODSM_BENCH' | sed 's/^ODSM_BENCH /  /'
 
-echo "bench: two guests, the coherence protocol against raw operations, over TCP then RDMA (Soft-RoCE)"
-rc3=0
-tools/rig/run.sh -k "$KVER" -n 2 -s bench-coherence -i "$img" -l build/logs -t 1200 \
-	>build/logs/bench-coherence-run.txt 2>&1 || rc3=$?
-tr -d '\r' <"build/logs/bench-coherence-$KVER-node1.log" | grep '^ODSM_BENCH' |
-	sed 's/^ODSM_BENCH coherence /  /'
-[ "$rc3" = 0 ] || tail -n 30 build/logs/bench-coherence-run.txt
+	echo "bench: two guests, remote operations over kernel TCP and over RDMA (one-sided, two-sided), perftest over Soft-RoCE on the same link"
+	rc2=0
+	step "odsm-rbench and perftest: remote operations, two guests"
+	progress_run tools/rig/run.sh -k "$KVER" -n 2 -s bench-cluster -i "$img" -l build/logs -t 900 \
+		>build/logs/bench-cluster-run.txt 2>&1 || rc2=$?
+	tr -d '\r' <"build/logs/bench-cluster-$KVER-node1.log" | grep '^ODSM_BENCH' |
+		sed 's/^ODSM_BENCH /  /'
+	[ "$rc2" = 0 ] || tail -n 30 build/logs/bench-cluster-run.txt
 
-# DRust's Table 2 (local borrows against plain pointers, random accesses
-# over 256 MiB): the local paths are user-space code, so natively on the
-# host's real CPU, no module
-echo "bench: native host, DRust Table 2: random 8-byte reads over 256 MiB, plain pointer vs local borrows (no module)"
-rc5=0
-make -s build/bin/odsm-tbench
-build/bin/odsm-tbench >build/logs/bench-table2.txt 2>&1 || rc5=$?
-grep '^ODSM_BENCH' build/logs/bench-table2.txt | sed 's/^ODSM_BENCH /  /'
-[ "$rc5" = 0 ] || tail -n 5 build/logs/bench-table2.txt
+	echo "bench: two guests, the coherence protocol against raw operations, over TCP then RDMA (Soft-RoCE)"
+	rc3=0
+	step "odsm-cbench: the coherence protocol, two guests"
+	progress_run tools/rig/run.sh -k "$KVER" -n 2 -s bench-coherence -i "$img" -l build/logs -t 1200 \
+		>build/logs/bench-coherence-run.txt 2>&1 || rc3=$?
+	tr -d '\r' <"build/logs/bench-coherence-$KVER-node1.log" | grep '^ODSM_BENCH' |
+		sed 's/^ODSM_BENCH coherence /  /'
+	[ "$rc3" = 0 ] || tail -n 30 build/logs/bench-coherence-run.txt
 
-# Delegation on one node needs no kernel: run natively on the host (real
-# CPUs, not TCG), last, so that the output ends with deleg_local_vs_mcs.
-echo "bench: native host, delegation on one node vs mutex, MCS and atomic fetch-and-add (no module)"
-rc4=0
-make -s build/bin/odsm-dbench
-build/bin/odsm-dbench >build/logs/bench-deleg.txt 2>&1 || rc4=$?
-grep '^ODSM_BENCH' build/logs/bench-deleg.txt | sed 's/^ODSM_BENCH /  /'
-[ "$rc4" = 0 ] || tail -n 5 build/logs/bench-deleg.txt
-[ "$rc" = 0 ] && [ "$rc2" = 0 ] && [ "$rc3" = 0 ] && [ "$rc4" = 0 ] && [ "$rc5" = 0 ]
+	# DRust's Table 2 (local borrows against plain pointers, random accesses
+	# over 256 MiB): the local paths are user-space code, so natively on the
+	# host's real CPU, no module
+	echo "bench: native host, DRust Table 2: random 8-byte reads over 256 MiB, plain pointer vs local borrows (no module)"
+	rc5=0
+	step "odsm-tbench: DRust's Table 2 on the host"
+	make -s build/bin/odsm-tbench
+	progress_run build/bin/odsm-tbench >build/logs/bench-table2.txt 2>&1 || rc5=$?
+	grep '^ODSM_BENCH' build/logs/bench-table2.txt | sed 's/^ODSM_BENCH /  /'
+	[ "$rc5" = 0 ] || tail -n 5 build/logs/bench-table2.txt
+
+	# Delegation on one node needs no kernel: run natively on the host (real
+	# CPUs, not TCG), last, so that its rows end with deleg_local_vs_mcs (the
+	# summary table comes after them).
+	echo "bench: native host, delegation on one node vs mutex, MCS and atomic fetch-and-add (no module)"
+	rc4=0
+	step "odsm-dbench: delegation on the host"
+	make -s build/bin/odsm-dbench
+	progress_run build/bin/odsm-dbench >build/logs/bench-deleg.txt 2>&1 || rc4=$?
+	grep '^ODSM_BENCH' build/logs/bench-deleg.txt | sed 's/^ODSM_BENCH /  /'
+	[ "$rc4" = 0 ] || tail -n 5 build/logs/bench-deleg.txt
+	[ "$rc" = 0 ] && [ "$rc2" = 0 ] && [ "$rc3" = 0 ] && [ "$rc4" = 0 ] && [ "$rc5" = 0 ]
+}
+
+# the rows as they come, and a copy for the summary (the report reads the
+# copy only once tee has written all of it: the pipeline has ended)
+brc=0
+benches 2>&1 | tee "$out" || brc=$?
+# (benches ran in the pipeline's subshell: its steps are not counted here)
+progress_n=6
+step "summary"
+tools/bench-report.sh -d build/bench "$out"
+exit "$brc"

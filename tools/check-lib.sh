@@ -3,7 +3,12 @@
 # tools/check-debug.sh), sourced by them.  Every suite ends with
 # "<suite>: N passed, M failed", added into total_pass and total_fail;
 # run_guests() reads LOGS (the log directory) and img (the guest image).
+# step and progress_run: tools/progress-lib.sh (a guest run, a suite's
+# command: a line a minute while they run).
 # shellcheck disable=SC2154 # img: set by the driver before each run
+
+# shellcheck source=tools/progress-lib.sh
+. tools/progress-lib.sh
 
 suite_end() {	# name pass fail
 	echo "$1: $2 passed, $3 failed"
@@ -22,15 +27,13 @@ tap_totals() {	# file -> "pass fail" summed over every program in it
 	} END { print p + 0, f + 0 }'
 }
 
-step() { echo "== $*"; }
-
 # A suite whose command prints a line per check: ok and bad are the
 # patterns of a passed and a failed one (the lines are shown); a command
 # that exits non-zero with no failed line counts as one failure.
 counted_suite() {	# name log ok-pattern bad-pattern command...
 	local name=$1 log=$2 okp=$3 badp=$4 rc p f
 	shift 4
-	"$@" >"$log" 2>&1
+	progress_run "$@" >"$log" 2>&1
 	rc=$?
 	p=$(grep -c "$okp" "$log")
 	f=$(grep -c "$badp" "$log")
@@ -54,7 +57,7 @@ run_guests() {	# SCEN KVER N RUNLOG SUMMARY OK NOTOK [run.sh options...]
 	local scen=$1 k=$2 n=$3 runlog=$4 summary=$5 ok=$6 notok=$7
 	local rc node log p f pat tp=0 tf=0
 	shift 7
-	tools/rig/run.sh -k "$k" -n "$n" -s "$scen" -i "$img" -l "$LOGS" -t 600 "$@" \
+	progress_run tools/rig/run.sh -k "$k" -n "$n" -s "$scen" -i "$img" -l "$LOGS" -t 600 "$@" \
 		>"$runlog" 2>&1
 	rc=$?
 	for node in $(seq 0 $((n - 1))); do

@@ -54,9 +54,31 @@ for s in $SERIES; do
 	KVERS+=("$k")
 done
 
+# The steps below, counted for the progress lines ("== [N/M elapsed]"):
+# keep in step with them.  HOST: the host suite's programs, known for sure
+# only once they are built (recounted then).
+host_count() {	# TEST PATH...: how many PATHs pass test TEST (-f, -x)
+	local op=$1 t c=0
+	shift
+	for t in "$@"; do test "$op" "$t" && c=$((c + 1)); done
+	echo "$c"
+}
+check_steps() {	# HOST
+	local nk=${#KVERS[@]} m
+	m=$((1 + nk + 3 + $1 + 1 + 1))	# build, module/kernel, 3 checks; host; model; rig
+	if [ "$nk" -gt 0 ]; then
+		# packages and fuzz; per kernel: image, selftests, demo, lowmem,
+		# 4 clusters, faults; the newest: 8 guests, fake node, rdma-fuzz
+		m=$((m + 2 + 9 * nk + 3))
+	fi
+	echo "$m"
+}
+PROGRESS_TOTAL=$(check_steps "$(host_count -f selftests/host/*_test.c selftests/bench/*_test.sh \
+	selftests/tools/*_test.sh selftests/lib/*_test.c)")
+
 # ---- build ----------------------------------------------------------------
 step "building libodsm, tools and tests"
-if ! make -s lib tools tests >"$LOGS/build-user.txt" 2>&1; then
+if ! progress_run make -s lib tools tests >"$LOGS/build-user.txt" 2>&1; then
 	cat "$LOGS/build-user.txt"
 	echo "check: user-space build failed"
 	suite_end build 0 1
@@ -66,7 +88,7 @@ fi
 bp=0 bf=0
 for k in "${KVERS[@]}"; do
 	step "module for $k (W=1)"
-	if make -s module KVER="$k" >"$LOGS/build-$k.txt" 2>&1 &&
+	if progress_run make -s module KVER="$k" >"$LOGS/build-$k.txt" 2>&1 &&
 	   ! grep -qiE 'warning:|error:' "$LOGS/build-$k.txt"; then
 		echo "ok: odsm.ko for $k, no warnings"
 		bp=$((bp + 1))
@@ -111,6 +133,8 @@ fi
 suite_end build $bp $bf
 
 # ---- host unit tests ------------------------------------------------------------
+# (the loop below runs what is executable there)
+PROGRESS_TOTAL=$(check_steps "$(host_count -x build/tests/host/* build/tests/lib/*)")
 hp=0 hf=0
 for t in build/tests/host/* build/tests/lib/*; do
 	[ -x "$t" ] || continue
@@ -154,7 +178,7 @@ fi
 for k in "${KVERS[@]}"; do
 	img=build/vm/check-$k.cpio.gz
 	step "vm $k: guest image"
-	if ! tools/vm-image.sh "$k" "$img" >"$LOGS/image-$k.txt" 2>&1; then
+	if ! progress_run tools/vm-image.sh "$k" "$img" >"$LOGS/image-$k.txt" 2>&1; then
 		cat "$LOGS/image-$k.txt"
 		suite_end "vm-$k" 0 1
 		continue
@@ -180,9 +204,9 @@ for k in "${KVERS[@]}"; do
 	# programs (the survivors check that operations on it fail in time
 	# and that rmmod works with a peer dead); the same two over Soft-RoCE
 	s_pass=0 s_fail=0
-	# (and cluster_homerestart_test, whose fake home restarts: it needs
-	# the fake node too)
-	flood=cluster_accept_test,cluster_homerestart_test,cluster_reqflood_test,cluster_twoway_test
+	# (and cluster_homerestart_test and cluster_lazyrestart_test, whose
+	# fake home restarts: they need the fake node too)
+	flood=cluster_accept_test,cluster_homerestart_test,cluster_lazyrestart_test,cluster_reqflood_test,cluster_twoway_test
 	specs=("2 tcp" "3 tcp rig.down=0" "2 rdma" "3 rdma rig.down=2")
 	# eight nodes, the most the rig boots (run.sh -n), on the newest
 	# kernel: every guest gets a quarter of a host core, so it has more time
@@ -243,7 +267,7 @@ if [ ${#KVERS[@]} -gt 0 ]; then
 	step "fuzz $k: ioctl and wire fuzzers in debug-booted guests"
 	fimg=build/vm/check-$k.cpio.gz
 	[ -f "$fimg" ] || fimg=""
-	tools/fuzz/run.sh --short -k "$k" ${fimg:+-i "$fimg"} >"$LOGS/fuzz.txt" 2>&1
+	progress_run tools/fuzz/run.sh --short -k "$k" ${fimg:+-i "$fimg"} >"$LOGS/fuzz.txt" 2>&1
 	rc=$?
 	grep -vE '^(== |fuzz: [0-9]+ passed)' "$LOGS/fuzz.txt"
 	p=$(grep -c '^ok: ' "$LOGS/fuzz.txt")
@@ -252,6 +276,6 @@ if [ ${#KVERS[@]} -gt 0 ]; then
 	suite_end fuzz "$p" "$f"
 fi
 
-echo "check: $(( $(date +%s) - t_start )) s"
+echo "check: $(( $(date +%s) - t_start )) s, $progress_n steps"
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" = 0 ]

@@ -25,6 +25,8 @@ PKGS=(
 	libibverbs-dev librdmacm-dev
 	linux-source-6.1
 	spin
+	# make bench-plots (tools/bench-plots.sh)
+	gnuplot-nox
 	# make deb, and make check's packages suite
 	dkms dh-dkms debhelper lintian
 )

@@ -25,9 +25,19 @@
  *                      copy never touched, and the mapping after them;
  *                      HOME reading USER's copy (READ, a borrow: FETCH)
  *                      is refused or reads the object's bytes
+ *   slot_touched_before_cached  issue 12, finding 10(a): a copy's slot is
+ *                      touched (a stale pointer into the slot of a former
+ *                      copy at the same address) while the new copy waits
+ *                      to enter the cache (the test hold fault_hold_copies
+ *                      keeps that window open): the touch gets the
+ *                      object's bytes or SIGBUS, and once the borrow is
+ *                      done every page of the copy reads the object's
+ *                      bytes -- never a zero page the store inserted
+ *                      between the discard of the slot's pages and the
+ *                      copy's lazy registration
  *
  * Words of node 0's directory: 300, 301, and word 302 of every node's
- * (see odsm_cluster.h; a directory has 512); barriers: node 1's ids 0 .. 5
+ * (see odsm_cluster.h; a directory has 512); barriers: node 1's ids 0 .. 7
  * except 1 (node 0's are all taken by other programs, and a barrier id is
  * used once per run).
  */
@@ -37,6 +47,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include "odsm_cluster.h"
+#include "odsm_faults.h"
 
 #define HOME		0
 #define USER		1
@@ -51,6 +62,8 @@
 				 * bounce_barrier instead)
 				 */
 #define B_LZ_PEER	4		/* .. 5: HOME reading USER's copy */
+#define B_LZ_SLOT	6		/* .. 7: test 2's start and end */
+#define B_LZ_START(t)	((t) < 2 ? B_LZ + 2 * (t) : B_LZ_SLOT)
 #define IFACE		"eth0"
 
 static int borrow(uint64_t cg, struct odsm_borrow *b)
@@ -94,7 +107,7 @@ static bool start(struct __test_metadata *_metadata, unsigned int test)
 	}
 	ASSERT_EQ(0, c_dir_wait(HOME, SECS));
 	ASSERT_EQ(0, c_dir_wait(B_HOST, SECS));
-	ASSERT_EQ(0, c_barrier(B_HOST, B_LZ + 2 * test, C.nodes, SECS));
+	ASSERT_EQ(0, c_barrier(B_HOST, B_LZ_START(test), C.nodes, SECS));
 	ASSERT_EQ(0, c_get(HOME, W_LZ, &obj));
 	if (C.self != USER)
 		return false;
@@ -144,7 +157,7 @@ static void finish(struct __test_metadata *_metadata, unsigned int test)
 	if (test == 0) {
 		ASSERT_EQ(0, bounce_barrier(SECS));
 	} else {
-		ASSERT_EQ(0, c_barrier(B_HOST, B_LZ + 2 * test + 1, C.nodes,
+		ASSERT_EQ(0, c_barrier(B_HOST, B_LZ_START(test) + 1, C.nodes,
 				       SECS));
 	}
 }
@@ -404,6 +417,153 @@ TEST(nonfault_access_fills)
 	else if (C.self == HOME)
 		home_reads_copy(_metadata);
 	finish(_metadata, 1);
+}
+
+/* ---- a copy's slot touched before the copy is cached (10a) ------------ */
+
+/* Drop this node's idle copies and wait until their slots are free. */
+static int drop_idle(void)
+{
+	struct odsm_drop_copies d = { 0 };
+	int i;
+
+	if (ioctl(odsm_rt.fd, ODSM_IOC_DROP_COPIES, &d))
+		return -errno;
+	/* the reaper frees the slots just after */
+	for (i = 0; i < 100 && c_stat("copies_in_use"); i++)
+		c_sleep_ms(20);
+	return c_stat("copies_in_use") ? -EBUSY : 0;
+}
+
+struct held_borrow {
+	struct odsm_borrow b;
+	int ret;
+};
+
+static void *borrow_fn(void *arg)
+{
+	struct held_borrow *hb = arg;
+
+	hb->ret = borrow(obj, &hb->b);
+	return NULL;
+}
+
+/*
+ * Wait (10 s at most) until the counter passed want: true if it did.
+ * ~0 is a counter that cannot be read.
+ */
+static bool stat_reached(const char *name, uint64_t want)
+{
+	uint64_t end = c_now_ms() + 10000, v;
+
+	while (((v = c_stat(name)) < want || v == ~0ULL) &&
+	       c_now_ms() < end)
+		c_sleep_ms(20);
+	return v >= want && v != ~0ULL;
+}
+
+#define MAX_BIG	64U
+
+/*
+ * The objects of LAZY_SIZE bytes that start in this node's partition (a
+ * 64 KiB block each at most: an object that large starts at a block),
+ * at most MAX_BIG of them; their number.
+ */
+static unsigned int big_objects(uint64_t *at)
+{
+	uint64_t a, start = c_part(C.self), end = start + C.in.part_size;
+	struct odsm_obj_info oi;
+	unsigned int n = 0;
+
+	for (a = start; a < end && n < MAX_BIG; a += KiB(64))
+		if (!odsm_obj_info(a, &oi) && oi.size == LAZY_SIZE &&
+		    odsm_addr_of(oi.gaddr) == a)
+			at[n++] = a;
+	return n;
+}
+
+/* The first of the LAZY_SIZE objects now[] that is not in was[], or 0. */
+static uint64_t new_big(const uint64_t *was, unsigned int nw,
+			const uint64_t *now, unsigned int nn)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < nn; i++) {
+		for (j = 0; j < nw && was[j] != now[i]; j++)
+			;
+		if (j == nw)
+			return now[i];
+	}
+	return 0;
+}
+
+LZ_TEST(slot_touched_before_cached, 2)
+{
+	/* a page past the copy's first, never fetched: its pattern is not
+	 * zero (c_pat)
+	 */
+	uint64_t at = MiB(2) + KiB(12) + 5, slot = 0, holds;
+	uint64_t was[MAX_BIG], now[MAX_BIG];
+	struct held_borrow hb = { .ret = 1 };
+	const volatile uint8_t *p = NULL;
+	unsigned int nw, nn = 0;
+	int v = -2, ret;
+	bool held;
+	pthread_t th;
+
+	ASSERT_NE(0, c_pat(HOME, 7, at));
+	/* the borrow must make a copy: no idle one from the tests before */
+	ASSERT_EQ(0, drop_idle());
+	nw = big_objects(was);
+	ASSERT_GT(MAX_BIG, nw);
+
+	holds = c_stat("fault_holds");
+	ASSERT_NE(~0ULL, holds) TH_LOG("no fault_holds counter");
+	ASSERT_EQ(0, f_param("fault_hold_copies", 1));
+	ret = pthread_create(&th, NULL, borrow_fn, &hb);
+	if (ret) {
+		f_param("fault_hold_copies", 0);
+		ASSERT_EQ(0, ret);
+	}
+	/*
+	 * The copy has its slot, and waits before it enters the cache: find
+	 * the slot (the one new object of its size here) and touch it, as a
+	 * stray or stale pointer into the heap would
+	 */
+	held = stat_reached("fault_holds", holds + 1);
+	if (held) {
+		nn = big_objects(now);
+		slot = new_big(was, nw, now, nn);
+	}
+	if (slot) {
+		p = (const volatile uint8_t *)(uintptr_t)slot;
+		v = touch(p + at);
+	}
+	/* no assertion before the hold is cleared: the borrow would wait */
+	ret = f_param("fault_hold_copies", 0);
+	pthread_join(th, NULL);
+	ASSERT_EQ(0, ret);
+	ASSERT_TRUE(held) TH_LOG("the borrow was not held (fault_holds)");
+	ASSERT_EQ(0, hb.ret) TH_LOG("borrow: %s", odsm_strerror(hb.ret));
+	ASSERT_EQ((uint32_t)ODSM_BORROWED_MISS, hb.b.result);
+	ASSERT_EQ(LAZY_SIZE, hb.b.size);
+	ASSERT_EQ(hb.b.addr, slot) {
+		TH_LOG("the held copy's slot was not found (%u objects of its size before, %u while held)",
+		       nw, nn);
+	}
+	TH_LOG("the touch of the slot %#" PRIx64 " before the copy was cached: %s (%d)",
+	       slot, v < 0 ? "SIGBUS" : v ? "a byte" : "zero", v);
+	/* the object's byte, or SIGBUS: never a zero page */
+	EXPECT_TRUE(v == -1 || v == c_pat(HOME, 7, at)) {
+		TH_LOG("the touch read %d, not the object's %u", v,
+		       c_pat(HOME, 7, at));
+	}
+	/* and now, through the borrow: every byte around it the object's */
+	EXPECT_EQ(c_pat(HOME, 7, at), touch(p + at)) {
+		TH_LOG("the copy's page reads zeros: a zero page was inserted before the copy was registered lazy");
+	}
+	EXPECT_EQ(-1, c_check_at((const uint8_t *)p + MiB(2), KiB(64), MiB(2)));
+	EXPECT_EQ(0, give_back(obj));
 }
 
 TEST_HARNESS_MAIN

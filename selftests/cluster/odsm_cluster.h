@@ -116,7 +116,9 @@ enum {
 	W_TW_OBJ = 240,		/* colored address of this node's object;
 				 * 241: ready to read, 242: done reading
 				 */
-	/* cluster_homerestart_test (a fake home) has 250 .. 254 */
+	/* cluster_homerestart_test (a fake home) has 250 .. 254,
+	 * cluster_lazyrestart_test (a fake home too) 260 .. 264
+	 */
 };
 
 /* barrier ids: W_BARRIER + id */

@@ -3,8 +3,15 @@
  * odsmctl - look at and configure this node's odsm module.
  *
  *   odsmctl info                  the heap geometry this node uses
- *   odsmctl stats [--raw]         counters and gauges, for a person (or
- *                                 name=value lines with --raw)
+ *   odsmctl stats [--raw|--json]  counters and gauges by subsystem, errors
+ *                                 and non-zero values first (name=value
+ *                                 lines with --raw, JSON with --json)
+ *   odsmctl latency [--json]      the latency histograms: count, p50, p90,
+ *                                 p99 and a bar chart per operation
+ *   odsmctl top [-i SECS] [-n ITER]
+ *                                 the counters' rates per second, printed
+ *                                 again every SECS (1) seconds, ITER times
+ *                                 (until interrupted)
  *   odsmctl config --node-id N --nodes N [--base ADDR] [--part-size SIZE]
  *                                 reconfigure (root; nothing may be mapped
  *                                 or allocated)
@@ -27,7 +34,10 @@
  *                                 --check: only read FILE and print it
  *   odsmctl down                  leave the cluster, if the module is
  *                                 loaded (root; odsm.service at stop)
- *   odsmctl status [--raw]        the peers as this node sees them
+ *   odsmctl status [--raw|--json] the peers as this node sees them
+ *
+ * info, stats, latency and top read ODSM_SYSFS (default /sys/kernel/odsm)
+ * when it is set: the host test points them at a fake tree.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -45,8 +55,17 @@
 #include <time.h>
 #include "odsm.h"
 #include "odsm_conf.h"
+#include "odsm_statfmt.h"
 
 #define SYSFS	"/sys/kernel/odsm"
+
+/* the tree the display commands read: ODSM_SYSFS, for tests */
+static const char *sysfs_root(void)
+{
+	const char *r = getenv("ODSM_SYSFS");
+
+	return r && *r ? r : SYSFS;
+}
 
 static int read_u64(const char *path, unsigned long long *v)
 {
@@ -60,23 +79,7 @@ static int read_u64(const char *path, unsigned long long *v)
 	return ok ? 0 : -EIO;
 }
 
-/* 1536 -> "1.5 KiB" */
-static const char *human_bytes(unsigned long long v, char *buf, size_t n)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double d = (double)v;
-	int u = 0;
-
-	while (d >= 1024 && u < 4) {
-		d /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, n, "%llu B", v);
-	else
-		snprintf(buf, n, "%.1f %s", d, unit[u]);
-	return buf;
-}
+#define human_bytes odsm_sf_human_bytes
 
 static int parse_size(const char *s, unsigned long long *v)
 {
@@ -115,7 +118,7 @@ static int cmd_info(void)
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		char path[256];
 
-		snprintf(path, sizeof(path), SYSFS "/%s", files[i]);
+		snprintf(path, sizeof(path), "%s/%s", sysfs_root(), files[i]);
 		ret = read_u64(path, &v);
 		if (ret) {
 			fprintf(stderr, "odsmctl: %s: %s (is the odsm module loaded?)\n",
@@ -137,45 +140,176 @@ static int by_name(const struct dirent **a, const struct dirent **b)
 	return strcmp((*a)->d_name, (*b)->d_name);
 }
 
-static int cmd_stats(int raw)
+/* name=value lines in name order: scripts parse them, keep them as they are */
+static int stats_raw(const char *dir)
 {
 	struct dirent **ents;
 	int n, i;
 
-	n = scandir(SYSFS "/stats", &ents, NULL, by_name);
+	n = scandir(dir, &ents, NULL, by_name);
 	if (n < 0) {
-		fprintf(stderr, "odsmctl: %s/stats: %s (is the odsm module loaded?)\n",
-			SYSFS, strerror(errno));
+		fprintf(stderr, "odsmctl: %s: %s (is the odsm module loaded?)\n",
+			dir, strerror(errno));
 		return 1;
 	}
-	if (!raw)
-		printf("odsm counters (node-wide, since the module was loaded) and gauges (now):\n");
 	for (i = 0; i < n; i++) {
 		const char *name = ents[i]->d_name;
 		unsigned long long v;
-		char path[512], buf[32];
+		char path[4096 + 512];	/* dir, a name of 255 at most */
 
-		if (name[0] == '.')
-			goto next;
-		snprintf(path, sizeof(path), SYSFS "/stats/%s", name);
-		if (read_u64(path, &v))
-			goto next;
-		if (raw)
-			printf("%s=%llu\n", name, v);
-		else if (strstr(name, "bytes"))
-			printf("  %-18s %14llu  (%s)\n", name, v,
-			       human_bytes(v, buf, sizeof(buf)));
-		else if (!strcmp(name, "pages_in_use"))
-			printf("  %-18s %14llu  (%s)\n", name, v,
-			       human_bytes(v * (unsigned long long)sysconf(_SC_PAGESIZE),
-					   buf, sizeof(buf)));
-		else
-			printf("  %-18s %14llu\n", name, v);
-next:
+		if (name[0] != '.') {
+			snprintf(path, sizeof(path), "%s/%s", dir, name);
+			if (!read_u64(path, &v))
+				printf("%s=%llu\n", name, v);
+		}
 		free(ents[i]);
 	}
 	free(ents);
 	return 0;
+}
+
+/* this node's id, or -1 when it cannot be read */
+static long long node_id_of(const char *root)
+{
+	unsigned long long v;
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/node_id", root);
+	return read_u64(path, &v) ? -1 : (long long)v;
+}
+
+static int cmd_stats(int argc, char **argv)
+{
+	struct odsm_sf_snap snap;
+	char dir[4096];
+	int raw = 0, json = 0, i, ret;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--raw")) {
+			raw = 1;
+		} else if (!strcmp(argv[i], "--json")) {
+			json = 1;
+		} else {
+			fprintf(stderr, "odsmctl stats: unexpected argument '%s'\n", argv[i]);
+			return 2;
+		}
+	}
+	if (raw && json) {
+		fprintf(stderr, "odsmctl stats: --raw or --json, not both\n");
+		return 2;
+	}
+	snprintf(dir, sizeof(dir), "%s/stats", sysfs_root());
+	if (raw)
+		return stats_raw(dir);
+	ret = odsm_sf_snap_read(dir, &snap);
+	if (ret) {
+		fprintf(stderr, "odsmctl: %s: %s (is the odsm module loaded?)\n",
+			dir, strerror(-ret));
+		return 1;
+	}
+	if (json)
+		odsm_sf_print_json(stdout, &snap, node_id_of(sysfs_root()));
+	else
+		odsm_sf_print_text(stdout, &snap,
+				   (unsigned long long)sysconf(_SC_PAGESIZE));
+	odsm_sf_snap_free(&snap);
+	return 0;
+}
+
+static int cmd_latency(int argc, char **argv)
+{
+	struct odsm_sf_hist *h;
+	char dir[4096];
+	int json = 0, i, n;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			json = 1;
+		} else {
+			fprintf(stderr, "odsmctl latency: unexpected argument '%s'\n", argv[i]);
+			return 2;
+		}
+	}
+	snprintf(dir, sizeof(dir), "%s/latency", sysfs_root());
+	n = odsm_sf_hists_read(dir, &h);
+	if (n < 0) {
+		fprintf(stderr, "odsmctl: %s: %s (is the odsm module loaded?)\n",
+			dir, strerror(-n));
+		return 1;
+	}
+	if (json)
+		odsm_sf_print_hists_json(stdout, h, n);
+	else
+		odsm_sf_print_hists(stdout, h, n);
+	free(h);
+	return 0;
+}
+
+static int cmd_top(int argc, char **argv)
+{
+	struct odsm_sf_snap prev, cur;
+	unsigned long long iters = 0, k;
+	double secs = 1;
+	char dir[4096], *end;
+	int opt, ret;
+
+	while ((opt = getopt(argc, argv, "i:n:")) != -1) {
+		switch (opt) {
+		case 'i':
+			errno = 0;
+			secs = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(secs >= 0.1 && secs <= 3600)) {
+				fprintf(stderr, "odsmctl top: bad -i '%s' (seconds, 0.1 .. 3600)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'n':
+			if (parse_size(optarg, &iters) || !iters) {
+				fprintf(stderr, "odsmctl top: bad -n '%s' (a count, at least 1)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "odsmctl top: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	snprintf(dir, sizeof(dir), "%s/stats", sysfs_root());
+	ret = odsm_sf_snap_read(dir, &prev);
+	if (ret)
+		goto err;
+	/* plain lines, no terminal control: a log that captures it reads well */
+	for (k = 0; !iters || k < iters; k++) {
+		struct timespec ts = { (time_t)secs,
+				       (long)((secs - (double)(time_t)secs) * 1e9) };
+		char when[16];
+		time_t t;
+
+		nanosleep(&ts, NULL);
+		ret = odsm_sf_snap_read(dir, &cur);
+		if (ret) {
+			odsm_sf_snap_free(&prev);
+			goto err;
+		}
+		t = time(NULL);
+		strftime(when, sizeof(when), "%H:%M:%S", localtime(&t));
+		printf("--- odsmctl top %s, node %lld: ", when, node_id_of(sysfs_root()));
+		odsm_sf_print_rates(stdout, &prev, &cur);
+		fflush(stdout);
+		odsm_sf_snap_free(&prev);
+		prev = cur;
+	}
+	odsm_sf_snap_free(&prev);
+	return 0;
+err:
+	fprintf(stderr, "odsmctl: %s: %s (is the odsm module loaded?)\n", dir,
+		strerror(-ret));
+	return 1;
 }
 
 static int cmd_config(int argc, char **argv)
@@ -863,15 +997,44 @@ static int cmd_drop_copies(int argc, char **argv)
 	return 0;
 }
 
+/* the fields of --raw, with the same names, as one JSON object */
+static void status_json(const struct odsm_peer_info *p, unsigned int nr,
+			unsigned int transport)
+{
+	unsigned int i;
+
+	printf("{\n  \"nodes\": %u,\n  \"transport\": \"%s\",\n  \"peers\": [",
+	       nr, transport_name(transport));
+	for (i = 0; i < nr; i++) {
+		const struct odsm_peer_info *q = &p[i];
+		char ip[INET_ADDRSTRLEN];
+
+		if (!inet_ntop(AF_INET, &q->ipv4, ip, sizeof(ip)))
+			snprintf(ip, sizeof(ip), "?");
+		printf("%s\n    {\"node\": %u, \"addr\": \"%s\", \"state\": \"%s\", \"transport\": \"%s\", \"rtt_ns\": %llu, \"msgs_tx\": %llu, \"msgs_rx\": %llu, \"bytes_tx\": %llu, \"bytes_rx\": %llu, \"free_bytes\": %llu, \"keys\": %u, \"regs\": %u}",
+		       i ? "," : "", q->node_id, ip, state_name(q->state),
+		       transport_name(q->transport),
+		       (unsigned long long)q->rtt_ns,
+		       (unsigned long long)q->msgs_tx,
+		       (unsigned long long)q->msgs_rx,
+		       (unsigned long long)q->bytes_tx,
+		       (unsigned long long)q->bytes_rx,
+		       (unsigned long long)q->free_bytes, q->keys, q->regs);
+	}
+	printf("%s]\n}\n", nr ? "\n  " : "");
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	struct odsm_peer_info *p;
 	unsigned int nr = ODSM_MAX_NODES, transport = 0, i;
-	int raw = 0, ret;
+	int raw = 0, json = 0, ret;
 
 	for (i = 1; i < (unsigned int)argc; i++) {
 		if (!strcmp(argv[i], "--raw")) {
 			raw = 1;
+		} else if (!strcmp(argv[i], "--json")) {
+			json = 1;
 		} else {
 			fprintf(stderr, "odsmctl status: unexpected argument '%s'\n", argv[i]);
 			return 2;
@@ -890,6 +1053,16 @@ static int cmd_status(int argc, char **argv)
 	}
 	if (nr > ODSM_MAX_NODES)
 		nr = ODSM_MAX_NODES;
+	if (raw && json) {
+		fprintf(stderr, "odsmctl status: --raw or --json, not both\n");
+		free(p);
+		return 2;
+	}
+	if (json) {
+		status_json(p, nr, transport);
+		free(p);
+		return 0;
+	}
 	if (raw) {
 		printf("nodes=%u transport=%s\n", nr, transport_name(transport));
 	} else if (!transport) {
@@ -953,7 +1126,9 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: odsmctl info\n"
-		"       odsmctl stats [--raw]\n"
+		"       odsmctl stats [--raw|--json]\n"
+		"       odsmctl latency [--json]\n"
+		"       odsmctl top [-i SECS] [-n ITER]\n"
 		"       odsmctl config --node-id N --nodes N [--base ADDR] [--part-size SIZE[K|M|G]]\n"
 		"       odsmctl keygen FILE\n"
 		"       odsmctl join --node-id K --nodes IP[:PORT],IP[:PORT],... --key-file FILE\n"
@@ -962,7 +1137,7 @@ static void usage(FILE *f)
 		"       odsmctl leave\n"
 		"       odsmctl up [--config FILE] [--check]   (FILE: " ODSM_CONF_PATH ")\n"
 		"       odsmctl down\n"
-		"       odsmctl status [--raw]\n"
+		"       odsmctl status [--raw|--json]\n"
 		"       odsmctl drop-copies\n");
 }
 
@@ -975,7 +1150,11 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "info"))
 		return cmd_info();
 	if (!strcmp(argv[1], "stats"))
-		return cmd_stats(argc > 2 && !strcmp(argv[2], "--raw"));
+		return cmd_stats(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "latency"))
+		return cmd_latency(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "top"))
+		return cmd_top(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "config"))
 		return cmd_config(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "join"))
