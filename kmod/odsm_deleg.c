@@ -78,6 +78,44 @@ struct deleg_item {
 static LIST_HEAD(deleg_eps);
 static DEFINE_MUTEX(deleg_eps_lock);
 
+/*
+ * Peers' batches waiting here for a runtime's answer.  Each holds a worker
+ * of the core's workqueue and one of its peer's ODSM_PEER_REQS_MAX (64)
+ * requests in flight for up to 3/4 of the cluster's timeout: unbounded, a
+ * runtime that does not answer would have 64 batches of a peer take every
+ * request of that peer (its READs, WRITEs, FETCHes... refused -EAGAIN
+ * meanwhile) and four peers' take every worker of the workqueue (256, its
+ * default: PONGs and all requests wait behind them).  Past half of either
+ * a DELEG is answered -EBUSY at once.
+ */
+#define DELEG_PEER_WAITING_MAX	32
+#define DELEG_WAITING_MAX	128
+
+static atomic_t deleg_waiting_of[ODSM_MAX_NODES];
+static atomic_t deleg_waiting;
+
+static bool waiting_get(u32 node)
+{
+	if (atomic_inc_return(&deleg_waiting_of[node]) >
+	    DELEG_PEER_WAITING_MAX)
+		goto undo_peer;
+	if (atomic_inc_return(&deleg_waiting) > DELEG_WAITING_MAX)
+		goto undo_all;
+	return true;
+
+undo_all:
+	atomic_dec(&deleg_waiting);
+undo_peer:
+	atomic_dec(&deleg_waiting_of[node]);
+	return false;
+}
+
+static void waiting_put(u32 node)
+{
+	atomic_dec(&deleg_waiting);
+	atomic_dec(&deleg_waiting_of[node]);
+}
+
 static void ep_free(struct kref *ref)
 {
 	kfree(container_of(ref, struct deleg_ep, ref));
@@ -180,6 +218,7 @@ static int deliver(u64 endpoint, u32 slot_size, const u8 *req, u32 req_len,
 	};
 	struct deleg_ep *ep = ep_find(endpoint);
 	u32 wait_ms = odsm_cluster_timeout_ms() * 3 / 4;
+	long left;
 	int ret;
 
 	if (!ep)
@@ -198,11 +237,18 @@ static int deliver(u64 endpoint, u32 slot_size, const u8 *req, u32 req_len,
 	mutex_unlock(&ep->lock);
 	wake_up_interruptible(&ep->wq);
 
-	if (!wait_for_completion_timeout(&it.done,
-					 msecs_to_jiffies(wait_ms ? wait_ms : 1500))) {
+	/*
+	 * Killable: a local client that is killed must not outlive its
+	 * signal by up to 3/4 of the cluster's timeout (45 s at most) in
+	 * an unkillable sleep.  (A worker serving a peer's DELEG gets no
+	 * signal: its wait ends by the timeout.)
+	 */
+	left = wait_for_completion_killable_timeout(&it.done,
+						    msecs_to_jiffies(wait_ms ? wait_ms : 1500));
+	if (left <= 0) {
 		mutex_lock(&ep->lock);
 		if (!list_empty(&it.node))
-			item_finish(&it, -ETIMEDOUT);
+			item_finish(&it, left ? -EINTR : -ETIMEDOUT);
 		mutex_unlock(&ep->lock);
 		/* finished by us or by the runtime: either way it is done */
 		wait_for_completion(&it.done);
@@ -258,8 +304,15 @@ static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		ret = n;
 		goto out;
 	}
+	/* the header's src_node is its connection's peer: < nr_nodes */
+	if (!waiting_get(h->src_node)) {
+		ret = -EBUSY;
+		odsm_stat_inc(ODSM_STAT_deleg_in_errors);
+		goto out;
+	}
 	ret = deliver(d.endpoint, d.slot_size, slot, len, n, h->src_node,
 		      &resp, &resp_len);
+	waiting_put(h->src_node);
 	if (ret) {
 		odsm_stat_inc(ODSM_STAT_deleg_in_errors);
 		goto out;
@@ -329,14 +382,30 @@ long odsm_ioc_deleg_call(void __user *uarg)
 	u32 resp_len = 0;
 	long ret;
 
+	/*
+	 * Counted here, as every failure of this call is (odsm_dev.c counts
+	 * it nowhere else): bad arguments too.
+	 */
+	ret = -EFAULT;
 	if (copy_from_user(&a, uarg, sizeof(a)))
-		return -EFAULT;
+		goto bad;
+	ret = -EINVAL;
 	if (a.reserved[0] || a.reserved[1] || !odsm_dslot_size_ok(a.slot_size) ||
 	    a.req_len < ODSM_DSLOT_HDR || a.req_len > a.slot_size)
-		return -EINVAL;
+		goto bad;
+	/*
+	 * An answer may take the whole slot: with less room, one could come
+	 * back too long to copy out after its batch ran, and the client
+	 * would hear an error for a batch that ran.  Refused before it is
+	 * sent.
+	 */
+	ret = -EMSGSIZE;
+	if (a.resp_cap < a.slot_size)
+		goto bad;
+	ret = -ENOMEM;
 	slot = kvzalloc(a.slot_size, GFP_KERNEL);
 	if (!slot)
-		return -ENOMEM;
+		goto bad;
 	odsm_stat_inc(ODSM_STAT_deleg_out_batches);
 	ret = call(&a, slot, &resp, &resp_len);
 	if (!ret && resp_len > a.resp_cap)
@@ -350,6 +419,10 @@ long odsm_ioc_deleg_call(void __user *uarg)
 		odsm_stat_inc(ODSM_STAT_deleg_out_errors);
 	kvfree(resp);
 	kvfree(slot);
+	return ret;
+
+bad:
+	odsm_stat_inc(ODSM_STAT_deleg_out_errors);
 	return ret;
 }
 
@@ -443,11 +516,32 @@ static bool ep_ready(struct deleg_ep *ep)
 	return READ_ONCE(ep->dead) || !list_empty_careful(&ep->queue);
 }
 
+/*
+ * Put the batch of ticket back at the head of the queue, if its deliverer
+ * still waits for it: taken, but its runtime could not be told.
+ */
+static void untake(struct deleg_ep *ep, u64 ticket)
+{
+	struct deleg_item *it;
+
+	mutex_lock(&ep->lock);
+	list_for_each_entry(it, &ep->taken, node) {
+		if (it->ticket == ticket) {
+			list_move(&it->node, &ep->queue);
+			break;
+		}
+	}
+	mutex_unlock(&ep->lock);
+	/* another thread of the runtime may sleep in SERVE meanwhile */
+	wake_up_interruptible(&ep->wq);
+}
+
 long odsm_ioc_deleg_serve(struct file *filp, void __user *uarg)
 {
 	struct odsm_deleg_serve s;
 	struct deleg_item *it;
 	struct deleg_ep *ep;
+	u8 *buf = NULL;
 	long ret = 0, left;
 
 	if (copy_from_user(&s, uarg, sizeof(s)))
@@ -485,6 +579,11 @@ long odsm_ioc_deleg_serve(struct file *filp, void __user *uarg)
 		ret = -EINTR;
 		goto out;
 	}
+	buf = kvmalloc(ep->slot_size, GFP_KERNEL);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	mutex_lock(&ep->lock);
 	it = list_first_entry_or_null(&ep->queue, struct deleg_item, node);
 	if (!it) {
@@ -493,23 +592,27 @@ long odsm_ioc_deleg_serve(struct file *filp, void __user *uarg)
 		goto out;
 	}
 	/*
-	 * Copied under the lock: the item lives on its deliverer's stack,
-	 * which gives it up only under this lock.
+	 * Copied out under the lock (the item lives on its deliverer's
+	 * stack, which gives it up only under this lock), but into the
+	 * kernel: a copy to user memory can wait without bound (a page
+	 * that userfaultfd or FUSE holds), and a deliverer whose time is up
+	 * takes this lock to give up, so it would wait as long.
 	 */
-	if (copy_to_user(u64_to_user_ptr(s.req), it->req, it->req_len)) {
-		mutex_unlock(&ep->lock);
-		ret = -EFAULT;
-		goto out;
-	}
+	memcpy(buf, it->req, it->req_len);
 	it->ticket = ++ep->next_ticket;
 	list_move_tail(&it->node, &ep->taken);
 	s.ticket = it->ticket;
 	s.req_len = it->req_len;
 	s.node = it->from;
 	mutex_unlock(&ep->lock);
-	if (copy_to_user(uarg, &s, sizeof(s)))
+	if (copy_to_user(u64_to_user_ptr(s.req), buf, s.req_len) ||
+	    copy_to_user(uarg, &s, sizeof(s))) {
+		/* the runtime never learnt of it: the next SERVE takes it */
+		untake(ep, s.ticket);
 		ret = -EFAULT;
+	}
 out:
+	kvfree(buf);
 	kref_put(&ep->ref, ep_free);
 	return ret;
 }

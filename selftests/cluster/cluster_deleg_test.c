@@ -6,18 +6,29 @@
  * node, node 0's own included (the module's local path), send batches of
  * increments to it, one ODSM_IOC_DELEG_CALL per batch; every answer is
  * checked with the slot codec (count, tags, statuses) and the total must
- * come out exact.  Then the failures: a batch the client's module refuses
- * as malformed (-EBADMSG, counted), and, once node 0's runtime has gone,
+ * come out exact (a call with too little room for an answer, refused
+ * before it is sent, adds nothing).  Then the failures: a batch the
+ * client's module refuses as malformed (-EBADMSG, counted), bad arguments
+ * (-EINVAL, counted), and, once node 0's runtime has gone,
  * a batch for it fails at once (-ESRCH); and a runtime that dies holding a
  * batch it took fails that batch at once (-EOWNERDEAD), not after a
- * timeout.
+ * timeout; and a runtime whose take of a batch is stuck copying it out
+ * (its buffer a page userfaultfd holds) does not keep the batch's client
+ * past its -ETIMEDOUT; and a local client killed while its batch waits
+ * ends at once; and 64 batches of node 1 waiting for a stalled runtime of
+ * node 0 leave node 1's reads of node 0 served (the rest are -EBUSY).
  *
  * This drives the module's carrying of batches with a minimal runtime of
  * its own (the serving loop below); libodsm's trustees do not use it yet.
  */
 #include <pthread.h>
 #include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include "odsm_cluster.h"
 #include "../../kmod/odsm_dslot.h"
 
@@ -31,8 +42,12 @@
 #define W_DG_READY	271	/* node 0: 1 once the endpoint is bound */
 #define W_DG_GONE	272	/* node 0: 1 once the runtime has gone */
 #define W_DG_READY2	273	/* node 0: 1 once its second runtime is bound */
+#define W_DG_EP3	274	/* node 0: its address is the stuck runtime's */
+#define W_DG_EP4	275	/* node 0: its address is the silent runtime's */
+#define W_DG_EP5	276	/* node 0: its address is the flooded runtime's */
+#define W_DG_READY5	277	/* node 0: 1 once it is bound */
 #define B_HOST		1	/* the barriers' directory: node 1's */
-#define B_DG		20	/* .. 23 */
+#define B_DG		20	/* .. 24 */
 #define SECS		240
 
 FIXTURE(cl)
@@ -198,6 +213,53 @@ static void *client_loop(void *arg)
 }
 
 /*
+ * A client with less room for the answer than a slot (an answer may take
+ * a whole slot) is refused with -EMSGSIZE before its batch is sent: the
+ * batch must not run (the runtime's exact total below checks that), or
+ * the client would hear an error for a batch that ran.
+ */
+static void small_room(struct __test_metadata *_metadata, uint64_t ep)
+{
+	uint8_t req[SLOT] = { 0 }, resp[SLOT];
+	struct odsm_dreq r = { .op = OP_INC, .arg_len = 8, .ret_max = 8,
+			       .kind = ODSM_DREQ_APPLY };
+	struct odsm_dbatch db;
+	struct odsm_deleg_call a = {
+		.endpoint = ep, .req = (uintptr_t)req, .resp = (uintptr_t)resp,
+		.resp_cap = ODSM_DSLOT_HDR, .slot_size = SLOT,
+	};
+	uint64_t one = 1;
+
+	odsm_dbatch_init(&db, req, SLOT);
+	ASSERT_EQ(0, odsm_dbatch_add(&db, &r, &one));
+	odsm_dbatch_seal(&db);
+	a.req_len = ODSM_DSLOT_HDR + db.len;
+	EXPECT_EQ(-1, ioctl(odsm_rt.fd, ODSM_IOC_DELEG_CALL, &a));
+	EXPECT_EQ(EMSGSIZE, errno);
+}
+
+/*
+ * A call with a reserved field set fails with -EINVAL and counts in
+ * deleg_out_errors (sysfs-kernel-odsm: "bad arguments"); odsm_dev.c
+ * counts a DELEG_CALL in bad_ioctls never, so nowhere else would.  No
+ * other program of this node calls meanwhile, so the count is exact.
+ */
+static void bad_args(struct __test_metadata *_metadata, uint64_t ep,
+		     uint8_t *req, uint8_t *resp)
+{
+	struct odsm_deleg_call a = {
+		.endpoint = ep, .req = (uintptr_t)req, .resp = (uintptr_t)resp,
+		.req_len = ODSM_DSLOT_HDR, .resp_cap = SLOT, .slot_size = SLOT,
+		.reserved = { 1 },
+	};
+	uint64_t e0 = c_stat("deleg_out_errors");
+
+	EXPECT_EQ(-1, ioctl(odsm_rt.fd, ODSM_IOC_DELEG_CALL, &a));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(e0 + 1, c_stat("deleg_out_errors"));
+}
+
+/*
  * Node 0's runtime is gone: a batch for it fails at once (-ESRCH), and a
  * malformed one is refused by the client's own module (-EBADMSG).
  */
@@ -230,6 +292,9 @@ static void gone_checks(struct __test_metadata *_metadata, uint64_t ep)
 	EXPECT_EQ(-EBADMSG, ret);
 	EXPECT_LE(m0 + 1, c_stat("deleg_malformed"));
 	EXPECT_LE(e0 + 2, c_stat("deleg_out_errors"));
+
+	/* bad arguments: -EINVAL, counted like every failure of the call */
+	bad_args(_metadata, ep, req, resp);
 }
 
 /*
@@ -280,6 +345,246 @@ static void dies_holding(struct __test_metadata *_metadata, uint64_t ep)
 	       strerror(-ret), (unsigned long long)took);
 }
 
+/*
+ * Node 0 only: a runtime's SERVE takes a batch into a page that
+ * userfaultfd holds, so its copy to user memory waits until the page is
+ * given.  The batch's client (a local one) must still fail with
+ * -ETIMEDOUT after 3/4 of the cluster's timeout, not when the runtime's
+ * copy ends: the page is given only after three timeouts.
+ */
+struct stuck_serve {
+	int fd;
+	void *page;
+	int ret, err;
+};
+
+static void *stuck_serve_loop(void *arg)
+{
+	struct stuck_serve *ss = arg;
+	struct odsm_deleg_serve a = { .req = (uintptr_t)ss->page,
+				      .timeout_ms = 60000 };
+
+	ss->ret = ioctl(ss->fd, ODSM_IOC_DELEG_SERVE, &a);
+	ss->err = errno;
+	return NULL;
+}
+
+struct stuck_client {
+	uint64_t ep;
+	int ret;
+	volatile int done;
+};
+
+static void *stuck_client_loop(void *arg)
+{
+	struct stuck_client *sc = arg;
+	static uint8_t req[SLOT], resp[SLOT];
+	struct odsm_dreq r = { .op = OP_INC, .arg_len = 8, .ret_max = 8,
+			       .kind = ODSM_DREQ_APPLY };
+	struct odsm_dbatch db;
+	uint64_t one = 1;
+	uint32_t rlen;
+
+	odsm_dbatch_init(&db, req, SLOT);
+	odsm_dbatch_add(&db, &r, &one);
+	odsm_dbatch_seal(&db);
+	sc->ret = send_batch(sc->ep, req, ODSM_DSLOT_HDR + db.len, resp,
+			     &rlen);
+	sc->done = 1;
+	return NULL;
+}
+
+static void stuck_copy(struct __test_metadata *_metadata)
+{
+	struct stuck_client sc = { .ep = c_word(0, W_DG_EP3) };
+	struct odsm_deleg_bind bd = { .endpoint = sc.ep, .slot_size = SLOT };
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	struct stuck_serve ss = { .ret = -1 };
+	struct uffdio_zeropage zp = { 0 };
+	uint64_t t0, took, give = 3ULL * C.timeout_ms;
+	pthread_t st, ct;
+	int uffd;
+
+	if (C.self != 0)
+		return;
+	uffd = syscall(__NR_userfaultfd, O_CLOEXEC);
+	ASSERT_LE(0, uffd) {
+		TH_LOG("userfaultfd: %s", strerror(errno));
+	}
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
+	ss.page = mmap(NULL, SLOT < 4096 ? 4096 : SLOT, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ss.page);
+	reg.range.start = (uintptr_t)ss.page;
+	reg.range.len = SLOT < 4096 ? 4096 : SLOT;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
+	zp.range = reg.range;
+
+	ss.fd = open("/dev/odsm", O_RDWR);
+	ASSERT_LE(0, ss.fd);
+	ASSERT_EQ(0, ioctl(ss.fd, ODSM_IOC_DELEG_BIND, &bd));
+	ASSERT_EQ(0, pthread_create(&st, NULL, stuck_serve_loop, &ss));
+	t0 = c_now_ms();
+	ASSERT_EQ(0, pthread_create(&ct, NULL, stuck_client_loop, &sc));
+	while (!sc.done && c_now_ms() - t0 < give)
+		usleep(10000);
+	took = c_now_ms() - t0;
+	/* give the page: the runtime's copy ends, so does a stuck client */
+	EXPECT_EQ(0, ioctl(uffd, UFFDIO_ZEROPAGE, &zp));
+	pthread_join(ct, NULL);
+	pthread_join(st, NULL);
+	close(uffd);
+	EXPECT_EQ(-ETIMEDOUT, sc.ret);
+	EXPECT_GT((uint64_t)C.timeout_ms, took);
+	TH_LOG("client of a runtime stuck in its copy: %s after %llu ms%s",
+	       strerror(-sc.ret), (unsigned long long)took,
+	       sc.done ? "" : " (still waiting when the page was given)");
+	/* the runtime got the batch, whose client had gone by then */
+	EXPECT_EQ(0, ss.ret) {
+		TH_LOG("serve: %s", strerror(ss.err));
+	}
+	close(ss.fd);
+	munmap(ss.page, SLOT < 4096 ? 4096 : SLOT);
+}
+
+/*
+ * Node 0 only: a local client killed while its batch waits for a runtime
+ * that never answers ends at once, not when the batch times out (3/4 of
+ * the cluster's timeout later): its process is reaped within a quarter
+ * of the timeout (TCG guests are slow to tear a process down).
+ */
+static void killed_client(struct __test_metadata *_metadata)
+{
+	uint64_t ep = c_word(0, W_DG_EP4);
+	struct odsm_deleg_bind bd = { .endpoint = ep, .slot_size = SLOT };
+	uint8_t req[SLOT] = { 0 }, resp[SLOT];
+	struct odsm_dreq r = { .op = OP_INC, .arg_len = 8, .ret_max = 8,
+			       .kind = ODSM_DREQ_APPLY };
+	struct odsm_dbatch db;
+	uint64_t one = 1, t0, took;
+	uint32_t rlen;
+	int fd, st;
+	pid_t pid;
+
+	if (C.self != 0)
+		return;
+	fd = open("/dev/odsm", O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ioctl(fd, ODSM_IOC_DELEG_BIND, &bd));
+	odsm_dbatch_init(&db, req, SLOT);
+	ASSERT_EQ(0, odsm_dbatch_add(&db, &r, &one));
+	odsm_dbatch_seal(&db);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(send_batch(ep, req, ODSM_DSLOT_HDR + db.len, resp,
+				 &rlen) ? 1 : 0);
+	usleep(300000);		/* in its call, its batch queued */
+	t0 = c_now_ms();
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	took = c_now_ms() - t0;
+	EXPECT_TRUE(WIFSIGNALED(st));
+	EXPECT_GT((uint64_t)C.timeout_ms / 4, took);
+	TH_LOG("a client killed in its call: reaped after %llu ms",
+	       (unsigned long long)took);
+	close(fd);
+}
+
+/*
+ * Node 1 sends FLOOD batches at once to a runtime of node 0 that never
+ * answers (each waits there up to 3/4 of the timeout), as many clients of
+ * a stalled runtime do, and reads a word of node 0 meanwhile.  The reads
+ * must all succeed: the waiting batches may not take every request node 1
+ * may have in flight at node 0 (ODSM_PEER_REQS_MAX, 64), so past a bound
+ * node 0 answers the rest -EBUSY at once.
+ */
+#define FLOOD	64
+
+struct flood_client {
+	pthread_t tid;
+	uint64_t ep;
+	int ret;
+};
+
+static void *flood_loop(void *arg)
+{
+	struct flood_client *f = arg;
+	uint8_t req[SLOT] = { 0 }, resp[SLOT];
+	struct odsm_dreq r = { .op = OP_INC, .arg_len = 8, .ret_max = 8,
+			       .kind = ODSM_DREQ_APPLY };
+	struct odsm_dbatch db;
+	uint64_t one = 1;
+	uint32_t rlen;
+
+	odsm_dbatch_init(&db, req, SLOT);
+	odsm_dbatch_add(&db, &r, &one);
+	odsm_dbatch_seal(&db);
+	f->ret = send_batch(f->ep, req, ODSM_DSLOT_HDR + db.len, resp, &rlen);
+	return NULL;
+}
+
+static void stalled_runtime(struct __test_metadata *_metadata)
+{
+	uint64_t ep = c_word(0, W_DG_EP5), b0, v, t0;
+	struct flood_client fc[FLOOD];
+	unsigned int i, busy = 0, timedout = 0, reads = 0, bad_reads = 0;
+	int fd = -1, ret, first_bad = 0;
+
+	if (C.self == 0) {
+		struct odsm_deleg_bind bd = { .endpoint = ep,
+					      .slot_size = SLOT };
+
+		fd = open("/dev/odsm", O_RDWR);
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, ioctl(fd, ODSM_IOC_DELEG_BIND, &bd));
+		ASSERT_EQ(0, c_put(0, W_DG_READY5, 1));
+	}
+	if (C.self == 1) {
+		ASSERT_EQ(0, c_poll(0, W_DG_READY5, 1, SECS, NULL));
+		b0 = c_stat("deleg_out_batches");
+		for (i = 0; i < FLOOD; i++) {
+			fc[i] = (struct flood_client){ .ep = ep };
+			ASSERT_EQ(0, pthread_create(&fc[i].tid, NULL,
+						    flood_loop, &fc[i]));
+		}
+		/* every batch sent (counted before it goes), then some */
+		t0 = c_now_ms();
+		while (c_stat("deleg_out_batches") < b0 + FLOOD &&
+		       c_now_ms() - t0 < C.timeout_ms / 4)
+			c_sleep_ms(10);
+		c_sleep_ms(200);
+		/* node 0's word, read while the batches wait there */
+		t0 = c_now_ms();
+		while (c_now_ms() - t0 < C.timeout_ms / 4) {
+			ret = c_get(0, W_DG_READY5, &v);
+			reads++;
+			if (ret) {
+				bad_reads++;
+				first_bad = first_bad ? first_bad : ret;
+			}
+			c_sleep_ms(20);
+		}
+		for (i = 0; i < FLOOD; i++) {
+			pthread_join(fc[i].tid, NULL);
+			busy += fc[i].ret == -EBUSY;
+			timedout += fc[i].ret == -ETIMEDOUT;
+		}
+		EXPECT_EQ(0U, bad_reads) {
+			TH_LOG("%u of %u reads failed, the first with %s",
+			       bad_reads, reads, strerror(-first_bad));
+		}
+		EXPECT_EQ((unsigned int)FLOOD, busy + timedout);
+		EXPECT_LT(0U, busy);
+		TH_LOG("%u batches for a stalled runtime: %u -EBUSY, %u -ETIMEDOUT; %u of %u reads of its node failed",
+		       FLOOD, busy, timedout, bad_reads, reads);
+	}
+	ASSERT_EQ(0, c_barrier(B_HOST, B_DG + 4, C.nodes, SECS));
+	if (fd >= 0)
+		close(fd);
+}
+
 TEST_F(cl, counter_exact)
 {
 	struct client cs[THREADS];
@@ -324,6 +629,7 @@ TEST_F(cl, counter_exact)
 	}
 	EXPECT_EQ(0U, bad);
 	EXPECT_LE(b0 + THREADS * BATCHES, c_stat("deleg_out_batches"));
+	small_room(_metadata, ep);
 
 	/* every node's clients are done: the total must be exact */
 	ASSERT_EQ(0, c_barrier(B_HOST, B_DG + 1, C.nodes, SECS));
@@ -350,7 +656,10 @@ TEST_F(cl, counter_exact)
 	gone_checks(_metadata, ep);
 	ASSERT_EQ(0, c_barrier(B_HOST, B_DG + 2, C.nodes, SECS));
 	dies_holding(_metadata, ep);
+	stuck_copy(_metadata);
+	killed_client(_metadata);
 	ASSERT_EQ(0, c_barrier(B_HOST, B_DG + 3, C.nodes, SECS));
+	stalled_runtime(_metadata);
 }
 
 TEST_HARNESS_MAIN

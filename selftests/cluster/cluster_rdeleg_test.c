@@ -47,7 +47,7 @@
 #define W_RD_KGO	290	/* node 1: 1 once its launch is out */
 #define W_RD_DROP	291	/* node 1: 1 once it dropped its node-0 counter */
 #define B_HOST		1
-#define B_RD		24	/* .. 28 */
+#define B_RD		14	/* .. 18 (cluster_deleg_test has 20 .. 24) */
 #define SECS		240
 
 /* the objects: 0 node 0's counter, 1 node 0's map, 2 node 1's counter,

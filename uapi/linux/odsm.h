@@ -465,7 +465,9 @@ struct odsm_deleg_bind {
  * the answer is unusable), -ESRCH (no runtime serves endpoint),
  * -EOWNERDEAD (it went while the batch was out), -EHOSTDOWN, -ETIMEDOUT
  * (its node is down, or did not answer within the cluster's timeout),
- * -EMSGSIZE (resp_cap too small), -EINVAL, -EFAULT.
+ * -EBUSY (too many batches of this node wait there already: not sent on),
+ * -EMSGSIZE (resp_cap below slot_size, which an answer may take whole:
+ * refused before the batch is sent), -EINVAL, -EFAULT.
  */
 struct odsm_deleg_call {
 	__u64 endpoint;
