@@ -34,6 +34,7 @@
 #include "odsm_cluster.h"
 #include "odsm_faults.h"
 #include "fake_peer.h"
+#include "fake_node.h"
 
 /* directory words, beyond the flood programs' 200 .. 242 */
 enum {
@@ -204,38 +205,6 @@ static int be_home(struct fake_peer *fp, struct home *hm, unsigned int stop)
 	return -ETIMEDOUT;
 }
 
-/*
- * Dial node 0 as the fake node, incarnation inc, and wait until node 0
- * serves a READ on the new connection: then it counts that incarnation
- * up.  0 or -errno.
- */
-static int come_up(struct fake_peer *fp, uint64_t inc)
-{
-	struct odsm_peer_info p[ODSM_MAX_NODES];
-	struct sockaddr_in to = { .sin_family = AF_INET };
-	unsigned int nr = ODSM_MAX_NODES;
-	uint8_t b[8];
-	int32_t st = 0;
-	uint64_t seq;
-	int ret;
-
-	ret = odsm_status(p, &nr, NULL);
-	if (ret)
-		return ret;
-	to.sin_addr.s_addr = p[0].ipv4;
-	to.sin_port = htons((uint16_t)C.port);
-	fp_init(fp, C.nodes - 1, C.nodes, C.in.heap_base, C.in.part_size);
-	fp->inc = inc;
-	ret = fp_connect(fp, 0, &to, inet_addr(getenv("ODSM_FAKE_IP")));
-	if (ret)
-		return ret;
-	seq = fp_read_req(fp, c_word(0, W_MAGIC), 8);
-	if (!seq)
-		return -EIO;
-	ret = fp_reply(fp, seq, &st, b, sizeof(b), 30);
-	return ret ?: st;
-}
-
 static void fake_home(struct __test_metadata *_metadata)
 {
 	struct fake_peer fp;
@@ -244,7 +213,7 @@ static void fake_home(struct __test_metadata *_metadata)
 	int ret;
 
 	ASSERT_EQ(0, c_poll(0, W_HR_READY, 1, 120, NULL));
-	ret = come_up(&fp, inc1);
+	ret = c_fake_node_up(&fp, inc1);
 	ASSERT_EQ(0, ret) TH_LOG("incarnation 1: %s", strerror(-ret));
 	ASSERT_EQ(0, c_put(C.self, W_HR_UP, 1));
 	ret = be_home(&fp, &hm, W_HR_HELD);
@@ -255,7 +224,7 @@ static void fake_home(struct __test_metadata *_metadata)
 	/* the restart: the old connection goes, a new incarnation dials */
 	fp_close(&fp);
 	hm = (struct home){ .inc = 2 };
-	ret = come_up(&fp, inc1 + 0x100);
+	ret = c_fake_node_up(&fp, inc1 + 0x100);
 	ASSERT_EQ(0, ret) TH_LOG("incarnation 2: %s", strerror(-ret));
 	ASSERT_EQ(0, c_put(C.self, W_HR_UP, 2));
 	ret = be_home(&fp, &hm, W_HR_DONE);
@@ -415,15 +384,7 @@ static void target(struct __test_metadata *_metadata)
 
 TEST_F_TIMEOUT(cl, restarted_home, 600)
 {
-	C_BEGIN();
-	if (C.transport != ODSM_TRANSPORT_TCP)
-		SKIP(return, "the cluster does not run over TCP");
-	if (!getenv("ODSM_FAKE_IP") || !*getenv("ODSM_FAKE_IP"))
-		SKIP(return, "no fake node in this cluster (rig.fake_peer=1)");
-	if (C.self > 1)
-		SKIP(return, "only node 0 (the module under test) and node 1 (the fake home's host)");
-	ASSERT_EQ(0, c_dir_wait(0, 120));
-	ASSERT_EQ(0, c_dir_wait(1, 120));
+	C_FAKE_NODE_BEGIN();
 	if (C.self == 0)
 		target(_metadata);
 	else

@@ -17,6 +17,7 @@
 #include <sys/time.h>
 #include "odsm_cluster.h"
 #include "fake_peer.h"
+#include "fake_node.h"
 
 #define RQ_READS	64
 #define RQ_WRITES	384		/* 96 MiB of payload */
@@ -52,21 +53,15 @@ static uint64_t mem_available(void)
 
 static void flooder(struct __test_metadata *_metadata)
 {
-	struct odsm_peer_info p[ODSM_MAX_NODES];
-	unsigned int nr = ODSM_MAX_NODES, i, reads = 0, writes = 0;
-	struct sockaddr_in to = { .sin_family = AF_INET };
+	unsigned int i, reads = 0, writes = 0;
 	struct timeval tv = { .tv_sec = 30 };
 	struct fake_peer fp;
 	uint64_t obj, v, t0;
 	int ret;
 
-	ASSERT_EQ(0, odsm_status(p, &nr, NULL));
-	to.sin_addr.s_addr = p[0].ipv4;
-	to.sin_port = htons((uint16_t)C.port);
 	ASSERT_EQ(0, c_poll(0, W_RQ_OBJ, 0, 120, &obj));
 
-	fp_init(&fp, C.nodes - 1, C.nodes, C.in.heap_base, C.in.part_size);
-	ret = fp_connect(&fp, 0, &to, inet_addr(getenv("ODSM_FAKE_IP")));
+	ret = c_fake_node_dial(&fp, 0);
 	ASSERT_EQ(0, ret) {
 		TH_LOG("the fake node %u could not complete a handshake with node 0: %s",
 		       C.nodes - 1, strerror(-ret));
@@ -134,15 +129,7 @@ static void target(struct __test_metadata *_metadata)
 
 TEST_F_TIMEOUT(cl, request_flood, 600)
 {
-	C_BEGIN();
-	if (C.transport != ODSM_TRANSPORT_TCP)
-		SKIP(return, "the cluster does not run over TCP");
-	if (!getenv("ODSM_FAKE_IP") || !*getenv("ODSM_FAKE_IP"))
-		SKIP(return, "no fake node in this cluster (rig.fake_peer=1)");
-	if (C.self > 1)
-		SKIP(return, "only node 0 (target) and node 1 (the fake node's host)");
-	ASSERT_EQ(0, c_dir_wait(0, 120));
-	ASSERT_EQ(0, c_dir_wait(1, 120));
+	C_FAKE_NODE_BEGIN();
 	if (C.self == 0)
 		target(_metadata);
 	else
