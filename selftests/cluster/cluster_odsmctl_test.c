@@ -149,7 +149,8 @@ TEST(top)
 	p = strstr(p + 1, "--- odsmctl top ");
 	ASSERT_NE(NULL, p) TH_LOG("%s", out);
 	EXPECT_EQ(NULL, strstr(p + 1, "--- odsmctl top "));
-	EXPECT_NE(NULL, strstr(out, "per second over the last 1.0 s"));
+	/* the interval measured: 1.0 s asked, more on a slow (KASAN) guest */
+	EXPECT_NE(NULL, strstr(out, "per second over the last ")) TH_LOG("%s", out);
 	/* its heartbeats keep the cluster's counters moving */
 	EXPECT_NE(NULL, strstr(out, "msgs_tx")) TH_LOG("%s", out);
 }
