@@ -138,13 +138,7 @@ fi
 # ---- fuzzers ----------------------------------------------------------------------
 if want fuzz; then
 	step "fuzz $k: ioctl and wire fuzzers"
-	FUZZ_LOGS=$LOGS tools/fuzz/run.sh --short -k "$k" -i "$img" >"$LOGS/fuzz.txt" 2>&1
-	rc=$?
-	grep -vE '^(== |fuzz: [0-9]+ passed)' "$LOGS/fuzz.txt"
-	p=$(grep -c '^ok: ' "$LOGS/fuzz.txt")
-	f=$(grep -c '^not ok: ' "$LOGS/fuzz.txt")
-	[ "$rc" = 0 ] || [ "$f" != 0 ] || f=1
-	suite_end fuzz "$p" "$f"
+	FUZZ_LOGS=$LOGS fuzz_suite "$LOGS/fuzz.txt" -k "$k" -i "$img"
 fi
 
 echo "check-debug: $(($(date +%s) - t_start)) s"

@@ -45,6 +45,21 @@ counted_suite() {	# name log ok-pattern bad-pattern command...
 	suite_end "$name" "$p" "$f"
 }
 
+# The fuzz suite: tools/fuzz/run.sh --short with ARGS, its output in LOG
+# (shown but for its headings and summary); its "ok: " and "not ok: "
+# lines count, and a run that fails with none failed counts as one.
+fuzz_suite() {	# log run.sh-args...
+	local log=$1 rc p f
+	shift
+	progress_run tools/fuzz/run.sh --short "$@" >"$log" 2>&1
+	rc=$?
+	grep -vE '^(== |fuzz: [0-9]+ passed)' "$log"
+	p=$(grep -c '^ok: ' "$log")
+	f=$(grep -c '^not ok: ' "$log")
+	[ "$rc" = 0 ] || [ "$f" != 0 ] || f=1
+	suite_end fuzz "$p" "$f"
+}
+
 # One run of the VM rig, counted into the suite being run (s_pass, s_fail):
 # scenario SCEN on N guests of kernel KVER booted from $img, run.sh's
 # output in RUNLOG, more run.sh options after the fixed arguments.  Each

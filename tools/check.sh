@@ -267,13 +267,7 @@ if [ ${#KVERS[@]} -gt 0 ]; then
 	step "fuzz $k: ioctl and wire fuzzers in debug-booted guests"
 	fimg=build/vm/check-$k.cpio.gz
 	[ -f "$fimg" ] || fimg=""
-	progress_run tools/fuzz/run.sh --short -k "$k" ${fimg:+-i "$fimg"} >"$LOGS/fuzz.txt" 2>&1
-	rc=$?
-	grep -vE '^(== |fuzz: [0-9]+ passed)' "$LOGS/fuzz.txt"
-	p=$(grep -c '^ok: ' "$LOGS/fuzz.txt")
-	f=$(grep -c '^not ok: ' "$LOGS/fuzz.txt")
-	[ "$rc" = 0 ] || [ "$f" != 0 ] || f=1
-	suite_end fuzz "$p" "$f"
+	fuzz_suite "$LOGS/fuzz.txt" -k "$k" ${fimg:+-i "$fimg"}
 fi
 
 echo "check: $(( $(date +%s) - t_start )) s, $progress_n steps"
