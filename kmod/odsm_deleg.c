@@ -162,46 +162,74 @@ static void item_finish(struct deleg_item *it, int status)
 }
 
 /*
- * Validate a request batch of len bytes copied into slot (slot_size bytes,
- * zero past len): its record count, or -EBADMSG.  The batch is checked
- * whole before anything of it is handed on, with the same checker the
- * trustee runs on a slot.
+ * Validate a request batch of *len bytes copied into slot (slot_size
+ * bytes, zero past *len): its record count, or -EBADMSG.  The batch is
+ * checked whole before anything of it is handed on, with the same checker
+ * the trustee runs on a slot.  *len becomes the batch's own length and the
+ * bytes past it are zeroed: what no record accounts for is neither carried
+ * to another node nor shown to a runtime.
  */
-static int batch_check(const u8 *slot, u32 slot_size, u32 len)
+static int batch_check(u8 *slot, u32 slot_size, u32 *len)
 {
 	struct odsm_dreq_view *v;
 	struct odsm_dslot_hdr h;
-	u32 max = odsm_dslot_max_count(slot_size), n = 0;
+	u32 max = odsm_dslot_max_count(slot_size), n = 0, end;
 	int ret;
 
 	memcpy(&h, slot, sizeof(h));
 	/* what lies past len was not sent: the header must not reach it */
-	if (len < ODSM_DSLOT_HDR || h.len > len - ODSM_DSLOT_HDR)
+	if (*len < ODSM_DSLOT_HDR || h.len > *len - ODSM_DSLOT_HDR)
 		return -EBADMSG;
 	v = kvmalloc_array(max, sizeof(*v), GFP_KERNEL);
 	if (!v)
 		return -ENOMEM;
 	ret = odsm_dslot_parse_req(slot, slot_size, v, max, &n);
 	kvfree(v);
-	return ret ? ret : n;
+	if (ret)
+		return ret;
+	end = ODSM_DSLOT_HDR + h.len;
+	memset(slot + end, 0, *len - end);
+	*len = end;
+	return n;
 }
 
-/* Validate a response batch (len bytes in slot) answering count requests. */
-static int resp_check(const u8 *slot, u32 slot_size, u32 len, u32 count)
+/*
+ * Validate a response batch (len bytes in resp) answering the count
+ * requests of the validated batch req: well formed, and every result in
+ * its request's place and within the room that request gave (ret_max).
+ * The client's library checks the same; the module checks it so that a
+ * runtime or a peer that answers out of bounds is refused and counted
+ * here, whatever client is listening.
+ */
+static int resp_check(const u8 *resp, const u8 *req, u32 slot_size, u32 len,
+		      u32 count)
 {
-	struct odsm_dresp_view *v;
+	struct odsm_dresp_view *rv;
+	struct odsm_dreq_view *qv;
 	struct odsm_dslot_hdr h;
 	s32 status;
+	u32 n = 0;
 	int ret;
 
-	memcpy(&h, slot, sizeof(h));
+	memcpy(&h, resp, sizeof(h));
 	if (len < ODSM_DSLOT_HDR || h.len > len - ODSM_DSLOT_HDR)
 		return -EBADMSG;
-	v = kvmalloc_array(count ? count : 1, sizeof(*v), GFP_KERNEL);
-	if (!v)
-		return -ENOMEM;
-	ret = odsm_dslot_parse_resp(slot, slot_size, count, v, &status);
-	kvfree(v);
+	rv = kvmalloc_array(count ? count : 1, sizeof(*rv), GFP_KERNEL);
+	qv = kvmalloc_array(count ? count : 1, sizeof(*qv), GFP_KERNEL);
+	ret = -ENOMEM;
+	if (!rv || !qv)
+		goto out;
+	ret = odsm_dslot_parse_resp(resp, slot_size, count, rv, &status);
+	if (ret || status)
+		goto out;	/* a refused batch has no records to match */
+	ret = odsm_dslot_parse_req(req, slot_size, qv, count, &n);
+	if (!ret && n != count)
+		ret = -EBADMSG;
+	if (!ret)
+		ret = odsm_dslot_answers(qv, rv, count);
+out:
+	kvfree(qv);
+	kvfree(rv);
 	return ret;
 }
 
@@ -296,7 +324,7 @@ static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	if (!slot)
 		return -ENOMEM;
 	memcpy(slot, payload + ODSM_WIRE_DELEG_SIZE, len);
-	n = batch_check(slot, d.slot_size, len);
+	n = batch_check(slot, d.slot_size, &len);
 	if (n < 0) {
 		/* answered, not run: its sender must not wait for nothing */
 		if (n == -EBADMSG)
@@ -337,12 +365,13 @@ static long call(struct odsm_deleg_call *a, u8 *slot, u8 **resp,
 		.endpoint = a->endpoint, .slot_size = a->slot_size,
 	};
 	u8 fixed[ODSM_WIRE_DELEG_SIZE];
+	u32 len = a->req_len;
 	bool local;
 	int node, n, ret;
 
-	if (copy_from_user(slot, u64_to_user_ptr(a->req), a->req_len))
+	if (copy_from_user(slot, u64_to_user_ptr(a->req), len))
 		return -EFAULT;
-	n = batch_check(slot, a->slot_size, a->req_len);
+	n = batch_check(slot, a->slot_size, &len);
 	if (n == -EBADMSG)
 		odsm_stat_inc(ODSM_STAT_deleg_malformed);
 	if (n < 0)
@@ -351,7 +380,7 @@ static long call(struct odsm_deleg_call *a, u8 *slot, u8 **resp,
 	if (node < 0)
 		return node;
 	if (local)
-		return deliver(a->endpoint, a->slot_size, slot, a->req_len, n,
+		return deliver(a->endpoint, a->slot_size, slot, len, n,
 			       node, resp, resp_len);
 
 	*resp = kvmalloc(a->slot_size, GFP_KERNEL);
@@ -359,18 +388,17 @@ static long call(struct odsm_deleg_call *a, u8 *slot, u8 **resp,
 		return -ENOMEM;
 	odsm_wire_put_deleg(fixed, &d);
 	ret = odsm_rpc(node, ODSM_MSG_DELEG, fixed, sizeof(fixed), slot,
-		       a->req_len, *resp, a->slot_size, resp_len);
+		       len, *resp, a->slot_size, resp_len);
 	if (ret)
 		return ret;
 	/* what came back is the network's: check it as the client would */
 	memset(*resp + *resp_len, 0, a->slot_size - *resp_len);
-	ret = resp_check(*resp, a->slot_size, *resp_len, n);
+	ret = resp_check(*resp, slot, a->slot_size, *resp_len, n);
 	if (ret == -EBADMSG)
 		odsm_stat_inc(ODSM_STAT_deleg_malformed);
 	if (!ret) {
 		odsm_stat_add(ODSM_STAT_deleg_out_requests, n);
-		odsm_stat_add(ODSM_STAT_deleg_out_bytes,
-			      a->req_len + *resp_len);
+		odsm_stat_add(ODSM_STAT_deleg_out_bytes, len + *resp_len);
 	}
 	return ret;
 }
@@ -489,7 +517,8 @@ static long answer(struct deleg_ep *ep, u64 done, const void __user *uresp,
 	list_for_each_entry(it, &ep->taken, node) {
 		if (it->ticket != done)
 			continue;
-		ret = resp_check(resp, ep->slot_size, len, it->count);
+		ret = resp_check(resp, it->req, ep->slot_size, len,
+				 it->count);
 		if (ret) {
 			if (ret == -EBADMSG)
 				odsm_stat_inc(ODSM_STAT_deleg_malformed);

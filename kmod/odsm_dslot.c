@@ -201,3 +201,14 @@ int odsm_dslot_parse_resp(const void *slot, u32 slot_size, u32 count,
 	}
 	return off == end ? 0 : -EBADMSG;
 }
+
+int odsm_dslot_answers(const struct odsm_dreq_view *q,
+		       const struct odsm_dresp_view *r, u32 n)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++)
+		if (r[i].tag != q[i].tag || r[i].ret_len > q[i].ret_max)
+			return -EBADMSG;
+	return 0;
+}

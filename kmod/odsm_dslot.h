@@ -131,4 +131,14 @@ struct odsm_dresp_view {
 int odsm_dslot_parse_resp(const void *slot, u32 slot_size, u32 count,
 			  struct odsm_dresp_view *v, s32 *status);
 
+/*
+ * Whether the n validated responses r answer the n validated requests q:
+ * each in its request's place (the same tag) and no longer than the room
+ * its request gave (ret_max).  The response parser alone cannot know
+ * either; a client, and the module carrying a batch between nodes, check
+ * both before a result reaches anyone.  0 or -EBADMSG.
+ */
+int odsm_dslot_answers(const struct odsm_dreq_view *q,
+		       const struct odsm_dresp_view *r, u32 n);
+
 #endif /* _ODSM_DSLOT_H */

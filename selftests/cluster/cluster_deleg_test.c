@@ -37,6 +37,8 @@
 #define PER_BATCH	8	/* increments per batch */
 #define SLOT		1024
 #define OP_INC		0x9e3779b97f4a7c15ULL	/* any id but 0 */
+#define OP_LEN		0x5851f42d4c957f2dULL	/* answers the req_len it got */
+#define OP_OVERLONG	0x14057b7ef767814fULL	/* answers ret_max + 8 bytes */
 
 #define W_DG_EP		270	/* node 0: its address is the endpoint */
 #define W_DG_READY	271	/* node 0: 1 once the endpoint is bound */
@@ -71,11 +73,18 @@ struct server {
 	volatile int stop;
 	uint64_t counter;
 	uint64_t batches, bad;
+	uint64_t probes;	/* batches of answer_bounds(), not counted */
+	uint64_t refused;	/* answers the module refused */
 	int err;
 };
 
-/* Answer a batch of OP_INC requests into resp; its length. */
-static uint32_t run_batch(struct server *s, const uint8_t *req, uint8_t *resp)
+/*
+ * Answer a batch of OP_INC requests into resp; its length.  A batch of
+ * answer_bounds() (one OP_LEN or OP_OVERLONG request) is answered as that
+ * asks, and counted apart.
+ */
+static uint32_t run_batch(struct server *s, const uint8_t *req,
+			  uint32_t req_len, uint8_t *resp)
 {
 	struct odsm_dreq_view v[64];
 	struct odsm_drbatch rb;
@@ -92,6 +101,16 @@ static uint32_t run_batch(struct server *s, const uint8_t *req, uint8_t *resp)
 		uint64_t d;
 
 		ret = odsm_drbatch_ret(&rb, v[i].ret_max);
+		if (n == 1 && (v[i].op == OP_LEN || v[i].op == OP_OVERLONG)) {
+			uint64_t got = req_len;
+
+			s->probes++;
+			memset(ret, 0, v[i].ret_max + 8);
+			memcpy(ret, &got, 8);
+			odsm_drbatch_add(&rb, 0, v[i].tag, v[i].op == OP_LEN ?
+					 8 : v[i].ret_max + 8);
+			continue;
+		}
 		if (v[i].op != OP_INC || v[i].arg_len != 8 || v[i].ret_max < 8) {
 			odsm_drbatch_add(&rb, -EBADRQC, v[i].tag, 0);
 			continue;
@@ -117,6 +136,10 @@ static void *serve_loop(void *arg)
 	while (!s->stop) {
 		ret = ioctl(s->fd, ODSM_IOC_DELEG_SERVE, &a);
 		a.done = 0;
+		if (ret && errno == EBADMSG) {
+			s->refused++;	/* its last answer: OP_OVERLONG's */
+			continue;
+		}
 		if (ret && errno != EAGAIN && errno != EINTR) {
 			s->err = -errno;
 			break;
@@ -125,7 +148,7 @@ static void *serve_loop(void *arg)
 			continue;
 		s->batches++;
 		a.done = a.ticket;
-		a.resp_len = run_batch(s, req, resp);
+		a.resp_len = run_batch(s, req, a.req_len, resp);
 	}
 	return NULL;
 }
@@ -236,6 +259,51 @@ static void small_room(struct __test_metadata *_metadata, uint64_t ep)
 	a.req_len = ODSM_DSLOT_HDR + db.len;
 	EXPECT_EQ(-1, ioctl(odsm_rt.fd, ODSM_IOC_DELEG_CALL, &a));
 	EXPECT_EQ(EMSGSIZE, errno);
+}
+
+/*
+ * What the module carries is bounded by the batch itself, both ways: the
+ * bytes a client passes past its batch's own length (the header's len)
+ * never reach the runtime, and an answer longer than its request's room
+ * (ret_max) is refused (-EBADMSG, counted as malformed on the runtime's
+ * node) whatever the client's library would have made of it.
+ */
+static void answer_bounds(struct __test_metadata *_metadata, uint64_t ep)
+{
+	uint8_t req[SLOT] = { 0 }, resp[SLOT];
+	struct odsm_dreq r = { .op = OP_LEN, .ret_max = 8,
+			       .kind = ODSM_DREQ_APPLY };
+	struct odsm_dresp_view v[1];
+	struct odsm_dbatch db;
+	uint64_t got = 0, m0 = c_stat("deleg_malformed");
+	uint32_t rlen = 0, len;
+	int32_t st = 1;
+	int ret;
+
+	odsm_dbatch_init(&db, req, SLOT);
+	ASSERT_EQ(0, odsm_dbatch_add(&db, &r, NULL));
+	odsm_dbatch_seal(&db);
+	len = ODSM_DSLOT_HDR + db.len;
+	memset(req + len, 0xa5, 64);		/* not the batch's */
+	ret = send_batch(ep, req, len + 64, resp, &rlen);
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, odsm_dslot_parse_resp(resp, SLOT, 1, v, &st));
+	ASSERT_EQ(0, st);
+	ASSERT_EQ(8U, v[0].ret_len);
+	memcpy(&got, resp + v[0].ret_off, 8);
+	EXPECT_EQ(len, got) {
+		TH_LOG("the runtime got %llu bytes of a %u-byte batch",
+		       (unsigned long long)got, len);
+	}
+
+	r.op = OP_OVERLONG;
+	odsm_dbatch_init(&db, req, SLOT);
+	ASSERT_EQ(0, odsm_dbatch_add(&db, &r, NULL));
+	odsm_dbatch_seal(&db);
+	ret = send_batch(ep, req, ODSM_DSLOT_HDR + db.len, resp, &rlen);
+	EXPECT_EQ(-EBADMSG, ret);
+	if (C.self == 0)	/* the runtime's node refused it */
+		EXPECT_LE(m0 + 1, c_stat("deleg_malformed"));
 }
 
 /*
@@ -635,6 +703,7 @@ TEST_F(cl, counter_exact)
 	EXPECT_EQ(0U, bad);
 	EXPECT_LE(b0 + THREADS * BATCHES, c_stat("deleg_out_batches"));
 	small_room(_metadata, ep);
+	answer_bounds(_metadata, ep);
 
 	/* every node's clients are done: the total must be exact */
 	ASSERT_EQ(0, c_barrier(B_HOST, B_DG + 1, C.nodes, SECS));
@@ -647,7 +716,10 @@ TEST_F(cl, counter_exact)
 		EXPECT_EQ(0, s.err);
 		EXPECT_EQ(0U, s.bad);
 		EXPECT_EQ(want, s.counter);
-		EXPECT_EQ((uint64_t)C.nodes * THREADS * BATCHES, s.batches);
+		EXPECT_EQ((uint64_t)C.nodes * THREADS * BATCHES,
+			  s.batches - s.probes);
+		EXPECT_EQ((uint64_t)C.nodes * 2, s.probes);
+		EXPECT_EQ((uint64_t)C.nodes, s.refused);
 		TH_LOG("counter %llu of %u nodes x %u threads x %u batches x %u; in_batches %llu",
 		       (unsigned long long)s.counter, C.nodes, THREADS, BATCHES,
 		       PER_BATCH,

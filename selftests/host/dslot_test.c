@@ -283,6 +283,31 @@ TEST(response_round_trip_and_rejects)
 }
 
 /*
+ * A well-formed response may still not answer its requests: a record out
+ * of its request's place, or a result longer than the room asked for.
+ */
+TEST(answers_match_their_requests)
+{
+	struct odsm_dreq_view q[2] = {
+		{ .tag = 5, .ret_max = 16 }, { .tag = 6, .ret_max = 0 },
+	};
+	struct odsm_dresp_view r[2] = {
+		{ .tag = 5, .ret_len = 16 }, { .tag = 6, .ret_len = 0 },
+	};
+
+	EXPECT_EQ(0, odsm_dslot_answers(q, r, 2));
+	EXPECT_EQ(0, odsm_dslot_answers(q, r, 0));
+	r[0].ret_len = 17;
+	EXPECT_EQ(-EBADMSG, odsm_dslot_answers(q, r, 2));
+	r[0].ret_len = 1;
+	r[1].tag = 5;
+	EXPECT_EQ(-EBADMSG, odsm_dslot_answers(q, r, 2));
+	r[1].tag = 6;
+	r[1].ret_len = 1;
+	EXPECT_EQ(-EBADMSG, odsm_dslot_answers(q, r, 2));
+}
+
+/*
  * Random slots and single-word mutations of valid ones: the parser
  * either rejects them or describes only bytes inside the slot, with every
  * reservation answerable.
