@@ -23,8 +23,10 @@
  *   -ESHUTDOWN    the runtime was stopped
  *   -EBADMSG      the trustee dropped the batch as malformed
  *   -EUSERS       every client slot of the arena is taken
- *   -EFAULT       apply_with: the argument is not readable on this node
- *   -EREMOTE      entrust: the object is not in this node's partition
+ *   -EFAULT       apply_with: the argument cannot be read (or copied to
+ *                 the trustee's node)
+ *   -EREMOTE      entrust: the object is not where the trustee can hold it
+ *                 (a runtime in plain shared memory, not the heap)
  */
 #ifndef ODSM_DELEG_H
 #define ODSM_DELEG_H
@@ -140,15 +142,24 @@ typedef struct odsm_trust {
 } odsm_trust;
 
 /*
- * Hand the object *b owns (in this node's partition) to trustee number
- * trustee: *b becomes empty and *t is its first reference.  dtor (an op
- * id, or 0) runs on the object before it is freed.  -ENOSPC: the
- * trustee has no free cell.
+ * Hand the object *b owns to trustee number trustee: *b becomes empty and
+ * *t is its first reference.  An object of another node than the
+ * runtime's is moved there first (by this process for a runtime of this
+ * node, by the runtime's gateway for one of another node); when entrust
+ * then fails, *b still owns it, at its new address.  dtor (an op id, or
+ * 0) runs on the object before it is freed.  -ENOSPC: the trustee has no
+ * free cell.
  */
 int odsm_deleg_entrust(struct odsm_deleg *d, unsigned int trustee,
 		       struct odsm_box *b, uint64_t dtor, odsm_trust *t);
 int odsm_trust_clone(const odsm_trust *t, odsm_trust *out);
 int odsm_trust_drop(odsm_trust *t);
+/*
+ * End t's object now, whatever references remain (those of a node that
+ * died are never returned): every handle of it is -ESTALE from then on,
+ * and the trustee runs dtor and frees it.  -ESTALE when it had ended.
+ */
+int odsm_trust_revoke(odsm_trust *t);
 
 /*
  * Run op on t's object with arg_len bytes of arg and wait for it; ret
@@ -188,7 +199,10 @@ int odsm_deleg_apply_then(const odsm_trust *t, uint64_t op, const void *arg,
 /*
  * apply with a big argument: len bytes at global address gaddr, which the
  * trustee reads in place (the caller keeps them unchanged until the call
- * returns).  -EFAULT when they are not readable on the trustee's node.
+ * returns).  When they are on another node than the trustee's, they are
+ * copied to the trustee's node first (by this process, or by the
+ * trustee's gateway) and the copy is freed when the call returns.
+ * -EFAULT when they cannot be read.
  */
 int odsm_deleg_apply_with(const odsm_trust *t, uint64_t op, uint64_t gaddr,
 			  size_t len, void *ret, size_t *ret_len);
@@ -233,6 +247,16 @@ struct odsm_deleg_stats {
 	uint64_t dead;		/* waits that ended with -EOWNERDEAD */
 };
 void odsm_deleg_stats(const struct odsm_deleg *d, struct odsm_deleg_stats *s);
+
+/*
+ * Whether runtime d (started by this process, in the heap) serves other
+ * nodes: 0 when its gateways run; else why not, as a negative errno (the
+ * module's bind refused it: -EADDRINUSE when another file bound its
+ * address first; no module; no thread).  -EINVAL for a runtime this
+ * process does not run, or one in plain shared memory (not in the heap:
+ * it never serves other nodes).
+ */
+int odsm_deleg_gateway_status(const struct odsm_deleg *d);
 
 #ifdef __cplusplus
 }

@@ -577,13 +577,31 @@ int odsm_deleg_apply(const odsm_trust *t, uint64_t op, const void *arg,
 	return dg_call(t, ODSM_DREQ_APPLY, op, arg, arg_len, ret, ret_len);
 }
 
+/*
+ * The trustee reads the argument in place.  One of another node is copied
+ * into this partition first for a runtime of this node; a runtime of
+ * another node gets the address as it is, and its gateway makes the copy
+ * there (odsm_deleg_gateway.c).
+ */
 int odsm_deleg_apply_with(const odsm_trust *t, uint64_t op, uint64_t gaddr,
 			  size_t len, void *ret, size_t *ret_len)
 {
 	struct odsm_dwith w = { .gaddr = gaddr, .len = len };
+	uint64_t copy = 0;
+	int err;
 
-	return dg_call(t, ODSM_DREQ_APPLY_WITH, op, &w, sizeof(w), ret,
-		       ret_len);
+	if (odsm_in_heap(t->arena) && odsm_is_local(t->arena)) {
+		err = dg_copy_here(gaddr, len, &copy);
+		if (err)
+			return err;
+		if (copy)
+			w.gaddr = copy;
+	}
+	err = dg_call(t, ODSM_DREQ_APPLY_WITH, op, &w, sizeof(w), ret,
+		      ret_len);
+	if (copy)
+		odsm_free(copy);
+	return err;
 }
 
 int odsm_deleg_launch(const odsm_trust *t, uint64_t op, const void *arg,
@@ -621,10 +639,94 @@ int odsm_deleg_apply_then(const odsm_trust *t, uint64_t op, const void *arg,
 	return dg_stage(me, tr, &r, arg, &pd, flags & ODSM_DELEG_NOWAIT);
 }
 
+/* The partition, so the node, global address g is in (g in the heap). */
+static uint64_t dg_part_of(uint64_t g)
+{
+	return (odsm_addr_of(g) - odsm_rt.info.heap_base) /
+	       odsm_rt.info.part_size;
+}
+
+/*
+ * Ask the gateway of d, a runtime of another node, to move b's object
+ * there (DG_OP_NAME_MOVE): one batch of its own, not staged with this
+ * thread's requests, since the gateway answers it and no trustee.  b then
+ * names the object at its new address; it is still b's.
+ */
+static int dg_move_there(struct odsm_deleg *d, struct odsm_box *b)
+{
+	uint32_t slot = d->h->slot_size;
+	struct odsm_dreq r = { .op = dg_op_move_id(), .arg_len = sizeof(*b),
+			       .ret_max = sizeof(uint64_t), .tag = 1,
+			       .kind = ODSM_DREQ_APPLY };
+	struct dg_rjob j = { .endpoint = d->h->gaddr, .slot_size = slot };
+	struct odsm_dresp_view v;
+	struct odsm_dbatch db;
+	int32_t st = 0;
+	uint64_t g;
+	int ret;
+
+	j.req = calloc(1, slot);
+	j.resp = calloc(1, slot);
+	ret = -ENOMEM;
+	if (!j.req || !j.resp)
+		goto out;
+	/* a copy this process holds is of the old address: returned first */
+	odsm__drop_copy(b->g, &b->ext);
+	odsm_dbatch_init(&db, j.req, slot);
+	ret = odsm_dbatch_add(&db, &r, b);
+	if (ret)
+		goto out;
+	odsm_dbatch_seal(&db);
+	j.req_len = ODSM_DSLOT_HDR + db.len;
+	dg_rcall(&j);
+	ret = j.status;
+	if (ret)
+		goto out;
+	ret = -EPROTO;
+	if (odsm_dslot_parse_resp(j.resp, slot, 1, &v, &st) || v.tag != r.tag)
+		goto out;
+	ret = st ? st : v.status;
+	if (ret)
+		goto out;
+	ret = -EPROTO;
+	if (v.ret_len != sizeof(g))
+		goto out;
+	memcpy(&g, j.resp + v.ret_off, sizeof(g));
+	if (!odsm_in_heap(g) || dg_part_of(g) != dg_part_of(d->h->gaddr))
+		goto out;
+	b->g = g;
+	b->ext = 0;
+	ret = 0;
+out:
+	free(j.req);
+	free(j.resp);
+	return ret;
+}
+
+/*
+ * A trustee holds objects of its own partition: bring b's object there
+ * first when it is elsewhere.  For a runtime of this node, the box's own
+ * write moves it here (the mutable move of DRust); for one of another
+ * node, that node's gateway moves it.  An object that cannot be in the
+ * heap's partitions (a runtime in plain shared memory) is left to the
+ * trustee's check.
+ */
+static int dg_bring(struct odsm_deleg *d, struct odsm_box *b)
+{
+	void *p;
+
+	if (!odsm_in_heap(d->h->gaddr) || !odsm_in_heap(b->g) ||
+	    dg_part_of(b->g) == dg_part_of(d->h->gaddr))
+		return 0;
+	if (d->remote)
+		return dg_move_there(d, b);
+	return odsm_box_write(b, &p);
+}
+
 int odsm_deleg_entrust(struct odsm_deleg *d, unsigned int trustee,
 		       struct odsm_box *b, uint64_t dtor, odsm_trust *t)
 {
-	struct odsm_dentrust e = { .g = b->g, .dtor = dtor };
+	struct odsm_dentrust e = { .dtor = dtor };
 	odsm_trust via = { .arena = d->h->gaddr };
 	uint64_t h = 0;
 	size_t len = sizeof(h);
@@ -632,6 +734,10 @@ int odsm_deleg_entrust(struct odsm_deleg *d, unsigned int trustee,
 
 	if (trustee >= d->h->trustees || !b->g)
 		return -EINVAL;
+	ret = dg_bring(d, b);
+	if (ret)
+		return ret;
+	e.g = b->g;
 	/* any cell of the trustee routes the request; ENTRUST ignores obj */
 	via.cell = trustee * d->h->cells;
 	ret = dg_call(&via, ODSM_DREQ_ENTRUST, 0, &e, sizeof(e), &h, &len);
@@ -739,6 +845,53 @@ dropped:
 	if ((uint32_t)w == 1)
 		/* the last one: the trustee frees the object */
 		ret = dg_call(t, ODSM_DREQ_FREE, 0, NULL, 0, NULL, NULL);
+	memset(t, 0, sizeof(*t));
+	return ret;
+}
+
+/*
+ * End the object now, whatever references remain: the count goes to 0 in
+ * one compare-and-swap (on the cell word, by its node for a remote
+ * runtime), so every other handle of it is -ESTALE from then on, and the
+ * trustee frees it as at a last drop.  For references that are never
+ * coming back: those of a node that died, of a process that was killed.
+ */
+int odsm_trust_revoke(odsm_trust *t)
+{
+	struct odsm_deleg *d = dg_find(t->arena);
+	struct dg_cell *cell = NULL;
+	uint64_t w, old;
+	int ret;
+
+	if (!d && dg_remote_attach(t->arena, &d))
+		return -EBADF;
+	if ((uint64_t)t->cell >= (uint64_t)d->h->trustees * d->h->cells)
+		return -ESTALE;
+	w = (uint64_t)t->gen << 32 | 1;
+	if (!d->remote) {
+		cell = dg_cell(d, t->cell);
+		w = __atomic_load_n(&cell->word, __ATOMIC_ACQUIRE);
+	}
+	for (;;) {
+		if ((uint32_t)(w >> 32) != t->gen || !(uint32_t)w)
+			return -ESTALE;
+		if (!d->remote) {
+			if (__atomic_compare_exchange_n(&cell->word, &w,
+							w & ~0xffffffffULL,
+							false, __ATOMIC_ACQ_REL,
+							__ATOMIC_ACQUIRE))
+				break;
+			continue;
+		}
+		ret = odsm_cmp_swap(dg_cell_gaddr(d, t->cell), w,
+				    w & ~0xffffffffULL, &old);
+		if (ret)
+			return ret;
+		if (old == w)
+			break;
+		w = old;
+	}
+	ret = dg_call(t, ODSM_DREQ_FREE, 0, NULL, 0, NULL, NULL);
 	memset(t, 0, sizeof(*t));
 	return ret;
 }

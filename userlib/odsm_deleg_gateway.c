@@ -14,6 +14,12 @@
  *
  * DG_GATEWAYS threads: one batch waiting for a slow trustee (or a long
  * launch) does not hold up the batches for the others.
+ *
+ * A gateway may block, so it does what the trustee's loop must not: it
+ * moves the object of an entrust here first (the client's request of
+ * DG_OP_NAME_MOVE, answered by the gateway itself), and it copies an
+ * apply_with argument of another node into this partition before the
+ * batch goes on, freeing the copy once the batch is answered.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,17 +37,107 @@ static bool dg_gw_running(const struct odsm_deleg *d)
 	return __atomic_load_n(&d->h->state, __ATOMIC_ACQUIRE) == DG_RUNNING;
 }
 
+/*
+ * A batch of one DG_OP_NAME_MOVE request: move the box's object into this
+ * partition and answer its new address (v: the parsed request).  The
+ * kernel's mutable borrow does the move and its checks (a stale or freed
+ * address is its errno); an object here already stays.
+ */
+static void dg_gw_move(struct odsm_deleg *d, const uint8_t *req,
+		       const struct odsm_dreq_view *v, uint8_t *resp,
+		       uint32_t *len)
+{
+	struct odsm_drbatch rb;
+	struct odsm_box b;
+	uint64_t ext = 0;
+	void *ret;
+	int st = 0;
+
+	odsm_drbatch_init(&rb, resp, d->h->slot_size);
+	ret = odsm_drbatch_ret(&rb, v->ret_max);
+	if (v->arg_len != sizeof(b) || v->ret_max < sizeof(b.g))
+		st = -EINVAL;
+	if (!st) {
+		memcpy(&b, req + v->arg_off, sizeof(b));
+		if (!odsm_in_heap(b.g))
+			st = -EINVAL;
+		else if (!odsm_is_local(b.g))
+			st = odsm__move_here(&b.g, &ext);
+	}
+	if (!st)
+		memcpy(ret, &b.g, sizeof(b.g));
+	odsm_drbatch_add(&rb, st, v->tag, st ? 0 : sizeof(b.g));
+	odsm_drbatch_seal(&rb, 0);
+	*len = ODSM_DSLOT_HDR + rb.len;
+}
+
+/*
+ * Copy every apply_with argument of the batch that is not in this
+ * partition into a fresh object here and point its request at the copy;
+ * copies[] gets them (to free once answered), the count is returned.  A
+ * copy that cannot be made leaves its request as it was: the trustee
+ * answers it -EFAULT.
+ */
+static unsigned int dg_gw_bring_args(uint8_t *req,
+				     const struct odsm_dreq_view *v,
+				     uint32_t n, uint64_t *copies)
+{
+	unsigned int i, nc = 0;
+	struct odsm_dwith w;
+
+	for (i = 0; i < n; i++) {
+		if (v[i].kind != ODSM_DREQ_APPLY_WITH)
+			continue;
+		memcpy(&w, req + v[i].arg_off, sizeof(w));
+		if (dg_copy_here(w.gaddr, w.len, &copies[nc]))
+			continue;
+		if (!copies[nc])
+			continue;	/* here already */
+		w.gaddr = copies[nc++];
+		memcpy(req + v[i].arg_off, &w, sizeof(w));
+	}
+	return nc;
+}
+
+/* Take a batch that came in through the gateway to its end: the answer. */
+static int dg_gw_batch(struct odsm_deleg *d, uint8_t *req, uint32_t req_len,
+		       uint8_t *resp, uint32_t *len,
+		       struct odsm_dreq_view *v, uint64_t *copies)
+{
+	uint32_t slot = d->h->slot_size, n = 0;
+	unsigned int nc = 0;
+	int ret;
+
+	/* a batch the parser refuses goes on as it is: the trustee says so */
+	if (!odsm_dslot_parse_req(req, slot, v, odsm_dslot_max_count(slot),
+				  &n)) {
+		if (n == 1 && v[0].kind == ODSM_DREQ_APPLY &&
+		    v[0].op == dg_op_move_id()) {
+			dg_gw_move(d, req, v, resp, len);
+			return 0;
+		}
+		nc = dg_gw_bring_args(req, v, n, copies);
+	}
+	ret = dg_relay(d, req, req_len, resp, len);
+	while (nc)
+		odsm_free(copies[--nc]);
+	return ret;
+}
+
 static void *dg_gw_main(void *arg)
 {
 	struct odsm_deleg *d = arg;
 	uint32_t slot = d->h->slot_size, len;
 	uint8_t *req = aligned_alloc(DG_LINE, slot);
 	uint8_t *resp = aligned_alloc(DG_LINE, slot);
+	uint32_t max = odsm_dslot_max_count(slot);
+	struct odsm_dreq_view *v = calloc(max, sizeof(*v));
+	uint64_t *copies = calloc(max, sizeof(*copies));
 	struct odsm_deleg_serve s = { .timeout_ms = DG_GW_WAIT_MS };
 	struct odsm_dslot_hdr h = { 0 };
 	int ret;
 
-	if (!req || !resp)
+	if (!req || !resp || !v || !copies)
 		goto out;
 	s.req = (uintptr_t)req;
 	s.resp = (uintptr_t)resp;
@@ -53,7 +149,7 @@ static void *dg_gw_main(void *arg)
 			break;		/* the endpoint is gone */
 		if (ret)
 			continue;	/* none in time, a signal, bad answer */
-		ret = dg_relay(d, req, s.req_len, resp, &len);
+		ret = dg_gw_batch(d, req, s.req_len, resp, &len, v, copies);
 		if (ret) {
 			/* the whole batch fails: a header with its status */
 			h.status = ret;
@@ -70,6 +166,8 @@ static void *dg_gw_main(void *arg)
 	}
 out:
 	odsm_deleg_thread_done(d);
+	free(copies);
+	free(v);
 	free(req);
 	free(resp);
 	return NULL;
@@ -103,6 +201,13 @@ void dg_gateway_start(struct odsm_deleg *d)
 			break;
 		d->ngw++;
 	}
+}
+
+int odsm_deleg_gateway_status(const struct odsm_deleg *d)
+{
+	if (d->remote || !d->host || !d->a.cg)
+		return -EINVAL;
+	return d->ngw ? 0 : d->gw_err ? d->gw_err : -ENOTCONN;
 }
 
 /*

@@ -215,6 +215,15 @@ static inline uint8_t *dg_resp_slot(const struct odsm_deleg *d,
 
 /* odsm_deleg_ops.c */
 odsm_deleg_fn dg_op_lookup(uint64_t id);
+/*
+ * The gateway's own request (odsm_deleg_gateway.c): a batch of one APPLY
+ * of this id, argument a struct odsm_box, asks a runtime's node to move
+ * the box's object into its partition (entrust of an object of another
+ * node); the answer is the object's new address.  Its name, DG_OP_NAME_MOVE,
+ * cannot be registered.
+ */
+#define DG_OP_NAME_MOVE	"odsm.deleg.move-here"
+uint64_t dg_op_move_id(void);
 
 /* odsm_deleg_arena.c: the attachment table, futexes, liveness */
 struct odsm_deleg *dg_find(uint64_t arena);
@@ -244,6 +253,7 @@ int dg_relay(struct odsm_deleg *d, const uint8_t *req, uint32_t req_len,
 int dg_remote_attach(uint64_t arena, struct odsm_deleg **out);
 void dg_remote_free(struct odsm_deleg *d);
 void dg_rcall(struct dg_rjob *j);
+int dg_copy_here(uint64_t gaddr, uint64_t len, uint64_t *cg);
 void dg_rsend(struct dg_rjob *j);
 int dg_rwait(struct dg_rjob *j);
 uint64_t dg_cell_gaddr(const struct odsm_deleg *d, uint32_t idx);

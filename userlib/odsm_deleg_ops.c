@@ -36,6 +36,11 @@ uint64_t odsm_deleg_op_id(const char *name)
 	return h ? h : 1;		/* 0 means "no operation" */
 }
 
+uint64_t dg_op_move_id(void)
+{
+	return odsm_deleg_op_id(DG_OP_NAME_MOVE);
+}
+
 int odsm_deleg_register(const char *name, odsm_deleg_fn fn, uint64_t *id)
 {
 	uint64_t h = odsm_deleg_op_id(name);
@@ -44,6 +49,8 @@ int odsm_deleg_register(const char *name, odsm_deleg_fn fn, uint64_t *id)
 
 	if (!fn || !*name)
 		return -EINVAL;
+	if (h == dg_op_move_id())
+		return -EEXIST;		/* the gateway's own */
 	pthread_mutex_lock(&dg_ops_lock);
 	for (n = 0, i = h & (DG_OPS - 1); n < DG_OPS;
 	     n++, i = (i + 1) & (DG_OPS - 1)) {

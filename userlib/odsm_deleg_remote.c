@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,33 @@ uint64_t dg_cell_gaddr(const struct odsm_deleg *d, uint32_t idx)
 {
 	return d->h->gaddr + d->h->off_cells +
 	       (uint64_t)idx * sizeof(struct dg_cell);
+}
+
+/*
+ * An argument of another node, for a trustee of this one (which reads it
+ * in place and must not wait for the network): a copy of its len bytes in
+ * a fresh object of this partition, *cg, which the caller frees.  *cg is 0
+ * when gaddr is here already or not in the heap at all (the trustee's own
+ * check refuses that).
+ */
+int dg_copy_here(uint64_t gaddr, uint64_t len, uint64_t *cg)
+{
+	int ret;
+
+	*cg = 0;
+	if (!len || !odsm_in_heap(gaddr) || odsm_is_local(gaddr))
+		return 0;
+	if (len > SIZE_MAX)
+		return -E2BIG;
+	ret = odsm_alloc((size_t)len, 8, 0, cg);
+	if (ret)
+		return ret;
+	ret = odsm_read(gaddr, odsm_ptr(*cg), (size_t)len);
+	if (ret) {
+		odsm_free(*cg);
+		*cg = 0;
+	}
+	return ret;
 }
 
 /* Make the call job describes, from this thread; its done word last. */

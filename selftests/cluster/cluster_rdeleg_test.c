@@ -22,14 +22,22 @@
  *     one back.
  *
  * The owners then check the totals and the maps' sizes, exact; and the
- * batching shows in the module's counters (requests per batch).  The
- * refusals across nodes: a box of another node entrusted (-EREMOTE) and
- * an apply_with argument not on the trustee's node (-EFAULT).
+ * batching shows in the module's counters (requests per batch).  What
+ * is brought to the trustee's node first: a box of another node entrusted
+ * (node 1's own box to node 0's runtime, through its gateway; node 0's
+ * box to node 1's runtime, by node 1 itself) keeps its bytes and its
+ * object is on the trustee's node after; an apply_with argument of
+ * another node is read where the trustee runs (both ways).  And a revoke:
+ * an object with a reference nobody will return ends at once, every
+ * handle of it -ESTALE.
  */
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include "odsm_cluster.h"
+#include <linux/odsm_deleg.h>
 
 #define THREADS		2	/* client threads per node */
 #define THEN_INCS	150	/* apply_then increments per thread per counter */
@@ -62,7 +70,7 @@ struct map {
 };
 
 static uint64_t op_inc, op_get, op_put, op_lookup, op_count, op_linc,
-		op_with;
+		op_with, op_echo;
 
 FIXTURE(cl)
 {
@@ -181,6 +189,20 @@ static int nap(void *obj, const void *arg, size_t len, void *ret, size_t *rl)
 
 static uint64_t op_nap;
 
+/* the argument back, and where the trustee read it (its node's or not) */
+static int echo(void *obj, const void *arg, size_t len, void *ret,
+		size_t *rl)
+{
+	uint64_t out[2] = { 0, odsm_is_local((uintptr_t)arg) };
+
+	if (len != 8 || *rl < sizeof(out))
+		return -EINVAL;
+	memcpy(out, arg, 8);
+	memcpy(ret, out, sizeof(out));
+	*rl = sizeof(out);
+	return 0;
+}
+
 static int reg_ops(void)
 {
 	int ret = odsm_deleg_register("rd.inc", inc, &op_inc);
@@ -191,6 +213,7 @@ static int reg_ops(void)
 	ret = ret ? ret : odsm_deleg_register("rd.count", count, &op_count);
 	ret = ret ? ret : odsm_deleg_register("rd.linc", linc, &op_linc);
 	ret = ret ? ret : odsm_deleg_register("rd.nap", nap, &op_nap);
+	ret = ret ? ret : odsm_deleg_register("rd.echo", echo, &op_echo);
 	return ret ? ret : odsm_deleg_register("rd.with", with, &op_with);
 }
 
@@ -382,7 +405,36 @@ static struct odsm_deleg *start_runtime(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, ret) {
 		TH_LOG("runtime: %s", odsm_strerror(ret));
 	}
+	if (!ret)
+		EXPECT_EQ(0, odsm_deleg_gateway_status(d));
 	return d;
+}
+
+/*
+ * A file that bound a runtime's address before it started keeps it (any
+ * user of the device may: delegation.rst, Endpoint): the runtime says
+ * why it serves its own node only, -EADDRINUSE.
+ */
+static void endpoint_taken(struct __test_metadata *_metadata)
+{
+	struct odsm_deleg_config cfg = { .trustees = 1, .clients = 4 };
+	struct odsm_deleg_arena a;
+	struct odsm_deleg_bind bd = { .slot_size = 0 };
+	struct odsm_deleg *d = NULL;
+	int fd;
+
+	ASSERT_EQ(0, odsm_deleg_arena_heap(&a, odsm_deleg_arena_size(&cfg)));
+	fd = open("/dev/odsm", O_RDWR);
+	ASSERT_LE(0, fd);
+	bd.endpoint = odsm_addr_of(a.cg);
+	bd.slot_size = ODSM_DSLOT_SIZE_MIN;
+	ASSERT_EQ(0, ioctl(fd, ODSM_IOC_DELEG_BIND, &bd));
+	ASSERT_EQ(0, odsm_deleg_start(&a, &cfg, &d));
+	EXPECT_EQ(odsm_deleg_addr(d), bd.endpoint);
+	EXPECT_EQ(-EADDRINUSE, odsm_deleg_gateway_status(d));
+	odsm_deleg_stop(d);
+	close(fd);
+	EXPECT_EQ(0, odsm_deleg_arena_heap_free(&a));
 }
 
 static int entrust_new(struct odsm_deleg *d, unsigned int trustee,
@@ -399,7 +451,36 @@ static int entrust_new(struct odsm_deleg *d, unsigned int trustee,
 	return ret;
 }
 
-/* Node 1 entrusts to node 0's runtime: a box there; one here is refused. */
+/*
+ * Entrust a box of this node, holding 8-byte value val, to trustee 1 of
+ * runtime d (of another node): it moves there, keeps its bytes, and the
+ * box is empty after.  The handle is dropped again.
+ */
+static void entrust_moved(struct __test_metadata *_metadata,
+			  struct odsm_deleg *d, uint64_t val, unsigned int on)
+{
+	uint64_t v = 0;
+	odsm_trust t;
+	size_t len;
+	odsm_box b;
+
+	ASSERT_EQ(0, odsm_box_new_on(&b, on, 8, ODSM_ALLOC_ZERO, NULL));
+	ASSERT_EQ(0, odsm_write(b.g, &val, sizeof(val)));
+	ASSERT_EQ(0, odsm_deleg_entrust(d, 1, &b, 0, &t)) {
+		TH_LOG("entrust of a box of node %u to the runtime at %#llx",
+		       on, (unsigned long long)odsm_deleg_addr(d));
+	}
+	EXPECT_EQ(0ULL, b.g);
+	len = sizeof(v);
+	EXPECT_EQ(0, odsm_deleg_apply(&t, op_get, NULL, 0, &v, &len));
+	EXPECT_EQ(val, v);
+	EXPECT_EQ(0, odsm_trust_drop(&t));
+}
+
+/*
+ * Node 1 entrusts to node 0's runtime: a box there (xctr, used below),
+ * and a box of its own, which node 0's gateway moves there.
+ */
 static void entrust_across(struct __test_metadata *_metadata, odsm_trust *t)
 {
 	struct odsm_deleg *d0;
@@ -409,14 +490,54 @@ static void entrust_across(struct __test_metadata *_metadata, odsm_trust *t)
 	ASSERT_EQ(0, c_poll(0, W_RD, 0, SECS, &ep0));
 	ASSERT_EQ(0, odsm_deleg_at(ep0, &d0));
 	EXPECT_EQ(ep0, odsm_deleg_addr(d0));
-	ASSERT_EQ(0, odsm_box_new(&b, 8, ODSM_ALLOC_ZERO));
-	EXPECT_EQ(-EREMOTE, odsm_deleg_entrust(d0, 1, &b, 0, t));
-	EXPECT_NE(0ULL, b.g);		/* still the caller's */
-	EXPECT_EQ(0, odsm_box_drop(&b));
+	entrust_moved(_metadata, d0, 41, C.self);
 	ASSERT_EQ(0, odsm_box_new_on(&b, 0, 8, ODSM_ALLOC_ZERO, NULL));
 	ASSERT_EQ(0, odsm_deleg_entrust(d0, 1, &b, 0, t));
 	EXPECT_EQ(0ULL, b.g);
 	EXPECT_EQ(ep0, t->arena);
+}
+
+/*
+ * An apply_with argument of another node than the trustee's is read
+ * where the trustee runs, from a copy there: echo says what it read and
+ * that it read it in its own partition.
+ */
+static void with_across(struct __test_metadata *_metadata,
+			const odsm_trust *t, uint64_t arg, uint64_t want)
+{
+	uint64_t out[2] = { 0, 0 };
+	size_t len = sizeof(out);
+
+	EXPECT_EQ(0, odsm_deleg_apply_with(t, op_echo, arg, 8, out, &len)) {
+		TH_LOG("apply_with of %#llx to the runtime at %#llx",
+		       (unsigned long long)arg, (unsigned long long)t->arena);
+	}
+	EXPECT_EQ(sizeof(out), len);
+	EXPECT_EQ(want, out[0]);
+	EXPECT_EQ(1ULL, out[1]);
+}
+
+/*
+ * A reference that will never come back (as a dead node's): revoke ends
+ * the object (of runtime d, of this node or another), every handle of it
+ * is then -ESTALE, and a second revoke too.
+ */
+static void revoke_across(struct __test_metadata *_metadata,
+			  struct odsm_deleg *d)
+{
+	odsm_trust t, lost, seen;
+	uint64_t v;
+	size_t len;
+
+	ASSERT_EQ(0, entrust_new(d, 0, 8, &t));
+	ASSERT_EQ(0, odsm_trust_clone(&t, &lost));	/* never dropped */
+	seen = t;
+	ASSERT_EQ(0, odsm_trust_revoke(&t));
+	EXPECT_EQ(0U, t.cell + t.gen);
+	len = sizeof(v);
+	EXPECT_EQ(-ESTALE, odsm_deleg_apply(&lost, op_get, NULL, 0, &v, &len));
+	EXPECT_EQ(-ESTALE, odsm_trust_drop(&lost));
+	EXPECT_EQ(-ESTALE, odsm_trust_revoke(&seen));
 }
 
 TEST_F(cl, apply_across_nodes)
@@ -461,16 +582,17 @@ TEST_F(cl, apply_across_nodes)
 	ASSERT_EQ(0, get_handle(1, W_RD_XCTR, &h[4]));
 	ASSERT_EQ(0, c_poll(0, W_RD_ARG, 0, SECS, &argg));
 
-	/* an apply_with argument must be on the trustee's node; an op
-	 * id the trustee's process never registered is refused there
+	/*
+	 * An apply_with argument of another node (node 0's runtime reads
+	 * one of this node; node 1's runtime one of node 0); an op id the
+	 * trustee's process never registered is refused there
 	 */
 	if (C.self != 0) {
-		uint64_t here, u0 = c_stat("deleg_out_errors");
+		uint64_t here, mine7 = 7, u0 = c_stat("deleg_out_errors");
 
 		ASSERT_EQ(0, odsm_alloc(8, 8, ODSM_ALLOC_ZERO, &here));
-		len = sizeof(v);
-		EXPECT_EQ(-EFAULT, odsm_deleg_apply_with(&h[0], op_with, here,
-							 8, &v, &len));
+		ASSERT_EQ(0, odsm_write(here, &mine7, sizeof(mine7)));
+		with_across(_metadata, &h[0], here, mine7);
 		EXPECT_EQ(0, odsm_free(here));
 		len = sizeof(v);
 		EXPECT_EQ(-EBADRQC, odsm_deleg_apply(&h[0],
@@ -478,6 +600,28 @@ TEST_F(cl, apply_across_nodes)
 						     NULL, 0, &v, &len));
 		/* answered, not failed: the module saw a good batch */
 		EXPECT_EQ(u0, c_stat("deleg_out_errors"));
+	}
+	if (C.self == 1)
+		with_across(_metadata, &mine[0], argg, WITH_ADD);
+	/*
+	 * Node 0 entrusts a box of its own to node 1's runtime (moved there
+	 * by its gateway) and revokes an object there; node 1 entrusts a
+	 * box of node 0 to its own runtime (moved here by this process) and
+	 * revokes one of its own runtime's.
+	 */
+	if (C.self == 0) {
+		struct odsm_deleg *d1;
+		uint64_t ep1;
+
+		ASSERT_EQ(0, c_poll(1, W_RD, 0, SECS, &ep1));
+		ASSERT_EQ(0, odsm_deleg_at(ep1, &d1));
+		entrust_moved(_metadata, d1, 43, 0);
+		revoke_across(_metadata, d1);
+	}
+	if (C.self == 1) {
+		entrust_moved(_metadata, d, 45, 0);
+		revoke_across(_metadata, d);
+		endpoint_taken(_metadata);
 	}
 
 	for (i = 0; i < THREADS; i++) {

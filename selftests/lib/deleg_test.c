@@ -755,8 +755,11 @@ TEST(heap_arena_in_the_local_partition)
 	struct odsm_deleg_arena a, a2;
 	struct odsm_deleg *d;
 	odsm_box b, rb;
-	odsm_trust t;
-	unsigned long frees;
+	odsm_trust t, t2, lost;
+	unsigned long frees, allocs;
+	uint8_t pat[64];
+	uint64_t sum;
+	size_t l = sizeof(sum);
 	size_t sz = odsm_deleg_arena_size(&c);
 
 	fk_init();
@@ -764,6 +767,8 @@ TEST(heap_arena_in_the_local_partition)
 	ASSERT_EQ(0, odsm_deleg_arena_heap(&a, sz));
 	ASSERT_TRUE(odsm_is_local(a.cg));
 	ASSERT_EQ(0, odsm_deleg_start(&a, &c, &d));
+	/* no module here to bind its address: it serves this node only */
+	EXPECT_GT(0, odsm_deleg_gateway_status(d));
 	/* what another process would find from the published address */
 	ASSERT_EQ(0, odsm_deleg_arena_at(&a2, odsm_deleg_addr(d)));
 	EXPECT_EQ(a.base, a2.base);
@@ -775,12 +780,35 @@ TEST(heap_arena_in_the_local_partition)
 	EXPECT_EQ(0U, b.g);		/* the box is the trustee's now */
 	ASSERT_EQ(0, odsm_deleg_apply(&t, OP_INC, NULL, 0, NULL, NULL));
 	EXPECT_EQ(1U, get(&t));
-	/* node 1's partition: neither entrusted nor read in place here */
+	/*
+	 * node 1's partition: an apply_with argument there is read from a
+	 * copy here (freed after), a box there is moved here to be entrusted
+	 */
 	ASSERT_EQ(0, odsm_box_new_on(&rb, 1, 64, ODSM_ALLOC_ZERO, NULL));
-	EXPECT_EQ(-EFAULT, odsm_deleg_apply_with(&t, OP_SUM, rb.g, 64, NULL,
-						 NULL));
-	EXPECT_EQ(-EREMOTE, odsm_deleg_entrust(d, 0, &rb, 0, &t));
-	EXPECT_NE(0U, rb.g);		/* refused: still the caller's */
+	memset(pat, 2, sizeof(pat));
+	ASSERT_EQ(0, odsm_write(rb.g, pat, sizeof(pat)));
+	allocs = fk.st.allocs;
+	frees = fk.st.frees;
+	sum = 0;
+	EXPECT_EQ(0, odsm_deleg_apply_with(&t, OP_SUM, rb.g, 64, &sum, &l));
+	EXPECT_EQ(128U, sum);
+	EXPECT_EQ(allocs + 1, fk.st.allocs);
+	EXPECT_EQ(frees + 1, fk.st.frees);
+	ASSERT_EQ(0, odsm_deleg_entrust(d, 0, &rb, 0, &t2));
+	EXPECT_EQ(0U, rb.g);
+	EXPECT_EQ(0x0202020202020202ULL, get(&t2));
+	EXPECT_EQ(0, odsm_trust_drop(&t2));
+	/* a revoke ends it whatever references remain */
+	ASSERT_EQ(0, odsm_box_new(&rb, 8, ODSM_ALLOC_ZERO));
+	ASSERT_EQ(0, odsm_deleg_entrust(d, 0, &rb, OP_DTOR, &t2));
+	ASSERT_EQ(0, odsm_trust_clone(&t2, &lost));
+	frees = fk.st.frees;
+	dtor_runs = 0;
+	EXPECT_EQ(0, odsm_trust_revoke(&t2));
+	EXPECT_EQ(1, dtor_runs);
+	EXPECT_EQ(frees + 1, fk.st.frees);
+	EXPECT_EQ(~0ULL, get(&lost));
+	EXPECT_EQ(-ESTALE, odsm_trust_drop(&lost));
 	/* the last reference frees the object in the heap */
 	frees = fk.st.frees;
 	dtor_runs = 0;
