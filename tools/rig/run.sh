@@ -219,12 +219,17 @@ boot() { # K: start guest K in the background
 	done
 	rm -f "$(log_of "$k")"
 	: >"$(log_of "$k")"	# for follow(): exists before QEMU writes
+	# no_timer_check: under TCG the kernel's check that the 8254 timer
+	# reaches the IO-APIC can fail ("..MP-BIOS bug: 8254 timer not
+	# connected to IO-APIC") and the boot then hangs silently; the debug
+	# kernel (make check-debug) did so in about 1 boot of 12.  The check
+	# is for broken BIOSes of real machines; QEMU's timer works.
 	timeout -k 5 "$TIMEOUT" qemu-system-x86_64 -accel tcg -M pc -cpu max -smp "$SMP" -m "$MEM" \
 		-nographic -no-reboot \
 		-netdev "$(netdev_of "$k")" \
 		-device "virtio-net-pci,netdev=n0,romfile=,mac=52:54:00:00:00:$(printf %02x $((k + 1)))" \
 		-kernel "$KERNEL" -initrd "$INITRD" \
-		-append "console=ttyS0 panic=-1 oops=panic loglevel=4 rig.scenario=$SCEN rig.node=$k rig.nodes=$NODES rig.ip=$(ip_of "$k")/24 rig.peers=$peers rig.key=$RIGKEY $EXTRA" \
+		-append "console=ttyS0 panic=-1 oops=panic loglevel=4 no_timer_check rig.scenario=$SCEN rig.node=$k rig.nodes=$NODES rig.ip=$(ip_of "$k")/24 rig.peers=$peers rig.key=$RIGKEY $EXTRA" \
 		</dev/null >"$(log_of "$k")" 2>&1 9>&- &
 	PIDS+=($!)
 	[ "$VERBOSE" = 0 ] || follow "$k" "$!"
