@@ -75,6 +75,15 @@ run_guests() {	# SCEN KVER N RUNLOG SUMMARY OK NOTOK [run.sh options...]
 	progress_run tools/rig/run.sh -k "$k" -n "$n" -s "$scen" -i "$img" -l "$LOGS" -t 600 "$@" \
 		>"$runlog" 2>&1
 	rc=$?
+	# a guest that hung before its init (run.sh: "did not boot") says
+	# nothing of the code: the run is made once more, and says so
+	if [ "$rc" != 0 ] && grep -qE '^\[node[0-9]+\] FAIL: did not boot' "$runlog"; then
+		grep -E '^\[node[0-9]+\] FAIL: did not boot' "$runlog"
+		echo "retry: a guest did not boot; running $scen once more"
+		progress_run tools/rig/run.sh -k "$k" -n "$n" -s "$scen" -i "$img" -l "$LOGS" -t 600 "$@" \
+			>"$runlog" 2>&1
+		rc=$?
+	fi
 	for node in $(seq 0 $((n - 1))); do
 		log=$LOGS/$scen-$k-node$node.log
 		[ -f "$log" ] || continue	# no guest: run.sh failed, see below

@@ -51,6 +51,10 @@ set -euo pipefail
 
 RIG=$(cd "$(dirname "$0")" && pwd)
 KVER="" NODES=1 SCEN="" INITRD="" TIMEOUT=300 MEM=512M MEM_SET=0 SMP=1 LOGDIR=$RIG/logs EXTRA="" BZIMAGE=0
+# how long a guest may take to reach its init's RIG_BOOTED line (guests
+# say it within 15-40 s, eight of them on this machine included)
+BOOT_LIMIT=${RIG_BOOT_LIMIT:-120}
+[[ $BOOT_LIMIT =~ ^[1-9][0-9]*$ ]] || { echo "RIG_BOOT_LIMIT must be a positive integer" >&2; exit 2; }
 VERBOSE=0 DEBUG=0
 case ${RIG_VERBOSE:-0} in 0 | "") ;; *) VERBOSE=1 ;; esac
 case ${RIG_DEBUG:-0} in 0 | "") ;; *) DEBUG=1 ;; esac
@@ -100,6 +104,7 @@ if grep -qx 'CONFIG_KASAN=y' "$("$RIG/kernels.sh" --config "$KVER")" 2>/dev/null
 	slow=${RIG_KASAN_SLOWDOWN:-3}
 	[[ $slow =~ ^[1-9][0-9]*$ ]] || die "RIG_KASAN_SLOWDOWN must be a positive integer"
 	TIMEOUT=$((TIMEOUT * slow))
+	BOOT_LIMIT=$((BOOT_LIMIT * slow))
 	[ "$MEM_SET" = 1 ] || MEM=1G
 	# Its PVH entry runs arch/x86/platform/pvh/enlighten.c, which is
 	# instrumented, before KASAN has an early shadow: QEMU exits before the
@@ -254,6 +259,20 @@ boot 0
 [ "$NODES" != 2 ] || wait_for_socket "$RUN/link.sock"
 for ((k = 1; k < NODES; k++)); do boot "$k"; done
 
+# A guest that hangs before its init runs (the debug kernel did, silently,
+# after "Booting from ROM", in about one boot of twelve) would hold the
+# run for its whole time limit.  One that has not said RIG_BOOTED within
+# BOOT_LIMIT seconds ends the run: every guest is stopped and the run is
+# judged "did not boot" (tools/check-lib.sh runs such a run once more).
+(
+	sleep "$BOOT_LIMIT"
+	for ((k = 0; k < NODES; k++)); do
+		grep -aq 'RIG_BOOTED ' "$(log_of "$k")" || echo "$k" >>"$RUN/noboot"
+	done
+	[ ! -s "$RUN/noboot" ] || kill -TERM "${PIDS[@]}" 2>/dev/null
+) </dev/null >/dev/null 2>&1 9>&- &
+WATCH=$!
+
 RCS=()
 for p in "${PIDS[@]}"; do
 	rc=0
@@ -261,6 +280,8 @@ for p in "${PIDS[@]}"; do
 	RCS+=("$rc")
 done
 PIDS=()
+kill "$WATCH" 2>/dev/null || true
+wait "$WATCH" 2>/dev/null || true
 wall=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
 # the followers end once tail sees their QEMU gone (within 0.2 s)
 for p in "${FOLLOWS[@]}"; do wait "$p" || true; done
@@ -274,7 +295,9 @@ judge() {
 	text=$(tr -d '\r' <"$log" | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g')
 	[ "$VERBOSE" = 1 ] || grep -E "$SHOW" <<<"$text" | sed "s/^/[node$k] /" || true
 	sre=${SCEN//./\\.}
-	if grep -qE "$PROBLEMS" <<<"$text"; then
+	if grep -qx "$k" "$RUN/noboot" 2>/dev/null; then
+		bad="did not boot: no RIG_BOOTED line in ${BOOT_LIMIT}s"
+	elif grep -qE "$PROBLEMS" <<<"$text"; then
 		bad="kernel problem: $(grep -m 1 -E "$PROBLEMS" <<<"$text")"
 	elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
 		bad="timed out after ${TIMEOUT}s"

@@ -91,6 +91,14 @@ for k in "${KVERS[@]}"; do
 	done
 	expect problem "${run[@]}" -s fail-warn
 	expect problem "${run[@]}" -s fail-panic
+	# a guest that has not reached its init when the boot limit is up
+	# ends the run at once, judged so (no guest boots in 1 s under TCG)
+	if RIG_BOOT_LIMIT=1 "$RIG/run.sh" "${run[@]}" -s smoke >"$T/out" 2>&1; then
+		echo "BAD  RIG_BOOT_LIMIT=1: the run passed"
+		bad=1
+	fi
+	check "RIG_BOOT_LIMIT=1: judged 'did not boot'" \
+		grep -q '^\[node0\] FAIL: did not boot' "$T/out"
 	grep -qx 'CONFIG_KASAN=y' "$("$RIG/kernels.sh" --config "$k")" 2>/dev/null || continue
 	for r in "kasan:BUG: KASAN: slab-out-of-bounds" \
 		"lockdep:WARNING: possible circular locking dependency detected" \
