@@ -8,7 +8,9 @@
  * Named zz_ so it runs after every other program of the suite; every test
  * leaves the module loaded with its default parameters.
  */
+#include <pthread.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include "odsm_vm.h"
 
 /* Is the module in /proc/modules? 1 yes, 0 no, -1 cannot tell. */
@@ -240,6 +242,92 @@ TEST_F(mod, load_parameters)
 	ASSERT_EQ(0, modprobe(NULL, NULL));
 	EXPECT_EQ(0ULL, t_sysfs("node_id"));
 	EXPECT_EQ(1ULL, t_sysfs("nr_nodes"));
+}
+
+/*
+ * The unload drops every page of the store in one loop (store_drop_all()
+ * in kmod/odsm_heap.c), as long as the partition holds pages: up to
+ * part_size of them.  Nothing in its body sleeps, and Debian's kernels
+ * preempt no kernel code that does not offer to (PREEMPT_VOLUNTARY), so
+ * without its cond_resched() every other task of that CPU waits for the
+ * whole loop (and a big enough store is a soft lockup: issue 12, 12c).
+ * A probe thread sleeps 200 us at a time during the rmmod and notes its
+ * longest wait: it must be a small part of the rmmod, which on the
+ * guest's one CPU it would otherwise be nearly all of.
+ */
+#define UNLOAD_STORE	MiB(160)
+
+struct probe {
+	volatile int started, stop;
+	uint64_t worst_ns, rounds;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void *probe_fn(void *arg)
+{
+	struct timespec nap = { .tv_nsec = 200000 };
+	struct probe *p = arg;
+	uint64_t t0, dt;
+
+	p->started = 1;
+	while (!p->stop) {
+		t0 = mono_ns();
+		nanosleep(&nap, NULL);
+		dt = mono_ns() - t0;
+		if (dt > p->worst_ns)
+			p->worst_ns = dt;
+		p->rounds++;
+	}
+	return NULL;
+}
+
+TEST_F(mod, unload_lets_others_run)
+{
+	struct probe pr = { 0 };
+	struct odsm_info in;
+	struct t_stats s;
+	pthread_t th;
+	uint64_t cg, pages, t0, took;
+	int fd = t_open(), ret;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, t_info(fd, &in));
+	ASSERT_EQ((void *)(uintptr_t)in.heap_base, t_map(fd, &in));
+	ASSERT_EQ(0, t_alloc(fd, UNLOAD_STORE, 0, 0, &cg, NULL));
+	memset(t_p(cg), 0x5a, UNLOAD_STORE);
+	SNAP(s);
+	pages = t_val(&s, "pages_in_use");
+	EXPECT_LE(UNLOAD_STORE / 4096, pages);
+	ASSERT_EQ(0, munmap((void *)(uintptr_t)in.heap_base, in.heap_size));
+	ASSERT_EQ(0, close(fd));
+
+	ASSERT_EQ(0, pthread_create(&th, NULL, probe_fn, &pr));
+	while (!pr.started)
+		usleep(1000);
+	usleep(20000);
+	pr.worst_ns = 0;
+	t0 = mono_ns();
+	ret = syscall(SYS_delete_module, "odsm", O_NONBLOCK) ? -errno : 0;
+	took = mono_ns() - t0;
+	pr.stop = 1;
+	pthread_join(th, NULL);
+	ASSERT_EQ(0, ret);
+	EXPECT_EQ(0, module_loaded());
+	TH_LOG("rmmod with %" PRIu64 " pages in the store: %" PRIu64 " us; the probe's longest wait %" PRIu64 " us over %" PRIu64 " rounds",
+	       pages, took / 1000, pr.worst_ns / 1000, pr.rounds);
+	/* the drop must be long enough to tell: over 20 ms under TCG */
+	EXPECT_LE(20000000ULL, took);
+	EXPECT_GT(took / 4, pr.worst_ns) {
+		TH_LOG("the unload kept the CPU from the probe for %" PRIu64 " of its %" PRIu64 " us",
+		       pr.worst_ns / 1000, took / 1000);
+	}
 }
 
 TEST_HARNESS_MAIN

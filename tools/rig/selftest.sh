@@ -2,7 +2,7 @@
 # Self-test of the rig itself.  For every kernel of kernels.sh (or each -k):
 # build the rig_warn module (selftest/) and an initramfs with it, then check
 # that smoke and rxe-ping on 1, 2 and 3 nodes pass, and that fail-warn (a real
-# WARN) and fail-panic (a kernel crash) are judged FAIL.  The smoke runs also
+# WARN, and a soft lockup) and fail-panic (a kernel crash) are judged FAIL.  The smoke runs also
 # check that a quoted rig.echo="..." value with blanks reaches the guest
 # intact, that run.sh prints only markers by default and every guest line
 # with -v, and that it names the serial log.  On a kernel with KASAN (the
@@ -99,6 +99,10 @@ for k in "${KVERS[@]}"; do
 	fi
 	check "RIG_BOOT_LIMIT=1: judged 'did not boot'" \
 		grep -q '^\[node0\] FAIL: did not boot' "$T/out"
+	# a loop that never reschedules (issue 12, 12c): Debian's kernels have
+	# the soft-lockup detector, 2 s with watchdog_thresh=1
+	expect problem "${run[@]}" -s fail-warn -a "watchdog_thresh=1 rig.report=softlockup"
+	check "rig.report=softlockup: judged by its header 'BUG: soft lockup'" problem_is "BUG: soft lockup"
 	grep -qx 'CONFIG_KASAN=y' "$("$RIG/kernels.sh" --config "$k")" 2>/dev/null || continue
 	for r in "kasan:BUG: KASAN: slab-out-of-bounds" \
 		"lockdep:WARNING: possible circular locking dependency detected" \

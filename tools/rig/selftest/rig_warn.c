@@ -9,12 +9,18 @@
  *             deadlocks but is "WARNING: possible circular locking dependency"
  *   sleep     might_sleep() with preemption off: "BUG: sleeping function
  *             called from invalid context" (DEBUG_ATOMIC_SLEEP)
- * The last three report only on a kernel built with the checker (the rig's
- * debug kernel, tools/debug-kernel); elsewhere they pass silently.
+ *   softlockup  4 s of busy-waiting that never offers to reschedule: the
+ *             soft-lockup detector's "BUG: soft lockup" once the guest is
+ *             booted with watchdog_thresh=1 (a report after 2 s; the
+ *             default 10 would need 20 s).  Every Debian kernel has it.
+ * kasan, lockdep and sleep report only on a kernel built with the checker
+ * (the rig's debug kernel, tools/debug-kernel); elsewhere they pass
+ * silently.
  */
 #include <linux/module.h>
 #include <linux/bug.h>
 #include <linux/compiler.h>
+#include <linux/delay.h>
 #include <linux/mutex.h>
 #include <linux/preempt.h>
 #include <linux/slab.h>
@@ -22,7 +28,8 @@
 
 static char *report = "warn";
 module_param(report, charp, 0444);
-MODULE_PARM_DESC(report, "problem to cause: warn, kasan, lockdep or sleep");
+MODULE_PARM_DESC(report,
+		 "problem to cause: warn, kasan, lockdep, sleep or softlockup");
 
 static DEFINE_MUTEX(rig_a);
 static DEFINE_MUTEX(rig_b);
@@ -61,6 +68,14 @@ static int __init rig_warn_init(void)
 		rig_lockdep();
 		return 0;
 	}
+	if (!strcmp(report, "softlockup")) {
+		unsigned int ms;
+
+		/* mdelay() spins: no cond_resched(), no sleep in 4 s */
+		for (ms = 0; ms < 4000; ms++)
+			mdelay(1);
+		return 0;
+	}
 	if (!strcmp(report, "sleep")) {
 		preempt_disable();
 		might_sleep();
@@ -77,5 +92,5 @@ static void __exit rig_warn_exit(void)
 
 module_init(rig_warn_init);
 module_exit(rig_warn_exit);
-MODULE_DESCRIPTION("QEMU rig self-test: a deliberate WARN(), KASAN, lockdep or atomic-sleep report");
+MODULE_DESCRIPTION("QEMU rig self-test: a deliberate WARN(), KASAN, lockdep, atomic-sleep or soft-lockup report");
 MODULE_LICENSE("GPL");
