@@ -43,7 +43,7 @@ int odsm__mutex_kind(uint64_t mutex, unsigned int *kind)
 	uint64_t magic;
 	int ret;
 
-	if (!mutex || mutex % 64 || !odsm_in_heap(mutex))
+	if (!mutex || mutex % 16 || !odsm_in_heap(mutex))
 		return -EINVAL;
 	ret = odsm_read(odsm_addr_of(mutex), &magic, sizeof(magic));
 	if (ret)
