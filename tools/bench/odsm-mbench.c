@@ -12,8 +12,11 @@
  *
  * Rows (node 1): "ODSM_BENCH mutex LABEL nodes=N threads=T
  * cas_locks_per_s=... fifo_locks_per_s=... cas_node0_share=...
- * fifo_node0_share=..." (the locks of the whole cluster per second, and
- * the part node 0 -- the mutexes' home -- took), then
+ * fifo_node0_share=... cas_others_locks_per_s=...
+ * fifo_others_locks_per_s=..." (the locks of the whole cluster per
+ * second, the part node 0 -- the mutexes' home, where the object stays
+ * while its own threads pass the CAS lock between them -- took, and the
+ * other nodes' locks per second), then
  * "ODSM_BENCH mutex_cas_vs_delegated ratio=R label=LABEL": CAS over
  * FIFO.  The FIFO kind is the fair one: its tickets are served in the
  * order they reach the home (a fetch-and-add there, not an operation of
@@ -134,8 +137,9 @@ int main(int argc, char **argv)
 	run(&app, label, ODSM_MUTEX_CAS, ms, threads, &cas, &cas_sh);
 	run(&app, label, ODSM_MUTEX_FIFO, ms, threads, &fifo, &fifo_sh);
 	if (app.self == 1 || app.nodes == 1) {
-		row("mutex %s nodes=%u threads=%u cas_locks_per_s=%.0f fifo_locks_per_s=%.0f cas_node0_share=%.2f fifo_node0_share=%.2f",
-		    label, app.nodes, threads, cas, fifo, cas_sh, fifo_sh);
+		row("mutex %s nodes=%u threads=%u cas_locks_per_s=%.0f fifo_locks_per_s=%.0f cas_node0_share=%.2f fifo_node0_share=%.2f cas_others_locks_per_s=%.0f fifo_others_locks_per_s=%.0f",
+		    label, app.nodes, threads, cas, fifo, cas_sh, fifo_sh,
+		    cas * (1 - cas_sh), fifo * (1 - fifo_sh));
 		row("mutex_cas_vs_delegated ratio=%.2f label=%s",
 		    fifo > 0 ? cas / fifo : 0, label);
 	}
