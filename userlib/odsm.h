@@ -742,5 +742,7 @@ int odsm_drop_copies(uint64_t *dropped, uint64_t *kept);
 
 /* delegation: trustees run registered operations on entrusted objects */
 #include "odsm_deleg.h"
+/* names, start-up, barrier and mutex for programs on N nodes */
+#include "odsm_sync.h"
 
 #endif /* ODSM_USER_H */

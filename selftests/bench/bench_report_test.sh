@@ -46,7 +46,8 @@ C=$tmp/a/results.csv
 for m in deref_local_vs_plain cached_hit_vs_local_borrow cached_hit_syscalls_per_hit \
 	 uncached_borrow_vs_raw_read_512 async_64_borrows_vs_sequential \
 	 move_1MiB_vs_ib_read_bw deleg_local_vs_mcs deleg_remote_vs_cas_lock \
-	 deleg_remote_batched_vs_unbatched deleg_apply_vs_rpc_latency; do
+	 deleg_remote_batched_vs_unbatched deleg_apply_vs_rpc_latency \
+	 mutex_cas_vs_delegated; do
 	ok "summary names the fixed row $m" grep -qE "^$m( |$)" "$S"
 done
 ok "the summary is printed, headed and last" \
@@ -115,8 +116,13 @@ ok "deleg_remote_vs_cas_lock 4.20 >= 5: no" test "$(met_of deleg_remote_vs_cas_l
 : >"$tmp/empty.txt"
 tools/bench-report.sh -d "$tmp/c" "$tmp/empty.txt" >/dev/null 2>&1
 ok "an empty output: exit 0" test $? = 0
-ok "an empty output: 20 rows, none judged" \
-	test "$(tail -n +2 "$tmp/c/summary.txt" | awk '$NF != "-"' | wc -l) $(tail -n +2 "$tmp/c/summary.txt" | wc -l)" = "0 20"
+ok "an empty output: 21 rows, none judged" \
+	test "$(tail -n +2 "$tmp/c/summary.txt" | awk '$NF != "-"' | wc -l) $(tail -n +2 "$tmp/c/summary.txt" | wc -l)" = "0 21"
+# odsm-mbench's row gives the mutex ratio (issue 16)
+printf 'bench: two guests, remote operations over kernel TCP\n  mutex_cas_vs_delegated ratio=2.50 label=tcp\n' >"$tmp/mutex.txt"
+tools/bench-report.sh -d "$tmp/m" "$tmp/mutex.txt" >/dev/null 2>&1
+ok "mutex_cas_vs_delegated: the printed ratio" \
+	grep -qE '^mutex_cas_vs_delegated +- +- +2.5 ' "$tmp/m/summary.txt"
 tools/bench-report.sh -d "$tmp/d" "$tmp/nonexistent" >/dev/null 2>&1
 ok "a missing output: exit 1" test $? = 1
 

@@ -181,6 +181,58 @@ TEST_F_TIMEOUT(cl, every_op_fails, 180)
 	ASSERT_EQ(0, odsm_free(cg));
 }
 
+/*
+ * libodsm's robust mutexes and barrier (odsm_sync.h): cluster_sync_test
+ * left the last node holding "sync-dead-cas" and "sync-dead-fifo" (it
+ * wrote 666 over their objects, which held 42) and waiting once in
+ * "sync-dead-bar".  On node 0: the barrier is -EHOSTDOWN in time, each
+ * lock is -EOWNERDEAD with the object as the last unlock left it; the
+ * CAS mutex made consistent locks normally after, the FIFO one unlocked
+ * inconsistent is -ENOTRECOVERABLE.
+ */
+TEST_F_TIMEOUT(cl, dead_holder_and_participant, 180)
+{
+	struct odsm_guard g;
+	struct odsm_name nm;
+	uint64_t *p, ms;
+	int ret;
+
+	DOWN_BEGIN();
+	if (C.nodes < 3 || (unsigned int)C.down != C.nodes - 1 || C.self)
+		SKIP(return, "cluster_sync_test's dead holder is the last of 3 or more nodes; node 0 checks");
+	ret = odsm_name_lookup("sync-dead-bar", &nm);
+	if (ret == -ENOENT)
+		SKIP(return, "cluster_sync_test did not run");
+	ASSERT_EQ(0, ret);
+	ret = TIMED(&ms, odsm_barrier_wait(nm.value, 60000));
+	EXPECT_EQ(-EHOSTDOWN, ret) TH_LOG("barrier: %s", odsm_strerror(ret));
+	EXPECT_GE(C.timeout_ms + 1000ULL, ms) TH_LOG("barrier: %" PRIu64 " ms", ms);
+	TH_LOG("barrier with a dead participant: %s in %" PRIu64 " ms",
+	       odsm_strerror(ret), ms);
+
+	ASSERT_EQ(0, odsm_name_lookup("sync-dead-cas", &nm));
+	ret = TIMED(&ms, odsm_mutex_lock(nm.value, &g, (void **)&p));
+	ASSERT_EQ(-EOWNERDEAD, ret) TH_LOG("cas lock: %s", odsm_strerror(ret));
+	TH_LOG("cas mutex of a dead holder: %s in %" PRIu64 " ms",
+	       odsm_strerror(ret), ms);
+	EXPECT_EQ(42ULL, *p);		/* the dead holder's 666 is lost */
+	*p = 43;
+	ASSERT_EQ(0, odsm_mutex_consistent(&g));
+	ASSERT_EQ(0, odsm_mutex_unlock(&g));
+	ASSERT_EQ(0, odsm_mutex_lock(nm.value, &g, (void **)&p));
+	EXPECT_EQ(43ULL, *p);
+	ASSERT_EQ(0, odsm_mutex_unlock(&g));
+
+	ASSERT_EQ(0, odsm_name_lookup("sync-dead-fifo", &nm));
+	ret = TIMED(&ms, odsm_mutex_lock(nm.value, &g, (void **)&p));
+	ASSERT_EQ(-EOWNERDEAD, ret) TH_LOG("fifo lock: %s", odsm_strerror(ret));
+	TH_LOG("fifo mutex of a dead holder: %s in %" PRIu64 " ms",
+	       odsm_strerror(ret), ms);
+	EXPECT_EQ(42ULL, *p);
+	ASSERT_EQ(0, odsm_mutex_unlock(&g));	/* not made consistent */
+	EXPECT_EQ(-ENOTRECOVERABLE, odsm_mutex_lock(nm.value, &g, (void **)&p));
+}
+
 TEST_F_TIMEOUT(cl, survivors_work, 180)
 {
 	uint8_t in[5000], out[5000];

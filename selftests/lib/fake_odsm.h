@@ -46,6 +46,7 @@ struct fk_stats {
 	unsigned long borrows, hits, misses, returns;
 	unsigned long muts, moved, taken, held;
 	unsigned long writebacks, frees, remote_frees, reads, allocs, infos;
+	unsigned long atomics;
 };
 
 static struct {
@@ -64,6 +65,7 @@ static struct {
 	unsigned long move_calls;
 	uint64_t last_wb[3];		/* owner, g, ext of the last write-back */
 	uint32_t last_mut_flags;
+	unsigned int peer_state;	/* what ODSM_IOC_STATUS says of node 1 */
 } fk = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static uint64_t fk_part(unsigned int node)
@@ -139,6 +141,7 @@ static void fk_init(void)
 	odsm_rt.local_lo = fk_part(0);
 	odsm_rt.local_hi = fk_part(0) + FK_PART;
 	odsm_rt.tag = 0x5a5a;
+	fk.peer_state = ODSM_PEER_UP;
 }
 
 static void fk_fini(void)
@@ -427,6 +430,37 @@ static int fk_ioctl_locked(unsigned long req, void *arg)
 		else
 			memcpy(odsm_ptr(r->gaddr), (void *)(uintptr_t)r->buf, r->len);
 		fk.st.reads++;
+		return 0;
+	}
+	case ODSM_IOC_ATOMIC: {	/* atomic: every call holds fk.lock */
+		struct odsm_atomic *a = arg;
+		uint64_t *w;
+
+		if (!odsm_in_heap(a->gaddr) || a->gaddr % 8)
+			return -EINVAL;
+		w = odsm_ptr(a->gaddr);
+		a->old = *w;
+		if (a->op == ODSM_ATOMIC_FETCH_ADD)
+			*w += a->operand;
+		else if (a->op != ODSM_ATOMIC_CMP_SWAP)
+			return -EINVAL;
+		else if (*w == a->compare)
+			*w = a->operand;
+		fk.st.atomics++;
+		return 0;
+	}
+	case ODSM_IOC_STATUS: {	/* joined over tcp: node 0 (self) and 1 */
+		struct odsm_status *s = arg;
+		struct odsm_peer_info *p = (void *)(uintptr_t)s->peers;
+		unsigned int k;
+
+		for (k = 0; k < 2 && k < s->nr; k++) {
+			memset(&p[k], 0, sizeof(p[k]));
+			p[k].node_id = k;
+			p[k].state = k ? fk.peer_state : ODSM_PEER_SELF;
+		}
+		s->nr = 2;
+		s->transport = 1;
 		return 0;
 	}
 	case ODSM_IOC_DELEG_CALL:

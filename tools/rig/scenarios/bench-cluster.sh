@@ -9,6 +9,10 @@
 # remote fetch-and-add, and one apply's latency against one read's) runs
 # over TCP and over RDMA with one-sided off (the read is then a plain
 # two-sided request, like the apply's batch).
+# libodsm's mutexes (odsm-mbench: threads on both nodes lock a mutex of
+# node 0, the CAS kind then the FIFO kind) run first on each transport:
+# they meet through node 0's directory, which must be the first object of
+# its partition.
 # Numbers only; nothing is judged.
 # shellcheck shell=dash disable=SC1091,SC2154
 . /rig/lib.sh
@@ -23,6 +27,8 @@ join() {	# transport
 	barrier 60
 }
 join tcp
+odsm-mbench tcp 1000 2
+barrier 300
 [ "$rig_node" = 1 ] && odsm-rbench 0 200
 [ "$rig_node" = 1 ] && odsm-rbench 0 200 tcp
 barrier 300
@@ -35,6 +41,8 @@ xbench tcp
 odsmctl leave
 barrier 60
 join rdma
+odsm-mbench rdma 1000 2
+barrier 300
 [ "$rig_node" = 1 ] && odsm-rbench 0 200 rdma-onesided
 barrier 300
 echo N >/sys/module/odsm/parameters/onesided

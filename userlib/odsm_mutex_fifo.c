@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * libodsm mutex, the FIFO kind: a ticket lock.  The lock word holds the
+ * tickets handed out (high 32 bits) and the ticket served (low 32): a
+ * locker takes a ticket with one fetch-and-add that the mutex's home
+ * runs (or its NIC, over RDMA), so tickets -- and grants -- are in the
+ * order the requests arrive there, and waits until its ticket is
+ * served, polling with bounded backoff.  A ring in the mutex object says
+ * which node took each of the last ODSM_MX_RING tickets: the first
+ * waiter on a live node whose predecessors' nodes are all down serves
+ * itself in one compare-and-swap, marked inconsistent: -EOWNERDEAD.
+ */
+#include <errno.h>
+#include "odsm.h"
+#include "odsm_sync_int.h"
+#include "odsm_mutex_int.h"
+
+#define DOWN_CHECK_EVERY	4
+
+static uint64_t ring_at(uint64_t mutex, uint32_t t)
+{
+	return mutex + ODSM_MX_RINGOFF + 8ULL * (t % ODSM_MX_RING);
+}
+
+/* Are the nodes of tickets s .. t - 1 all down?  1, 0 or -errno. */
+static int before_dead(uint64_t mutex, uint32_t s, uint32_t t)
+{
+	uint64_t e;
+	int ret, node;
+
+	if ((uint32_t)(t - s) > ODSM_MX_RING - 1)
+		return 0;		/* the ring forgot some of them */
+	for (; s != t; s++) {
+		ret = odsm_read(ring_at(mutex, s), &e, sizeof(e));
+		if (ret)
+			return ret;
+		node = odsm_mx_ring_node(e, s);
+		if (node < 0)
+			return 0;	/* not written yet: alive */
+		ret = odsm__node_down((unsigned int)node);
+		if (ret <= 0)
+			return ret;
+	}
+	return 1;
+}
+
+/* Ours: the state word says whether the object is still recoverable. */
+static int granted(struct odsm_guard *g, uint32_t t, bool took)
+{
+	uint64_t st, v = ODSM_MX_INCONSISTENT;
+	int ret;
+
+	g->word = t;
+	g->flags = ODSM_GUARD_HELD | ODSM_GUARD_FIFO;
+	ret = odsm_read(g->mutex + ODSM_MX_STATE, &st, sizeof(st));
+	if (ret)
+		return ret;
+	if (st & ODSM_MX_NOTRECOVERABLE) {
+		odsm__mutex_release_fifo(g);
+		return -ENOTRECOVERABLE;
+	}
+	if (took) {
+		ret = odsm_write(g->mutex + ODSM_MX_STATE, &v, sizeof(v));
+		if (ret)
+			return ret;
+	}
+	if (took || (st & ODSM_MX_INCONSISTENT)) {
+		g->flags |= ODSM_GUARD_INCONS;
+		return -EOWNERDEAD;
+	}
+	return 0;
+}
+
+int odsm__mutex_lock_fifo(struct odsm_guard *g, bool wait)
+{
+	uint64_t at = g->mutex + ODSM_MX_WORD, old, w, e;
+	unsigned int us = 0, polls = 0;
+	uint32_t t;
+	int ret;
+
+	if (!wait) {	/* a ticket only when it is served at once */
+		ret = odsm_read(at, &w, sizeof(w));
+		if (ret)
+			return ret;
+		if (odsm_mx_next(w) != odsm_mx_serving(w))
+			return -EBUSY;
+		ret = odsm_cmp_swap_nic(at, w, w + (1ULL << 32), &old);
+		if (ret)
+			return ret;
+		if (old != w)
+			return -EBUSY;
+	} else {
+		ret = odsm_fetch_add_nic(at, 1ULL << 32, &old);
+		if (ret)
+			return ret;
+	}
+	t = odsm_mx_next(old);
+	e = odsm_mx_ring_entry(t, odsm_rt.info.node_id);
+	ret = odsm_write(ring_at(g->mutex, t), &e, sizeof(e));
+	if (ret)
+		return ret;
+	for (w = old;;) {
+		if (odsm_mx_serving(w) == t)
+			return granted(g, t, false);
+		odsm__sync_nap(&us);
+		ret = odsm_read(at, &w, sizeof(w));
+		if (ret)
+			return ret;
+		if (odsm_mx_serving(w) == t || ++polls % DOWN_CHECK_EVERY)
+			continue;
+		ret = before_dead(g->mutex, odsm_mx_serving(w), t);
+		if (ret < 0)
+			return ret;
+		if (!ret)
+			continue;
+		/* our predecessors are gone: serve ourselves */
+		ret = odsm_cmp_swap_nic(at, w, odsm_mx_serve(w, t), &old);
+		if (ret)
+			return ret;
+		if (old == w)
+			return granted(g, t, true);
+		w = old;
+	}
+}
+
+int odsm__mutex_still_ours_fifo(struct odsm_guard *g)
+{
+	uint64_t w;
+	int ret;
+
+	ret = odsm_read(g->mutex + ODSM_MX_WORD, &w, sizeof(w));
+	if (!ret && odsm_mx_serving(w) != (uint32_t)g->word)
+		ret = -EPERM;
+	return ret;
+}
+
+int odsm__mutex_release_fifo(struct odsm_guard *g)
+{
+	uint64_t at = g->mutex + ODSM_MX_WORD, st, w, old;
+	uint32_t t = (uint32_t)g->word;
+	int ret;
+
+	if (g->flags & ODSM_GUARD_INCONS) {
+		st = ODSM_MX_NOTRECOVERABLE;
+		ret = odsm_write(g->mutex + ODSM_MX_STATE, &st, sizeof(st));
+		if (ret)
+			return ret;
+	}
+	/* serving + 1 without carrying into the tickets handed out */
+	ret = odsm_read(at, &w, sizeof(w));
+	while (!ret) {
+		if (odsm_mx_serving(w) != t)
+			return -EPERM;
+		ret = odsm_cmp_swap_nic(at, w, odsm_mx_serve(w, t + 1), &old);
+		if (!ret && old == w)
+			return 0;
+		w = old;
+	}
+	return ret;
+}
+
+int odsm__mutex_consistent_fifo(struct odsm_guard *g)
+{
+	uint64_t zero = 0;
+
+	return odsm_write(g->mutex + ODSM_MX_STATE, &zero, sizeof(zero));
+}

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libodsm's synchronisation, inside: the layouts of the name table, the
+ * barrier and the mutex objects, and the pure logic on their words
+ * (hashing, the lock and ticket words, the barrier's rounds, backoff),
+ * which selftests/host/sync_test.c checks on the host.  Not installed.
+ */
+#ifndef ODSM_SYNC_INT_H
+#define ODSM_SYNC_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "odsm_sync.h"
+
+/* ---- the name table ------------------------------------------------------ */
+
+/*
+ * A table of ODSM_NT_SLOTS entries of 64 bytes in node 0's partition,
+ * its address in word ODSM_DIR_W_NAMES of node 0's directory.  Open
+ * addressing from the name's hash, linear probing.  An entry goes
+ * EMPTY -> CLAIMED (compare-and-swap: one publisher wins the slot) ->
+ * READY, or DEAD when the publisher failed after claiming; entries never
+ * go back to EMPTY, so a probe may stop at the first EMPTY one.
+ */
+#define ODSM_NT_SLOTS		128U
+#define ODSM_NT_ENTRY		64
+#define ODSM_NT_SIZE		(ODSM_NT_SLOTS * ODSM_NT_ENTRY)
+#define ODSM_DIR_W_NAMES	(ODSM_DIR_W_LIB + 0)
+
+struct odsm_nt_entry {
+	uint64_t state;		/* ODSM_NT_* << 56 | node + 1 << 8 | kind */
+	uint64_t spare;
+	uint64_t v[2];		/* the value, or an owner box (16-aligned) */
+	char name[32];		/* NUL-terminated */
+};
+
+#define ODSM_NT_EMPTY		0ULL
+#define ODSM_NT_CLAIMED		1ULL
+#define ODSM_NT_READY		2ULL
+#define ODSM_NT_DEAD		3ULL
+
+static inline uint64_t odsm_nt_state(uint64_t st, unsigned int node,
+				     unsigned int kind)
+{
+	return st << 56 | (uint64_t)(node + 1) << 8 | (kind & 0xff);
+}
+
+static inline uint64_t odsm_nt_st(uint64_t state)
+{
+	return state >> 56;
+}
+
+static inline unsigned int odsm_nt_kind(uint64_t state)
+{
+	return state & 0xff;
+}
+
+static inline unsigned int odsm_nt_node(uint64_t state)
+{
+	return (unsigned int)((state >> 8) & 0xffff) - 1;
+}
+
+/* FNV-1a: the same slot on every node for the same name. */
+static inline uint64_t odsm_nt_hash(const char *name)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	while (*name) {
+		h ^= (unsigned char)*name++;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* The i-th slot a probe for hash h visits. */
+static inline unsigned int odsm_nt_slot(uint64_t h, unsigned int i)
+{
+	return (unsigned int)((h + i) % ODSM_NT_SLOTS);
+}
+
+/* ---- barrier ------------------------------------------------------------- */
+
+/*
+ * A barrier object: magic, count, one word with the round (high 32
+ * bits) and the arrivals in it (low 32), and a mask of the nodes whose
+ * threads wait in it (for the down check).  The count-th arrival adds
+ * 2^32 - count: arrivals back to 0 and the next round, in one atomic.
+ */
+struct odsm_barrier_obj {
+	uint64_t magic;		/* ODSM_BARRIER_MAGIC */
+	uint64_t count;
+	uint64_t word;		/* round << 32 | arrived */
+	uint64_t nodes;		/* bit K: a thread of node K waited here */
+};
+
+#define ODSM_BARRIER_MAGIC	0x4f44534d42415252ULL	/* "ODSMBARR" */
+#define ODSM_B_WORD		offsetof(struct odsm_barrier_obj, word)
+#define ODSM_B_NODES		offsetof(struct odsm_barrier_obj, nodes)
+
+static inline uint32_t odsm_b_round(uint64_t w)
+{
+	return (uint32_t)(w >> 32);
+}
+
+/* Did the arrival that saw old complete the round of count? */
+static inline bool odsm_b_last(uint64_t old, uint64_t count)
+{
+	return (old & 0xffffffffULL) + 1 == count;
+}
+
+/* What the last arrival adds on top of its own 1: arrivals to 0, round + 1. */
+static inline uint64_t odsm_b_close(uint64_t count)
+{
+	return (1ULL << 32) - count;
+}
+
+/* ---- mutex --------------------------------------------------------------- */
+
+/*
+ * A mutex object: magic and kind, the lock word, the owner box of the
+ * guarded object (16-aligned), and for the FIFO kind a ring of who took
+ * the last tickets (ticket << 16 | node + 1), for the dead-holder check.
+ */
+#define ODSM_MX_RING	16
+
+struct odsm_mutex_obj {
+	uint64_t magic;		/* ODSM_MUTEX_MAGIC ^ kind */
+	uint64_t word;		/* CAS: the holder; FIFO: next << 32 | serving */
+	uint64_t box[2];	/* owner of the guarded object */
+	uint64_t state;		/* FIFO: ODSM_MX_INCONSISTENT, _NOTRECOVERABLE */
+	uint64_t pad;
+	uint64_t ring[ODSM_MX_RING];
+};
+
+#define ODSM_MUTEX_MAGIC	0x4f44534d4d555400ULL	/* "ODSMMUT\0" */
+#define ODSM_MX_WORD		offsetof(struct odsm_mutex_obj, word)
+#define ODSM_MX_BOX		offsetof(struct odsm_mutex_obj, box)
+#define ODSM_MX_STATE		offsetof(struct odsm_mutex_obj, state)
+#define ODSM_MX_RINGOFF		offsetof(struct odsm_mutex_obj, ring)
+
+/* struct odsm_guard's flags */
+#define ODSM_GUARD_HELD		1U
+#define ODSM_GUARD_INCONS	2U	/* taken from a dead holder */
+#define ODSM_GUARD_FIFO		4U
+
+/*
+ * The CAS kind's lock word: 0 when free; else the holder's node + 1 in
+ * bits 0..15, a tag of the holding thread in 16..47 (a guard is
+ * released only by the holder that took it), and two flags.
+ */
+#define ODSM_MX_INCONSISTENT	(1ULL << 62)	/* taken from a dead holder */
+#define ODSM_MX_NOTRECOVERABLE	(1ULL << 63)	/* unlocked while inconsistent */
+
+static inline uint64_t odsm_mx_holder_word(unsigned int node, uint32_t tag)
+{
+	return (uint64_t)(node + 1) | (uint64_t)(tag & 0xffffffffU) << 16;
+}
+
+/* The node holding the CAS kind's word w (not free), or -1. */
+static inline int odsm_mx_holder(uint64_t w)
+{
+	return (int)(w & 0xffff) - 1;
+}
+
+/* The FIFO kind's word: tickets handed out, and the ticket served. */
+static inline uint32_t odsm_mx_next(uint64_t w)
+{
+	return (uint32_t)(w >> 32);
+}
+
+static inline uint32_t odsm_mx_serving(uint64_t w)
+{
+	return (uint32_t)w;
+}
+
+/* w with the ticket served set to s (the tickets handed out untouched). */
+static inline uint64_t odsm_mx_serve(uint64_t w, uint32_t s)
+{
+	return (w & ~0xffffffffULL) | s;
+}
+
+static inline uint64_t odsm_mx_ring_entry(uint32_t ticket, unsigned int node)
+{
+	return (uint64_t)ticket << 16 | (node + 1);
+}
+
+/*
+ * The node that took ticket t, from the ring entry e of its slot: -1
+ * when e is of another ticket (not written yet, or overwritten).
+ */
+static inline int odsm_mx_ring_node(uint64_t e, uint32_t t)
+{
+	if ((uint32_t)(e >> 16) != t || !(e & 0xffff))
+		return -1;
+	return (int)(e & 0xffff) - 1;
+}
+
+/* ---- backoff ------------------------------------------------------------- */
+
+#define ODSM_BACKOFF_MIN_US	50U
+#define ODSM_BACKOFF_MAX_US	10000U
+
+/* The next pause after one of us microseconds: doubling, bounded. */
+static inline unsigned int odsm_backoff_next(unsigned int us)
+{
+	if (us < ODSM_BACKOFF_MIN_US)
+		return ODSM_BACKOFF_MIN_US;
+	return us >= ODSM_BACKOFF_MAX_US / 2 ? ODSM_BACKOFF_MAX_US : us * 2;
+}
+
+/* ---- helpers of the library (odsm_sync_util.c) ---------------------------- */
+
+uint64_t odsm__sync_now_ms(void);
+/* Sleep *us microseconds, then make *us the next pause. */
+void odsm__sync_nap(unsigned int *us);
+/* Global address of word idx of node's directory. */
+uint64_t odsm__dir_word(unsigned int node, unsigned int idx);
+/* 1 when node is down as this node sees it, 0 when not, -errno. */
+int odsm__node_down(unsigned int node);
+/* 1 when any node of mask is down, 0 when none, -errno. */
+int odsm__any_down(uint64_t mask);
+/* Wait (deadline_ms: odsm__sync_now_ms() time, 0 for ever) until node's
+ * directory exists: 0, -ETIMEDOUT, -EHOSTDOWN, -EBADMSG (not one).
+ */
+int odsm__dir_wait(unsigned int node, uint64_t deadline_ms);
+/* The name table's address (made by the first caller, in node 0's
+ * partition): 0 and *nt, or -ENOENT when node 0 has no directory.
+ */
+int odsm__names_table(uint64_t *nt);
+
+/* odsm_app_join()'s record: name, with its barrier (odsm_name.c) */
+int odsm__name_publish_app(const char *name, uint64_t barrier);
+/* The barrier of the record whose root box is at root. */
+int odsm__name_app_barrier(uint64_t root, uint64_t *barrier);
+
+#endif /* ODSM_SYNC_INT_H */

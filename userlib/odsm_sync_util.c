@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * libodsm's synchronisation: what names, start-up, barrier and mutex
+ * share -- time and backoff, the directories, who is down, and the name
+ * table's root in node 0's directory.
+ */
+#include <errno.h>
+#include <time.h>
+#include "odsm.h"
+#include "odsm_sync_int.h"
+
+uint64_t odsm__sync_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void odsm__sync_nap(unsigned int *us)
+{
+	struct timespec ts;
+
+	*us = odsm_backoff_next(*us);
+	ts.tv_sec = *us / 1000000;
+	ts.tv_nsec = (long)(*us % 1000000) * 1000;
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+uint64_t odsm__dir_word(unsigned int node, unsigned int idx)
+{
+	return odsm_rt.info.heap_base + (uint64_t)node * odsm_rt.info.part_size +
+	       8ULL * idx;
+}
+
+int odsm__any_down(uint64_t mask)
+{
+	struct odsm_peer_info p[ODSM_MAX_NODES];
+	unsigned int n = ODSM_MAX_NODES, k;
+	int ret;
+
+	ret = odsm_status(p, &n, NULL);
+	if (ret)
+		return ret;
+	if (!n)			/* not in a cluster: only this node */
+		return 0;
+	for (k = 0; k < n && k < 64; k++)
+		if ((mask >> k & 1) && p[k].state == ODSM_PEER_DOWN)
+			return 1;
+	return 0;
+}
+
+int odsm__node_down(unsigned int node)
+{
+	return node < 64 ? odsm__any_down(1ULL << node) : -EINVAL;
+}
+
+int odsm__dir_wait(unsigned int node, uint64_t deadline_ms)
+{
+	unsigned int us = 0;
+	uint64_t v;
+	int ret;
+
+	for (;;) {
+		ret = odsm_read(odsm__dir_word(node, 0), &v, sizeof(v));
+		if (!ret)
+			return v == (ODSM_DIR_MAGIC ^ node) ? 0 : -EBADMSG;
+		/* -EINVAL: no object there yet; -EHOSTDOWN: not up yet */
+		if (ret != -EINVAL && ret != -EHOSTDOWN)
+			return ret;
+		if (deadline_ms && odsm__sync_now_ms() >= deadline_ms)
+			return -ETIMEDOUT;
+		odsm__sync_nap(&us);
+	}
+}
+
+int odsm__names_table(uint64_t *nt)
+{
+	uint64_t at = odsm__dir_word(0, ODSM_DIR_W_NAMES), v, old, cg;
+	int ret;
+
+	ret = odsm__dir_wait(0, odsm__sync_now_ms());
+	if (ret == -ETIMEDOUT || ret == -EBADMSG)
+		return -ENOENT;
+	if (ret)
+		return ret;
+	ret = odsm_read(at, &v, sizeof(v));
+	if (ret || v) {
+		*nt = v;
+		return ret;
+	}
+	/* the first caller makes it; a loser of the race frees its own */
+	ret = odsm_alloc_on(0, ODSM_NT_SIZE, ODSM_NT_ENTRY, ODSM_ALLOC_ZERO,
+			    &cg);
+	if (ret)
+		return ret;
+	ret = odsm_cmp_swap(at, 0, odsm_addr_of(cg), &old);
+	if (ret || old) {
+		odsm_free(cg);
+		*nt = old;
+		return ret;
+	}
+	*nt = odsm_addr_of(cg);
+	return 0;
+}
