@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libodsm data structures, inside: the segment and bucket layout, the
+ * per-bucket algorithms (odsm_ds_hash.c) that the caller and the owner's
+ * trustee both run, and the library's counters.
+ */
+#ifndef ODSM_DS_INT_H
+#define ODSM_DS_INT_H
+
+#include <stdint.h>
+
+#include "odsm_ds.h"
+
+/* a bucket's flag word: the state in bits 0..7, CRW readers above */
+#define DS_FREE		0ULL
+#define DS_BUSY		1ULL
+#define DS_READY	2ULL
+#define DS_DEAD		3ULL
+#define DS_STATE_MASK	0xffULL
+#define DS_STATE(f)	((f) & DS_STATE_MASK)
+#define DS_RD		(1ULL << 8)
+
+/* a bucket waited on longer than this is a dead writer's: -ETIMEDOUT */
+#define DS_WAIT_MS	5000
+
+struct ds_bucket {
+	uint64_t flag;
+	uint8_t klen, vlen;
+	uint8_t pad[6];
+	uint8_t key[ODSM_DS_KEY_MAX];
+	uint8_t val[ODSM_DS_VAL_MAX];
+};
+
+#define DS_BUCKET	64
+#define DS_BODY_OFF	8	/* the body: everything after the flag */
+_Static_assert(sizeof(struct ds_bucket) == DS_BUCKET, "a bucket is 64 bytes");
+
+/*
+ * A segment: this header, then the buckets.  calib is a NIC-domain word
+ * the calibration's atomics hit, scratch what its writes overwrite: both
+ * away from the buckets, so calibrating never disturbs the table.
+ */
+struct ds_seg_hdr {
+	uint64_t calib;
+	uint64_t magic;
+	uint64_t buckets;
+	uint64_t scratch[5];
+};
+
+#define DS_SEG_MAGIC	0x6f64736d2d647331ULL	/* "odsm-ds1" */
+#define DS_HDR		64
+#define DS_MAX_BUCKETS	(1u << 24)
+_Static_assert(sizeof(struct ds_seg_hdr) == DS_HDR, "the header is 64 bytes");
+
+/* where the algorithms run: on the segment at base, here or remote */
+struct ds_ctx {
+	uint64_t base;		/* the segment's (uncolored) address */
+	uint32_t buckets;
+	int local;		/* the owner: base is readable in place */
+};
+
+static inline uint64_t ds_bucket_addr(const struct ds_ctx *x, uint32_t i)
+{
+	return x->base + DS_HDR + (uint64_t)i * DS_BUCKET;
+}
+
+struct ds_key {
+	uint8_t klen;
+	uint8_t key[ODSM_DS_KEY_MAX];
+};
+
+int ds_find(const struct ds_ctx *x, const struct ds_key *k, uint32_t start,
+	    enum odsm_ds_promise p, void *val, uint8_t *vlen);
+int ds_insert(const struct ds_ctx *x, const struct ds_key *k, uint32_t start,
+	      enum odsm_ds_promise p, const void *val, uint8_t vlen);
+int ds_update(const struct ds_ctx *x, const struct ds_key *k, uint32_t start,
+	      enum odsm_ds_promise p, const void *val, uint8_t vlen);
+int ds_delete(const struct ds_ctx *x, const struct ds_key *k, uint32_t start,
+	      enum odsm_ds_promise p);
+
+/* the library's counters (odsm_ds_stats) */
+enum {
+	DS_ST_ONESIDED, DS_ST_REQUESTS, DS_ST_SERVED, DS_ST_BAD_REQ,
+	DS_ST_WAITS, DS_ST_RETRIES, DS_ST_CALIBRATIONS, DS_ST_NR
+};
+
+extern uint64_t ds_stats[DS_ST_NR];
+
+static inline void ds_stat_inc(unsigned int i)
+{
+	__atomic_fetch_add(&ds_stats[i], 1, __ATOMIC_RELAXED);
+}
+
+#endif /* ODSM_DS_INT_H */
