@@ -51,8 +51,9 @@ LIB_SO	:= $(BUILD)/lib/libodsm.so.1
 DELEG_SRC := userlib/odsm_deleg_ops.c userlib/odsm_deleg_arena.c \
 	     userlib/odsm_deleg_trustee.c userlib/odsm_deleg_client.c \
 	     userlib/odsm_deleg_remote.c userlib/odsm_deleg_gateway.c
-# data structures (issue 17): the hash table, its cost model and chooser
-DS_SRC := userlib/odsm_ds_model.c userlib/odsm_ds_hash.c userlib/odsm_ds_table.c
+# data structures (issue 17): the hash table, the queue, the cost model
+DS_SRC := userlib/odsm_ds_model.c userlib/odsm_ds_hash.c userlib/odsm_ds_table.c \
+	  userlib/odsm_ds_queue.c
 LIB_SRC	:= userlib/odsm.c userlib/odsm_check.c $(DELEG_SRC) $(DS_SRC) kmod/odsm_dslot.c
 LIB_OBJ	:= $(patsubst %.c,$(BUILD)/lib/%.o,$(notdir $(LIB_SRC)))
 LIB_HDR	:= userlib/odsm.h userlib/odsm_deleg.h userlib/odsm_ds.h uapi/linux/odsm.h \
@@ -182,7 +183,8 @@ $(BUILD)/tests/host/statfmt_test: UCFLAGS += -DODSM_SRCDIR='"$(CURDIR)"' \
 	-DODSM_ODSMCTL='"$(abspath $(BUILD))/bin/odsmctl"'
 
 # the data structures' cost model and chooser (pure logic: ds_model_test)
-$(BUILD)/tests/host/ds_model_test: userlib/odsm_ds_model.c userlib/odsm_ds.h userlib/odsm_deleg.h
+$(BUILD)/tests/host/ds_model_test: userlib/odsm_ds_model.c userlib/odsm_ds.h userlib/odsm_ds_int.h \
+	userlib/odsm_deleg.h
 
 # the benchmarks' shared helpers
 $(patsubst tools/bench/%.c,$(BUILD)/bin/%,$(wildcard tools/bench/*.c)): tools/bench/bench.h

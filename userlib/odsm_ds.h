@@ -12,10 +12,11 @@
  * any node.
  *   ODSM_DS_CRW  anything: the operation is atomic (linearizable) against
  *                every other operation of any variant
- *   ODSM_DS_CW   only operations that write (insert, update, delete); no
- *                find runs until a barrier separates the phases.  For
- *                insert, update and delete.
- *   ODSM_DS_CR   only finds; no writer runs meanwhile.  For find.
+ *   ODSM_DS_CW   only operations that write (insert, update, delete;
+ *                push); no find (pop) runs until a barrier separates the
+ *                phases.  For insert, update, delete and push.
+ *   ODSM_DS_CR   only finds (pops); no writer (push) runs meanwhile.  For
+ *                find and pop.
  * Documentation/odsm/datastructures.rst lists what each variant allows
  * when the promise is kept, interleaving by interleaving.
  *
@@ -59,6 +60,8 @@ enum odsm_ds_op {
 	ODSM_DS_FIND,
 	ODSM_DS_UPDATE,
 	ODSM_DS_DELETE,
+	ODSM_DS_PUSH,		/* the queue's */
+	ODSM_DS_POP,
 	ODSM_DS_NR_OPS
 };
 
@@ -178,9 +181,45 @@ void odsm_ds_get_costs(const struct odsm_ds_hash *h, struct odsm_ds_costs *c);
 int odsm_ds_variant(const struct odsm_ds_hash *h, enum odsm_ds_op op,
 		    enum odsm_ds_promise p);
 
+/* ---- the queue ----------------------------------------------------------- */
+
+/*
+ * A bounded multi-producer multi-consumer queue (a ring of cap slots of
+ * up to ODSM_DS_VAL_MAX bytes) in this node's partition, entrusted to
+ * trustee of runtime d: any node pushes and pops, one-sided or by request.
+ * Every element pushed is popped once; the elements one producer pushed
+ * come out in its order (to each consumer, and across consumers in the
+ * order of the slots).  Push of a full queue: -ENOSPC, pop of an empty
+ * one: -ENOENT; neither takes a slot.  The odsm_ds_seg describes it
+ * (buckets is the capacity).
+ */
+int odsm_ds_queue_create(struct odsm_deleg *d, unsigned int trustee,
+			 uint32_t cap, struct odsm_ds_seg *s);
+
+struct odsm_ds_queue;
+
+/* c NULL: calibrate against the queue's node now */
+int odsm_ds_queue_open(const struct odsm_ds_seg *s, enum odsm_ds_mode mode,
+		       const struct odsm_ds_costs *c,
+		       struct odsm_ds_queue **out);
+void odsm_ds_queue_close(struct odsm_ds_queue *q);
+int odsm_ds_push(struct odsm_ds_queue *q, const void *val, size_t len,
+		 enum odsm_ds_promise p);
+/* *len: in the room at val, out the element's length */
+int odsm_ds_pop(struct odsm_ds_queue *q, void *val, size_t *len,
+		enum odsm_ds_promise p);
+/* the same with the variant forced: request 1, one-sided 0 */
+int odsm_ds_queue_op(struct odsm_ds_queue *q, enum odsm_ds_op op,
+		     int request, void *val, size_t *len,
+		     enum odsm_ds_promise p);
+void odsm_ds_queue_set_costs(struct odsm_ds_queue *q,
+			     const struct odsm_ds_costs *c);
+int odsm_ds_queue_variant(const struct odsm_ds_queue *q, enum odsm_ds_op op,
+			  enum odsm_ds_promise p);
+
 /* What this process's tables counted (all of them together). */
 struct odsm_ds_stats {
-	uint64_t onesided;	/* operations run one-sided */
+	uint64_t onesided;	/* operations run one-sided (queues too) */
 	uint64_t requests;	/* operations sent to the owner */
 	uint64_t served;	/* requests this process's trustees ran */
 	uint64_t bad_requests;	/* requests refused as malformed (-EINVAL) */

@@ -30,7 +30,7 @@
 /* ---- the bucket's accessors: remote (one-sided) or the owner's own ---- */
 
 /* Read len bytes at g: in place for the owner, odsm_read otherwise. */
-static int io_read(const struct ds_ctx *x, uint64_t g, void *buf, size_t len)
+int ds_io_read(const struct ds_ctx *x, uint64_t g, void *buf, size_t len)
 {
 	if (x->local) {
 		memcpy(buf, (const void *)(uintptr_t)g, len);
@@ -39,8 +39,8 @@ static int io_read(const struct ds_ctx *x, uint64_t g, void *buf, size_t len)
 	return odsm_read(g, buf, len);
 }
 
-static int io_write(const struct ds_ctx *x, uint64_t g, const void *buf,
-		    size_t len)
+int ds_io_write(const struct ds_ctx *x, uint64_t g, const void *buf,
+		size_t len)
 {
 	if (x->local) {
 		memcpy((void *)(uintptr_t)g, buf, len);
@@ -78,7 +78,7 @@ static uint64_t now_ms(void)
  * writer): poll again, but not for ever -- a writer that died mid-insert
  * leaves BUSY behind.
  */
-static int ds_wait(uint64_t *deadline)
+int ds_wait(uint64_t *deadline)
 {
 	uint64_t t = now_ms();
 
@@ -109,7 +109,7 @@ int ds_find(const struct ds_ctx *x, const struct ds_key *k, uint32_t start,
 		g = ds_bucket_addr(x, (start + i) % x->buckets);
 		if (p == ODSM_DS_CR) {
 			/* no writer runs: one read of the whole bucket */
-			ret = io_read(x, g, &b, sizeof(b));
+			ret = ds_io_read(x, g, &b, sizeof(b));
 			if (ret)
 				return ret;
 			old = b.flag;
@@ -118,7 +118,7 @@ int ds_find(const struct ds_ctx *x, const struct ds_key *k, uint32_t start,
 			if (ret)
 				return ret;
 			if (DS_STATE(old) == DS_READY)
-				ret = io_read(x, g, &b, sizeof(b));
+				ret = ds_io_read(x, g, &b, sizeof(b));
 			ret = ret ?: io_fao(g, -DS_RD, NULL);
 			if (ret)
 				return ret;
@@ -187,7 +187,7 @@ int ds_insert(const struct ds_ctx *x, const struct ds_key *k, uint32_t start,
 		if (ret < 0)
 			return ret;
 		if (ret) {
-			ret = io_write(x, g + DS_BODY_OFF, &b.klen,
+			ret = ds_io_write(x, g + DS_BODY_OFF, &b.klen,
 				       sizeof(b) - DS_BODY_OFF);
 			if (!ret && p == ODSM_DS_CRW)
 				ret = io_fao(g, DS_READY - DS_BUSY, NULL);
@@ -196,13 +196,13 @@ int ds_insert(const struct ds_ctx *x, const struct ds_key *k, uint32_t start,
 		/* taken: by this key? (a BUSY one is still being written) */
 		while (DS_STATE(old) == DS_BUSY) {
 			ret = ds_wait(&deadline);
-			ret = ret ?: io_read(x, g, &old, sizeof(old));
+			ret = ret ?: ds_io_read(x, g, &old, sizeof(old));
 			if (ret)
 				return ret;
 		}
 		if (DS_STATE(old) != DS_READY)
 			continue;
-		ret = io_read(x, g, &b, sizeof(b));
+		ret = ds_io_read(x, g, &b, sizeof(b));
 		if (ret)
 			return ret;
 		if (key_is(&b, k))
@@ -230,7 +230,7 @@ static int locate(const struct ds_ctx *x, const struct ds_key *k,
 
 	for (i = 0; i < x->buckets; i++) {
 		*g = ds_bucket_addr(x, (start + i) % x->buckets);
-		ret = io_read(x, *g, &b, sizeof(b));
+		ret = ds_io_read(x, *g, &b, sizeof(b));
 		if (ret)
 			return ret;
 		if (DS_STATE(b.flag) == DS_FREE)
@@ -287,10 +287,10 @@ int ds_update(const struct ds_ctx *x, const struct ds_key *k, uint32_t start,
 	memcpy(b.key, k->key, k->klen);
 	memcpy(b.val, val, vlen);
 	if (p == ODSM_DS_CW)	/* no reader, no writer of this key */
-		return io_write(x, g + DS_BODY_OFF, &b.klen,
+		return ds_io_write(x, g + DS_BODY_OFF, &b.klen,
 				sizeof(b) - DS_BODY_OFF);
 	ret = take(g, DS_BUSY);
-	ret = ret ?: io_write(x, g + DS_BODY_OFF, &b.klen,
+	ret = ret ?: ds_io_write(x, g + DS_BODY_OFF, &b.klen,
 			      sizeof(b) - DS_BODY_OFF);
 	return ret ?: io_fao(g, DS_READY - DS_BUSY, NULL);
 }

@@ -7,6 +7,7 @@
 #ifndef ODSM_DS_INT_H
 #define ODSM_DS_INT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "odsm_ds.h"
@@ -77,6 +78,67 @@ int ds_update(const struct ds_ctx *x, const struct ds_key *k, uint32_t start,
 	      enum odsm_ds_promise p, const void *val, uint8_t vlen);
 int ds_delete(const struct ds_ctx *x, const struct ds_key *k, uint32_t start,
 	      enum odsm_ds_promise p);
+
+/* a bucket's or slot's bytes and flag words, here or remote */
+int ds_io_read(const struct ds_ctx *x, uint64_t g, void *buf, size_t len);
+int ds_io_write(const struct ds_ctx *x, uint64_t g, const void *buf,
+		size_t len);
+int ds_wait(uint64_t *deadline);
+
+/* ---- the queue (odsm_ds_queue.c) ----------------------------------------- */
+
+/*
+ * The queue's object: a segment header (calibration words; buckets is
+ * the capacity), its four counters in the NIC atomic domain, the slots.
+ *   tail        slots reserved by pushes
+ *   tail_ready  pushes published, in slot order (CRW pushes, CAS-P)
+ *   head        slots reserved by pops
+ *   head_done   pops done with their slot (CRW: in order, CAS-P; CR: a
+ *               count, in order once the phase is over)
+ */
+struct ds_q_ctr {
+	uint64_t tail, tail_ready, head, head_done;
+	uint64_t pad[4];
+};
+
+#define DS_Q_MAGIC	0x6f64736d2d647371ULL	/* "odsm-dsq" */
+#define DS_Q_CTR	DS_HDR			/* the counters' offset */
+#define DS_Q_SLOTS	(DS_HDR + 64)		/* the first slot's */
+#define DS_Q_SLOT	64
+#define DS_Q_LEN_OFF	ODSM_DS_VAL_MAX		/* a slot: value, length */
+
+/*
+ * Where a caller starts: the counters as it last saw them.  Limits only
+ * grow, so an old value is a lower bound (a refusal re-reads it); each
+ * field is a hint of its own counter only.
+ */
+struct ds_q_hints {
+	uint64_t tail, tail_ready, head, head_done;
+};
+
+int ds_push(const struct ds_ctx *x, struct ds_q_hints *hn, const void *val,
+	    uint8_t len, enum odsm_ds_promise p);
+int ds_pop(const struct ds_ctx *x, struct ds_q_hints *hn, void *val,
+	   uint8_t *len, enum odsm_ds_promise p);
+int ds_serve_queue(void *obj, const void *arg, size_t len, void *ret,
+		   size_t *rl);
+
+/* ---- the chooser and the calibration ------------------------------------- */
+
+struct ds_chooser {
+	enum odsm_ds_mode mode;
+	struct odsm_ds_costs costs;
+	/* what op at promise runs as: 1 request, 0 one-sided, -1 none */
+	int choice[ODSM_DS_NR_OPS][ODSM_DS_NR_PROMISES];
+};
+
+void ds_chooser_set(struct ds_chooser *ch, const struct odsm_ds_costs *c);
+int ds_chooser_get(const struct ds_chooser *ch, enum odsm_ds_op op,
+		   enum odsm_ds_promise p);
+/* the components measured on segment (or queue) s: into *c, gen + 1 */
+int ds_calibrate_seg(const struct odsm_ds_seg *s, unsigned int reps,
+		     struct odsm_ds_costs *c);
+extern uint64_t ds_op_hash, ds_op_queue;
 
 /* the library's counters (odsm_ds_stats) */
 enum {

@@ -10,9 +10,10 @@
 #include <string.h>
 
 #include "odsm_ds.h"
+#include "odsm_ds_int.h"
 
 static const char *const op_names[ODSM_DS_NR_OPS] = {
-	"insert", "find", "update", "delete",
+	"insert", "find", "update", "delete", "push", "pop",
 };
 
 static const char *const promise_names[ODSM_DS_NR_PROMISES] = {
@@ -29,14 +30,15 @@ const char *odsm_ds_promise_name(enum odsm_ds_promise p)
 	return (unsigned int)p < ODSM_DS_NR_PROMISES ? promise_names[p] : "?";
 }
 
-/* CRW for every operation; the weaker one is CR for find, CW for writers */
+/* CRW for every operation; the weaker one: CR for readers, CW for writers */
 int odsm_ds_promise_ok(enum odsm_ds_op op, enum odsm_ds_promise p)
 {
 	if ((unsigned int)op >= ODSM_DS_NR_OPS)
 		return 0;
 	if (p == ODSM_DS_CRW)
 		return 1;
-	return op == ODSM_DS_FIND ? p == ODSM_DS_CR : p == ODSM_DS_CW;
+	return op == ODSM_DS_FIND || op == ODSM_DS_POP ? p == ODSM_DS_CR :
+							  p == ODSM_DS_CW;
 }
 
 /*
@@ -50,6 +52,14 @@ int odsm_ds_promise_ok(enum odsm_ds_op op, enum odsm_ds_promise p)
  *   update CRW  R (locate) + CAS (READY->BUSY) + W + FAO
  *   update CW   R + W
  *   delete      R + CAS (READY->DEAD), at either promise
+ * and the queue's (odsm_ds_queue.c), whose slots are reserved by CAS so
+ * that a full or empty queue can refuse without having taken one; a
+ * persistent CAS (CAS-P: until the frontier reaches this slot) counts as
+ * one CAS, its best case:
+ *   push   CRW  CAS (reserve) + W + CAS-P (publish: tail_ready)
+ *   push   CW   CAS + W
+ *   pop    CRW  CAS (reserve) + R + CAS-P (free: head_done)
+ *   pop    CR   CAS + R + FAO (count the slot free)
  */
 double odsm_ds_predict(const struct odsm_ds_costs *c, enum odsm_ds_op op,
 		       enum odsm_ds_promise p, int request)
@@ -70,6 +80,10 @@ double odsm_ds_predict(const struct odsm_ds_costs *c, enum odsm_ds_op op,
 		       (crw ? c->cas_ns + c->fao_ns : 0);
 	case ODSM_DS_DELETE:
 		return c->read_ns + c->cas_ns;
+	case ODSM_DS_PUSH:
+		return c->cas_ns + c->write_ns + (crw ? c->cas_ns : 0);
+	case ODSM_DS_POP:
+		return c->cas_ns + c->read_ns + (crw ? c->cas_ns : c->fao_ns);
 	default:
 		return -1;
 	}
@@ -81,6 +95,35 @@ int odsm_ds_choose(const struct odsm_ds_costs *c, enum odsm_ds_op op,
 	if (!odsm_ds_promise_ok(op, p))
 		return -EINVAL;
 	return odsm_ds_predict(c, op, p, 1) < odsm_ds_predict(c, op, p, 0);
+}
+
+void ds_chooser_set(struct ds_chooser *ch, const struct odsm_ds_costs *c)
+{
+	unsigned int op, p;
+	int v;
+
+	ch->costs = *c;
+	for (op = 0; op < ODSM_DS_NR_OPS; op++) {
+		for (p = 0; p < ODSM_DS_NR_PROMISES; p++) {
+			v = odsm_ds_choose(c, op, p);
+			if (v >= 0 && ch->mode != ODSM_DS_AUTO)
+				v = ch->mode == ODSM_DS_REQUEST;
+			__atomic_store_n(&ch->choice[op][p], v < 0 ? -1 : v,
+					 __ATOMIC_RELAXED);
+		}
+	}
+}
+
+int ds_chooser_get(const struct ds_chooser *ch, enum odsm_ds_op op,
+		   enum odsm_ds_promise p)
+{
+	int v;
+
+	if ((unsigned int)op >= ODSM_DS_NR_OPS ||
+	    (unsigned int)p >= ODSM_DS_NR_PROMISES)
+		return -EINVAL;
+	v = __atomic_load_n(&ch->choice[op][p], __ATOMIC_RELAXED);
+	return v < 0 ? -EINVAL : v;
 }
 
 /* ---- the text form -------------------------------------------------------- */

@@ -16,14 +16,12 @@
 
 uint64_t ds_stats[DS_ST_NR];
 
-static uint64_t op_hash, op_nop;
+uint64_t ds_op_hash, ds_op_queue;
+static uint64_t op_nop;
 
 struct odsm_ds_hash {
 	unsigned int nr;
-	enum odsm_ds_mode mode;
-	struct odsm_ds_costs costs;
-	/* what op at promise runs as: 1 request, 0 one-sided, -1 none */
-	int choice[ODSM_DS_NR_OPS][ODSM_DS_NR_PROMISES];
+	struct ds_chooser ch;
 	struct odsm_ds_seg segs[];
 };
 
@@ -99,8 +97,10 @@ static int nop(void *obj, const void *arg, size_t len, void *ret, size_t *rl)
 
 int odsm_ds_register(void)
 {
-	int ret = odsm_deleg_register("odsm.ds.hash", serve, &op_hash);
+	int ret = odsm_deleg_register("odsm.ds.hash", serve, &ds_op_hash);
 
+	ret = ret ?: odsm_deleg_register("odsm.ds.queue", ds_serve_queue,
+					 &ds_op_queue);
 	return ret ?: odsm_deleg_register("odsm.ds.nop", nop, &op_nop);
 }
 
@@ -148,41 +148,22 @@ static uint64_t key_hash(const void *key, size_t len)
 	return h ^ (h >> 33);
 }
 
-static void decide(struct odsm_ds_hash *h)
-{
-	unsigned int op, p;
-	int c;
-
-	for (op = 0; op < ODSM_DS_NR_OPS; op++) {
-		for (p = 0; p < ODSM_DS_NR_PROMISES; p++) {
-			c = odsm_ds_choose(&h->costs, op, p);
-			if (c >= 0 && h->mode != ODSM_DS_AUTO)
-				c = h->mode == ODSM_DS_REQUEST;
-			__atomic_store_n(&h->choice[op][p], c < 0 ? -1 : c,
-					 __ATOMIC_RELAXED);
-		}
-	}
-}
-
 void odsm_ds_set_costs(struct odsm_ds_hash *h, const struct odsm_ds_costs *c)
 {
-	h->costs = *c;
-	decide(h);
+	ds_chooser_set(&h->ch, c);
 }
 
 void odsm_ds_get_costs(const struct odsm_ds_hash *h, struct odsm_ds_costs *c)
 {
-	*c = h->costs;
+	*c = h->ch.costs;
 }
 
 int odsm_ds_variant(const struct odsm_ds_hash *h, enum odsm_ds_op op,
 		    enum odsm_ds_promise p)
 {
-	if ((unsigned int)op >= ODSM_DS_NR_OPS ||
-	    (unsigned int)p >= ODSM_DS_NR_PROMISES ||
-	    h->choice[op][p] < 0)
+	if (op > ODSM_DS_DELETE)
 		return -EINVAL;
-	return __atomic_load_n(&h->choice[op][p], __ATOMIC_RELAXED);
+	return ds_chooser_get(&h->ch, op, p);
 }
 
 int odsm_ds_hash_open(const struct odsm_ds_seg *segs, unsigned int nr,
@@ -208,7 +189,7 @@ int odsm_ds_hash_open(const struct odsm_ds_seg *segs, unsigned int nr,
 	if (!h)
 		return -ENOMEM;
 	h->nr = nr;
-	h->mode = mode;
+	h->ch.mode = mode;
 	memcpy(h->segs, segs, nr * sizeof(*segs));
 	if (c) {
 		odsm_ds_set_costs(h, c);
@@ -242,7 +223,7 @@ int odsm_ds_hash_op(struct odsm_ds_hash *h, enum odsm_ds_op op, int request,
 	size_t rl;
 	int ret;
 
-	if ((unsigned int)op >= ODSM_DS_NR_OPS || !odsm_ds_promise_ok(op, p) ||
+	if ((unsigned int)op > ODSM_DS_DELETE || !odsm_ds_promise_ok(op, p) ||
 	    !klen)
 		return -EINVAL;
 	if (klen > ODSM_DS_KEY_MAX)
@@ -268,7 +249,7 @@ int odsm_ds_hash_op(struct odsm_ds_hash *h, enum odsm_ds_op op, int request,
 
 		ds_stat_inc(DS_ST_REQUESTS);
 		rl = op == ODSM_DS_FIND ? sizeof(buf) : 0;
-		ret = odsm_deleg_apply(&s->t, op_hash, &r, sizeof(r), buf,
+		ret = odsm_deleg_apply(&s->t, ds_op_hash, &r, sizeof(r), buf,
 				       &rl);
 		if (ret || op != ODSM_DS_FIND)
 			return ret;
@@ -387,16 +368,15 @@ static int component(const struct odsm_ds_seg *s, unsigned int what,
 	}
 }
 
-int odsm_ds_calibrate(struct odsm_ds_hash *h, unsigned int seg,
-		      unsigned int reps, struct odsm_ds_costs *out)
+int ds_calibrate_seg(const struct odsm_ds_seg *s, unsigned int reps,
+		     struct odsm_ds_costs *c)
 {
-	struct odsm_ds_costs c = h->costs;
 	uint64_t *t, t0, seen = 0;
 	double med[C_NR];
 	unsigned int w, i;
 	int ret = 0;
 
-	if (seg >= h->nr || reps > 100000)
+	if (reps > 100000)
 		return -EINVAL;
 	if (!reps)
 		reps = 64;
@@ -405,10 +385,10 @@ int odsm_ds_calibrate(struct odsm_ds_hash *h, unsigned int seg,
 		return -ENOMEM;
 	for (w = 0; w < C_NR; w++) {
 		/* one untimed first: connection set-up, keys, page faults */
-		ret = component(&h->segs[seg], w, &seen);
+		ret = component(s, w, &seen);
 		for (i = 0; i < reps && !ret; i++) {
 			t0 = now_ns();
-			ret = component(&h->segs[seg], w, &seen);
+			ret = component(s, w, &seen);
 			t[i] = now_ns() - t0;
 		}
 		if (ret)
@@ -416,21 +396,35 @@ int odsm_ds_calibrate(struct odsm_ds_hash *h, unsigned int seg,
 		qsort(t, reps, sizeof(*t), cmp_u64);
 		med[w] = (double)t[reps / 2];
 	}
-	c.read_ns = med[C_READ];
-	c.write_ns = med[C_WRITE];
-	c.cas_ns = med[C_CAS];
-	c.fao_ns = med[C_FAO];
-	c.req_ns = med[C_REQ];
-	if (!c.req_idle_ns)
-		c.req_idle_ns = c.req_ns;
-	c.gen++;
+	c->read_ns = med[C_READ];
+	c->write_ns = med[C_WRITE];
+	c->cas_ns = med[C_CAS];
+	c->fao_ns = med[C_FAO];
+	c->req_ns = med[C_REQ];
+	if (!c->req_idle_ns)
+		c->req_idle_ns = c->req_ns;
+	c->gen++;
 	ds_stat_inc(DS_ST_CALIBRATIONS);
-	odsm_ds_set_costs(h, &c);
-	if (out)
-		*out = c;
 out:
 	free(t);
 	return ret;
+}
+
+int odsm_ds_calibrate(struct odsm_ds_hash *h, unsigned int seg,
+		      unsigned int reps, struct odsm_ds_costs *out)
+{
+	struct odsm_ds_costs c = h->ch.costs;
+	int ret;
+
+	if (seg >= h->nr)
+		return -EINVAL;
+	ret = ds_calibrate_seg(&h->segs[seg], reps, &c);
+	if (ret)
+		return ret;
+	odsm_ds_set_costs(h, &c);
+	if (out)
+		*out = c;
+	return 0;
 }
 
 void odsm_ds_stats(struct odsm_ds_stats *s)

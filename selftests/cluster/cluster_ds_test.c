@@ -24,6 +24,17 @@
  *                   still found, the refused one not), -EEXIST, -ENOENT,
  *                   and malformed requests refused by the trustee
  *                   (-EINVAL, counted in bad_requests).
+ *   queue_crw       a queue on node 0 that one producer and one consumer
+ *                   thread of every node push and pop at once at CRW,
+ *                   alternating one-sided and requests, the ring small
+ *                   enough to be found full (-ENOSPC: pushed again) and
+ *                   empty (-ENOENT): every element popped exactly once
+ *                   over all consumers, each producer's elements in its
+ *                   order at each consumer.
+ *   queue_phasal    the same at CW (pushes only) then CR (pops only).
+ *   queue_bad       a queue of 4: -E2BIG, -ENOENT when empty, -ENOSPC
+ *                   when full with every element still popped in order,
+ *                   -ENOBUFS, malformed requests refused.
  *   auto_choice     a table opened AUTO calibrates against another
  *                   node's segment: each (operation, promise) runs as the
  *                   model says for those costs; a request latency set far
@@ -47,6 +58,9 @@
 
 #define W_DS_SEG	340	/* node K: 340..343 its segment */
 #define W_DS_WON	344	/* node 0: 344 + phase: shared inserts won */
+#define W_DS_Q		348	/* node 0: 348..351 the queue */
+#define W_DS_QDONE	352	/* node 0: producers done (CRW test) */
+#define W_DS_QLOG	354	/* node K: 354 + 2 * phase-ish: its log, count */
 #define W_DS_MYBAR	358	/* node K: the barriers it has passed */
 #define W_DS_BAR	359	/* node 0: arrivals at every barrier */
 
@@ -78,25 +92,31 @@ static int ds_bar(void)
 
 /* ---- the table on every node ------------------------------------------ */
 
-static int put_seg(const struct odsm_ds_seg *s)
+static int put_seg_at(unsigned int word, const struct odsm_ds_seg *s)
 {
-	int ret = c_put(C.self, W_DS_SEG + 1,
+	int ret = c_put(C.self, word + 1,
 			s->buckets | (uint64_t)s->node << 32);
 
-	ret = ret ?: c_put(C.self, W_DS_SEG + 2, s->t.arena);
-	ret = ret ?: c_put(C.self, W_DS_SEG + 3,
+	ret = ret ?: c_put(C.self, word + 2, s->t.arena);
+	ret = ret ?: c_put(C.self, word + 3,
 			   s->t.cell | (uint64_t)s->t.gen << 32);
-	return ret ?: c_put(C.self, W_DS_SEG, s->addr);
+	return ret ?: c_put(C.self, word, s->addr);
 }
 
-static int get_seg(unsigned int node, struct odsm_ds_seg *s)
+static int put_seg(const struct odsm_ds_seg *s)
+{
+	return put_seg_at(W_DS_SEG, s);
+}
+
+static int get_seg_at(unsigned int node, unsigned int word,
+		      struct odsm_ds_seg *s)
 {
 	uint64_t w[3];
-	int ret = c_poll(node, W_DS_SEG, 0, SECS, &s->addr);
+	int ret = c_poll(node, word, 0, SECS, &s->addr);
 
-	ret = ret ?: c_get(node, W_DS_SEG + 1, &w[0]);
-	ret = ret ?: c_get(node, W_DS_SEG + 2, &w[1]);
-	ret = ret ?: c_get(node, W_DS_SEG + 3, &w[2]);
+	ret = ret ?: c_get(node, word + 1, &w[0]);
+	ret = ret ?: c_get(node, word + 2, &w[1]);
+	ret = ret ?: c_get(node, word + 3, &w[2]);
 	if (ret)
 		return ret;
 	s->buckets = (uint32_t)w[0];
@@ -105,6 +125,11 @@ static int get_seg(unsigned int node, struct odsm_ds_seg *s)
 	s->t.cell = (uint32_t)w[2];
 	s->t.gen = (uint32_t)(w[2] >> 32);
 	return 0;
+}
+
+static int get_seg(unsigned int node, struct odsm_ds_seg *s)
+{
+	return get_seg_at(node, W_DS_SEG, s);
 }
 
 /* fixed costs that keep the fixed-mode tables from calibrating */
@@ -520,6 +545,321 @@ TEST_F_TIMEOUT(ds, bad_input, 300)
 					    junk, sizeof(junk), NULL, &rl));
 	odsm_ds_stats(&s1);
 	EXPECT_EQ(s0.bad_requests + 2, s1.bad_requests);
+}
+
+/* ---- the queue ------------------------------------------------------------ */
+
+#define QP		40	/* elements each node's producer pushes */
+
+static uint64_t elem_of(unsigned int node, unsigned int seq)
+{
+	return (uint64_t)(node + 1) << 32 | seq;
+}
+
+/* an element: its id, then bytes that depend on it (12..28 bytes) */
+static size_t elem_bytes(uint64_t id, uint8_t *v)
+{
+	size_t n = 12 + id % 17, i;
+
+	memcpy(v, &id, 8);
+	for (i = 8; i < n; i++)
+		v[i] = (uint8_t)(id * 7 + i);
+	return n;
+}
+
+static int elem_ok(const uint8_t *v, size_t n, uint64_t *id)
+{
+	uint8_t w[ODSM_DS_VAL_MAX];
+
+	if (n < 8)
+		return 0;
+	memcpy(id, v, 8);
+	return elem_bytes(*id, w) == n && !memcmp(v, w, n);
+}
+
+struct qlog {
+	uint64_t n;
+	uint64_t id[];
+};
+
+struct qworker {
+	pthread_t tid;
+	struct odsm_ds_queue *q[2];
+	enum odsm_ds_promise p;
+	struct qlog *log;	/* consumers: what they popped, in order */
+	unsigned int full, empty, bad;
+	int err, line;
+};
+
+#define QCK(expr) do { int __e = (expr); \
+	if (__e && !w->err) { w->err = __e; w->line = __LINE__; } \
+	if (__e) goto out; } while (0)
+
+static void *producer(void *arg)
+{
+	struct qworker *w = arg;
+	uint8_t v[ODSM_DS_VAL_MAX];
+	unsigned int i;
+	size_t n;
+	int ret;
+
+	for (i = 0; i < QP; i++) {
+		n = elem_bytes(elem_of(C.self, i), v);
+		for (;;) {
+			ret = odsm_ds_queue_op(w->q[i % 2], ODSM_DS_PUSH, i % 2,
+					       v, &n, w->p);
+			if (ret != -ENOSPC)
+				break;
+			w->full++;
+			c_sleep_ms(1);
+		}
+		QCK(ret);
+	}
+	if (w->p == ODSM_DS_CRW)
+		QCK(odsm_fetch_add(c_word(0, W_DS_QDONE), 1, NULL));
+out:
+	return NULL;
+}
+
+/* pop until empty with every producer done (CRW) or just empty (CR) */
+static void *consumer(void *arg)
+{
+	struct qworker *w = arg;
+	uint8_t v[ODSM_DS_VAL_MAX];
+	uint64_t id, done = 0, end = c_now_ms() + 1000ULL * SECS / 2;
+	unsigned int i = 0, last_empty = 0;
+	size_t n;
+	int ret;
+
+	for (;; i++) {
+		n = sizeof(v);
+		ret = odsm_ds_queue_op(w->q[i % 2], ODSM_DS_POP, i % 2, v, &n,
+				       w->p);
+		if (!ret) {
+			last_empty = 0;
+			if (!elem_ok(v, n, &id))
+				w->bad++;
+			else
+				w->log->id[w->log->n++] = id;
+			continue;
+		}
+		if (ret != -ENOENT)
+			QCK(ret);
+		w->empty++;
+		if (w->p != ODSM_DS_CRW)
+			break;
+		/* empty after every producer finished: empty for good */
+		if (last_empty)
+			break;
+		QCK(c_get(0, W_DS_QDONE, &done));
+		if (done == C.nodes)
+			last_empty = 1;
+		else if (c_now_ms() > end)
+			QCK(-ETIMEDOUT);	/* a producer never finished */
+		else
+			c_sleep_ms(1);
+	}
+out:
+	return NULL;
+}
+
+/*
+ * Every node's log read: each element of every producer popped exactly
+ * once, and each producer's elements in its order within every log.
+ */
+static void check_logs(struct __test_metadata *_metadata, unsigned int word)
+{
+	unsigned int node, k, seen[ODSM_MAX_NODES][QP] = { { 0 } }, bad = 0;
+	uint64_t addr, n, id, last[ODSM_MAX_NODES];
+	struct qlog *l = malloc(sizeof(*l) + 8 * QP * ODSM_MAX_NODES);
+
+	ASSERT_NE(NULL, l);
+	for (node = 0; node < C.nodes; node++) {
+		ASSERT_EQ(0, c_poll(node, word, 0, SECS, &addr));
+		ASSERT_EQ(0, c_get(node, word + 1, &n));
+		ASSERT_GE((uint64_t)QP * C.nodes, n);
+		ASSERT_EQ(0, odsm_read(addr, l->id, 8 * n));
+		memset(last, 0, sizeof(last));
+		for (k = 0; k < n; k++) {
+			unsigned int p = (unsigned int)(l->id[k] >> 32) - 1;
+			unsigned int s = (uint32_t)l->id[k];
+
+			id = l->id[k];
+			if (p >= C.nodes || s >= QP) {
+				bad++;
+				continue;
+			}
+			seen[p][s]++;
+			/* a producer's order, at this consumer */
+			if (last[p] && id <= last[p])
+				bad++;
+			last[p] = id;
+		}
+	}
+	for (node = 0; node < C.nodes; node++)
+		for (k = 0; k < QP; k++)
+			if (seen[node][k] != 1) {
+				bad++;
+				TH_LOG("element %u of node %u popped %u times",
+				       k, node, seen[node][k]);
+			}
+	EXPECT_EQ(0U, bad);
+	free(l);
+}
+
+/* this node's log into the heap, for every node to check */
+static void publish_log(struct __test_metadata *_metadata, unsigned int word,
+			const struct qlog *log)
+{
+	uint64_t g;
+
+	ASSERT_EQ(0, odsm_alloc(8 * (log->n + 1), 8, 0, &g));
+	memcpy(odsm_ptr(g), log->id, 8 * log->n);
+	ASSERT_EQ(0, c_put(C.self, word + 1, log->n));
+	ASSERT_EQ(0, c_put(C.self, word, g));
+}
+
+static void open_queue(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(ds) *self, uint32_t cap,
+		       struct odsm_ds_seg *qs, struct odsm_ds_queue **q)
+{
+	if (C.self == 0) {
+		ASSERT_EQ(0, odsm_ds_queue_create(self->d, 0, cap, qs));
+		ASSERT_EQ(0, put_seg_at(W_DS_Q, qs));
+	}
+	ASSERT_EQ(0, ds_bar());
+	ASSERT_EQ(0, get_seg_at(0, W_DS_Q, qs));
+	ASSERT_EQ(0, odsm_ds_queue_open(qs, ODSM_DS_ONESIDED, &any_costs,
+					&q[0]));
+	ASSERT_EQ(0, odsm_ds_queue_open(qs, ODSM_DS_REQUEST, &any_costs,
+					&q[1]));
+}
+
+TEST_F_TIMEOUT(ds, queue_crw, 300)
+{
+	struct qworker pw, cw;
+	struct odsm_ds_queue *q[2];
+	struct odsm_ds_seg qs;
+
+	open_queue(_metadata, self, 16, &qs, q);
+	pw = (struct qworker){ .q = { q[0], q[1] }, .p = ODSM_DS_CRW };
+	cw = pw;
+	cw.log = calloc(1, sizeof(*cw.log) + 8 * QP * C.nodes);
+	ASSERT_NE(NULL, cw.log);
+	ASSERT_EQ(0, pthread_create(&cw.tid, NULL, consumer, &cw));
+	ASSERT_EQ(0, pthread_create(&pw.tid, NULL, producer, &pw));
+	pthread_join(pw.tid, NULL);
+	pthread_join(cw.tid, NULL);
+	EXPECT_EQ(0, pw.err) TH_LOG("producer: %s at %d",
+				    odsm_strerror(pw.err), pw.line);
+	EXPECT_EQ(0, cw.err) TH_LOG("consumer: %s at %d",
+				    odsm_strerror(cw.err), cw.line);
+	EXPECT_EQ(0U, cw.bad);
+	TH_LOG("node %u: popped %llu, full %u times, empty %u times",
+	       C.self, (unsigned long long)cw.log->n, pw.full, cw.empty);
+	publish_log(_metadata, W_DS_QLOG, cw.log);
+	ASSERT_EQ(0, ds_bar());
+	check_logs(_metadata, W_DS_QLOG);
+	free(cw.log);
+	odsm_ds_queue_close(q[0]);
+	odsm_ds_queue_close(q[1]);
+}
+
+TEST_F_TIMEOUT(ds, queue_phasal, 300)
+{
+	struct odsm_ds_queue *q[2];
+	struct odsm_ds_seg qs;
+	struct qworker w;
+
+	/* room for every element: CW pushes never meet a full ring */
+	open_queue(_metadata, self, QP * ODSM_MAX_NODES, &qs, q);
+	w = (struct qworker){ .q = { q[0], q[1] }, .p = ODSM_DS_CW };
+	producer(&w);
+	EXPECT_EQ(0, w.err);
+	EXPECT_EQ(0U, w.full);
+	ASSERT_EQ(0, ds_bar());		/* the pushes' phase is over */
+	w.p = ODSM_DS_CR;
+	w.log = calloc(1, sizeof(*w.log) + 8 * QP * C.nodes);
+	ASSERT_NE(NULL, w.log);
+	consumer(&w);
+	EXPECT_EQ(0, w.err);
+	EXPECT_EQ(0U, w.bad);
+	publish_log(_metadata, W_DS_QLOG + 2, w.log);
+	ASSERT_EQ(0, ds_bar());
+	check_logs(_metadata, W_DS_QLOG + 2);
+	free(w.log);
+	odsm_ds_queue_close(q[0]);
+	odsm_ds_queue_close(q[1]);
+}
+
+TEST_F_TIMEOUT(ds, queue_bad, 300)
+{
+	uint8_t v[ODSM_DS_VAL_MAX + 1] = { 0 }, got[ODSM_DS_VAL_MAX];
+	struct odsm_ds_stats s0, s1;
+	struct odsm_ds_queue *q;
+	struct odsm_ds_seg qs;
+	uint8_t junk[36] = { 0 };
+	unsigned int i, r;
+	size_t n, rl;
+
+	for (r = 0; r < 2; r++) {
+		ASSERT_EQ(0, odsm_ds_queue_create(self->d, 0, 4, &qs));
+		ASSERT_EQ(0, odsm_ds_queue_open(&qs, r ? ODSM_DS_REQUEST :
+						ODSM_DS_ONESIDED, &any_costs,
+						&q));
+		n = sizeof(got);
+		EXPECT_EQ(-ENOENT, odsm_ds_pop(q, got, &n, ODSM_DS_CRW));
+		EXPECT_EQ(-E2BIG, odsm_ds_push(q, v, sizeof(v), ODSM_DS_CRW));
+		EXPECT_EQ(-EINVAL, odsm_ds_push(q, v, 1, ODSM_DS_CR));
+		for (i = 0; i < 4; i++) {
+			v[0] = (uint8_t)i;
+			EXPECT_EQ(0, odsm_ds_push(q, v, 1 + i, ODSM_DS_CRW));
+		}
+		v[0] = 9;
+		EXPECT_EQ(-ENOSPC, odsm_ds_push(q, v, 1, ODSM_DS_CRW));
+		/* every element, in order; the refused one never came in */
+		for (i = 0; i < 4; i++) {
+			n = i == 3 ? 2 : sizeof(got);
+			if (i == 3) {
+				/* too little room: told the length */
+				EXPECT_EQ(-ENOBUFS, odsm_ds_pop(q, got, &n,
+								ODSM_DS_CRW));
+				EXPECT_EQ(4U, n);
+				continue;
+			}
+			EXPECT_EQ(0, odsm_ds_pop(q, got, &n, ODSM_DS_CRW));
+			EXPECT_EQ(1 + i, n);
+			EXPECT_EQ(i, got[0]);
+		}
+		n = sizeof(got);
+		EXPECT_EQ(-ENOENT, odsm_ds_pop(q, got, &n, ODSM_DS_CRW));
+		/* the ring goes round */
+		EXPECT_EQ(0, odsm_ds_push(q, v, 1, ODSM_DS_CRW));
+		n = sizeof(got);
+		EXPECT_EQ(0, odsm_ds_pop(q, got, &n, ODSM_DS_CRW));
+		EXPECT_EQ(9, got[0]);
+		odsm_ds_queue_close(q);
+		EXPECT_EQ(0, odsm_trust_drop(&qs.t));
+	}
+	/* malformed requests: short, an op of the table's, a long element */
+	ASSERT_EQ(0, odsm_ds_queue_create(self->d, 0, 4, &qs));
+	odsm_ds_stats(&s0);
+	rl = 0;
+	EXPECT_EQ(-EINVAL, odsm_deleg_apply(&qs.t,
+					    odsm_deleg_op_id("odsm.ds.queue"),
+					    junk, 8, NULL, &rl));
+	junk[0] = ODSM_DS_INSERT;
+	EXPECT_EQ(-EINVAL, odsm_deleg_apply(&qs.t,
+					    odsm_deleg_op_id("odsm.ds.queue"),
+					    junk, sizeof(junk), NULL, &rl));
+	junk[0] = ODSM_DS_PUSH;
+	junk[2] = ODSM_DS_VAL_MAX + 1;
+	EXPECT_EQ(-EINVAL, odsm_deleg_apply(&qs.t,
+					    odsm_deleg_op_id("odsm.ds.queue"),
+					    junk, sizeof(junk), NULL, &rl));
+	odsm_ds_stats(&s1);
+	EXPECT_EQ(s0.bad_requests + 3, s1.bad_requests);
+	EXPECT_EQ(0, odsm_trust_drop(&qs.t));
 }
 
 TEST_F_TIMEOUT(ds, auto_choice, 300)

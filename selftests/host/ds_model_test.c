@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "odsm_ds.h"
+#include "odsm_ds_int.h"
 
 #include "ksft_host.h"
 
@@ -34,6 +35,10 @@ static const struct {
 	{ ODSM_DS_UPDATE, ODSM_DS_CW, 3700 + 3000 },		/* R+W */
 	{ ODSM_DS_DELETE, ODSM_DS_CRW, 3700 + 3800 },		/* R+CAS */
 	{ ODSM_DS_DELETE, ODSM_DS_CW, 3700 + 3800 },
+	{ ODSM_DS_PUSH, ODSM_DS_CRW, 3800 + 3000 + 3800 },	/* CAS+W+CAS-P */
+	{ ODSM_DS_PUSH, ODSM_DS_CW, 3800 + 3000 },		/* CAS+W */
+	{ ODSM_DS_POP, ODSM_DS_CRW, 3800 + 3700 + 3800 },	/* CAS+R+CAS-P */
+	{ ODSM_DS_POP, ODSM_DS_CR, 3800 + 3700 + 3900 },	/* CAS+R+FAO */
 };
 
 #define NF (sizeof(formulas) / sizeof(formulas[0]))
@@ -123,6 +128,45 @@ TEST(promises_without_a_variant)
 	EXPECT_EQ(-EINVAL, odsm_ds_choose(&cori, ODSM_DS_FIND, 7));
 	EXPECT_EQ(-1.0, odsm_ds_predict(&cori, ODSM_DS_UPDATE, ODSM_DS_CR, 0));
 	EXPECT_EQ(-1.0, odsm_ds_predict(&cori, ODSM_DS_DELETE, ODSM_DS_CR, 1));
+	EXPECT_EQ(-EINVAL, odsm_ds_choose(&cori, ODSM_DS_PUSH, ODSM_DS_CR));
+	EXPECT_EQ(-EINVAL, odsm_ds_choose(&cori, ODSM_DS_POP, ODSM_DS_CW));
+}
+
+/*
+ * A structure's chooser: AUTO follows the model and re-decides on new
+ * costs (a calibration); a fixed mode keeps its variant whatever they
+ * are; promises without a variant stay refused in every mode.
+ */
+TEST(structures_redecide)
+{
+	struct odsm_ds_costs busy = cori;
+	struct ds_chooser ch = { .mode = ODSM_DS_AUTO };
+	unsigned int i, m;
+
+	ds_chooser_set(&ch, &cori);
+	for (i = 0; i < NF; i++)
+		EXPECT_EQ(odsm_ds_choose(&cori, formulas[i].op, formulas[i].p),
+			  ds_chooser_get(&ch, formulas[i].op, formulas[i].p));
+	EXPECT_EQ(1, ds_chooser_get(&ch, ODSM_DS_INSERT, ODSM_DS_CRW));
+	/* the owner's latency now 12 us: inserts go one-sided */
+	busy.req_ns = 12000;
+	busy.gen++;
+	ds_chooser_set(&ch, &busy);
+	EXPECT_EQ(0, ds_chooser_get(&ch, ODSM_DS_INSERT, ODSM_DS_CRW));
+	EXPECT_EQ(1, ds_chooser_get(&ch, ODSM_DS_UPDATE, ODSM_DS_CRW));
+	EXPECT_EQ(0, ds_chooser_get(&ch, ODSM_DS_POP, ODSM_DS_CRW));
+	EXPECT_EQ(2ULL, ch.costs.gen);
+	for (m = ODSM_DS_ONESIDED; m <= ODSM_DS_REQUEST; m++) {
+		ch.mode = m;
+		ds_chooser_set(&ch, &busy);
+		for (i = 0; i < NF; i++)
+			EXPECT_EQ((int)m, ds_chooser_get(&ch, formulas[i].op,
+							 formulas[i].p));
+		EXPECT_EQ(-EINVAL, ds_chooser_get(&ch, ODSM_DS_FIND,
+						  ODSM_DS_CW));
+		EXPECT_EQ(-EINVAL, ds_chooser_get(&ch, ODSM_DS_NR_OPS,
+						  ODSM_DS_CRW));
+	}
 }
 
 TEST(costs_text_round_trip)
