@@ -881,27 +881,29 @@ TEST_F_TIMEOUT(ds, auto_choice, 300)
 	EXPECT_LT(0.0, c.req_ns);
 	ASSERT_EQ(0, odsm_ds_costs_format(&c, txt, sizeof(txt)));
 	TH_LOG("node %u calibrated against another node:\n%s", C.self, txt);
-	for (op = 0; op < ODSM_DS_NR_OPS; op++)
+	/* the table's operations; push and pop are the queue's */
+	for (op = 0; op <= ODSM_DS_DELETE; op++)
 		for (p = 0; p < ODSM_DS_NR_PROMISES; p++)
 			EXPECT_EQ(odsm_ds_choose(&c, op, p),
 				  odsm_ds_variant(h, op, p));
+	EXPECT_EQ(-EINVAL, odsm_ds_variant(h, ODSM_DS_PUSH, ODSM_DS_CRW));
 	/* the owner got slow: everything goes one-sided */
 	slow = c;
 	slow.req_ns = 1e9;
 	slow.gen++;
 	odsm_ds_set_costs(h, &slow);
-	for (op = 0; op < ODSM_DS_NR_OPS; op++)
+	for (op = 0; op <= ODSM_DS_DELETE; op++)
 		EXPECT_EQ(0, odsm_ds_variant(h, op, ODSM_DS_CRW));
 	/* and fast: everything a request */
 	slow.req_ns = 0;
 	odsm_ds_set_costs(h, &slow);
-	for (op = 0; op < ODSM_DS_NR_OPS; op++)
+	for (op = 0; op <= ODSM_DS_DELETE; op++)
 		EXPECT_EQ(1, odsm_ds_variant(h, op, ODSM_DS_CRW));
 	EXPECT_EQ(-EINVAL, odsm_ds_variant(h, ODSM_DS_FIND, ODSM_DS_CW));
 	/* a calibration again: the next generation, decided again */
 	ASSERT_EQ(0, odsm_ds_calibrate(h, (C.self + 1) % C.nodes, 16, &c));
 	EXPECT_EQ(slow.gen + 1, c.gen);
-	for (op = 0; op < ODSM_DS_NR_OPS; op++)
+	for (op = 0; op <= ODSM_DS_DELETE; op++)
 		EXPECT_EQ(odsm_ds_choose(&c, op, ODSM_DS_CRW),
 			  odsm_ds_variant(h, op, ODSM_DS_CRW));
 	EXPECT_EQ(0, odsm_ds_insert(h, &k, sizeof(k), v, sizeof(v),
