@@ -18,7 +18,11 @@ ds() {	# transport
 	cluster_join "$1" /tmp/odsm.key
 	barrier 60
 	[ "$rig_node" = 0 ] && odsm-dsbench serve
-	[ "$rig_node" = 1 ] && odsm-dsbench 10.0.0.1 "${rig_ds_n:-30}" "$1"
+	# a failed client must not leave node 0 waiting at the barrier
+	if [ "$rig_node" = 1 ]; then
+		odsm-dsbench 10.0.0.1 "${rig_ds_n:-30}" "$1" ||
+			echo "ODSM_BENCH ds_failed label=$1"
+	fi
 	barrier 600
 	odsmctl leave
 	barrier 60
