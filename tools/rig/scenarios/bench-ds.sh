@@ -17,7 +17,9 @@ cluster_key /tmp/odsm.key
 ds() {	# transport
 	cluster_join "$1" /tmp/odsm.key
 	barrier 60
-	[ "$rig_node" = 0 ] && odsm-dsbench serve
+	if [ "$rig_node" = 0 ]; then
+		odsm-dsbench serve || echo "ODSM_BENCH ds_failed serve label=$1"
+	fi
 	# a failed client must not leave node 0 waiting at the barrier
 	if [ "$rig_node" = 1 ]; then
 		odsm-dsbench 10.0.0.1 "${rig_ds_n:-30}" "$1" ||
