@@ -46,6 +46,7 @@ struct fk_stats {
 	unsigned long borrows, hits, misses, returns;
 	unsigned long muts, moved, taken, held;
 	unsigned long writebacks, frees, remote_frees, reads, allocs, infos;
+	unsigned long atomics;
 };
 
 static struct {
@@ -427,6 +428,25 @@ static int fk_ioctl_locked(unsigned long req, void *arg)
 		else
 			memcpy(odsm_ptr(r->gaddr), (void *)(uintptr_t)r->buf, r->len);
 		fk.st.reads++;
+		return 0;
+	}
+	case ODSM_IOC_ATOMIC: {
+		/* under the one lock: atomic against every other call */
+		struct odsm_atomic *x = arg;
+		uint64_t *w;
+
+		if (!odsm_in_heap(x->gaddr) || x->gaddr % 8 ||
+		    (x->flags & ~ODSM_ATOMIC_F_NIC))
+			return -EINVAL;
+		w = odsm_ptr(x->gaddr);
+		x->old = __atomic_load_n(w, __ATOMIC_SEQ_CST);
+		if (x->op == ODSM_ATOMIC_FETCH_ADD)
+			__atomic_fetch_add(w, x->operand, __ATOMIC_SEQ_CST);
+		else if (x->op != ODSM_ATOMIC_CMP_SWAP)
+			return -EINVAL;
+		else if (x->old == x->compare)
+			__atomic_store_n(w, x->operand, __ATOMIC_SEQ_CST);
+		fk.st.atomics++;
 		return 0;
 	}
 	case ODSM_IOC_DELEG_CALL:
