@@ -107,6 +107,15 @@ const char *odsm_ds_promise_name(enum odsm_ds_promise p);
 int odsm_ds_costs_format(const struct odsm_ds_costs *c, char *buf,
 			 size_t len);
 int odsm_ds_costs_parse(const char *buf, struct odsm_ds_costs *c);
+/*
+ * The calibration file: the text form in path (written whole, then
+ * renamed over it).  When $ODSM_DS_COSTS names one, every calibration
+ * of this process saves its result there, and a structure opened with no
+ * costs takes them from it instead of measuring (odsmctl ds-model shows
+ * it).  -ENOENT: no file; -EINVAL: not a calibration.
+ */
+int odsm_ds_costs_save(const char *path, const struct odsm_ds_costs *c);
+int odsm_ds_costs_load(const char *path, struct odsm_ds_costs *c);
 
 /* ---- the hash table ----------------------------------------------------- */
 

@@ -6,8 +6,10 @@
  * Pure logic: the host test (selftests/host/ds_model_test.c) links it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "odsm_ds.h"
 #include "odsm_ds_int.h"
@@ -195,4 +197,50 @@ int odsm_ds_costs_parse(const char *buf, struct odsm_ds_costs *c)
 		return -EINVAL;
 	*c = v;
 	return 0;
+}
+
+/* ---- the calibration file ------------------------------------------------- */
+
+int odsm_ds_costs_save(const char *path, const struct odsm_ds_costs *c)
+{
+	char buf[512], tmp[4096];
+	ssize_t n;
+	int fd, ret;
+
+	ret = odsm_ds_costs_format(c, buf, sizeof(buf));
+	if (ret)
+		return ret;
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, buf, strlen(buf));
+	ret = n < 0 ? -errno : (size_t)n != strlen(buf) ? -EIO : 0;
+	if (close(fd) && !ret)
+		ret = -errno;
+	/* readers see the old file or the new one, never half of one */
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+	return ret;
+}
+
+int odsm_ds_costs_load(const char *path, struct odsm_ds_costs *c)
+{
+	char buf[512];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n == sizeof(buf) - 1)
+		return -EINVAL;		/* longer than any calibration */
+	buf[n] = 0;
+	return odsm_ds_costs_parse(buf, c);
 }

@@ -262,6 +262,9 @@ int odsm_ds_queue_open(const struct odsm_ds_seg *s, enum odsm_ds_mode mode,
 
 	if (!s->buckets || s->buckets > DS_MAX_BUCKETS || mode > ODSM_DS_AUTO)
 		return -EINVAL;
+	if (!c && getenv("ODSM_DS_COSTS") &&
+	    !odsm_ds_costs_load(getenv("ODSM_DS_COSTS"), &k))
+		c = &k;			/* a saved calibration */
 	if (!c) {
 		ret = ds_calibrate_seg(s, 0, &k);
 		if (ret)

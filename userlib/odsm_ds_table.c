@@ -191,6 +191,9 @@ int odsm_ds_hash_open(const struct odsm_ds_seg *segs, unsigned int nr,
 	h->nr = nr;
 	h->ch.mode = mode;
 	memcpy(h->segs, segs, nr * sizeof(*segs));
+	if (!c && getenv("ODSM_DS_COSTS") &&
+	    !odsm_ds_costs_load(getenv("ODSM_DS_COSTS"), &h->ch.costs))
+		c = &h->ch.costs;	/* a saved calibration */
 	if (c) {
 		odsm_ds_set_costs(h, c);
 	} else {
@@ -405,6 +408,12 @@ int ds_calibrate_seg(const struct odsm_ds_seg *s, unsigned int reps,
 		c->req_idle_ns = c->req_ns;
 	c->gen++;
 	ds_stat_inc(DS_ST_CALIBRATIONS);
+	/*
+	 * Kept for the next process and shown by odsmctl ds-model; a file
+	 * that cannot be written does not undo the measurement
+	 */
+	if (getenv("ODSM_DS_COSTS"))
+		odsm_ds_costs_save(getenv("ODSM_DS_COSTS"), c);
 out:
 	free(t);
 	return ret;

@@ -9,7 +9,10 @@
  * an operation has no variant for; and the calibration's text form.
  */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "odsm_ds.h"
 #include "odsm_ds_int.h"
@@ -202,6 +205,32 @@ TEST(costs_text_refused)
 		}
 	}
 	EXPECT_EQ(0, memcmp(&c, &cori, sizeof(c)));	/* untouched */
+}
+
+/* the calibration file: saved whole, loaded back, refused when not one */
+TEST(costs_file)
+{
+	struct odsm_ds_costs c = cori, d;
+	char dir[] = "/tmp/ds_model_test.XXXXXX", path[64], tmp[80];
+	FILE *f;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/costs", dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	EXPECT_EQ(-ENOENT, odsm_ds_costs_load(path, &d));
+	c.gen = 7;
+	ASSERT_EQ(0, odsm_ds_costs_save(path, &c));
+	EXPECT_NE(0, access(tmp, F_OK));	/* renamed over */
+	ASSERT_EQ(0, odsm_ds_costs_load(path, &d));
+	EXPECT_EQ(0, memcmp(&c, &d, sizeof(c)));
+	f = fopen(path, "w");
+	ASSERT_NE(NULL, f);
+	fputs("read_ns 1\n", f);
+	fclose(f);
+	EXPECT_EQ(-EINVAL, odsm_ds_costs_load(path, &d));
+	EXPECT_EQ(-ENOENT, odsm_ds_costs_save("/nonexistent/dir/costs", &c));
+	unlink(path);
+	rmdir(dir);
 }
 
 TEST_HARNESS_MAIN
