@@ -60,8 +60,8 @@ benches() {
 	[ "$rc5" = 0 ] || tail -n 5 build/logs/bench-table2.txt
 
 	# Delegation on one node needs no kernel: run natively on the host (real
-	# CPUs, not TCG), last, so that its rows end with deleg_local_vs_mcs (the
-	# summary table comes after them).
+	# CPUs, not TCG); its ratios are printed together after it (only the
+	# data structures' run comes after them).
 	echo "bench: native host, delegation on one node vs mutex, MCS and atomic fetch-and-add (no module)"
 	rc4=0
 	step "odsm-dbench: delegation on the host"
