@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "odsm.h"
 #include "odsm_ds.h"
@@ -87,6 +88,14 @@ int ds_wait(uint64_t *deadline)
 	else if (t > *deadline)
 		return -ETIMEDOUT;
 	ds_stat_inc(DS_ST_WAITS);
+	/*
+	 * Past the first millisecond, poll no faster than every 50 us (1 ms
+	 * past the first 100): a holder on this node (the trustee, a thread
+	 * between its write and its publishing atomic) needs the CPU that
+	 * a tight loop of ioctls would take, and so do the node's heartbeats
+	 */
+	if (t >= *deadline - DS_WAIT_MS + 1)
+		usleep(t >= *deadline - DS_WAIT_MS + 100 ? 1000 : 50);
 	return 0;
 }
 
