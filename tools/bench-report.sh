@@ -194,6 +194,8 @@ END {
 	line("deleg_apply_vs_rpc_latency", "", "", "", "", fixed("deleg_apply_vs_rpc_latency"), "<= 1.3")
 	# issue 16 (part A): the two libodsm mutexes under contention from both nodes
 	line("mutex_cas_vs_delegated", "", "", "", "", fixed("mutex_cas_vs_delegated"), "")
+	# issue 17: the data structures (the last run printed: the RDMA one)
+	line("ds_auto_vs_best_fixed", "", "", "", "", fixed("ds_auto_vs_best_fixed"), ">= 1.0")
 	# more comparisons of this run (no goal set by an issue)
 	line("table2_local_borrow_mut_vs_plain (native)", g("table2", "table2_local_borrow_mut", "avg_cycles"), "cyc",
 	     g("table2", "table2_plain_deref", "avg_cycles"), "cyc", fixed("table2_local_borrow_mut_vs_plain"), "")

@@ -17,7 +17,7 @@ mkdir -p build/vm build/logs build/bench
 # while a guest run lasts (a bench run takes about half an hour)
 # shellcheck source=tools/progress-lib.sh
 . tools/progress-lib.sh
-PROGRESS_TOTAL=7
+PROGRESS_TOTAL=8
 
 benches() {
 	# (errexit is off in here: the caller tests the pipeline)
@@ -60,8 +60,8 @@ benches() {
 	[ "$rc5" = 0 ] || tail -n 5 build/logs/bench-table2.txt
 
 	# Delegation on one node needs no kernel: run natively on the host (real
-	# CPUs, not TCG), last, so that its rows end with deleg_local_vs_mcs (the
-	# summary table comes after them).
+	# CPUs, not TCG); its ratios are printed together after it (only the
+	# data structures' run comes after them).
 	echo "bench: native host, delegation on one node vs mutex, MCS and atomic fetch-and-add (no module)"
 	rc4=0
 	step "odsm-dbench: delegation on the host"
@@ -73,7 +73,23 @@ benches() {
 	echo "bench: delegation ratios"
 	{ tr -d '\r' <"build/logs/bench-cluster-$KVER-node1.log" | grep -E '^ODSM_BENCH deleg_(remote_vs_cas_lock|remote_batched_vs_unbatched|apply_vs_rpc_latency) '
 	  grep '^ODSM_BENCH deleg_local_vs_mcs ' build/logs/bench-deleg.txt; } | sed 's/^ODSM_BENCH /  /' || true
-	[ "$rc" = 0 ] && [ "$rc2" = 0 ] && [ "$rc3" = 0 ] && [ "$rc4" = 0 ] && [ "$rc5" = 0 ]
+
+	# the data structures last: their three named rows end the output
+	echo "bench: two guests, data structures one-sided vs requests against BCL's cost model, over TCP then RDMA (Soft-RoCE)"
+	rc6=0
+	step "odsm-dsbench: data structures and their cost model, two guests"
+	progress_run tools/rig/run.sh -k "$KVER" -n 2 -s bench-ds -i "$img" -l build/logs -t 900 \
+		>build/logs/bench-ds-run.txt 2>&1 || rc6=$?
+	tr -d '\r' <"build/logs/bench-ds-$KVER-node1.log" | grep '^ODSM_BENCH' |
+		grep -vE '^ODSM_BENCH ds_(model_rank_agreement|auto_vs_best_fixed|attentiveness_crossover_us)' |
+		sed 's/^ODSM_BENCH /  /' || true
+	[ "$rc6" = 0 ] || tail -n 30 build/logs/bench-ds-run.txt
+	echo "bench: data structures, the model against the measurements"
+	tr -d '\r' <"build/logs/bench-ds-$KVER-node1.log" |
+		grep -E '^ODSM_BENCH ds_(model_rank_agreement|auto_vs_best_fixed|attentiveness_crossover_us)' |
+		sed 's/^ODSM_BENCH /  /' || true
+	[ "$rc" = 0 ] && [ "$rc2" = 0 ] && [ "$rc3" = 0 ] && [ "$rc4" = 0 ] && [ "$rc5" = 0 ] &&
+		[ "$rc6" = 0 ]
 }
 
 # the rows as they come, and a copy for the summary (the report reads the
@@ -81,7 +97,7 @@ benches() {
 brc=0
 benches 2>&1 | tee "$out" || brc=$?
 # (benches ran in the pipeline's subshell: its steps are not counted here)
-progress_n=6
+progress_n=7
 step "summary"
 tools/bench-report.sh -d build/bench "$out"
 exit "$brc"

@@ -47,7 +47,7 @@ for m in deref_local_vs_plain cached_hit_vs_local_borrow cached_hit_syscalls_per
 	 uncached_borrow_vs_raw_read_512 async_64_borrows_vs_sequential \
 	 move_1MiB_vs_ib_read_bw deleg_local_vs_mcs deleg_remote_vs_cas_lock \
 	 deleg_remote_batched_vs_unbatched deleg_apply_vs_rpc_latency \
-	 mutex_cas_vs_delegated; do
+	 mutex_cas_vs_delegated ds_auto_vs_best_fixed; do
 	ok "summary names the fixed row $m" grep -qE "^$m( |$)" "$S"
 done
 ok "the summary is printed, headed and last" \
@@ -99,6 +99,8 @@ ok "CSV: every key=value of the fixture's rows is there" \
 	echo "  uncached_borrow_vs_raw_read_512 ratio=1.30"
 	echo "  async_64_borrows_vs_sequential speedup=9.50"
 	echo "  deleg_remote_vs_cas_lock ratio=4.20"
+	echo "  ds_auto_vs_best_fixed ratio=0.90 label=tcp"
+	echo "  ds_auto_vs_best_fixed ratio=1.04 label=rdma"
 } >"$tmp/more.txt"
 tools/bench-report.sh -d "$tmp/b" "$tmp/more.txt" >/dev/null 2>&1
 ok "bench-report with the fixed rows exits 0" test $? = 0
@@ -111,13 +113,15 @@ ok "uncached_borrow_vs_raw_read_512: the printed 1.30 wins, no" \
 ok "async_64_borrows_vs_sequential speedup 9.50 >= 8: yes" \
 	test "$(met_of async_64_borrows_vs_sequential "$S")" = yes
 ok "deleg_remote_vs_cas_lock 4.20 >= 5: no" test "$(met_of deleg_remote_vs_cas_lock "$S")" = no
+ok "ds_auto_vs_best_fixed: the last printed (rdma) 1.04 >= 1.0: yes" \
+	test "$(ratio_of ds_auto_vs_best_fixed "$S") $(met_of ds_auto_vs_best_fixed "$S")" = "1.04 yes"
 
 # nothing measured at all: every row still named, nothing judged
 : >"$tmp/empty.txt"
 tools/bench-report.sh -d "$tmp/c" "$tmp/empty.txt" >/dev/null 2>&1
 ok "an empty output: exit 0" test $? = 0
-ok "an empty output: 21 rows, none judged" \
-	test "$(tail -n +2 "$tmp/c/summary.txt" | awk '$NF != "-"' | wc -l) $(tail -n +2 "$tmp/c/summary.txt" | wc -l)" = "0 21"
+ok "an empty output: 22 rows, none judged" \
+	test "$(tail -n +2 "$tmp/c/summary.txt" | awk '$NF != "-"' | wc -l) $(tail -n +2 "$tmp/c/summary.txt" | wc -l)" = "0 22"
 # odsm-mbench's row gives the mutex ratio (issue 16)
 printf 'bench: two guests, remote operations over kernel TCP\n  mutex_cas_vs_delegated ratio=2.50 label=tcp\n' >"$tmp/mutex.txt"
 tools/bench-report.sh -d "$tmp/m" "$tmp/mutex.txt" >/dev/null 2>&1

@@ -432,20 +432,22 @@ static int fk_ioctl_locked(unsigned long req, void *arg)
 		fk.st.reads++;
 		return 0;
 	}
-	case ODSM_IOC_ATOMIC: {	/* atomic: every call holds fk.lock */
-		struct odsm_atomic *a = arg;
+	case ODSM_IOC_ATOMIC: {
+		/* under the one lock: atomic against every other call */
+		struct odsm_atomic *x = arg;
 		uint64_t *w;
 
-		if (!odsm_in_heap(a->gaddr) || a->gaddr % 8)
+		if (!odsm_in_heap(x->gaddr) || x->gaddr % 8 ||
+		    (x->flags & ~ODSM_ATOMIC_F_NIC))
 			return -EINVAL;
-		w = odsm_ptr(a->gaddr);
-		a->old = *w;
-		if (a->op == ODSM_ATOMIC_FETCH_ADD)
-			*w += a->operand;
-		else if (a->op != ODSM_ATOMIC_CMP_SWAP)
+		w = odsm_ptr(x->gaddr);
+		x->old = __atomic_load_n(w, __ATOMIC_SEQ_CST);
+		if (x->op == ODSM_ATOMIC_FETCH_ADD)
+			__atomic_fetch_add(w, x->operand, __ATOMIC_SEQ_CST);
+		else if (x->op != ODSM_ATOMIC_CMP_SWAP)
 			return -EINVAL;
-		else if (*w == a->compare)
-			*w = a->operand;
+		else if (x->old == x->compare)
+			__atomic_store_n(w, x->operand, __ATOMIC_SEQ_CST);
 		fk.st.atomics++;
 		return 0;
 	}

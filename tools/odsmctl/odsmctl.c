@@ -55,6 +55,7 @@
 #include <time.h>
 #include "odsm.h"
 #include "odsm_conf.h"
+#include "odsm_ds.h"
 #include "odsm_statfmt.h"
 
 #define SYSFS	"/sys/kernel/odsm"
@@ -1122,6 +1123,50 @@ static int cmd_status(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * The data structures' calibration (odsm_ds.h) a program saved, and what
+ * the model makes of it: per (operation, promise) the predicted cost of
+ * each variant and the one an AUTO structure runs.
+ */
+static int cmd_ds_model(int argc, char **argv)
+{
+	const char *path = argc > 1 ? argv[1] : getenv("ODSM_DS_COSTS");
+	struct odsm_ds_costs c;
+	unsigned int op, p;
+	int ret;
+
+	if (!path || argc > 2) {
+		fprintf(stderr, "usage: odsmctl ds-model [FILE]   (default: $ODSM_DS_COSTS)\n");
+		return 2;
+	}
+	ret = odsm_ds_costs_load(path, &c);
+	if (ret) {
+		fprintf(stderr, "odsmctl: %s: %s\n", path,
+			ret == -EINVAL ? "not a calibration" : strerror(-ret));
+		return 1;
+	}
+	printf("calibration %s (generation %llu), in us:\n", path,
+	       (unsigned long long)c.gen);
+	printf("  read %.1f  write %.1f  cas %.1f  fao %.1f  request %.1f (first %.1f)\n",
+	       c.read_ns / 1e3, c.write_ns / 1e3, c.cas_ns / 1e3,
+	       c.fao_ns / 1e3, c.req_ns / 1e3, c.req_idle_ns / 1e3);
+	printf("%-8s %-7s %12s %12s  %s\n", "op", "promise", "one-sided",
+	       "request", "auto runs");
+	for (op = 0; op < ODSM_DS_NR_OPS; op++) {
+		for (p = 0; p < ODSM_DS_NR_PROMISES; p++) {
+			if (!odsm_ds_promise_ok(op, p))
+				continue;
+			printf("%-8s %-7s %12.1f %12.1f  %s\n",
+			       odsm_ds_op_name(op), odsm_ds_promise_name(p),
+			       odsm_ds_predict(&c, op, p, 0) / 1e3,
+			       odsm_ds_predict(&c, op, p, 1) / 1e3,
+			       odsm_ds_choose(&c, op, p) ? "request" :
+			       "one-sided");
+		}
+	}
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -1138,7 +1183,8 @@ static void usage(FILE *f)
 		"       odsmctl up [--config FILE] [--check]   (FILE: " ODSM_CONF_PATH ")\n"
 		"       odsmctl down\n"
 		"       odsmctl status [--raw|--json]\n"
-		"       odsmctl drop-copies\n");
+		"       odsmctl drop-copies\n"
+		"       odsmctl ds-model [FILE]\n");
 }
 
 int main(int argc, char **argv)
@@ -1171,6 +1217,8 @@ int main(int argc, char **argv)
 		return cmd_down(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "drop-copies"))
 		return cmd_drop_copies(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "ds-model"))
+		return cmd_ds_model(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage(stdout);
 		return 0;
