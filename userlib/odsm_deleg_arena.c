@@ -355,13 +355,32 @@ uint64_t odsm_deleg_addr(const struct odsm_deleg *d)
 }
 
 /* Shared futexes (no FUTEX_PRIVATE_FLAG): other processes wait on them. */
+/*
+ * A word of the heap mapping cannot be a shared futex: the kernel keys
+ * one by the page's page-cache mapping, and the heap's pages are the
+ * module's own, with none, so FUTEX_WAIT fails at once with EFAULT
+ * (measured on 6.1 and 6.12).  A waiter there naps instead, so that an
+ * idle trustee (no timeout: 1 ms naps) or a client past its spinning
+ * (100 us naps) does not spin on the CPU; a wakeup then comes up to a
+ * nap late.  Words in plain shared memory (odsm_deleg_arena_mem) sleep.
+ */
+#define DG_NAP_IDLE_NS	1000000L
+#define DG_NAP_WAIT_NS	100000L
+
 int dg_futex_wait(uint32_t *w, uint32_t val, long timeout_ns)
 {
 	struct timespec ts = { timeout_ns / 1000000000L,
 			       timeout_ns % 1000000000L };
+	struct timespec nap = { 0, timeout_ns ? DG_NAP_WAIT_NS : DG_NAP_IDLE_NS };
 
-	return syscall(SYS_futex, w, FUTEX_WAIT, val,
-		       timeout_ns ? &ts : NULL, NULL, 0) ? -errno : 0;
+	if (!syscall(SYS_futex, w, FUTEX_WAIT, val, timeout_ns ? &ts : NULL,
+		     NULL, 0))
+		return 0;
+	if (errno != EFAULT)
+		return -errno;
+	if (__atomic_load_n(w, __ATOMIC_ACQUIRE) == val)
+		nanosleep(&nap, NULL);
+	return 0;
 }
 
 void dg_futex_wake(uint32_t *w, int n)
