@@ -742,5 +742,8 @@ int odsm_drop_copies(uint64_t *dropped, uint64_t *kept);
 
 /* delegation: trustees run registered operations on entrusted objects */
 #include "odsm_deleg.h"
+/* remote execution and channels on top of it */
+#include "odsm_spawn.h"
+#include "odsm_chan.h"
 
 #endif /* ODSM_USER_H */
