@@ -9,6 +9,8 @@
 # remote fetch-and-add, and one apply's latency against one read's) runs
 # over TCP and over RDMA with one-sided off (the read is then a plain
 # two-sided request, like the apply's batch).
+# Remote execution and channels (odsm-sbench: spawn_to against a local
+# call and a pull of the object, boxes through a channel) over TCP.
 # Numbers only; nothing is judged.
 # shellcheck shell=dash disable=SC1091,SC2154
 . /rig/lib.sh
@@ -32,6 +34,14 @@ xbench() {	# label
 	barrier 300
 }
 xbench tcp
+# remote execution and channels (odsm-sbench: node 1 spawns to node 0's
+# object and sends boxes of 64 B and 64 KiB to node 0's channel), over TCP
+sbench() {	# label
+	[ "$rig_node" = 0 ] && odsm-sbench serve
+	[ "$rig_node" = 1 ] && odsm-sbench 10.0.0.1 "$1"
+	barrier 300
+}
+sbench tcp
 odsmctl leave
 barrier 60
 join rdma
