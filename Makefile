@@ -52,11 +52,11 @@ DELEG_SRC := userlib/odsm_deleg_ops.c userlib/odsm_deleg_arena.c \
 	     userlib/odsm_deleg_trustee.c userlib/odsm_deleg_client.c \
 	     userlib/odsm_deleg_remote.c userlib/odsm_deleg_gateway.c
 # remote execution and channels, on the delegation runtime
-SPAWN_SRC := userlib/odsm_spawn.c userlib/odsm_chan.c
+SPAWN_SRC := userlib/odsm_spawn.c userlib/odsm_chan.c userlib/odsm_arc.c
 LIB_SRC	:= userlib/odsm.c userlib/odsm_check.c $(DELEG_SRC) $(SPAWN_SRC) kmod/odsm_dslot.c
 LIB_OBJ	:= $(patsubst %.c,$(BUILD)/lib/%.o,$(notdir $(LIB_SRC)))
 LIB_HDR	:= userlib/odsm.h userlib/odsm_deleg.h userlib/odsm_spawn.h userlib/odsm_chan.h \
-	   uapi/linux/odsm.h uapi/linux/odsm_deleg.h
+	   userlib/odsm_arc.h uapi/linux/odsm.h uapi/linux/odsm_deleg.h
 # what the library's own sources include besides
 LIB_IHDR := userlib/odsm_deleg_int.h userlib/odsm_spawn_int.h kmod/odsm_dslot.h kmod/odsm_portable.h \
 	    tools/include/odsm_kshim.h
@@ -145,7 +145,7 @@ $(LIB_A): $(LIB_OBJ)
 $(LIB_SO): $(LIB_OBJ:.o=.pic.o) userlib/libodsm.map tools/check-exports.sh
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libodsm.so.1 -Wl,--version-script=userlib/libodsm.map \
 		-o $@ $(filter %.o,$^) -pthread
-	@tools/check-exports.sh $@ userlib/odsm.h userlib/odsm_deleg.h userlib/odsm_spawn.h userlib/odsm_chan.h || { rm -f $@; exit 1; }
+	@tools/check-exports.sh $@ userlib/odsm.h userlib/odsm_deleg.h userlib/odsm_spawn.h userlib/odsm_chan.h userlib/odsm_arc.h || { rm -f $@; exit 1; }
 	ln -sf libodsm.so.1 $(BUILD)/lib/libodsm.so
 
 $(BUILD)/lib/odsm.pc: userlib/odsm.pc.in FORCE
@@ -302,6 +302,7 @@ install-lib: lib
 	install -D -m 644 userlib/odsm_deleg.h $(DESTDIR)$(PREFIX)/include/odsm_deleg.h
 	install -D -m 644 userlib/odsm_spawn.h $(DESTDIR)$(PREFIX)/include/odsm_spawn.h
 	install -D -m 644 userlib/odsm_chan.h $(DESTDIR)$(PREFIX)/include/odsm_chan.h
+	install -D -m 644 userlib/odsm_arc.h $(DESTDIR)$(PREFIX)/include/odsm_arc.h
 	install -D -m 644 uapi/linux/odsm.h $(DESTDIR)$(PREFIX)/include/linux/odsm.h
 	install -D -m 644 uapi/linux/odsm_deleg.h $(DESTDIR)$(PREFIX)/include/linux/odsm_deleg.h
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig

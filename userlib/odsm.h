@@ -745,5 +745,7 @@ int odsm_drop_copies(uint64_t *dropped, uint64_t *kept);
 /* remote execution and channels on top of it */
 #include "odsm_spawn.h"
 #include "odsm_chan.h"
+/* shared immutable objects */
+#include "odsm_arc.h"
 
 #endif /* ODSM_USER_H */

@@ -26,8 +26,14 @@
  * (-ESTALE), and a handle of an entrusted object that is no channel is
  * refused with -EBADFD.
  *
+ * Shared immutable objects: node 0 freezes a 256-byte object into an
+ * arc; every node clones it, reads the same bytes (through its cached
+ * copy), is refused get_mut while it is shared, and drops its clone;
+ * node 0's drop, the last, frees the object and its count.
+ *
  * Words: node K's directory 320 (its runtime), 321 (its object); node
- * 0's 322/323 (the channel), 324/325 (the wrong-kind handle); barriers
+ * 0's 322/323 (the channel), 324/325 (the wrong-kind handle), 326/327
+ * (the arc); barriers
  * on node 0's words 330 .. 339 (a barrier of this program's own: the rig
  * barrier ids of node 0 are taken by other programs).
  */
@@ -38,6 +44,7 @@
 #define W_SP_OBJ	321
 #define W_SP_CHAN	322	/* .. 323 */
 #define W_SP_WRONG	324	/* .. 325 */
+#define W_SP_ARC	326	/* .. 327 */
 #define W_SP_BAR	330	/* .. 339 */
 #define SECS		240
 
@@ -490,6 +497,61 @@ TEST_F_TIMEOUT(cl, channel_moves_boxes, 180)
 	}
 	ASSERT_EQ(0, sp_barrier(6));
 	odsm_spawn_stop();
+}
+
+/* ---- shared immutable objects ------------------------------------------- */
+
+#define ARC_LEN		256
+#define ARC_TAG		33
+
+TEST_F_TIMEOUT(cl, arc_shared_immutable, 180)
+{
+	odsm_arc a = { 0 }, mine = { 0 }, stale;
+	odsm_box b, back = { 0 };
+	struct odsm_obj_info oi;
+	uint8_t init[ARC_LEN];
+	const uint8_t *p;
+	odsm_ref r;
+
+	C_BEGIN();
+	if (C.self == 0) {
+		c_fill(init, sizeof(init), 0, ARC_TAG);
+		ASSERT_EQ(0, odsm_box_new_on(&b, 0, sizeof(init), 0, init));
+		ASSERT_EQ(0, odsm_arc_new(&b, &a));
+		EXPECT_EQ(0ULL, b.g);
+		EXPECT_TRUE(c_in_part(a.cnt, 0));
+		ASSERT_EQ(0, c_put(0, W_SP_ARC, a.g));
+		ASSERT_EQ(0, c_put(0, W_SP_ARC + 1, a.cnt));
+	}
+	ASSERT_EQ(0, c_dir_wait(0, SECS));
+	ASSERT_EQ(0, sp_barrier(7));
+	ASSERT_EQ(0, c_get(0, W_SP_ARC, &a.g));
+	ASSERT_EQ(0, c_get(0, W_SP_ARC + 1, &a.cnt));
+	/* node 0 holds its reference until every clone is made */
+	ASSERT_EQ(0, odsm_arc_clone(&a, &mine));
+	ASSERT_EQ(0, odsm_arc_read(&mine, &r, (const void **)&p));
+	EXPECT_EQ(-1, c_check(p, ARC_LEN, 0, ARC_TAG));
+	EXPECT_EQ(0, odsm_return(&r));
+	/* shared: nobody gets to write it */
+	EXPECT_EQ(-EBUSY, odsm_arc_get_mut(&mine, &back));
+	EXPECT_EQ(0ULL, back.g);
+	ASSERT_EQ(0, sp_barrier(8));
+	EXPECT_EQ(0, odsm_arc_drop(&mine));
+	EXPECT_EQ(0ULL, mine.g);
+	ASSERT_EQ(0, sp_barrier(9));
+	stale = a;
+	if (C.self == 0) {
+		/* the clones are gone; node 0's own is the last: it frees */
+		EXPECT_EQ(0, odsm_obj_info(a.g, &oi));
+		EXPECT_EQ(0, odsm_arc_drop(&a));
+		EXPECT_NE(0, odsm_obj_info(stale.g, &oi));
+		EXPECT_NE(0, odsm_obj_info(stale.cnt, &oi));
+		EXPECT_EQ(-ESTALE, odsm_arc_clone(&stale, &mine));
+		EXPECT_EQ(-ESTALE, odsm_arc_drop(&stale));
+	}
+	EXPECT_EQ(-EINVAL, odsm_arc_drop(NULL));
+	EXPECT_EQ(-EINVAL, odsm_arc_clone(NULL, &mine));
+	EXPECT_EQ(-EINVAL, odsm_arc_new(&back, &mine));	/* empty box */
 }
 
 TEST_HARNESS_MAIN

@@ -46,6 +46,7 @@ struct fk_stats {
 	unsigned long borrows, hits, misses, returns;
 	unsigned long muts, moved, taken, held;
 	unsigned long writebacks, frees, remote_frees, reads, allocs, infos;
+	unsigned long atomics;
 };
 
 static struct {
@@ -427,6 +428,29 @@ static int fk_ioctl_locked(unsigned long req, void *arg)
 		else
 			memcpy(odsm_ptr(r->gaddr), (void *)(uintptr_t)r->buf, r->len);
 		fk.st.reads++;
+		return 0;
+	}
+	case ODSM_IOC_ATOMIC: {
+		/* a word of a live object, either partition (one lock) */
+		struct odsm_atomic *at = arg;
+		uint64_t a = odsm_addr_of(at->gaddr), *w;
+		unsigned int i;
+
+		for (i = 0; i < fk.nr_obj; i++)
+			if (fk.obj[i].live && a >= fk.obj[i].addr &&
+			    a + 8 <= fk.obj[i].addr + fk.obj[i].size)
+				break;
+		if (a % 8 || i == fk.nr_obj)
+			return -EINVAL;
+		w = odsm_ptr(at->gaddr);
+		at->old = *w;
+		if (at->op == ODSM_ATOMIC_FETCH_ADD)
+			*w += at->operand;
+		else if (at->op == ODSM_ATOMIC_CMP_SWAP && *w == at->compare)
+			*w = at->operand;
+		else if (at->op != ODSM_ATOMIC_CMP_SWAP)
+			return -EINVAL;
+		fk.st.atomics++;
 		return 0;
 	}
 	case ODSM_IOC_DELEG_CALL:

@@ -6,7 +6,9 @@
  * return their results to a joiner on any thread; a channel carries
  * boxes from several threads, each once, in order per sender, the
  * sender's box empty; a receiver blocked in recv sleeps (no busy wait)
- * and wakes on a send; every refusal has its errno.  The cluster test
+ * and wakes on a send; every refusal has its errno.  Shared immutable
+ * objects: clones read the same bytes, only the last drop frees (object
+ * and count, at the object's home), get_mut is refused while shared.  The cluster test
  * (selftests/cluster/cluster_spawn_test.c) does the same across nodes.
  */
 #include <pthread.h>
@@ -357,6 +359,75 @@ TEST(channel)
 	EXPECT_EQ(-ESTALE, odsm_chan_recv(&forged, &b, NULL, 0));
 	EXPECT_EQ(0, odsm_box_drop(&x));
 	odsm_spawn_stop();
+	fk_fini();
+}
+
+/* ---- shared immutable objects ------------------------------------------- */
+
+TEST(arc)
+{
+	odsm_arc a, c1, c2, stale;
+	odsm_box b, back = { 0 }, rb, empty = { 0 };
+	const uint64_t *p;
+	unsigned long frees;
+	uint64_t *w;
+	odsm_ref r;
+
+	fk_init();
+	ASSERT_EQ(0, odsm_box_new(&b, 64, 0));
+	w = odsm_ptr(b.g);
+	w[0] = 42;
+	w[7] = 4242;
+	EXPECT_EQ(-EINVAL, odsm_arc_new(&empty, &a));
+	EXPECT_EQ(-EINVAL, odsm_arc_new(NULL, &a));
+	ASSERT_EQ(0, odsm_arc_new(&b, &a));
+	EXPECT_EQ(0U, b.g);		/* the arc owns it now */
+	EXPECT_TRUE(odsm_is_local(a.cnt));	/* the count at the home */
+
+	/* clones read the same bytes */
+	ASSERT_EQ(0, odsm_arc_clone(&a, &c1));
+	ASSERT_EQ(0, odsm_arc_clone(&c1, &c2));
+	ASSERT_EQ(0, odsm_arc_read(&c2, &r, (const void **)&p));
+	EXPECT_EQ(42U, p[0]);
+	EXPECT_EQ(4242U, p[7]);
+	EXPECT_EQ(0, odsm_return(&r));
+	EXPECT_EQ(-EINVAL, odsm_arc_read(NULL, &r, (const void **)&p));
+
+	/* shared: a write (the way to one) is refused */
+	EXPECT_EQ(-EBUSY, odsm_arc_get_mut(&a, &back));
+	EXPECT_EQ(0U, back.g);
+	/* drops before the last free nothing */
+	frees = fk.st.frees;
+	EXPECT_EQ(0, odsm_arc_drop(&c1));
+	EXPECT_EQ(0U, c1.g);
+	EXPECT_EQ(0, odsm_arc_drop(&c2));
+	EXPECT_EQ(frees, fk.st.frees);
+	EXPECT_EQ(-EINVAL, odsm_arc_drop(&c2));		/* emptied */
+	stale = a;
+	/* the last reference: get_mut gives the owner box back */
+	ASSERT_EQ(0, odsm_arc_get_mut(&a, &back));
+	EXPECT_NE(0U, back.g);
+	EXPECT_EQ(frees + 1, fk.st.frees);		/* the count only */
+	EXPECT_EQ(-ESTALE, odsm_arc_clone(&stale, &c1));
+	EXPECT_EQ(-ESTALE, odsm_arc_drop(&stale));
+	EXPECT_EQ(-ESTALE, odsm_arc_get_mut(&stale, &rb));
+
+	/* an object of node 1: its count is on node 1; the last drop frees
+	 * both there
+	 */
+	ASSERT_EQ(0, odsm_box_new_on(&rb, 1, 64, ODSM_ALLOC_ZERO, NULL));
+	ASSERT_EQ(0, odsm_arc_new(&rb, &a));
+	EXPECT_FALSE(odsm_is_local(a.cnt));
+	ASSERT_EQ(0, odsm_arc_clone(&a, &c1));
+	ASSERT_EQ(0, odsm_arc_read(&c1, &r, (const void **)&p));
+	EXPECT_EQ(0U, p[0]);
+	EXPECT_EQ(0, odsm_return(&r));
+	frees = fk.st.remote_frees;
+	EXPECT_EQ(0, odsm_arc_drop(&a));
+	EXPECT_EQ(frees, fk.st.remote_frees);
+	EXPECT_EQ(0, odsm_arc_drop(&c1));
+	EXPECT_EQ(frees + 2, fk.st.remote_frees);
+	EXPECT_EQ(0, odsm_box_drop(&back));
 	fk_fini();
 }
 
