@@ -59,7 +59,7 @@ struct odsm_task {
 static pthread_mutex_t sp_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sp_cond = PTHREAD_COND_INITIALIZER;
 static struct odsm_task *sp_head, *sp_tail;
-static unsigned int sp_ncour, sp_idle;
+static unsigned int sp_ncour, sp_idle, sp_nq;
 
 /* The runtime of this process, and each node's anchor. */
 static struct odsm_deleg *sp_rt;
@@ -102,6 +102,7 @@ static void *sp_courier(void *unused)
 		while (!sp_head)
 			pthread_cond_wait(&sp_cond, &sp_lock);
 		sp_idle--;
+		sp_nq--;
 		t = sp_head;
 		sp_head = t->next;
 		if (!sp_head)
@@ -128,7 +129,8 @@ static int sp_queue(struct odsm_task *t)
 
 	t->next = NULL;
 	pthread_mutex_lock(&sp_lock);
-	if (sp_idle <= (sp_head ? 1U : 0U) && sp_ncour < SP_COURIERS) {
+	/* an idle courier for each queued task and this one */
+	if (sp_idle <= sp_nq && sp_ncour < SP_COURIERS) {
 		pthread_attr_init(&at);
 		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 		if (!pthread_create(&tid, &at, sp_courier, NULL))
@@ -144,6 +146,7 @@ static int sp_queue(struct odsm_task *t)
 	else
 		sp_head = t;
 	sp_tail = t;
+	sp_nq++;
 	pthread_cond_signal(&sp_cond);
 out:
 	pthread_mutex_unlock(&sp_lock);

@@ -38,6 +38,7 @@
  * barrier ids of node 0 are taken by other programs).
  */
 #include <pthread.h>
+#include <sys/resource.h>
 #include "odsm_cluster.h"
 
 #define W_SP_RT		320
@@ -264,6 +265,15 @@ TEST_F_TIMEOUT(cl, spawn_to_owner, 180)
 
 /* ---- channels ------------------------------------------------------------ */
 
+static double cpu_secs(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_THREAD, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
 struct msg_hdr {
 	uint32_t node, thread, seq, len;
 };
@@ -405,6 +415,8 @@ TEST_F_TIMEOUT(cl, channel_moves_boxes, 180)
 	odsm_chan c = { { 0 } }, wrong = { { 0 } }, forged;
 	odsm_box b = { 0 }, x = { 0 };
 	pthread_t tid[THREADS];
+	uint64_t t0;
+	double cpu;
 	uint64_t rt;
 	unsigned int i;
 	int ret;
@@ -452,7 +464,17 @@ TEST_F_TIMEOUT(cl, channel_moves_boxes, 180)
 		EXPECT_EQ(-EBADFD, odsm_chan_recv(&wrong, &x, NULL, 0));
 		EXPECT_EQ(-EBADFD, odsm_chan_try_recv(&wrong, &x, NULL));
 		EXPECT_EQ(-ESTALE, odsm_chan_recv(&forged, &x, NULL, 0));
-		EXPECT_EQ(-ETIMEDOUT, odsm_chan_recv(&c, &x, NULL, 50));
+		/* an empty channel: recv sleeps (a futex of the heap's
+		 * page), it does not spin on the trustee
+		 */
+		cpu = cpu_secs();
+		t0 = c_now_ms();
+		EXPECT_EQ(-ETIMEDOUT, odsm_chan_recv(&c, &x, NULL, 500));
+		cpu = cpu_secs() - cpu;
+		EXPECT_LE(500U, c_now_ms() - t0);
+		EXPECT_GT(0.1, cpu) {
+			TH_LOG("a 500 ms recv used %.3f s of CPU", cpu);
+		}
 	}
 	EXPECT_EQ(-EINVAL, odsm_chan_close(NULL));
 	EXPECT_EQ(-EBADFD, odsm_chan_close(&wrong));
