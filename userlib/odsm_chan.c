@@ -293,25 +293,39 @@ int odsm_chan_recv(const odsm_chan *c, odsm_box *b, unsigned int *from,
 	ret = ch_local(c, &o);
 	if (ret)
 		return ret;
+	seq = __atomic_load_n(&o->seq, __ATOMIC_ACQUIRE);
 	for (;;) {
-		seq = __atomic_load_n(&o->seq, __ATOMIC_ACQUIRE);
 		ret = ch_take(c, b, from);
 		if (ret != -EAGAIN)
 			return ret;
-		dead = ch_dead_sender(o);
-		if (dead >= 0) {
-			if (from)
-				*from = (unsigned int)dead;
-			return -EHOSTDOWN;
+		/*
+		 * Empty: sleep until seq moves (a push or the close), looking
+		 * at the membership between steps.  Only a moved seq is worth
+		 * another pop: the trustee is not asked while nothing came.
+		 */
+		for (;;) {
+			dead = ch_dead_sender(o);
+			if (dead >= 0) {
+				if (from)
+					*from = (unsigned int)dead;
+				return -EHOSTDOWN;
+			}
+			left = CH_WAIT_MS;
+			if (timeout_ms >= 0) {
+				if (ch_now_ms() >= end)
+					return -ETIMEDOUT;
+				if (end - ch_now_ms() < left)
+					left = end - ch_now_ms();
+			}
+			ret = dg_futex_wait(&o->seq, seq,
+					    (long)(left ? left : 1) * 1000000);
+			if (ret && ret != -ETIMEDOUT && ret != -EAGAIN &&
+			    ret != -EINTR)
+				return ret;	/* not a futex: never spin */
+			if (__atomic_load_n(&o->seq, __ATOMIC_ACQUIRE) != seq)
+				break;
 		}
-		left = CH_WAIT_MS;
-		if (timeout_ms >= 0) {
-			if (ch_now_ms() >= end)
-				return -ETIMEDOUT;
-			if (end - ch_now_ms() < left)
-				left = end - ch_now_ms();
-		}
-		dg_futex_wait(&o->seq, seq, (long)(left ? left : 1) * 1000000);
+		seq = __atomic_load_n(&o->seq, __ATOMIC_ACQUIRE);
 	}
 }
 

@@ -38,7 +38,9 @@
  * barrier ids of node 0 are taken by other programs).
  */
 #include <pthread.h>
+#include <linux/futex.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include "odsm_cluster.h"
 
 #define W_SP_RT		320
@@ -415,7 +417,8 @@ TEST_F_TIMEOUT(cl, channel_moves_boxes, 180)
 	odsm_chan c = { { 0 } }, wrong = { { 0 } }, forged;
 	odsm_box b = { 0 }, x = { 0 };
 	pthread_t tid[THREADS];
-	uint64_t t0;
+	struct timespec ts = { 0, 200 * 1000 * 1000 };
+	uint64_t t0, fw;
 	double cpu;
 	uint64_t rt;
 	unsigned int i;
@@ -464,6 +467,14 @@ TEST_F_TIMEOUT(cl, channel_moves_boxes, 180)
 		EXPECT_EQ(-EBADFD, odsm_chan_recv(&wrong, &x, NULL, 0));
 		EXPECT_EQ(-EBADFD, odsm_chan_try_recv(&wrong, &x, NULL));
 		EXPECT_EQ(-ESTALE, odsm_chan_recv(&forged, &x, NULL, 0));
+		/* a futex on a word of the heap sleeps its time */
+		ASSERT_EQ(0, odsm_alloc(8, 8, ODSM_ALLOC_ZERO, &fw));
+		t0 = c_now_ms();
+		ret = syscall(SYS_futex, odsm_ptr(fw), FUTEX_WAIT, 0, &ts,
+			      NULL, 0) ? -errno : 0;
+		EXPECT_EQ(-ETIMEDOUT, ret);
+		EXPECT_LE(200U, c_now_ms() - t0);
+		EXPECT_EQ(0, odsm_free(fw));
 		/* an empty channel: recv sleeps (a futex of the heap's
 		 * page), it does not spin on the trustee
 		 */
