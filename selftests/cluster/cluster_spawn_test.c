@@ -31,13 +31,19 @@
  * copy), is refused get_mut while it is shared, and drops its clone;
  * node 0's drop, the last, frees the object and its count.
  *
+ * A runtime killed under a task: node 1's task naps on a worker of a
+ * runtime that node 0's child runs, node 0 kills the child, and the
+ * join fails with -EOWNERDEAD at once (a later spawn there: -ESRCH).
+ *
  * Words: node K's directory 320 (its runtime), 321 (its object); node
  * 0's 322/323 (the channel), 324/325 (the wrong-kind handle), 326/327
- * (the arc); barriers
+ * (the arc), 328/329 (the doomed runtime, go); barriers
  * on node 0's words 330 .. 339 (a barrier of this program's own: the rig
  * barrier ids of node 0 are taken by other programs).
  */
 #include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <linux/futex.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -48,6 +54,7 @@
 #define W_SP_CHAN	322	/* .. 323 */
 #define W_SP_WRONG	324	/* .. 325 */
 #define W_SP_ARC	326	/* .. 327 */
+#define W_SP_KILL	328	/* node 0: the doomed runtime; 329: go */
 #define W_SP_BAR	330	/* .. 339 */
 #define SECS		240
 
@@ -126,12 +133,21 @@ static int add(void *obj, const void *arg, size_t len, void *ret, size_t *rl)
 	return 0;
 }
 
-static uint64_t op_where, op_add;
+/* blocks on its worker: its runtime's process is killed meanwhile */
+static int nap(void *obj, const void *arg, size_t len, void *ret, size_t *rl)
+{
+	*rl = 0;
+	sleep(30);
+	return 0;
+}
+
+static uint64_t op_where, op_add, op_nap;
 
 static int reg_ops(void)
 {
 	int ret = odsm_deleg_register("sp.where", where, &op_where);
 
+	ret = ret ? ret : odsm_deleg_register("sp.nap", nap, &op_nap);
 	return ret ? ret : odsm_deleg_register("sp.add", add, &op_add);
 }
 
@@ -585,6 +601,69 @@ TEST_F_TIMEOUT(cl, arc_shared_immutable, 180)
 	EXPECT_EQ(-EINVAL, odsm_arc_drop(NULL));
 	EXPECT_EQ(-EINVAL, odsm_arc_clone(NULL, &mine));
 	EXPECT_EQ(-EINVAL, odsm_arc_new(&back, &mine));	/* empty box */
+}
+
+/* ---- a runtime killed under a task ------------------------------------- */
+
+/* node 0's child: a runtime that lives until it is killed */
+static void doomed_runtime(void)
+{
+	uint64_t rt;
+
+	alarm(120);		/* never outlives the program for long */
+	if (odsm_spawn_start(1, &rt) || c_put(0, W_SP_KILL, rt))
+		_exit(1);
+	for (;;)
+		pause();
+}
+
+/*
+ * Node 1 spawns a task that naps on a worker of node 0's runtime, whose
+ * process node 0 then kills: the join fails with -EOWNERDEAD far within
+ * the cluster's timeout, and a later spawn there with -ESRCH.
+ */
+TEST_F_TIMEOUT(cl, join_of_killed_runtime, 180)
+{
+	uint64_t rt, go, at;
+	odsm_task *t;
+	pid_t pid;
+	int st = 0, ret;
+
+	C_BEGIN();
+	ASSERT_EQ(0, reg_ops());
+	if (C.self == 0) {
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid)
+			doomed_runtime();
+		/* no ASSERT until the child is gone: it must not outlive us */
+		EXPECT_EQ(0, c_poll(0, W_SP_KILL + 1, 0, SECS, NULL));
+		c_sleep_ms(200);	/* the task is on the worker */
+		kill(pid, SIGKILL);
+		EXPECT_EQ(pid, waitpid(pid, &st, 0));
+		EXPECT_TRUE(WIFSIGNALED(st));
+		return;
+	}
+	if (C.self != 1)
+		return;
+	ASSERT_EQ(0, c_dir_wait(0, SECS));
+	ASSERT_EQ(0, c_poll(0, W_SP_KILL, 0, SECS, &rt));
+	ASSERT_EQ(0, odsm_spawn_peer(0, rt));
+	ASSERT_EQ(0, odsm_spawn_on(0, op_nap, NULL, 0, &t));
+	c_sleep_ms(300);
+	EXPECT_EQ(0, odsm_task_done(t));	/* it naps */
+	go = c_now_ms();
+	ASSERT_EQ(0, c_put(0, W_SP_KILL + 1, 1));
+	ret = odsm_task_join(t, NULL, NULL);
+	at = c_now_ms();
+	EXPECT_EQ(-EOWNERDEAD, ret);
+	/* killed ~0.2 s after go; the cluster's timeout is seconds */
+	EXPECT_GT(go + C.timeout_ms / 2, at);
+	TH_LOG("the join failed %llu ms after go (the kill is ~200 ms after it): %s",
+	       (unsigned long long)(at - go), odsm_strerror(ret));
+	ASSERT_EQ(0, odsm_spawn_on(0, op_add, NULL, 0, &t));
+	EXPECT_EQ(-ESRCH, odsm_task_join(t, NULL, NULL));
+	EXPECT_GT(at + C.timeout_ms / 2, c_now_ms());
 }
 
 TEST_HARNESS_MAIN
