@@ -10,7 +10,8 @@
 # over TCP and over RDMA with one-sided off (the read is then a plain
 # two-sided request, like the apply's batch).
 # Remote execution and channels (odsm-sbench: spawn_to against a local
-# call and a pull of the object, boxes through a channel) over TCP.
+# call and a pull of the object, boxes through a channel) over TCP;
+# with rig.bench_only=sbench, only those (after the TCP join).
 # Numbers only; nothing is judged.
 # shellcheck shell=dash disable=SC1091,SC2154
 . /rig/lib.sh
@@ -25,6 +26,14 @@ join() {	# transport
 	barrier 60
 }
 join tcp
+# rig.bench_only=sbench: the spawn and channel rows only (a quick look)
+if [ "${rig_bench_only:-}" = sbench ]; then
+	[ "$rig_node" = 0 ] && odsm-sbench serve
+	[ "$rig_node" = 1 ] && odsm-sbench 10.0.0.1 tcp
+	barrier 300
+	odsmctl leave
+	exit 0
+fi
 [ "$rig_node" = 1 ] && odsm-rbench 0 200
 [ "$rig_node" = 1 ] && odsm-rbench 0 200 tcp
 barrier 300
