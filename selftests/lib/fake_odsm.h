@@ -59,6 +59,7 @@ static struct {
 	struct fk_copy copy[FK_MAX_COPY];
 	struct fk_stats st;
 	int fail_borrow, fail_mut;	/* the next such call fails with it */
+	bool node1_down;		/* ODSM_IOC_STATUS: node 1 is down */
 	int fail_move;			/* every MOVE fails with it */
 	/* ODSM_IOC_DELEG_CALL: the test plays the other node (under lock) */
 	int (*deleg_call)(struct odsm_deleg_call *a);
@@ -128,6 +129,7 @@ static void fk_init(void)
 	fk.nr_obj = 0;
 	memset(fk.copy, 0, sizeof(fk.copy));
 	fk.fail_borrow = fk.fail_mut = 0;
+	fk.node1_down = false;
 	fk.deleg_call = NULL;
 	odsm_rt.fd = 1000;	/* never a real file: fake_ioctl answers */
 	memset(&odsm_rt.info, 0, sizeof(odsm_rt.info));
@@ -428,6 +430,22 @@ static int fk_ioctl_locked(unsigned long req, void *arg)
 		else
 			memcpy(odsm_ptr(r->gaddr), (void *)(uintptr_t)r->buf, r->len);
 		fk.st.reads++;
+		return 0;
+	}
+	case ODSM_IOC_STATUS: {
+		/* node 0 (self) and node 1, up unless fk.node1_down */
+		struct odsm_status *st = arg;
+		struct odsm_peer_info *p = (void *)(uintptr_t)st->peers;
+		unsigned int i;
+
+		for (i = 0; i < 2 && i < st->nr && p; i++) {
+			memset(&p[i], 0, sizeof(p[i]));
+			p[i].node_id = i;
+			p[i].state = i ? (fk.node1_down ? ODSM_PEER_DOWN :
+					  ODSM_PEER_UP) : ODSM_PEER_SELF;
+		}
+		st->nr = 2;
+		st->transport = ODSM_TRANSPORT_TCP;
 		return 0;
 	}
 	case ODSM_IOC_ATOMIC: {

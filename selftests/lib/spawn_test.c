@@ -252,6 +252,7 @@ TEST(channel)
 	odsm_box b = { 0 }, x = { 0 };
 	struct waiter w;
 	uint64_t rt, *p;
+	int ret;
 
 	fk_init();
 	EXPECT_EQ(-ENOENT, odsm_chan_new(4, &c));	/* no runtime yet */
@@ -342,6 +343,26 @@ TEST(channel)
 	EXPECT_EQ(-EBADFD, odsm_chan_free(&wrong));
 	EXPECT_EQ(0, odsm_trust_drop(&wrong.t));
 	EXPECT_NE(0U, x.g);
+
+	/*
+	 * A sender of node 1 (this process speaks for it: the node id is
+	 * what a send records), then node 1 goes down: its box still comes,
+	 * then the receiver learns of it once, and waits on after that.
+	 */
+	ASSERT_EQ(0, odsm_box_new(&b, 16, ODSM_ALLOC_ZERO));
+	odsm_rt.info.node_id = 1;
+	ret = odsm_chan_send(&c, &b);
+	odsm_rt.info.node_id = 0;
+	ASSERT_EQ(0, ret);
+	fk.node1_down = true;
+	ASSERT_EQ(0, odsm_chan_recv(&c, &b, &from, 0));
+	EXPECT_EQ(1U, from);
+	EXPECT_EQ(0, odsm_box_drop(&b));
+	from = 7;
+	EXPECT_EQ(-EHOSTDOWN, odsm_chan_recv(&c, &b, &from, 1000));
+	EXPECT_EQ(1U, from);
+	EXPECT_EQ(-ETIMEDOUT, odsm_chan_recv(&c, &b, &from, 50));
+	fk.node1_down = false;
 
 	/* closed: queued boxes still come, then -EPIPE */
 	ASSERT_EQ(0, odsm_chan_send(&c, &x));
