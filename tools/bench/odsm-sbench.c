@@ -98,7 +98,7 @@ static int serve(void)
 	struct sockaddr_in sa = { .sin_family = AF_INET,
 				  .sin_port = htons(PORT) };
 	uint64_t got = 0, want = 0;
-	int ls, cs, one = 1, ret;
+	int ls, cs, one = 1, ret, i;
 	odsm_box b = { 0 }, obj;
 	uint8_t *p;
 
@@ -106,8 +106,9 @@ static int serve(void)
 	must("chan", odsm_chan_new(CAP, &I.c));
 	must("object", odsm_box_new(&obj, OBJ_LEN, 0));
 	p = odsm_ptr(obj.g);
-	for (ret = 0; ret < OBJ_LEN; ret++)
-		p[ret] = (uint8_t)ret;
+	/* not handed out yet: raw writes are right */
+	for (i = 0; i < OBJ_LEN; i++)
+		p[i] = (uint8_t)i;
 	I.obj = odsm_box_share(&obj);
 	ls = socket(AF_INET, SOCK_STREAM, 0);
 	if (ls < 0 || setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one,
