@@ -120,6 +120,26 @@ static void *sp_courier(void *unused)
 	return NULL;
 }
 
+/*
+ * A child of fork() has none of the couriers (only the forking thread
+ * goes on), nor the tasks queued for them (they were its parent's): it
+ * starts its own on first use.
+ */
+static void sp_atfork_child(void)
+{
+	pthread_mutex_init(&sp_lock, NULL);
+	pthread_cond_init(&sp_cond, NULL);
+	sp_head = sp_tail = NULL;
+	sp_ncour = sp_idle = sp_nq = 0;
+}
+
+static void sp_once(void)
+{
+	pthread_atfork(NULL, NULL, sp_atfork_child);
+}
+
+static pthread_once_t sp_init = PTHREAD_ONCE_INIT;
+
 /* Queue t for a courier, starting one when none is idle. */
 static int sp_queue(struct odsm_task *t)
 {
@@ -128,6 +148,7 @@ static int sp_queue(struct odsm_task *t)
 	int ret = 0;
 
 	t->next = NULL;
+	pthread_once(&sp_init, sp_once);
 	pthread_mutex_lock(&sp_lock);
 	/* an idle courier for each queued task and this one */
 	if (sp_idle <= sp_nq && sp_ncour < SP_COURIERS) {
