@@ -744,5 +744,10 @@ int odsm_drop_copies(uint64_t *dropped, uint64_t *kept);
 #include "odsm_deleg.h"
 /* names, start-up, barrier and mutex for programs on N nodes */
 #include "odsm_sync.h"
+/* remote execution and channels on top of it */
+#include "odsm_spawn.h"
+#include "odsm_chan.h"
+/* shared immutable objects */
+#include "odsm_arc.h"
 
 #endif /* ODSM_USER_H */

@@ -59,6 +59,7 @@ static struct {
 	struct fk_copy copy[FK_MAX_COPY];
 	struct fk_stats st;
 	int fail_borrow, fail_mut;	/* the next such call fails with it */
+	bool node1_down;		/* ODSM_IOC_STATUS: node 1 is down */
 	int fail_move;			/* every MOVE fails with it */
 	/* ODSM_IOC_DELEG_CALL: the test plays the other node (under lock) */
 	int (*deleg_call)(struct odsm_deleg_call *a);
@@ -129,6 +130,7 @@ static void fk_init(void)
 	fk.nr_obj = 0;
 	memset(fk.copy, 0, sizeof(fk.copy));
 	fk.fail_borrow = fk.fail_mut = 0;
+	fk.node1_down = false;
 	fk.deleg_call = NULL;
 	odsm_rt.fd = 1000;	/* never a real file: fake_ioctl answers */
 	memset(&odsm_rt.info, 0, sizeof(odsm_rt.info));
@@ -432,13 +434,40 @@ static int fk_ioctl_locked(unsigned long req, void *arg)
 		fk.st.reads++;
 		return 0;
 	}
-	case ODSM_IOC_ATOMIC: {
-		/* under the one lock: atomic against every other call */
-		struct odsm_atomic *x = arg;
-		uint64_t *w;
+	case ODSM_IOC_STATUS: {
+		/* joined over tcp: node 0 (self) and node 1, whose state the
+		 * tests set (fk.peer_state; fk.node1_down: down whatever it is)
+		 */
+		struct odsm_status *st = arg;
+		struct odsm_peer_info *p = (void *)(uintptr_t)st->peers;
+		unsigned int i;
 
-		if (!odsm_in_heap(x->gaddr) || x->gaddr % 8 ||
+		for (i = 0; i < 2 && i < st->nr && p; i++) {
+			memset(&p[i], 0, sizeof(p[i]));
+			p[i].node_id = i;
+			p[i].state = i ? (fk.node1_down ? ODSM_PEER_DOWN :
+					  fk.peer_state) : ODSM_PEER_SELF;
+		}
+		st->nr = 2;
+		st->transport = ODSM_TRANSPORT_TCP;
+		return 0;
+	}
+	case ODSM_IOC_ATOMIC: {
+		/* a word of a live object, either partition; under the one
+		 * lock, atomic against every other call
+		 */
+		struct odsm_atomic *x = arg;
+		uint64_t a = odsm_addr_of(x->gaddr), *w;
+		unsigned int i;
+
+		if (!odsm_in_heap(x->gaddr) || a % 8 ||
 		    (x->flags & ~ODSM_ATOMIC_F_NIC))
+			return -EINVAL;
+		for (i = 0; i < fk.nr_obj; i++)
+			if (fk.obj[i].live && a >= fk.obj[i].addr &&
+			    a + 8 <= fk.obj[i].addr + fk.obj[i].size)
+				break;
+		if (i == fk.nr_obj)
 			return -EINVAL;
 		w = odsm_ptr(x->gaddr);
 		x->old = __atomic_load_n(w, __ATOMIC_SEQ_CST);
@@ -449,20 +478,6 @@ static int fk_ioctl_locked(unsigned long req, void *arg)
 		else if (x->old == x->compare)
 			__atomic_store_n(w, x->operand, __ATOMIC_SEQ_CST);
 		fk.st.atomics++;
-		return 0;
-	}
-	case ODSM_IOC_STATUS: {	/* joined over tcp: node 0 (self) and 1 */
-		struct odsm_status *s = arg;
-		struct odsm_peer_info *p = (void *)(uintptr_t)s->peers;
-		unsigned int k;
-
-		for (k = 0; k < 2 && k < s->nr; k++) {
-			memset(&p[k], 0, sizeof(p[k]));
-			p[k].node_id = k;
-			p[k].state = k ? fk.peer_state : ODSM_PEER_SELF;
-		}
-		s->nr = 2;
-		s->transport = 1;
 		return 0;
 	}
 	case ODSM_IOC_DELEG_CALL:

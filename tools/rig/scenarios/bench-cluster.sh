@@ -13,6 +13,9 @@
 # node 0, the CAS kind then the FIFO kind) run first on each transport:
 # they meet through node 0's directory, which must be the first object of
 # its partition.
+# Remote execution and channels (odsm-sbench: spawn_to against a local
+# call and a pull of the object, boxes through a channel) over TCP;
+# with rig.bench_only=sbench, only those (after the TCP join).
 # Numbers only; nothing is judged.
 # shellcheck shell=dash disable=SC1091,SC2154
 . /rig/lib.sh
@@ -27,6 +30,14 @@ join() {	# transport
 	barrier 60
 }
 join tcp
+# rig.bench_only=sbench: the spawn and channel rows only (a quick look)
+if [ "${rig_bench_only:-}" = sbench ]; then
+	[ "$rig_node" = 0 ] && odsm-sbench serve
+	[ "$rig_node" = 1 ] && odsm-sbench 10.0.0.1 tcp
+	barrier 300
+	odsmctl leave
+	exit 0
+fi
 odsm-mbench tcp 1000 2
 barrier 300
 [ "$rig_node" = 1 ] && odsm-rbench 0 200
@@ -38,6 +49,14 @@ xbench() {	# label
 	barrier 300
 }
 xbench tcp
+# remote execution and channels (odsm-sbench: node 1 spawns to node 0's
+# object and sends boxes of 64 B and 64 KiB to node 0's channel), over TCP
+sbench() {	# label
+	[ "$rig_node" = 0 ] && odsm-sbench serve
+	[ "$rig_node" = 1 ] && odsm-sbench 10.0.0.1 "$1"
+	barrier 300
+}
+sbench tcp
 odsmctl leave
 barrier 60
 join rdma
