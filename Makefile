@@ -51,9 +51,12 @@ LIB_SO	:= $(BUILD)/lib/libodsm.so.1
 DELEG_SRC := userlib/odsm_deleg_ops.c userlib/odsm_deleg_arena.c \
 	     userlib/odsm_deleg_trustee.c userlib/odsm_deleg_client.c \
 	     userlib/odsm_deleg_remote.c userlib/odsm_deleg_gateway.c
-LIB_SRC	:= userlib/odsm.c userlib/odsm_check.c $(DELEG_SRC) kmod/odsm_dslot.c
+# asynchronous operations through io_uring (raw system calls)
+ASYNC_SRC := userlib/odsm_async.c
+LIB_SRC	:= userlib/odsm.c userlib/odsm_check.c $(DELEG_SRC) $(ASYNC_SRC) kmod/odsm_dslot.c
 LIB_OBJ	:= $(patsubst %.c,$(BUILD)/lib/%.o,$(notdir $(LIB_SRC)))
-LIB_HDR	:= userlib/odsm.h userlib/odsm_deleg.h uapi/linux/odsm.h uapi/linux/odsm_deleg.h
+LIB_HDR	:= userlib/odsm.h userlib/odsm_deleg.h userlib/odsm_async.h uapi/linux/odsm.h \
+	   uapi/linux/odsm_deleg.h
 # what the library's own sources include besides
 LIB_IHDR := userlib/odsm_deleg_int.h kmod/odsm_dslot.h kmod/odsm_portable.h \
 	    tools/include/odsm_kshim.h
@@ -142,7 +145,7 @@ $(LIB_A): $(LIB_OBJ)
 $(LIB_SO): $(LIB_OBJ:.o=.pic.o) userlib/libodsm.map tools/check-exports.sh
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libodsm.so.1 -Wl,--version-script=userlib/libodsm.map \
 		-o $@ $(filter %.o,$^) -pthread
-	@tools/check-exports.sh $@ userlib/odsm.h userlib/odsm_deleg.h || { rm -f $@; exit 1; }
+	@tools/check-exports.sh $@ userlib/odsm.h userlib/odsm_deleg.h userlib/odsm_async.h || { rm -f $@; exit 1; }
 	ln -sf libodsm.so.1 $(BUILD)/lib/libodsm.so
 
 $(BUILD)/lib/odsm.pc: userlib/odsm.pc.in FORCE
@@ -297,6 +300,7 @@ install-lib: lib
 	ln -sf libodsm.so.1 $(DESTDIR)$(LIBDIR)/libodsm.so
 	install -D -m 644 userlib/odsm.h $(DESTDIR)$(PREFIX)/include/odsm.h
 	install -D -m 644 userlib/odsm_deleg.h $(DESTDIR)$(PREFIX)/include/odsm_deleg.h
+	install -D -m 644 userlib/odsm_async.h $(DESTDIR)$(PREFIX)/include/odsm_async.h
 	install -D -m 644 uapi/linux/odsm.h $(DESTDIR)$(PREFIX)/include/linux/odsm.h
 	install -D -m 644 uapi/linux/odsm_deleg.h $(DESTDIR)$(PREFIX)/include/linux/odsm_deleg.h
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig
