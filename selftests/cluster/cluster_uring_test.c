@@ -9,7 +9,7 @@
  *     right bytes; odsm_read_many gives what odsm_read one at a time does;
  *   - odsm_borrow_many borrows all NR (misses: fetched into this node's
  *     cache, together), with the right bytes, then returned; again (hits);
- *   - the refusals through the ring: a stale color (-ESTALE), no object
+ *   - the refusals through the ring: an object that is gone, no object
  *     (-EINVAL), a command that is no async one (-ENOTTY), no argument
  *     (-EINVAL);
  *   - a process that exits with NR borrows in flight loses none and
@@ -81,7 +81,7 @@ static int64_t settle(unsigned int secs)
 TEST_F(ur, async_across_nodes)
 {
 	static uint8_t buf[NR][OBJ], one[NR][OBJ];
-	uint64_t mine[NR], theirs[NR], tcg, t0, t1, t2, c0, peer, dropped, kept;
+	uint64_t mine[NR], theirs[NR], tcg, t0, t1, t2, c0, peer, dropped, kept, gone;
 	struct odsm_borrow b[NR], bad;
 	struct odsm_range r[NR];
 	struct odsm_rw rw[NR];
@@ -159,9 +159,10 @@ TEST_F(ur, async_across_nodes)
 	EXPECT_EQ(NR, dropped);
 
 	/* refusals, each with the ioctl's errno */
-	bad = (struct odsm_borrow){
-		.gaddr = (theirs[0] & ODSM_ADDR_MASK) |
-			 ((uint64_t)(odsm_color_of(theirs[0]) - 1) << ODSM_COLOR_SHIFT) };
+	/* an object of the peer's that is gone */
+	ASSERT_EQ(0, odsm_alloc_on(peer, OBJ, 0, 0, &gone));
+	ASSERT_EQ(0, odsm_free(gone));
+	bad = (struct odsm_borrow){ .gaddr = gone };
 	res[0] = res[1] = res[2] = res[3] = 1;
 	b[0] = bad;
 	b[1] = (struct odsm_borrow){ .gaddr = theirs[0] + 16 };
@@ -173,7 +174,7 @@ TEST_F(ur, async_across_nodes)
 	ret = reap_all(a, 4, res);
 	TH_LOG("refusals: %d %d %d %d", res[0], res[1], res[2], res[3]);
 	ASSERT_EQ(4, ret);
-	/* a color below the object's allocation color: gone, or never */
+	/* gone: -ESTALE, or -EINVAL once its block held nothing */
 	EXPECT_TRUE(res[0] == -ESTALE || res[0] == -EINVAL);
 	EXPECT_EQ(-EINVAL, res[1]);
 	EXPECT_EQ(-ENOTTY, res[2]);
@@ -224,6 +225,9 @@ TEST_F(ur, async_across_nodes)
 	for (i = 0; i < NR; i++)
 		ASSERT_EQ(0, odsm_return(&refs[i]));
 	ASSERT_EQ(0, odsm_drop_copies(NULL, NULL));
+	/* odsm_return() cleared them */
+	for (i = 0; i < NR; i++)
+		refs[i].g = theirs[i];
 	t2 = c_now_ms();
 	ret = odsm_borrow_many(refs, p, NR, res);
 	ASSERT_EQ(0, ret);

@@ -22,14 +22,25 @@
 #define NR	64
 #define OBJ	512
 
-static double sequential(odsm_ref *r)
+/* r[i] borrows cg[i] (odsm_return() clears a ref) */
+static void aim(odsm_ref *r, const uint64_t *cg)
+{
+	int i;
+
+	for (i = 0; i < NR; i++) {
+		r[i].g = cg[i];
+		r[i].ext = 0;
+	}
+}
+
+static double sequential(odsm_ref *r, const uint64_t *cg)
 {
 	double t0;
 	int i, ret;
 
+	aim(r, cg);
 	t0 = now_us();
 	for (i = 0; i < NR; i++) {
-		r[i].ext = 0;
 		ret = odsm__ref_fetch(&r[i]);
 		if (ret)
 			die("borrow", ret);
@@ -40,12 +51,13 @@ static double sequential(odsm_ref *r)
 	return t0;
 }
 
-static double together(odsm_ref *r)
+static double together(odsm_ref *r, const uint64_t *cg)
 {
 	const void *p[NR];
 	int res[NR], i, ret;
 	double t0;
 
+	aim(r, cg);
 	t0 = now_us();
 	ret = odsm_borrow_many(r, p, NR, res);
 	t0 = now_us() - t0;
@@ -78,18 +90,17 @@ int main(int argc, char **argv)
 		ret = odsm_alloc_on(node, OBJ, 0, ODSM_ALLOC_ZERO, &cg[i]);
 		if (ret)
 			die("alloc", ret);
-		r[i].g = cg[i];
 	}
 	/* one unmeasured round of each: the ring and the workers set up */
 	odsm_drop_copies(NULL, NULL);
-	together(r);
+	together(r, cg);
 	odsm_drop_copies(NULL, NULL);
-	sequential(r);
+	sequential(r, cg);
 	for (i = 0; i < rounds; i++) {
 		odsm_drop_copies(NULL, NULL);
-		seq[i] = sequential(r);
+		seq[i] = sequential(r, cg);
 		odsm_drop_copies(NULL, NULL);
-		asy[i] = together(r);
+		asy[i] = together(r, cg);
 	}
 	odsm_drop_copies(NULL, NULL);
 	stats(seq, rounds, &s, NULL);
