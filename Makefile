@@ -60,12 +60,14 @@ DS_SRC := userlib/odsm_ds_model.c userlib/odsm_ds_hash.c userlib/odsm_ds_table.c
 	  userlib/odsm_ds_queue.c
 # remote execution and channels, on the delegation runtime
 SPAWN_SRC := userlib/odsm_spawn.c userlib/odsm_chan.c userlib/odsm_arc.c
+# asynchronous operations through io_uring (raw system calls)
+ASYNC_SRC := userlib/odsm_async.c
 LIB_SRC	:= userlib/odsm.c userlib/odsm_check.c $(DELEG_SRC) $(SYNC_SRC) $(DS_SRC) \
-	   $(SPAWN_SRC) kmod/odsm_dslot.c
+	   $(SPAWN_SRC) $(ASYNC_SRC) kmod/odsm_dslot.c
 LIB_OBJ	:= $(patsubst %.c,$(BUILD)/lib/%.o,$(notdir $(LIB_SRC)))
 LIB_HDR	:= userlib/odsm.h userlib/odsm_deleg.h userlib/odsm_sync.h userlib/odsm_ds.h \
 	   userlib/odsm_spawn.h userlib/odsm_chan.h userlib/odsm_arc.h \
-	   uapi/linux/odsm.h uapi/linux/odsm_deleg.h
+	   userlib/odsm_async.h uapi/linux/odsm.h uapi/linux/odsm_deleg.h
 # what the library's own sources include besides
 LIB_IHDR := userlib/odsm_deleg_int.h userlib/odsm_sync_int.h userlib/odsm_mutex_int.h \
 	    userlib/odsm_ds_int.h userlib/odsm_spawn_int.h kmod/odsm_dslot.h \
@@ -157,7 +159,8 @@ $(LIB_SO): $(LIB_OBJ:.o=.pic.o) userlib/libodsm.map tools/check-exports.sh
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libodsm.so.1 -Wl,--version-script=userlib/libodsm.map \
 		-o $@ $(filter %.o,$^) -pthread
 	@tools/check-exports.sh $@ userlib/odsm.h userlib/odsm_deleg.h userlib/odsm_sync.h userlib/odsm_ds.h \
-		userlib/odsm_spawn.h userlib/odsm_chan.h userlib/odsm_arc.h || { rm -f $@; exit 1; }
+		userlib/odsm_spawn.h userlib/odsm_chan.h userlib/odsm_arc.h \
+		userlib/odsm_async.h || { rm -f $@; exit 1; }
 	ln -sf libodsm.so.1 $(BUILD)/lib/libodsm.so
 
 $(BUILD)/lib/odsm.pc: userlib/odsm.pc.in FORCE
@@ -321,6 +324,7 @@ install-lib: lib
 	install -D -m 644 userlib/odsm_spawn.h $(DESTDIR)$(PREFIX)/include/odsm_spawn.h
 	install -D -m 644 userlib/odsm_chan.h $(DESTDIR)$(PREFIX)/include/odsm_chan.h
 	install -D -m 644 userlib/odsm_arc.h $(DESTDIR)$(PREFIX)/include/odsm_arc.h
+	install -D -m 644 userlib/odsm_async.h $(DESTDIR)$(PREFIX)/include/odsm_async.h
 	install -D -m 644 uapi/linux/odsm.h $(DESTDIR)$(PREFIX)/include/linux/odsm.h
 	install -D -m 644 uapi/linux/odsm_deleg.h $(DESTDIR)$(PREFIX)/include/linux/odsm_deleg.h
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig

@@ -129,8 +129,15 @@ int odsm_mmap(struct file *filp, struct vm_area_struct *vma);
 
 /* odsm_dev.c */
 void odsm_leave(void);
+long odsm_dev_ioctl(struct file *filp, unsigned int cmd, unsigned long arg);
 int odsm_dev_register(void);
 void odsm_dev_unregister(void);
+
+/* odsm_uring.c: io_uring commands, run on workers */
+struct io_uring_cmd;
+int odsm_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
+int odsm_uring_init(void);
+void odsm_uring_exit(void);
 
 /* odsm_sysfs.c */
 int odsm_sysfs_init(void);

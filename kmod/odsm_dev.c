@@ -283,7 +283,8 @@ void odsm_leave(void)
 	odsm_cache_forget(U32_MAX);
 }
 
-static long odsm_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+/* also the body of an io_uring command, on a worker (odsm_uring.c) */
+long odsm_dev_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 {
 	void __user *uarg = (void __user *)arg;
 	long ret;
@@ -370,8 +371,9 @@ static const struct file_operations odsm_fops = {
 	.release = odsm_release,
 	.mmap = odsm_mmap,
 	.get_unmapped_area = odsm_get_unmapped_area,
-	.unlocked_ioctl = odsm_ioctl,
+	.unlocked_ioctl = odsm_dev_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
+	.uring_cmd = odsm_uring_cmd,
 	.llseek = noop_llseek,
 };
 

@@ -76,13 +76,18 @@ static int __init odsm_init(void)
 	ret = odsm_rdma_init();
 	if (ret)
 		goto err_tcp;
-	ret = odsm_dev_register();
+	ret = odsm_uring_init();
 	if (ret)
 		goto err_rdma;
+	ret = odsm_dev_register();
+	if (ret)
+		goto err_uring;
 	pr_info("node %u of %u, heap 0x%llx + %u x %llu MiB\n",
 		g.node_id, g.nr_nodes, g.base, g.nr_nodes, g.part_size >> 20);
 	return 0;
 
+err_uring:
+	odsm_uring_exit();
 err_rdma:
 	odsm_rdma_exit();
 err_tcp:
@@ -114,6 +119,7 @@ static void __exit odsm_exit(void)
 {
 	odsm_leave();
 	odsm_dev_unregister();
+	odsm_uring_exit();
 	odsm_rdma_exit();
 	odsm_tcp_exit();
 	odsm_deleg_exit();

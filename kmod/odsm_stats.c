@@ -93,6 +93,9 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_deleg_in_bytes] = "deleg_in_bytes",
 	[ODSM_STAT_deleg_in_errors] = "deleg_in_errors",
 	[ODSM_STAT_deleg_malformed] = "deleg_malformed",
+	[ODSM_STAT_uring_cmds] = "uring_cmds",
+	[ODSM_STAT_uring_done] = "uring_done",
+	[ODSM_STAT_uring_refused] = "uring_refused",
 };
 
 u64 odsm_stat_read(enum odsm_stat s)

@@ -144,6 +144,12 @@ enum odsm_stat {
 	ODSM_STAT_deleg_malformed,	/* batches and answers dropped as
 					 * malformed (odsm_dslot checks)
 					 */
+	/* io_uring commands (odsm_uring.c) */
+	ODSM_STAT_uring_cmds,		/* commands taken to run async */
+	ODSM_STAT_uring_done,		/* ... of them, completed */
+	ODSM_STAT_uring_refused,	/* commands refused before running:
+					 * no such command, bad command area
+					 */
 	ODSM_STAT_NR
 };
 

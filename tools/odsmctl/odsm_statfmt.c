@@ -59,6 +59,7 @@ static const struct {
 	{ "deleg_out_errors", G(ERRORS, 0) },
 	{ "deleg_in_errors", G(ERRORS, 0) },
 	{ "deleg_malformed", G(ERRORS, 0) },
+	{ "uring_refused", G(ERRORS, 0) },
 	/* the allocator of this node's partition */
 	{ "allocs", G(ALLOC, 0) },
 	{ "alloc_bytes", G(ALLOC, ODSM_SF_BYTES) },
@@ -104,6 +105,8 @@ static const struct {
 	{ "remote_atomics", G(CLUSTER, 0) },
 	{ "remote_allocs", G(CLUSTER, 0) },
 	{ "remote_frees", G(CLUSTER, 0) },
+	{ "uring_cmds", G(CLUSTER, 0) },
+	{ "uring_done", G(CLUSTER, 0) },
 	{ "fault_drops", G(CLUSTER, 0) },
 	{ "fault_delays", G(CLUSTER, 0) },
 	{ "fault_dups", G(CLUSTER, 0) },

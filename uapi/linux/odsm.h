@@ -503,6 +503,31 @@ struct odsm_deleg_serve {
 	__u64 reserved[2];	/* 0 */
 };
 
+/*
+ * Asynchronous operations through io_uring.  An IORING_OP_URING_CMD SQE on
+ * an open /dev/odsm file runs one ioctl without blocking its submitter:
+ * sqe->cmd_op is the ioctl's number, and the SQE's command area (sqe->cmd:
+ * the 16 bytes a 64-byte SQE has, or the first 16 of a 128-byte one's 80)
+ * holds struct odsm_uring_cmd, whose arg points to the ioctl's usual
+ * argument.  The command runs the ioctl's own code, with its checks, and
+ * completes with a CQE whose res is what the ioctl returns (0 or
+ * -errno); its out fields (and a READ's bytes) are in place before that
+ * CQE is posted.  The argument and every buffer it names must stay valid
+ * until then.
+ * Taken: ODSM_IOC_READ, WRITE, ATOMIC, ALLOC, FREE, BORROW, RETURN,
+ * BORROW_MUT, WRITE_BACK, READ_OWNER and DELEG_CALL.  A reference a BORROW
+ * takes belongs to the /dev/odsm file the SQE names, as with the ioctl.
+ * Refused at submission: any other cmd_op (-ENOTTY); flags or reserved
+ * not zero, arg 0, or (128-byte SQEs) the rest of the area not zero
+ * (-EINVAL).  A ring set up with IORING_SETUP_IOPOLL gets -EOPNOTSUPP
+ * from io_uring.
+ */
+struct odsm_uring_cmd {
+	__u64 arg;		/* user pointer: the ioctl's argument */
+	__u32 flags;		/* 0 */
+	__u32 reserved;		/* 0 */
+};
+
 #define ODSM_IOC_MAGIC		0xd5
 #define ODSM_IOC_INFO		_IOR(ODSM_IOC_MAGIC, 0x00, struct odsm_info)
 #define ODSM_IOC_SET_CONFIG	_IOW(ODSM_IOC_MAGIC, 0x01, struct odsm_config)

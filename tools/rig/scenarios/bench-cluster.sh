@@ -4,6 +4,8 @@
 # kernel-TCP transport, then over RDMA (Soft-RoCE) one-sided and with
 # one-sided turned off (requests in SEND messages), then Debian's perftest
 # over the same emulated link with Soft-RoCE as the raw-link reference.
+# odsm-abench: 64 borrow misses one at a time against all together
+# through io_uring, over TCP and over RDMA.
 # Delegation across nodes (odsm-xbench: node 1's clients increment a
 # counter held on node 0: delegation batched and not, a remote CAS lock,
 # remote fetch-and-add, and one apply's latency against one read's) runs
@@ -57,12 +59,18 @@ sbench() {	# label
 	barrier 300
 }
 sbench tcp
+# 64 borrows that miss, blocking one after another vs through io_uring
+[ "$rig_node" = 1 ] && odsm-abench 0 7 tcp
+barrier 300
 odsmctl leave
 barrier 60
 join rdma
 odsm-mbench rdma 1000 2
 barrier 300
 [ "$rig_node" = 1 ] && odsm-rbench 0 200 rdma-onesided
+barrier 300
+# the summary's fixed row: over RDMA, as issue 15's other rows
+[ "$rig_node" = 1 ] && odsm-abench 0 7
 barrier 300
 echo N >/sys/module/odsm/parameters/onesided
 [ "$rig_node" = 1 ] && odsm-rbench 0 200 rdma-twosided

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Asynchronous operations through io_uring (uapi/linux/odsm.h, struct
+ * odsm_uring_cmd): IORING_OP_URING_CMD on a /dev/odsm file runs one of the
+ * ioctls that may wait for another node, without blocking its submitter.
+ *
+ * The submission only checks the command and queues it: the command runs
+ * on a worker of odsm's own unbound workqueue, in the submitter's address
+ * space (kthread_use_mm(), on a reference to it taken at submission), and
+ * through the ioctl's own code, so the two paths check, count and answer
+ * alike and a batch of commands gives the bytes the ioctls one at a time
+ * give.  Its result is posted from the submitter's task work
+ * (io_uring_cmd_complete_in_task()), the completion NVMe passthrough uses.
+ * Commands in flight are workers each waiting on its own request to a
+ * home, so their round trips overlap instead of adding up.
+ *
+ * Only ioctls that check no capability run here: the worker has the
+ * kernel's credentials, not the submitter's.  A command in flight holds
+ * its file (io_uring's reference), so the module stays and a BORROW's
+ * reference lands on a live file; a ring that goes away waits for it
+ * (io_uring cancels no command that is not marked cancelable), and every
+ * command ends within the cluster's timeout, so none is lost and none
+ * hangs: uring_cmds and uring_done meet again.
+ */
+#include <linux/kthread.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/workqueue.h>
+#include "odsm.h"
+#include "odsm_compat.h"
+
+struct odsm_ucmd {
+	struct work_struct work;
+	struct io_uring_cmd *ioucmd;
+	struct mm_struct *mm;		/* the submitter's; mmget() held */
+	unsigned int op;		/* the ioctl */
+	unsigned long arg;		/* its user argument */
+	long ret;
+};
+
+static struct workqueue_struct *odsm_uring_wq;
+
+/* The ioctls a command may run: the remote operations, no admin ones. */
+static bool async_op(unsigned int op)
+{
+	switch (op) {
+	case ODSM_IOC_READ:
+	case ODSM_IOC_WRITE:
+	case ODSM_IOC_ATOMIC:
+	case ODSM_IOC_ALLOC:
+	case ODSM_IOC_FREE:
+	case ODSM_IOC_BORROW:
+	case ODSM_IOC_RETURN:
+	case ODSM_IOC_BORROW_MUT:
+	case ODSM_IOC_WRITE_BACK:
+	case ODSM_IOC_READ_OWNER:
+	case ODSM_IOC_DELEG_CALL:
+		return true;
+	}
+	return false;
+}
+
+static struct odsm_ucmd **ucmd_slot(struct io_uring_cmd *ioucmd)
+{
+	BUILD_BUG_ON(sizeof(struct odsm_ucmd *) > sizeof(ioucmd->pdu));
+	return (struct odsm_ucmd **)ioucmd->pdu;
+}
+
+/* In the submitter's task work (or io_uring's fallback when it is gone). */
+static void ucmd_complete(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+{
+	struct odsm_ucmd *u = *ucmd_slot(ioucmd);
+	long ret = u->ret;
+
+	kfree(u);
+	odsm_stat_inc(ODSM_STAT_uring_done);
+	odsm_uring_cmd_done(ioucmd, ret, issue_flags);
+}
+
+/* the callback's signature: see odsm_compat.h */
+#ifdef ODSM_HAVE_URING_TW_FLAGS
+static void ucmd_complete_tw(struct io_uring_cmd *ioucmd, unsigned int flags)
+{
+	ucmd_complete(ioucmd, flags);
+}
+#else
+static void ucmd_complete_tw(struct io_uring_cmd *ioucmd)
+{
+	ucmd_complete(ioucmd, 0);
+}
+#endif
+
+static void ucmd_work(struct work_struct *work)
+{
+	struct odsm_ucmd *u = container_of(work, struct odsm_ucmd, work);
+
+	kthread_use_mm(u->mm);
+	u->ret = odsm_dev_ioctl(u->ioucmd->file, u->op, u->arg);
+	kthread_unuse_mm(u->mm);
+	mmput(u->mm);
+	io_uring_cmd_complete_in_task(u->ioucmd, ucmd_complete_tw);
+}
+
+/* The command area: its fields, and for a 128-byte SQE the rest zero. */
+static int read_area(struct io_uring_cmd *ioucmd, unsigned int issue_flags,
+		     struct odsm_uring_cmd *c)
+{
+	const u8 *area = odsm_uring_cmd_area(ioucmd);
+
+	/* one read of shared ring memory; the checks look at the copy */
+	memcpy(c, area, sizeof(*c));
+	if (c->flags || c->reserved || !c->arg)
+		return -EINVAL;
+	/* a 128-byte SQE's area is 80 bytes: the rest is reserved */
+	if ((issue_flags & IO_URING_F_SQE128) &&
+	    memchr_inv(area + sizeof(*c), 0, 80 - sizeof(*c)))
+		return -EINVAL;
+	return 0;
+}
+
+int odsm_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+{
+	struct odsm_uring_cmd c;
+	struct odsm_ucmd *u;
+	int ret;
+
+	ret = -ENOTTY;
+	if (!async_op(ioucmd->cmd_op))
+		goto refused;
+	ret = read_area(ioucmd, issue_flags, &c);
+	if (ret)
+		goto refused;
+	u = kzalloc(sizeof(*u), GFP_KERNEL);
+	if (!u)
+		return -ENOMEM;
+	/* the submitter, an io-wq worker or SQPOLL thread: all have its mm */
+	ret = -EFAULT;
+	if (!current->mm || !mmget_not_zero(current->mm))
+		goto err_free;
+	u->mm = current->mm;
+	u->ioucmd = ioucmd;
+	u->op = ioucmd->cmd_op;
+	u->arg = (unsigned long)c.arg;
+	INIT_WORK(&u->work, ucmd_work);
+	*ucmd_slot(ioucmd) = u;
+	odsm_stat_inc(ODSM_STAT_uring_cmds);
+	queue_work(odsm_uring_wq, &u->work);
+	return -EIOCBQUEUED;
+
+err_free:
+	kfree(u);
+refused:
+	odsm_stat_inc(ODSM_STAT_uring_refused);
+	return ret;
+}
+
+int odsm_uring_init(void)
+{
+	/*
+	 * Unbound, and as many active as a workqueue may have: each command
+	 * in flight is a worker waiting on a peer, and a queue short of
+	 * workers would put the round trips back in series.
+	 */
+	odsm_uring_wq = alloc_workqueue("odsm_uring", WQ_UNBOUND,
+					WQ_UNBOUND_MAX_ACTIVE);
+	return odsm_uring_wq ? 0 : -ENOMEM;
+}
+
+/* Only with no file open: no command is in flight. */
+void odsm_uring_exit(void)
+{
+	destroy_workqueue(odsm_uring_wq);
+}
