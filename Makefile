@@ -51,11 +51,11 @@ LIB_SO	:= $(BUILD)/lib/libodsm.so.1
 DELEG_SRC := userlib/odsm_deleg_ops.c userlib/odsm_deleg_arena.c \
 	     userlib/odsm_deleg_trustee.c userlib/odsm_deleg_client.c \
 	     userlib/odsm_deleg_remote.c userlib/odsm_deleg_gateway.c
-LIB_SRC	:= userlib/odsm.c userlib/odsm_check.c $(DELEG_SRC) kmod/odsm_dslot.c
+LIB_SRC	:= userlib/odsm.c userlib/odsm_check.c userlib/odsm_hits.c $(DELEG_SRC) kmod/odsm_dslot.c
 LIB_OBJ	:= $(patsubst %.c,$(BUILD)/lib/%.o,$(notdir $(LIB_SRC)))
 LIB_HDR	:= userlib/odsm.h userlib/odsm_deleg.h uapi/linux/odsm.h uapi/linux/odsm_deleg.h
 # what the library's own sources include besides
-LIB_IHDR := userlib/odsm_deleg_int.h kmod/odsm_dslot.h kmod/odsm_portable.h \
+LIB_IHDR := userlib/odsm_deleg_int.h userlib/odsm_hits_int.h kmod/odsm_dslot.h kmod/odsm_portable.h \
 	    tools/include/odsm_kshim.h
 
 # pure logic shared with the module, linked into host programs
