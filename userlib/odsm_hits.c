@@ -113,12 +113,20 @@ int odsm__hits_init(int fd)
 		munmap(p, hits_len);
 		return ret;
 	}
-	hits_page = p;
-	atomic_store(&seen_want, hits_page->want_epoch);
-	atomic_store(&seen_forget, forget_epoch());
+	odsm__hits_attach(p);
 	if (!atfork_done && !pthread_atfork(NULL, NULL, hits_atfork_child))
 		atfork_done = true;
 	return 0;
+}
+
+void odsm__hits_attach(const struct odsm_hits_page *page)
+{
+	table_reset();
+	hits_page = page;
+	if (page) {
+		atomic_store(&seen_want, page->want_epoch);
+		atomic_store(&seen_forget, forget_epoch());
+	}
 }
 
 void odsm__hits_fini(void)
@@ -126,8 +134,7 @@ void odsm__hits_fini(void)
 	/* the references go with the file */
 	if (hits_page)
 		munmap((void *)hits_page, hits_len);
-	hits_page = NULL;
-	table_reset();
+	odsm__hits_attach(NULL);
 }
 
 /*

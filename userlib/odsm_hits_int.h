@@ -11,6 +11,11 @@
 /* Map the hit page of the open file fd; 0 or -errno (no hits then). */
 int odsm__hits_init(int fd);
 void odsm__hits_fini(void);
+/* Use page as the hit page (NULL: none), with an empty table: the host
+ * tests give one of their own.
+ */
+struct odsm_hits_page;
+void odsm__hits_attach(const struct odsm_hits_page *page);
 /* The hit page's forget_epoch, read before a BORROW that may be recorded. */
 uint64_t odsm__hits_epoch(void);
 /* A borrow of g served from the table: the copy, its count raised. */
