@@ -72,6 +72,7 @@ static void bump(u64 *word)
 	unsigned long flags;
 
 	spin_lock_irqsave(&hits_lock, flags);
+	/* pairs with libodsm's load-acquire of the epoch before a lookup */
 	smp_store_release(word, READ_ONCE(*word) + 1);
 	spin_unlock_irqrestore(&hits_lock, flags);
 }

@@ -445,7 +445,7 @@ struct odsm_drop_copies {
  * space" in Documentation/odsm/design.rst).  A writable or executable
  * mapping, or one of another length, is refused (-EINVAL).
  */
-#define ODSM_HITS_OFFSET	(1ULL << 46)	/* past any heap offset */
+#define ODSM_HITS_OFFSET	_BITULL(46)	/* past any heap offset */
 
 struct odsm_hits_page {
 	__u64 forget_epoch;	/* bumped when copies were forgotten (a
