@@ -10,7 +10,10 @@
  *                      returns of the same version move none of the
  *                      kernel's borrow counters; a thread that seccomp
  *                      forbids every ioctl (it would fail with EMLINK)
- *                      does them all the same, and reads the right bytes
+ *                      does them all the same, and reads the right bytes;
+ *                      what a hit costs against a local borrow and the
+ *                      kernel's hit path (printed; the table must be 4x
+ *                      faster than the kernel's path at least)
  *   other_process      a second process of the node: its first borrow of
  *                      the copy the first one fetched is one kernel hit
  *                      (no fetch), every later one enters no kernel
@@ -138,6 +141,59 @@ static void *holder_thread(void *arg)
 	return NULL;
 }
 
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+/*
+ * What a hit costs, in this guest: a borrow and return served by the
+ * table, one of a local object (libodsm's inline path), and one through
+ * the kernel's hit path (BORROW + RETURN ioctls).  Printed, and the table
+ * must beat the kernel by far (it makes no system call).
+ */
+static void hit_cost(struct __test_metadata *_metadata, odsm_box *b)
+{
+	double t0, table_ns, local_ns, kernel_ns;
+	struct odsm_borrow br;
+	const void *p;
+	odsm_box lb;
+	odsm_ref r;
+	int i, n = HITS, nk = HITS / 10;
+
+	ASSERT_EQ(0, odsm_box_new(&lb, SZ, ODSM_ALLOC_ZERO));
+	t0 = now_ns();
+	for (i = 0; i < n; i++) {
+		odsm_borrow(&lb, &r, &p);
+		__asm__ volatile("" : : "r"(p) : "memory");
+		odsm_return(&r);
+	}
+	local_ns = (now_ns() - t0) / n;
+	t0 = now_ns();
+	for (i = 0; i < n; i++) {
+		odsm_borrow(b, &r, &p);
+		__asm__ volatile("" : : "r"(p) : "memory");
+		odsm_return(&r);
+	}
+	table_ns = (now_ns() - t0) / n;
+	t0 = now_ns();
+	for (i = 0; i < nk; i++) {
+		memset(&br, 0, sizeof(br));
+		br.gaddr = b->g;
+		ASSERT_EQ(0, ioctl(odsm_rt.fd, ODSM_IOC_BORROW, &br));
+		ASSERT_EQ(0, ioctl(odsm_rt.fd, ODSM_IOC_RETURN, &br));
+	}
+	kernel_ns = (now_ns() - t0) / nk;
+	printf("# cached_hit_vs_local_borrow ratio=%.2f kernel_path_ratio=%.0f (a borrow and return: table hit %.0f ns, kernel hit %.0f ns, local %.0f ns)\n",
+	       table_ns / local_ns, kernel_ns / local_ns, table_ns, kernel_ns,
+	       local_ns);
+	EXPECT_LT(table_ns * 4, kernel_ns);
+	EXPECT_EQ(0, odsm_box_drop(&lb));
+}
+
 static int drop_copies(struct odsm_drop_copies *d)
 {
 	memset(d, 0, sizeof(*d));
@@ -205,6 +261,7 @@ static void user_side(struct __test_metadata *_metadata, odsm_box *b)
 	EXPECT_EQ(0, s.ret);
 	printf("# %u hits in a thread whose every ioctl fails (probe: %s): %s\n",
 	       HITS, strerror(s.probe), s.ret ? "FAILED" : "all served");
+	hit_cost(_metadata, b);
 
 	/* --- other_process --------------------------------------------- */
 	kstats(&k0);
@@ -297,6 +354,7 @@ TEST(hits)
 	const void *p;
 	uint64_t v;
 	odsm_box b;
+	int ret;
 	odsm_ref r;
 	void *w;
 
@@ -319,8 +377,11 @@ TEST(hits)
 	/* --- new_color_misses ------------------------------------------- */
 	if (C.self == HOME) {
 		ASSERT_EQ(0, c_poll(HOME, W_HT_DONE, 0, SECS, NULL));
+		v = b.g;
 		ASSERT_EQ(0, odsm_box_write(&b, &w));	/* a new color */
 		c_fill(w, SZ, HOME, 2);
+		printf("# the home wrote 0x%" PRIx64 ": now 0x%" PRIx64 "\n", v,
+		       b.g);
 		ASSERT_EQ(0, c_put(HOME, W_HT_NEW, odsm_box_share(&b)));
 	}
 	ASSERT_EQ(0, c_step(HOME, B_HT_MID, SECS));
@@ -339,7 +400,14 @@ TEST(hits)
 		ASSERT_EQ(0, c_get(HOME, W_HT_NEW, &v));
 		EXPECT_NE(b.g, v);
 		b.g = v;
-		ASSERT_EQ(0, odsm_borrow(&b, &r, &p));
+		ret = odsm_borrow(&b, &r, &p);
+		ASSERT_EQ(0, ret) {
+			struct odsm_obj_info oi;
+
+			TH_LOG("borrow of 0x%" PRIx64 ": %s; its object: %s", v,
+			       odsm_strerror(ret),
+			       odsm_strerror(odsm_obj_info(v, &oi)));
+		}
 		EXPECT_NE(old, p);
 		EXPECT_EQ(-1, c_check(p, SZ, HOME, 2));
 		EXPECT_EQ(misses + 1, c_stat("borrow_misses"));
