@@ -27,11 +27,12 @@
  *                      of the new colored address misses and reads the new
  *                      bytes, never the table's copy of the old version
  *
- * Words of node 0's directory: 440 .. 442.  Barriers: ids 60 .. 62 of NODE
+ * Words of node 0's directory: 440 .. 442.  Barriers: ids 25 .. 27 of NODE
  * 1's directory: node 0's 60 .. 63 looked free, but cluster_cache_test
- * uses 61 (home_rejoin) and 62 .. 63 (slots_protected, its test 6), and a
- * barrier word already at its count does not wait (run after that
- * program, the home dropped the object while node 1 still borrowed it).
+ * uses 61 (home_rejoin) and 62 .. 63 (slots_protected, its test 6), and
+ * node 1's 60 .. 61 are cluster_ownership_test's; a barrier word already
+ * at its count does not wait (run after cluster_cache_test, the home
+ * dropped the object while node 1 still borrowed it).
  */
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -48,9 +49,9 @@
 #define W_HT_DONE	441	/* USER: the first tests are done */
 #define W_HT_NEW	442	/* HOME: the address after its write */
 #define B_HOST		1	/* the barriers' directory: node 1's */
-#define B_HT_START	60
-#define B_HT_MID	61
-#define B_HT_END	62
+#define B_HT_START	25	/* .. 27; cluster_deleg_test has 20 .. 24 */
+#define B_HT_MID	26
+#define B_HT_END	27
 #define SZ		3000
 #define HITS		20000
 #define SECS		120
