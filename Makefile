@@ -62,16 +62,16 @@ DS_SRC := userlib/odsm_ds_model.c userlib/odsm_ds_hash.c userlib/odsm_ds_table.c
 SPAWN_SRC := userlib/odsm_spawn.c userlib/odsm_chan.c userlib/odsm_arc.c
 # asynchronous operations through io_uring (raw system calls)
 ASYNC_SRC := userlib/odsm_async.c
-LIB_SRC	:= userlib/odsm.c userlib/odsm_check.c $(DELEG_SRC) $(SYNC_SRC) $(DS_SRC) \
-	   $(SPAWN_SRC) $(ASYNC_SRC) kmod/odsm_dslot.c
+LIB_SRC	:= userlib/odsm.c userlib/odsm_check.c userlib/odsm_hits.c $(DELEG_SRC) \
+	   $(SYNC_SRC) $(DS_SRC) $(SPAWN_SRC) $(ASYNC_SRC) kmod/odsm_dslot.c
 LIB_OBJ	:= $(patsubst %.c,$(BUILD)/lib/%.o,$(notdir $(LIB_SRC)))
 LIB_HDR	:= userlib/odsm.h userlib/odsm_deleg.h userlib/odsm_sync.h userlib/odsm_ds.h \
 	   userlib/odsm_spawn.h userlib/odsm_chan.h userlib/odsm_arc.h \
 	   userlib/odsm_async.h uapi/linux/odsm.h uapi/linux/odsm_deleg.h
 # what the library's own sources include besides
 LIB_IHDR := userlib/odsm_deleg_int.h userlib/odsm_sync_int.h userlib/odsm_mutex_int.h \
-	    userlib/odsm_ds_int.h userlib/odsm_spawn_int.h kmod/odsm_dslot.h \
-	    kmod/odsm_portable.h \
+	    userlib/odsm_ds_int.h userlib/odsm_spawn_int.h userlib/odsm_hits_int.h \
+	    kmod/odsm_dslot.h kmod/odsm_portable.h \
 	    tools/include/odsm_kshim.h
 
 # pure logic shared with the module, linked into host programs

@@ -67,6 +67,7 @@
 #include "odsm_core.h"
 #include "odsm_compat.h"
 #include "odsm_fault.h"
+#include "odsm_hits.h"
 #include "odsm_lat.h"
 #include "odsm_trace.h"
 
@@ -495,6 +496,11 @@ static void trim_locked(u64 budget)
 		if (!(++n % RESCHED_EVERY))
 			cond_resched();
 	}
+	/* what is left is referenced, perhaps only by processes' tables of
+	 * hits: they give back what they keep idle at their next call
+	 */
+	if (cache.ci.bytes > budget)
+		odsm_hits_want();
 }
 
 void odsm_cache_trim_to(u64 budget)
@@ -556,6 +562,8 @@ void odsm_cache_forget(u32 node)
 			continue;
 		orphan_locked(e);
 	}
+	/* the processes' tables of hits stop serving what they recorded */
+	odsm_hits_forgot();
 	mutex_unlock(&cache.lock);
 	schedule_work(&cache.reaper);
 }
@@ -1086,7 +1094,12 @@ int odsm_cache_lazy_fill_range(u64 addr, u64 len)
 
 static unsigned long cache_count(struct shrinker *s, struct shrink_control *sc)
 {
-	return READ_ONCE(cache.ci.idle_entries);
+	unsigned long idle = READ_ONCE(cache.ci.idle_entries);
+
+	/* every copy referenced: some may be idle in processes' tables */
+	if (!idle && READ_ONCE(cache.ci.entries))
+		odsm_hits_want();
+	return idle;
 }
 
 /*
@@ -1101,6 +1114,7 @@ static unsigned long cache_scan(struct shrinker *s, struct shrink_control *sc)
 
 	if (!mutex_trylock(&cache.lock))
 		return SHRINK_STOP;
+	odsm_hits_want();	/* memory is short: idle references too */
 	while (freed < sc->nr_to_scan && (v = odsm_cindex_victim(&cache.ci))) {
 		evict_locked(container_of(v, struct odsm_centry, cn));
 		if (!(++freed % RESCHED_EVERY))
@@ -1176,9 +1190,12 @@ int odsm_cache_init(void)
 	init_rwsem(&cache.slot_sem);
 	INIT_LIST_HEAD(&cache.doomed);
 	INIT_WORK(&cache.reaper, reaper_fn);
-	ret = odsm_cindex_init(&cache.ci, 12);
+	ret = odsm_hits_init();
 	if (ret)
 		return ret;
+	ret = odsm_cindex_init(&cache.ci, 12);
+	if (ret)
+		goto err_hits;
 #ifdef ODSM_HAVE_SHRINKER_ALLOC
 	cache.shrinker = shrinker_alloc(0, "odsm-cache");
 	if (!cache.shrinker) {
@@ -1201,6 +1218,8 @@ int odsm_cache_init(void)
 	return 0;
 err:
 	odsm_cindex_destroy(&cache.ci);
+err_hits:
+	odsm_hits_exit();
 	return ret;
 }
 
@@ -1223,4 +1242,5 @@ void odsm_cache_exit(void)
 	xa_destroy(&cache.lazy_err);
 	xa_destroy(&cache.slots);
 	odsm_cindex_destroy(&cache.ci);
+	odsm_hits_exit();
 }

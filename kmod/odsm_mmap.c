@@ -13,6 +13,7 @@
 #include "odsm.h"
 #include "odsm_cache.h"
 #include "odsm_compat.h"
+#include "odsm_hits.h"
 
 /*
  * A page of a lazily filled copy is fetched before it is mapped, which
@@ -136,6 +137,14 @@ unsigned long odsm_get_unmapped_area(struct file *filp, unsigned long addr,
 	const struct odsm_geom *g = &odsm_heap.geom;
 	u64 size = (u64)g->nr_nodes * g->part_size;
 
+	/* the hit page: only where the caller reserved room for it */
+	if (pgoff == ODSM_HITS_OFFSET >> PAGE_SHIFT) {
+		if ((flags & MAP_FIXED) && len == PAGE_SIZE &&
+		    !(addr & ~PAGE_MASK))
+			return addr;
+		odsm_stat_inc(ODSM_STAT_mmap_refused);
+		return -EINVAL;
+	}
 	if (pgoff || len != size || (addr && addr != g->base)) {
 		odsm_stat_inc(ODSM_STAT_mmap_refused);
 		return -EINVAL;
@@ -154,6 +163,8 @@ int odsm_mmap(struct file *filp, struct vm_area_struct *vma)
 	u64 size;
 	int ret = 0;
 
+	if (vma->vm_pgoff == ODSM_HITS_OFFSET >> PAGE_SHIFT)
+		return odsm_hits_mmap(vma);
 	mutex_lock(&h->lock);
 	size = (u64)h->geom.nr_nodes * h->geom.part_size;
 	if (vma->vm_start != h->geom.base || vma->vm_end - vma->vm_start != size ||

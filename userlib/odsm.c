@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "odsm.h"
+#include "odsm_hits_int.h"
 
 struct odsm_runtime odsm_rt = { .fd = -1 };
 
@@ -70,6 +71,8 @@ int odsm_init(void)
 	odsm_rt.local_lo = info.heap_base + (uint64_t)info.node_id * info.part_size;
 	odsm_rt.local_hi = odsm_rt.local_lo + info.part_size;
 	odsm_rt.tag = last_tag = new_tag(last_tag);
+	/* without the page (an older module) every borrow asks the kernel */
+	odsm__hits_init(fd);
 	return 0;
 err:
 	close(fd);
@@ -81,6 +84,7 @@ void odsm_fini(void)
 	if (odsm_rt.fd < 0)
 		return;
 	munmap((void *)(uintptr_t)odsm_rt.info.heap_base, odsm_rt.info.heap_size);
+	odsm__hits_fini();
 	close(odsm_rt.fd);
 	odsm_rt.fd = -1;
 	odsm_rt.local_lo = odsm_rt.local_hi = 0;
@@ -325,14 +329,26 @@ int odsm__bump_overflow(uint64_t *g)
 int odsm__ref_fetch(odsm_ref *r)
 {
 	struct odsm_borrow b = { .gaddr = r->g };
+	uint64_t copy, epoch;
 	int ret;
 
 	if (!odsm_in_heap(r->g))
 		return -EINVAL;
+	/* a copy this process references already: no system call */
+	if (odsm__hit_get(r->g, &copy)) {
+		r->ext = odsm__copy_word(copy) | ODSM_EXT_HIT;
+		return 0;
+	}
+	/* before the BORROW: a forget after it makes the record unusable */
+	epoch = odsm__hits_epoch();
 	ret = xioctl(ODSM_IOC_BORROW, &b);
 	if (ret)
 		return ret;
 	r->ext = odsm__copy_word(b.addr);
+	/* a local object (a race with a move here) is not a copy */
+	if (b.result != ODSM_BORROWED_LOCAL &&
+	    odsm__hit_record(r->g, b.addr, epoch))
+		r->ext |= ODSM_EXT_HIT;
 	return 0;
 }
 
@@ -368,6 +384,7 @@ int odsm__move_here(uint64_t *g, uint64_t *copy_ext)
 
 	if (!odsm_in_heap(*g))
 		return -EINVAL;
+	odsm__hit_release(*g);
 	if (held)
 		m.flags = ODSM_MUT_HELD_REF;
 	ret = xioctl(ODSM_IOC_BORROW_MUT, &m);
@@ -397,6 +414,16 @@ int odsm__drop_copy(uint64_t g, uint64_t *ext)
 /* The remote half of odsm_return(). */
 int odsm__drop_ref(odsm_ref *r)
 {
+	uint64_t c = odsm__copy_of(r->ext);
+
+	if (c && (r->ext & ODSM_EXT_HIT)) {
+		/* a child made by fork() finds no record of its parent's:
+		 * the reference is the parent's to give back
+		 */
+		odsm__hit_return(r->g, c);
+		r->ext = 0;
+		return 0;
+	}
 	return odsm__drop_copy(r->g, &r->ext);
 }
 
@@ -408,6 +435,7 @@ int odsm__move_here_kept(uint64_t *g)
 
 	if (!odsm_in_heap(*g))
 		return -EINVAL;
+	odsm__hit_release(*g);
 	ret = xioctl(ODSM_IOC_BORROW_MUT, &m);
 	if (ret)
 		return ret;
@@ -489,8 +517,12 @@ int odsm_box_store_at(uint64_t owner, odsm_box *src)
 int odsm_drop_copies(uint64_t *dropped, uint64_t *kept)
 {
 	struct odsm_drop_copies d = { 0 };
-	int ret = dev_ioctl(ODSM_IOC_DROP_COPIES, &d);
+	int ret;
 
+	/* this process's idle references first: they are its to give */
+	if (odsm_rt.fd >= 0)
+		odsm_hits_flush();
+	ret = dev_ioctl(ODSM_IOC_DROP_COPIES, &d);
 	if (ret)
 		return ret;
 	if (dropped)

@@ -17,7 +17,9 @@
  *        (Algorithm 7), bits 63..48: the tag of the process holding the
  *        copy's reference (odsm_rt.tag), bit 0: the U bit
  *   ref  bits 47..4 and 63..48: the cached copy this borrow references
- *        (remote objects only) and the holder's tag, the low bits 0
+ *        (remote objects only) and the holder's tag, bit 1: the HIT bit
+ *        (the reference is the process's table of hits', which counts
+ *        this borrow: see odsm_hits_flush()), the other low bits 0
  *   mut  the address of the owner box to write the new colored address back
  *        to (a pointer in this process or a global address of the heap,
  *        bits 63..48 zero either way), bit 0: the U bit, bit 1: the AT
@@ -63,6 +65,7 @@ typedef struct odsm_mut { uint64_t g, ext; } odsm_mut;
 
 #define ODSM_EXT_U	1ULL	/* color already bumped in this epoch */
 #define ODSM_EXT_AT	2ULL	/* mut: owner named by global address */
+#define ODSM_EXT_HIT	2ULL	/* ref: counted in the table of hits */
 /* a mut's flag bits: an owner box in process memory is 8-byte aligned */
 #define ODSM_EXT_MUT_FLAGS	(ODSM_EXT_U | ODSM_EXT_AT)
 
@@ -411,6 +414,31 @@ static inline uint64_t odsm_box_share(odsm_box *b)
 	return b->g;
 }
 
+/* ---- cache hits in user space ------------------------------------------- */
+
+/*
+ * The first shared borrow of a remote object's version in this process
+ * takes a reference on the node's cached copy (one ioctl); a table of
+ * this process then serves every later borrow of that colored address,
+ * and takes every return, without a system call.  A reference the table
+ * keeps for a copy no borrow reads (an idle one) goes back to the kernel
+ * in batches: past 64 of them, when the module asks (its cache is over
+ * budget or short of memory: the next borrow or return of the process
+ * gives them back), and here.  The number given back, or -EBADF before
+ * odsm_init().
+ */
+int odsm_hits_flush(void);
+
+/* What this process's table did since odsm_init(). */
+struct odsm_hits_stats {
+	uint64_t hits;		/* borrows served with no system call */
+	uint64_t recorded;	/* references recorded (one BORROW each) */
+	uint64_t returns;	/* returns taken with no system call */
+	uint64_t given_back;	/* idle references given back (a RETURN each) */
+	uint64_t idle;		/* idle references kept now */
+};
+void odsm_hits_stats(struct odsm_hits_stats *s);
+
 /* ---- shared borrows (DRust Algorithm 2) -------------------------------- */
 
 /*
@@ -729,8 +757,9 @@ struct odsm_lib_stats {
 void odsm_lib_stats(struct odsm_lib_stats *st);
 
 /*
- * Drop every idle copy in this node's cache (copies no borrow references):
- * after a program freed its objects, /sys/kernel/odsm/stats/copies_in_use
+ * Drop every idle copy in this node's cache (copies no borrow references),
+ * after giving back the idle references of this process's table of hits
+ * (odsm_hits_flush()): after a program freed its objects, /sys/kernel/odsm/stats/copies_in_use
  * shows what is left.  *dropped and *kept (either may be NULL): how many
  * went, how many are still referenced.
  */

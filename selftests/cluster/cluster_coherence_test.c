@@ -72,6 +72,9 @@ TEST(remote_shared_borrow)
 		ASSERT_EQ(0, odsm_ref_get(&r, &p));
 		EXPECT_EQ(misses + 1, c_stat("borrow_misses"));
 		EXPECT_EQ(0, odsm_return(&r));
+		/* the table of hits keeps the reference until given back */
+		EXPECT_EQ(returns, c_stat("borrow_returns"));
+		EXPECT_EQ(1, odsm_hits_flush());
 		EXPECT_EQ(returns + 1, c_stat("borrow_returns"));
 	}
 	ASSERT_EQ(0, step(_metadata, 1));

@@ -437,6 +437,27 @@ struct odsm_drop_copies {
 };
 
 /*
+ * The cache's hit page: PAGE_SIZE bytes at file offset ODSM_HITS_OFFSET of
+ * /dev/odsm, mapped read-only (PROT_READ, MAP_SHARED and MAP_FIXED at an
+ * address the caller reserved: the heap's mapping owns the file's other
+ * offsets).  The module bumps its counters; libodsm reads them on every
+ * hit it serves from its own table of copies (see "Cache hits in user
+ * space" in Documentation/odsm/design.rst).  A writable or executable
+ * mapping, or one of another length, is refused (-EINVAL).
+ */
+#define ODSM_HITS_OFFSET	_BITULL(46)	/* past any heap offset */
+
+struct odsm_hits_page {
+	__u64 forget_epoch;	/* bumped when copies were forgotten (a
+				 * home restarted, the cluster was left):
+				 * no hit recorded before may be served
+				 */
+	__u64 want_epoch;	/* bumped when the cache wants room: return
+				 * the references kept idle
+				 */
+};
+
+/*
  * Delegation across nodes (Documentation/odsm/delegation.rst): the module
  * carries a batch of uapi/linux/odsm_deleg.h between a client on one node
  * and the trustee runtime of another (or of this one).
