@@ -81,6 +81,9 @@ int ds_delete(const struct ds_ctx *x, const struct ds_key *k, uint32_t start,
 
 /* a bucket's or slot's bytes and flag words, here or remote */
 int ds_io_read(const struct ds_ctx *x, uint64_t g, void *buf, size_t len);
+/* odsm_ds_table.c: a new segment entrusted to a trustee (table or queue) */
+int ds_seg_make(struct odsm_deleg *d, unsigned int trustee, size_t bytes,
+		uint32_t n, uint64_t magic, struct odsm_ds_seg *s);
 int ds_io_write(const struct ds_ctx *x, uint64_t g, const void *buf,
 		size_t len);
 int ds_wait(uint64_t *deadline);

@@ -227,29 +227,10 @@ struct odsm_ds_queue {
 int odsm_ds_queue_create(struct odsm_deleg *d, unsigned int trustee,
 			 uint32_t cap, struct odsm_ds_seg *s)
 {
-	struct ds_seg_hdr *hdr;
-	odsm_box b;
-	int ret;
-
 	if (!cap || cap > DS_MAX_BUCKETS)
 		return -EINVAL;
-	ret = odsm_box_new(&b, DS_Q_SLOTS + (size_t)cap * DS_Q_SLOT,
-			   ODSM_ALLOC_ZERO);
-	if (ret)
-		return ret;
-	hdr = odsm_ptr(b.g);
-	hdr->buckets = cap;
-	hdr->magic = DS_Q_MAGIC;
-	s->addr = b.g;
-	s->buckets = cap;
-	s->node = odsm_rt.info.node_id;
-	ret = odsm_deleg_entrust(d, trustee, &b, 0, &s->t);
-	if (ret)
-		goto drop;
-	return 0;
-drop:
-	odsm_box_drop(&b);
-	return ret;
+	return ds_seg_make(d, trustee, DS_Q_SLOTS + (size_t)cap * DS_Q_SLOT,
+			   cap, DS_Q_MAGIC, s);
 }
 
 int odsm_ds_queue_open(const struct odsm_ds_seg *s, enum odsm_ds_mode mode,

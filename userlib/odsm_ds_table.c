@@ -104,32 +104,39 @@ int odsm_ds_register(void)
 	return ret ?: odsm_deleg_register("odsm.ds.nop", nop, &op_nop);
 }
 
-int odsm_ds_seg_create(struct odsm_deleg *d, unsigned int trustee,
-		       uint32_t buckets, struct odsm_ds_seg *s)
+/*
+ * A zeroed segment of bytes bytes in this node's partition, its header
+ * saying n buckets (or slots) and magic, entrusted to trustee of d.
+ */
+int ds_seg_make(struct odsm_deleg *d, unsigned int trustee, size_t bytes,
+		uint32_t n, uint64_t magic, struct odsm_ds_seg *s)
 {
 	struct ds_seg_hdr *hdr;
 	odsm_box b;
 	int ret;
 
-	if (!buckets || buckets > DS_MAX_BUCKETS)
-		return -EINVAL;
-	ret = odsm_box_new(&b, DS_HDR + (size_t)buckets * DS_BUCKET,
-			   ODSM_ALLOC_ZERO);
+	ret = odsm_box_new(&b, bytes, ODSM_ALLOC_ZERO);
 	if (ret)
 		return ret;
 	hdr = odsm_ptr(b.g);
-	hdr->buckets = buckets;
-	hdr->magic = DS_SEG_MAGIC;
+	hdr->buckets = n;
+	hdr->magic = magic;
 	s->addr = b.g;
-	s->buckets = buckets;
+	s->buckets = n;
 	s->node = odsm_rt.info.node_id;
 	ret = odsm_deleg_entrust(d, trustee, &b, 0, &s->t);
 	if (ret)
-		goto drop;
-	return 0;
-drop:
-	odsm_box_drop(&b);
+		odsm_box_drop(&b);
 	return ret;
+}
+
+int odsm_ds_seg_create(struct odsm_deleg *d, unsigned int trustee,
+		       uint32_t buckets, struct odsm_ds_seg *s)
+{
+	if (!buckets || buckets > DS_MAX_BUCKETS)
+		return -EINVAL;
+	return ds_seg_make(d, trustee, DS_HDR + (size_t)buckets * DS_BUCKET,
+			   buckets, DS_SEG_MAGIC, s);
 }
 
 /* ---- the caller's side ---------------------------------------------------- */
