@@ -20,6 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 /* CLOCK_MONOTONIC in microseconds */
 static inline double now_us(void)
@@ -104,6 +108,38 @@ static inline void knob(const char *name, unsigned long long v)
 	f = fopen(path, "w");
 	if (!f || fprintf(f, "%llu\n", v) < 0 || fclose(f))
 		die(path, -errno);
+}
+
+/*
+ * The client's side of a two-node benchmark: connect to the server at
+ * ip:port (it may not listen yet: 60 s to come up) and read its len
+ * bytes of addresses into info.  The connection, which the client keeps
+ * to say "done" on; exits on failure.
+ */
+static inline int bench_dial(const char *ip, unsigned short port, void *info,
+			     size_t len)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(port) };
+	int s = -1, i;
+
+	if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1)
+		errx(1, "%s: not an IPv4 address", ip);
+	for (i = 0; i < 600; i++) {
+		s = socket(AF_INET, SOCK_STREAM, 0);
+		if (s < 0)
+			err(1, "socket");
+		if (!connect(s, (struct sockaddr *)&sa, sizeof(sa)))
+			break;
+		close(s);
+		s = -1;
+		usleep(100000);
+	}
+	if (s < 0)
+		errx(1, "%s:%u: no server in 60 s", ip, port);
+	if (read(s, info, len) != (ssize_t)len)
+		err(1, "%s:%u: the server's addresses", ip, port);
+	return s;
 }
 
 #endif /* ODSM_TOOLS_BENCH_H */

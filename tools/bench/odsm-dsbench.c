@@ -134,25 +134,7 @@ static int serve(void)
 
 static int fetch_info(const char *ip)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_port = htons(PORT) };
-	int s = -1, i;
-
-	if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1)
-		errx(1, "%s: not an IPv4 address", ip);
-	for (i = 0; i < 600; i++) {
-		s = socket(AF_INET, SOCK_STREAM, 0);
-		if (s < 0)
-			err(1, "socket");
-		if (!connect(s, (struct sockaddr *)&sa, sizeof(sa)))
-			break;
-		close(s);
-		s = -1;
-		usleep(100000);
-	}
-	if (s < 0 || read(s, &I, sizeof(I)) != sizeof(I))
-		err(1, "node 0's handles");
-	return s;
+	return bench_dial(ip, PORT, &I, sizeof(I));
 }
 
 /* ---- the client: one (operation, promise, variant) timed -------------- */

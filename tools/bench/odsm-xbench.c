@@ -135,25 +135,8 @@ static int serve(int nclients)
 
 static void fetch_info(const char *ip)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_port = htons(PORT) };
-	int s = -1, i;
+	int s = bench_dial(ip, PORT, &I, sizeof(I));
 
-	if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1)
-		errx(1, "%s: not an IPv4 address", ip);
-	/* node 0 may not listen yet: 60 s to come up */
-	for (i = 0; i < 600; i++) {
-		s = socket(AF_INET, SOCK_STREAM, 0);
-		if (s < 0)
-			die("socket", -errno);
-		if (!connect(s, (struct sockaddr *)&sa, sizeof(sa)))
-			break;
-		close(s);
-		s = -1;
-		usleep(100000);
-	}
-	if (s < 0 || read(s, &I, sizeof(I)) != sizeof(I))
-		die("node 0's addresses", -errno);
 	T.arena = I.arena;
 	T.cell = I.cell;
 	T.gen = I.gen;
