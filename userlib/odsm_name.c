@@ -30,12 +30,21 @@ static uint64_t ent_at(uint64_t nt, unsigned int slot)
 }
 
 /*
+ * How long an entry may stay CLAIMED: a publisher writes its name and
+ * READY (or DEAD) within microseconds of claiming it, so one that stays
+ * longer is a publisher that died in between, or a word that is no
+ * names table at all (another program wrote the directory word).
+ */
+#define ODSM_NT_CLAIM_MS	5000
+
+/*
  * The state of the entry at e once it is not CLAIMED (a publisher that
  * claimed it writes the name, then READY, or DEAD when it failed):
- * polled with backoff.
+ * polled with backoff; -ETIMEDOUT after ODSM_NT_CLAIM_MS, never a hang.
  */
 static int ent_settled(uint64_t e, uint64_t *state)
 {
+	uint64_t end = odsm__sync_now_ms() + ODSM_NT_CLAIM_MS;
 	unsigned int us = 0;
 	int ret;
 
@@ -43,6 +52,8 @@ static int ent_settled(uint64_t e, uint64_t *state)
 		ret = odsm_read(e + ENT_STATE, state, sizeof(*state));
 		if (ret || odsm_nt_st(*state) != ODSM_NT_CLAIMED)
 			return ret;
+		if (odsm__sync_now_ms() >= end)
+			return -ETIMEDOUT;
 		odsm__sync_nap(&us);
 	}
 }

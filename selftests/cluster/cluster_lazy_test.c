@@ -36,7 +36,7 @@
  *                      between the discard of the slot's pages and the
  *                      copy's lazy registration
  *
- * Words of node 0's directory: 300, 301, and word 302 of every node's
+ * Words of node 0's directory: 460, 461, and word 462 of every node's
  * (see odsm_cluster.h; a directory has 512); barriers: node 1's ids 0 .. 7
  * except 1 (node 0's are all taken by other programs, and a barrier id is
  * used once per run).
@@ -51,9 +51,9 @@
 
 #define HOME		0
 #define USER		1
-#define W_LZ		300		/* HOME: the object's colored address */
-#define W_LZ_SLOT	301		/* USER: its copy's colored address */
-#define W_LZ_BACK	302		/* every node: 1, past the link test */
+#define W_LZ		460		/* HOME: the object's colored address */
+#define W_LZ_SLOT	461		/* USER: its copy's colored address */
+#define W_LZ_BACK	462		/* every node: 1, past the link test */
 #define LAZY_SIZE	MiB(4)
 #define SECS		120
 #define B_HOST		1		/* the barriers' directory: node 1's */
