@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * /dev/odsm: open, mmap of the heap at its fixed base, and the ioctls.
+ * /dev/odsm's ioctls: the dispatcher (odsm_dev_ioctl, also the body of an
+ * io_uring command) and the calls of the front itself.  The device, its
+ * file operations and their life are odsm_chrdev.c's, so that the io_uring
+ * path (odsm_uring.c) can call the dispatcher without a cycle of calls.
  */
 #include <linux/miscdevice.h>
 #include <linux/uaccess.h>
@@ -13,24 +16,6 @@
 #include "odsm_cache.h"
 #include "odsm_deleg.h"
 #include "odsm_remote.h"
-
-static int odsm_open(struct inode *inode, struct file *filp)
-{
-	/* the references this file holds on cached copies */
-	filp->private_data = odsm_fref_new();
-	if (!filp->private_data)
-		return -ENOMEM;
-	/* one mapping for all files: see odsm_fs.c */
-	filp->f_mapping = odsm_heap.inode->i_mapping;
-	return 0;
-}
-
-static int odsm_release(struct inode *inode, struct file *filp)
-{
-	odsm_deleg_release(filp);
-	odsm_fref_release(filp->private_data);
-	return 0;
-}
 
 static long ioc_info(void __user *arg)
 {
@@ -363,33 +348,4 @@ long odsm_dev_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	    ret != -ETIMEDOUT && ret != -EINTR)
 		odsm_stat_inc(ODSM_STAT_bad_ioctls);
 	return ret;
-}
-
-static const struct file_operations odsm_fops = {
-	.owner = THIS_MODULE,
-	.open = odsm_open,
-	.release = odsm_release,
-	.mmap = odsm_mmap,
-	.get_unmapped_area = odsm_get_unmapped_area,
-	.unlocked_ioctl = odsm_dev_ioctl,
-	.compat_ioctl = compat_ptr_ioctl,
-	.uring_cmd = odsm_uring_cmd,
-	.llseek = noop_llseek,
-};
-
-static struct miscdevice odsm_misc = {
-	.minor = MISC_DYNAMIC_MINOR,
-	.name = "odsm",
-	.fops = &odsm_fops,
-	.mode = 0600,		/* root only unless udev says otherwise */
-};
-
-int odsm_dev_register(void)
-{
-	return misc_register(&odsm_misc);
-}
-
-void odsm_dev_unregister(void)
-{
-	misc_deregister(&odsm_misc);
 }
