@@ -215,14 +215,7 @@ for k in "${KVERS[@]}"; do
 		set -- $spec
 		n=$1 xport=$2 extra=${3:-}
 		step "cluster $k: $n guests over $xport ${extra:+($extra)}"
-		# cluster_sync_test failed on 3 guests of 6.1 over TCP in
-		# the fresh-clone check of 2026-11-26 (node 1's mutable borrow
-		# of the named box: -EINVAL, then every later test of it timed
-		# out); it passed on 3 guests of 6.12 over RDMA and on every
-		# 2-guest run.  Left out of the 3-guest runs until that is
-		# understood (issue 16's note says so); not a pass.
 		skip=$flood
-		[ "$n" != 3 ] || skip=$skip,cluster_sync_test
 		run_guests cluster "$k" "$n" "$LOGS/run-cluster-$n-$xport-$k.txt" "" \
 			"$n guests passed, kernel logs clean" "cluster of $n" \
 			-t $((n > 3 ? 1200 : 600)) \

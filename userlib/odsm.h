@@ -676,7 +676,10 @@ static inline int odsm_borrow_mut_field(odsm_mut *parent, size_t off,
  * (ODSM_IOC_WRITE_BACK).  Both are refused with -EBUSY once any node has
  * a copy of the object holding the box: changing it behind that copy
  * would be read stale through it; take odsm_borrow_mut_field() through a
- * mutable borrow of that object instead.
+ * mutable borrow of that object instead.  Like any mutable borrow it must
+ * be the only one: nothing stops two nodes from taking the box at once,
+ * and then the later write-back frees the object the earlier one moved
+ * (a lost update).  Programs serialise them (an odsm_mutex does).
  */
 int odsm__read_owner(uint64_t owner, uint64_t *g);
 
