@@ -30,12 +30,15 @@ static uint64_t ent_at(uint64_t nt, unsigned int slot)
 }
 
 /*
- * How long an entry may stay CLAIMED: a publisher writes its name and
- * READY (or DEAD) within microseconds of claiming it, so one that stays
+ * How long a publisher waits for an entry another one CLAIMED: that one
+ * writes the name, the value and READY (or DEAD) right after claiming,
+ * three requests to node 0 that each may take up to the cluster's
+ * timeout on a loaded node (seconds under emulation).  One that stays
  * longer is a publisher that died in between, or a word that is no
  * names table at all (another program wrote the directory word).
+ * Lookups never wait for it (find()).
  */
-#define ODSM_NT_CLAIM_MS	5000
+#define ODSM_NT_CLAIM_MS	30000
 
 /*
  * The state of the entry at e once it is not CLAIMED (a publisher that
@@ -74,7 +77,10 @@ static int ent_is(uint64_t e, const char *name)
 
 /*
  * Find name: 0 with the entry's address and state, -ENOENT at the first
- * EMPTY slot of its probe (or the whole table probed).
+ * EMPTY slot of its probe (or the whole table probed).  An entry still
+ * CLAIMED is passed over, not waited for: its name is not published yet
+ * (odsm_name_wait() asks again), and a lookup must not hang on a
+ * publisher that a loaded or dying node keeps between its writes.
  */
 static int find(uint64_t nt, const char *name, uint64_t *e, uint64_t *state)
 {
@@ -84,7 +90,7 @@ static int find(uint64_t nt, const char *name, uint64_t *e, uint64_t *state)
 
 	for (i = 0; i < ODSM_NT_SLOTS; i++) {
 		*e = ent_at(nt, odsm_nt_slot(h, i));
-		ret = ent_settled(*e, state);
+		ret = odsm_read(*e + ENT_STATE, state, sizeof(*state));
 		if (ret)
 			return ret;
 		if (odsm_nt_st(*state) == ODSM_NT_EMPTY)
