@@ -250,7 +250,15 @@ TEST_F_TIMEOUT(cl, survivors_work, 180)
 		ASSERT_EQ(0, odsm_fetch_add(c_word(j, W_SCRATCH + C.self), 1, &v));
 		ret = odsm_alloc_on(j, sizeof(in), 0, 0, &cg);
 		ASSERT_EQ(0, ret) {
+			unsigned int st[ODSM_MAX_NODES] = { 0 }, k;
+
 			TH_LOG("alloc on node %u: %s", j, odsm_strerror(ret));
+			c_states(st, C.nodes);
+			for (k = 0; k < C.nodes; k++)
+				TH_LOG("node %u: state %u", k, st[k]);
+			TH_LOG("peers_down %" PRIu64 " rpc_hostdown %" PRIu64
+			       " rpc_timeouts %" PRIu64, c_stat("peers_down"),
+			       c_stat("rpc_hostdown"), c_stat("rpc_timeouts"));
 		}
 		EXPECT_TRUE(c_in_part(cg, j));
 		c_fill(in, sizeof(in), C.self, 40);
