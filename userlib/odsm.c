@@ -534,9 +534,16 @@ int odsm_drop_copies(uint64_t *dropped, uint64_t *kept)
 
 int odsm_box_new(odsm_box *b, size_t size, unsigned int flags)
 {
+	unsigned int aflags = flags & ODSM_ALLOC_ZERO;
 	uint64_t cg;
-	int ret = odsm_alloc(size, 0, flags, &cg);
+	int ret;
 
+	if ((flags & ~(ODSM_ALLOC_ZERO | ODSM_ALLOC_ANYWHERE | ODSM_BOX_HERE)) ||
+	    ((flags & ODSM_BOX_HERE) && (flags & ODSM_ALLOC_ANYWHERE)))
+		return -EINVAL;
+	if (!(flags & ODSM_BOX_HERE))
+		aflags |= ODSM_ALLOC_ANYWHERE;
+	ret = odsm_alloc(size, 0, aflags, &cg);
 	if (ret)
 		return ret;
 	b->g = cg;

@@ -286,10 +286,15 @@ static inline int odsm__bump(uint64_t *g)
 /* ---- owners ----------------------------------------------------------- */
 
 /*
- * A new object of size bytes owned by *b.  flags: ODSM_ALLOC_ZERO, and
- * ODSM_ALLOC_ANYWHERE (here if there is room, else on the up peer with
- * the most).
+ * A new object of size bytes owned by *b, placed as DRust's allocator
+ * places it: in this node's partition if there is room, else on the up
+ * peer that reported the most free memory (ODSM_ALLOC_ANYWHERE; -ENOMEM
+ * only when no node has room).  flags: ODSM_ALLOC_ZERO, and ODSM_BOX_HERE
+ * for this node's partition or -ENOMEM (ODSM_ALLOC_ANYWHERE, the default,
+ * is accepted too; both at once is -EINVAL).  odsm_box_new_on() places it
+ * on a given node.
  */
+#define ODSM_BOX_HERE	(1U << 16)	/* libodsm's: not an ODSM_ALLOC_* bit */
 int odsm_box_new(odsm_box *b, size_t size, unsigned int flags);
 /*
  * A new object of size bytes in node's partition (this node's included),

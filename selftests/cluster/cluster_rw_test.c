@@ -546,6 +546,7 @@ TEST_F_TIMEOUT(cl, full_partition, 300)
 {
 	static uint64_t fill[4096];
 	struct odsm_peer_info p[ODSM_MAX_NODES];
+	odsm_box b = { 0 };
 	unsigned int nf = 0, j, nr, best = 0;
 	uint64_t size, cg, v;
 	uint8_t in[256], out[256];
@@ -614,6 +615,16 @@ TEST_F_TIMEOUT(cl, full_partition, 300)
 	ASSERT_EQ(0, odsm_read(cg, out, sizeof(out)));
 	EXPECT_EQ(0, memcmp(in, out, sizeof(in)));
 	ASSERT_EQ(0, odsm_free(cg));
+	/* an owner box is placed the same way; ODSM_BOX_HERE insists */
+	EXPECT_EQ(-ENOMEM, odsm_box_new(&b, KiB(100), ODSM_BOX_HERE));
+	EXPECT_EQ(-EINVAL, odsm_box_new(&b, 64, ODSM_BOX_HERE |
+					ODSM_ALLOC_ANYWHERE));
+	ret = odsm_box_new(&b, KiB(100), ODSM_ALLOC_ZERO);
+	ASSERT_EQ(0, ret) {
+		TH_LOG("odsm_box_new with node 0 full: %s", odsm_strerror(ret));
+	}
+	EXPECT_FALSE(c_in_part(b.g, 0));
+	ASSERT_EQ(0, odsm_box_drop(&b));
 
 	ASSERT_EQ(0, c_barrier(0, B_RW_FULL, C.nodes, 180));
 	while (nf)

@@ -64,6 +64,7 @@ static struct {
 	/* ODSM_IOC_DELEG_CALL: the test plays the other node (under lock) */
 	int (*deleg_call)(struct odsm_deleg_call *a);
 	unsigned long move_calls;
+	unsigned int last_alloc_flags;	/* of the last ODSM_IOC_ALLOC */
 	uint64_t last_wb[3];		/* owner, g, ext of the last write-back */
 	uint32_t last_mut_flags;
 	unsigned int peer_state;	/* what ODSM_IOC_STATUS says of node 1 */
@@ -397,6 +398,7 @@ static int fk_ioctl_locked(unsigned long req, void *arg)
 	case ODSM_IOC_ALLOC: {
 		struct odsm_alloc *a = arg;
 
+		fk.last_alloc_flags = a->flags;
 		if ((a->flags & ODSM_ALLOC_ON_NODE) && a->node > 1)
 			return -EINVAL;
 		a->gaddr = fk_new_obj_locked(a->flags & ODSM_ALLOC_ON_NODE ?

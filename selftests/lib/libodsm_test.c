@@ -507,6 +507,26 @@ TEST_F(lib, field_borrowed_from_a_copy)
 }
 
 /* A new object where it is to live, filled there; boxes stored by address. */
+/* odsm_box_new places as DRust does: here, else the peer with most room */
+TEST_F(lib, box_new_placement)
+{
+	odsm_box b;
+
+	ASSERT_EQ(0, odsm_box_new(&b, SZ, ODSM_ALLOC_ZERO));
+	EXPECT_EQ(ODSM_ALLOC_ZERO | ODSM_ALLOC_ANYWHERE, fk.last_alloc_flags);
+	ASSERT_EQ(0, odsm_box_drop(&b));
+	ASSERT_EQ(0, odsm_box_new(&b, SZ, ODSM_BOX_HERE));
+	EXPECT_EQ(0U, fk.last_alloc_flags);
+	ASSERT_EQ(0, odsm_box_drop(&b));
+	ASSERT_EQ(0, odsm_box_new(&b, SZ, ODSM_ALLOC_ANYWHERE));
+	EXPECT_EQ(ODSM_ALLOC_ANYWHERE, fk.last_alloc_flags);
+	ASSERT_EQ(0, odsm_box_drop(&b));
+	EXPECT_EQ(-EINVAL, odsm_box_new(&b, SZ, ODSM_BOX_HERE |
+					ODSM_ALLOC_ANYWHERE));
+	EXPECT_EQ(-EINVAL, odsm_box_new(&b, SZ, ODSM_ALLOC_ON_NODE));
+	EXPECT_EQ(-EINVAL, odsm_box_new(&b, SZ, 1U << 30));
+}
+
 TEST_F(lib, box_new_on_and_store_at)
 {
 	unsigned char init[SZ];
