@@ -19,9 +19,15 @@
  *     relock and trylock by the holder (-EDEADLK), a trylock of another
  *     node while node 0 holds it (-EBUSY), a double unlock, a freed
  *     mutex; requests forged by another node (a grant word that is not
- *     the requester's) are refused -EINVAL and counted by the trustee.
+ *     the requester's) are refused -EINVAL and counted by the trustee;
+ *   - the trustee's process killed: node 0's child runs the runtime and
+ *     holds the mutex, the other nodes wait in lock, node 0 kills the
+ *     child: every lock fails with an errno (not -EOWNERDEAD: nobody got
+ *     the lock) well within the cluster's timeout.
  */
 #include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include "odsm_cluster.h"
 #include "odsm_sync_int.h"
 #include "odsm_mutex_dq.h"
@@ -50,8 +56,8 @@ struct guarded {
 	uint32_t log[LOG_CAP];	/* node << 16 | thread << 8 | i */
 };
 
-/* Start, meet the other nodes as app, node 0 starts its runtime. */
-#define DMX_BEGIN(app, name) do { \
+/* Start, meet the other nodes as app; rt: node 0 starts its runtime. */
+#define DMX_BEGIN(app, name, rt) do { \
 	uint64_t __rt; \
 	int __j; \
 	C_BEGIN(); \
@@ -59,7 +65,7 @@ struct guarded {
 	ASSERT_EQ(0, __j) TH_LOG("odsm_app_join: %s", odsm_strerror(__j)); \
 	ASSERT_EQ(C.nodes, (app)->nodes); \
 	ASSERT_EQ(0, odsm_deleg_register("dmx.peek", op_peek, &OP_PEEK)); \
-	if (C.self == 0) { \
+	if (C.self == 0 && (rt)) { \
 		__j = odsm_spawn_start(1, &__rt); \
 		ASSERT_EQ(0, __j) TH_LOG("spawn_start: %s", \
 					 odsm_strerror(__j)); \
@@ -163,7 +169,7 @@ TEST_F_TIMEOUT(cl, under_fire, 300)
 	uint64_t mx, t0;
 	int ret;
 
-	DMX_BEGIN(&app, "dmx-fire");
+	DMX_BEGIN(&app, "dmx-fire", true);
 	ASSERT_EQ(0, mutex_named("dmx-fire-mx", &mx));
 	ASSERT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
 	t0 = c_now_ms();
@@ -251,7 +257,7 @@ TEST_F_TIMEOUT(cl, grants_in_request_order, 300)
 	uint64_t mx;
 	int ret, err = 0;
 
-	DMX_BEGIN(&app, "dmx-fifo");
+	DMX_BEGIN(&app, "dmx-fifo", true);
 	ASSERT_EQ(0, mutex_named("dmx-fifo-mx", &mx));
 	if (C.self == 0)
 		ASSERT_EQ(0, odsm_mutex_lock(mx, &g, (void **)&p));
@@ -317,7 +323,7 @@ TEST_F_TIMEOUT(cl, bad_input, 120)
 	odsm_trust t;
 	int ret;
 
-	DMX_BEGIN(&app, "dmx-bad");
+	DMX_BEGIN(&app, "dmx-bad", true);
 	ASSERT_EQ(0, odsm_box_new(&b, 8, ODSM_ALLOC_ZERO));
 	if (C.self != 0) {	/* no runtime in this process */
 		EXPECT_EQ(-ESRCH, odsm_mutex_new(&mx, ODSM_MUTEX_DELEG, &b));
@@ -373,6 +379,74 @@ TEST_F_TIMEOUT(cl, bad_input, 120)
 	/* freed: not a mutex any more, from every node */
 	EXPECT_EQ(-EINVAL, odsm_mutex_lock(mx, &g, (void **)&p));
 	EXPECT_EQ(-EINVAL, odsm_mutex_free(mx, NULL));
+	ASSERT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
+}
+
+/* ---- the trustee killed -------------------------------------------------- */
+
+/* node 0's child: the runtime and the holder, until it is killed */
+static void doomed_trustee(int fd)
+{
+	struct odsm_guard g;
+	odsm_box b = { 0 };
+	uint64_t rt, mx, *p;
+	char c = 1;
+
+	alarm(120);		/* never outlives the program for long */
+	if (odsm_spawn_start(1, &rt) ||
+	    odsm_box_new(&b, 8, ODSM_ALLOC_ZERO) ||
+	    odsm_mutex_new(&mx, ODSM_MUTEX_DELEG, &b) ||
+	    odsm_mutex_lock(mx, &g, (void **)&p) ||
+	    odsm_name_publish("dmx-gone-mx", ODSM_NAME_MUTEX, mx) ||
+	    write(fd, &c, 1) != 1)
+		_exit(1);
+	for (;;)
+		pause();
+}
+
+TEST_F_TIMEOUT(cl, trustee_killed, 180)
+{
+	struct odsm_app app;
+	struct odsm_name nm;
+	struct odsm_guard g;
+	uint64_t t0, at, *p;
+	int fd[2], st = 0, ret;
+	pid_t pid;
+	char c;
+
+	DMX_BEGIN(&app, "dmx-gone", false);
+	if (C.self == 0) {
+		ASSERT_EQ(0, pipe(fd));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid)
+			doomed_trustee(fd[1]);
+		/* no ASSERT until the child is gone: it must not outlive us */
+		EXPECT_EQ(1, read(fd[0], &c, 1));
+		EXPECT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
+		c_sleep_ms(500);	/* the others wait in the queue */
+		kill(pid, SIGKILL);
+		EXPECT_EQ(pid, waitpid(pid, &st, 0));
+		EXPECT_TRUE(WIFSIGNALED(st));
+		ASSERT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
+		return;
+	}
+	ASSERT_EQ(0, odsm_name_wait("dmx-gone-mx", SECS * 1000, &nm));
+	ASSERT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
+	t0 = c_now_ms();
+	ret = odsm_mutex_lock(nm.value, &g, (void **)&p);
+	at = c_now_ms();
+	TH_LOG("node %u: lock failed %" PRIu64 " ms after it asked (the kill is ~500 ms after): %s",
+	       C.self, at - t0, odsm_strerror(ret));
+	EXPECT_GT(0, ret);
+	EXPECT_NE(-EOWNERDEAD, ret);
+	EXPECT_GT(t0 + 500 + C.timeout_ms, at);
+	/* and at once from then on */
+	t0 = c_now_ms();
+	ret = odsm_mutex_lock(nm.value, &g, (void **)&p);
+	EXPECT_GT(0, ret);
+	EXPECT_NE(-EOWNERDEAD, ret);
+	EXPECT_GT(t0 + C.timeout_ms, c_now_ms());
 	ASSERT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
 }
 
