@@ -261,9 +261,22 @@ static void dm_thread_end(void *g)
 	odsm_free((uint64_t)(uintptr_t)g);
 }
 
+/*
+ * A child of fork() would share its parent's grant word: two waiters on
+ * one word could overwrite each other's grant (each would then learn it
+ * only from the trustee, 100 ms later), and its thread's end would free
+ * the parent's word.  It takes one of its own.
+ */
+static void dm_atfork_child(void)
+{
+	dm_grant_g = 0;
+	pthread_setspecific(dm_key, NULL);	/* the parent's, not to free */
+}
+
 static void dm_init(void)
 {
 	pthread_key_create(&dm_key, dm_thread_end);
+	pthread_atfork(NULL, NULL, dm_atfork_child);
 }
 
 static int dm_grant_word(uint64_t *g)
