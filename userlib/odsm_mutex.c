@@ -182,10 +182,14 @@ int odsm_mutex_free(uint64_t mutex, odsm_box *obj)
 		ret = odsm_read(at + ODSM_MX_BOX, box, sizeof(box));
 	if (!ret)	/* a stale handle must not find a mutex here again */
 		ret = odsm_write(at, &zero, sizeof(zero));
-	if (!ret && kind == ODSM_MUTEX_DELEG)
-		ret = odsm__mutex_free_deleg(at);	/* the queue goes */
 	if (ret)
 		return ret;
+	/*
+	 * The queue goes with the last reference to it.  A trustee that
+	 * is gone took it along: the mutex object is freed either way.
+	 */
+	if (kind == ODSM_MUTEX_DELEG)
+		odsm__mutex_free_deleg(at);
 	if (obj) {
 		obj->g = box[0];
 		obj->ext = 0;
