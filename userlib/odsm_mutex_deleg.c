@@ -28,6 +28,13 @@
 #include "odsm_mutex_dq.h"
 
 #define DM_POLL_MS	100	/* a waiter asks the trustee this often */
+/*
+ * A waiter's pauses between reads of its grant word: that read is of
+ * local memory (no network), and a grant is seen one pause late at
+ * most, so they stop doubling at 1 ms, not at the 10 ms of the waits
+ * that poll a remote word.
+ */
+#define DM_NAP_MAX_US	1000U
 #define DM_CACHE	4	/* handles a thread remembers */
 
 #define DM_OP_LOCK	"odsm.mutex.lock"
@@ -373,6 +380,8 @@ static int dm_wait(uint64_t mutex, const struct dm_req *r)
 				break;
 			asked = odsm__sync_now_ms();
 		}
+		if (us > DM_NAP_MAX_US / 2)
+			us = DM_NAP_MAX_US / 2;	/* the nap doubles it */
 		odsm__sync_nap(&us);
 	}
 	if (ret < 0 && ret != -ENOTRECOVERABLE &&
