@@ -11,6 +11,8 @@
  *     (each waits until the trustee queued the previous one, seen by an
  *     operation of the test that reads the queue); the grants come in
  *     that order;
+ *   - a grant whose unlocker never wrote the waiter's grant word: the
+ *     waiter learns it from the trustee within its 100 ms poll;
  *   - robust: a holder of node 1, node 1 down: -EOWNERDEAD, consistent
  *     or not (-ENOTRECOVERABLE); a waiter of node 1 that died is skipped
  *     and the object stays consistent;
@@ -31,6 +33,14 @@
 #define ITERS	300
 
 static uint64_t OP_PEEK;
+
+static uint64_t ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* The test's window on the trustee's queue (a slot is too small for it). */
 struct view {
@@ -252,6 +262,47 @@ TEST_F(dm, dead_holder)
 	ASSERT_EQ(0, odsm_mutex_unlock(&g));
 	ASSERT_EQ(-ENOTRECOVERABLE, odsm_mutex_lock(mx, &g, (void **)&p));
 	ASSERT_EQ(-ENOTRECOVERABLE, odsm_mutex_trylock(mx, &g, (void **)&p));
+	ASSERT_EQ(0, odsm_mutex_free(mx, NULL));
+}
+
+static void *lock_thread(void *arg)
+{
+	struct mt *t = arg;
+	struct odsm_guard g;
+	uint64_t *p;
+
+	t->ret = odsm_mutex_lock(t->mx, &g, (void **)&p);
+	if (!t->ret)
+		t->ret = odsm_mutex_unlock(&g);
+	return NULL;
+}
+
+/*
+ * An unlocker that never writes the next one's grant word (it died
+ * between its unlock and the write; here: a raw unlock request of node
+ * 1): the waiter learns its grant from the trustee, within its 100 ms
+ * poll.
+ */
+TEST_F(dm, grant_without_its_word)
+{
+	uint64_t mx = mutex42(), t0, ms;
+	struct mt t = { .mx = mx };
+	struct view q;
+
+	ASSERT_EQ(ODSM_DQ_GRANTED, as_node(mx, "odsm.mutex.lock", 1, 1, true));
+	ASSERT_EQ(0, pthread_create(&t.th, NULL, lock_thread, &t));
+	t0 = (uint64_t)time(NULL);
+	do {
+		ASSERT_EQ(0, peek(mx, &q));
+		ASSERT_GT(t0 + 10, (uint64_t)time(NULL));
+	} while (q.n != 1);
+	t0 = ms_now();
+	ASSERT_EQ(0, as_node(mx, "odsm.mutex.unlock", 1, 1, false));
+	pthread_join(t.th, NULL);
+	ms = ms_now() - t0;
+	ASSERT_EQ(0, t.ret);
+	TH_LOG("granted %llu ms after the unlock", (unsigned long long)ms);
+	ASSERT_GT(400ULL, ms);
 	ASSERT_EQ(0, odsm_mutex_free(mx, NULL));
 }
 
