@@ -54,7 +54,7 @@ DELEG_SRC := userlib/odsm_deleg_ops.c userlib/odsm_deleg_arena.c \
 # names, start-up, barrier, mutex (odsm_sync.h)
 SYNC_SRC := userlib/odsm_sync_util.c userlib/odsm_name.c userlib/odsm_app.c \
 	    userlib/odsm_barrier.c userlib/odsm_mutex.c userlib/odsm_mutex_cas.c \
-	    userlib/odsm_mutex_fifo.c
+	    userlib/odsm_mutex_fifo.c userlib/odsm_mutex_deleg.c
 # data structures (issue 17): the hash table, the queue, the cost model
 DS_SRC := userlib/odsm_ds_model.c userlib/odsm_ds_hash.c userlib/odsm_ds_table.c \
 	  userlib/odsm_ds_queue.c
@@ -70,6 +70,7 @@ LIB_HDR	:= userlib/odsm.h userlib/odsm_deleg.h userlib/odsm_sync.h userlib/odsm_
 	   userlib/odsm_async.h uapi/linux/odsm.h uapi/linux/odsm_deleg.h
 # what the library's own sources include besides
 LIB_IHDR := userlib/odsm_deleg_int.h userlib/odsm_sync_int.h userlib/odsm_mutex_int.h \
+	    userlib/odsm_mutex_dq.h \
 	    userlib/odsm_ds_int.h userlib/odsm_spawn_int.h userlib/odsm_hits_int.h \
 	    kmod/odsm_dslot.h kmod/odsm_portable.h \
 	    tools/include/odsm_kshim.h

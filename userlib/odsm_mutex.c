@@ -2,7 +2,8 @@
 /*
  * libodsm mutex: an object in the global heap guarded by a lock whose
  * state is a word of a mutex object (raw, never borrowed).  Locking
- * takes the lock (odsm_mutex_cas.c or odsm_mutex_fifo.c), then a mutable
+ * takes the lock (odsm_mutex_cas.c, odsm_mutex_fifo.c or
+ * odsm_mutex_deleg.c), then a mutable
  * borrow of the guarded object through the owner box in the mutex
  * object (odsm_borrow_mut_at: the object moves here, and the box names
  * the old version until the unlock writes it back, so a holder that
@@ -24,18 +25,31 @@ int odsm_mutex_new(uint64_t *mutex, unsigned int kind, odsm_box *obj)
 	if (!mutex || !obj || !obj->g || !odsm_in_heap(obj->g) || !kind ||
 	    kind >= ODSM_MUTEX_KINDS)
 		return -EINVAL;
+	if (kind == ODSM_MUTEX_DELEG) {
+		ret = odsm__mutex_new_deleg(&mo);
+		if (ret)
+			return ret;
+	}
 	ret = odsm_alloc(sizeof(mo), 64, ODSM_ALLOC_ZERO, &cg);
 	if (ret)
-		return ret;
+		goto err_deleg;
 	ret = odsm_write(cg, &mo, sizeof(mo));
 	if (!ret)
 		ret = odsm_box_store_at(odsm_addr_of(cg) + ODSM_MX_BOX, obj);
-	if (ret) {
-		odsm_free(cg);
-		return ret;
-	}
+	if (ret)
+		goto err_free;
 	*mutex = cg;		/* colored: odsm_mutex_free() frees it */
 	return 0;
+err_free:
+	odsm_free(cg);
+err_deleg:
+	if (kind == ODSM_MUTEX_DELEG) {
+		odsm_trust t;
+
+		memcpy(&t, mo.ring, sizeof(t));
+		odsm_trust_drop(&t);
+	}
+	return ret;
 }
 
 int odsm__mutex_kind(uint64_t mutex, unsigned int *kind)
@@ -55,7 +69,8 @@ int odsm__mutex_kind(uint64_t mutex, unsigned int *kind)
 }
 
 #define BY_KIND(g, fn) \
-	((g)->flags & ODSM_GUARD_FIFO ? fn##_fifo(g) : fn##_cas(g))
+	((g)->flags & ODSM_GUARD_DELEG ? fn##_deleg(g) : \
+	 (g)->flags & ODSM_GUARD_FIFO ? fn##_fifo(g) : fn##_cas(g))
 
 static int still_ours(struct odsm_guard *g)
 {
@@ -100,8 +115,10 @@ static int lock(uint64_t mutex, struct odsm_guard *g, void **p, bool wait)
 	g->mutex = odsm_addr_of(mutex);
 	if (kind == ODSM_MUTEX_CAS)
 		ret = odsm__mutex_lock_cas(g, wait);
-	else
+	else if (kind == ODSM_MUTEX_FIFO)
 		ret = odsm__mutex_lock_fifo(g, wait);
+	else
+		ret = odsm__mutex_lock_deleg(g, wait);
 	if (ret && ret != -EOWNERDEAD) {
 		memset(g, 0, sizeof(*g));
 		return ret;
@@ -167,6 +184,12 @@ int odsm_mutex_free(uint64_t mutex, odsm_box *obj)
 		ret = odsm_write(at, &zero, sizeof(zero));
 	if (ret)
 		return ret;
+	/*
+	 * The queue goes with the last reference to it.  A trustee that
+	 * is gone took it along: the mutex object is freed either way.
+	 */
+	if (kind == ODSM_MUTEX_DELEG)
+		odsm__mutex_free_deleg(at);
 	if (obj) {
 		obj->g = box[0];
 		obj->ext = 0;

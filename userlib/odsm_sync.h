@@ -140,6 +140,14 @@ enum odsm_mutex_kind {
 	 * waiters poll the grant with backoff
 	 */
 	ODSM_MUTEX_FIFO,
+	/* a FIFO queue lock delegated to a trustee: the process that makes
+	 * the mutex must run a delegation runtime (odsm_spawn_start(), else
+	 * odsm_mutex_new() is -ESRCH) and keep it running while the mutex
+	 * is used; lock and unlock are operations it runs, grants go in the
+	 * order the requests reach it, a waiter polls a word of its own
+	 * node (programs.rst, "The delegated mutex")
+	 */
+	ODSM_MUTEX_DELEG,
 	ODSM_MUTEX_KINDS
 };
 
@@ -163,7 +171,10 @@ int odsm_mutex_new(uint64_t *mutex, unsigned int kind, struct odsm_box *obj);
  * died holding it; the lock is ours, *p is the object as the last unlock
  * left it (the dead holder's changes are lost): make it consistent and
  * call odsm_mutex_consistent(), or unlock and every later lock fails
- * -ENOTRECOVERABLE.  -EINVAL: not a mutex.
+ * -ENOTRECOVERABLE.  -EINVAL: not a mutex.  The delegated kind also
+ * fails when its trustee does: -EHOSTDOWN or -ETIMEDOUT (its node died),
+ * -ENOTCONN (its process died), -ESRCH or -ESHUTDOWN (its runtime
+ * stopped), within the cluster's timeout.
  */
 int odsm_mutex_lock(uint64_t mutex, struct odsm_guard *g, void **p);
 /* The same without waiting: -EBUSY when another holds it. */

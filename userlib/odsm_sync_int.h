@@ -120,7 +120,9 @@ static inline uint64_t odsm_b_close(uint64_t count)
 /*
  * A mutex object: magic and kind, the lock word, the owner box of the
  * guarded object (16-aligned), and for the FIFO kind a ring of who took
- * the last tickets (ticket << 16 | node + 1), for the dead-holder check.
+ * the last tickets (ticket << 16 | node + 1), for the dead-holder check;
+ * for the delegated kind, the ring's first 16 bytes hold the odsm_trust
+ * of the queue its trustee keeps (odsm_mutex_dq.h).
  */
 #define ODSM_MX_RING	16
 
@@ -143,6 +145,7 @@ struct odsm_mutex_obj {
 #define ODSM_GUARD_HELD		1U
 #define ODSM_GUARD_INCONS	2U	/* taken from a dead holder */
 #define ODSM_GUARD_FIFO		4U
+#define ODSM_GUARD_DELEG	8U
 
 /*
  * The CAS kind's lock word: 0 when free; else the holder's node + 1 in

@@ -3,24 +3,25 @@
  * odsm-mbench: libodsm's two mutexes (odsm_sync.h) under contention from
  * every node.  Run on every node at once; THREADS threads on each lock a
  * mutex of node 0, add 1 to the guarded counter and to their node's,
- * and unlock, for MS ms; first the CAS kind, then the FIFO (ticket) kind.
- * The nodes meet with odsm_app_join() and the program's barrier, so it
- * must run before anything else allocates in node 0's partition on a
- * freshly loaded module (programs.rst).
+ * and unlock, for MS ms; first the CAS kind, then the delegated kind
+ * (ODSM_MUTEX_DELEG: a FIFO queue kept by a trustee of node 0, whose
+ * runtime node 0 starts with odsm_spawn_start()).  The nodes meet with
+ * odsm_app_join() and the program's barrier, so it must run before
+ * anything else allocates in node 0's partition on a freshly loaded
+ * module (programs.rst).
  *
  *   odsm-mbench LABEL [MS [THREADS]]     on every node
  *
  * Rows (node 1): "ODSM_BENCH mutex LABEL nodes=N threads=T
- * cas_locks_per_s=... fifo_locks_per_s=... cas_node0_share=...
- * fifo_node0_share=... cas_others_locks_per_s=...
- * fifo_others_locks_per_s=..." (the locks of the whole cluster per
+ * cas_locks_per_s=... deleg_locks_per_s=... cas_node0_share=...
+ * deleg_node0_share=... cas_others_locks_per_s=...
+ * deleg_others_locks_per_s=..." (the locks of the whole cluster per
  * second, the part node 0 -- the mutexes' home, where the object stays
  * while its own threads pass the CAS lock between them -- took, and the
  * other nodes' locks per second), then
  * "ODSM_BENCH mutex_cas_vs_delegated ratio=R label=LABEL": CAS over
- * FIFO.  The FIFO kind is the fair one: its tickets are served in the
- * order they reach the home (a fetch-and-add there, not an operation of
- * the delegation runtime).  A benchmark, not a test.
+ * delegated.  The delegated kind is the fair one: its trustee grants in
+ * the order the requests reach it.  A benchmark, not a test.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -125,8 +126,9 @@ int main(int argc, char **argv)
 	const char *label = argc > 1 ? argv[1] : "run";
 	long ms = arg_num(argc, argv, 2, 1000);
 	unsigned int threads = (unsigned int)arg_num(argc, argv, 3, 2);
-	double cas, fifo, cas_sh, fifo_sh;
+	double cas, dlg, cas_sh, dlg_sh;
 	struct odsm_app app;
+	uint64_t rt;
 	int ret;
 
 	if (threads < 1 || threads > 64 || ms < 1)
@@ -134,15 +136,22 @@ int main(int argc, char **argv)
 	ret = odsm_app_join(&app, "odsm-mbench", 0, 60000);
 	if (ret)
 		die("odsm_app_join", ret);
-	run(&app, label, ODSM_MUTEX_CAS, ms, threads, &cas, &cas_sh);
-	run(&app, label, ODSM_MUTEX_FIFO, ms, threads, &fifo, &fifo_sh);
-	if (app.self == 1 || app.nodes == 1) {
-		row("mutex %s nodes=%u threads=%u cas_locks_per_s=%.0f fifo_locks_per_s=%.0f cas_node0_share=%.2f fifo_node0_share=%.2f cas_others_locks_per_s=%.0f fifo_others_locks_per_s=%.0f",
-		    label, app.nodes, threads, cas, fifo, cas_sh, fifo_sh,
-		    cas * (1 - cas_sh), fifo * (1 - fifo_sh));
-		row("mutex_cas_vs_delegated ratio=%.2f label=%s",
-		    fifo > 0 ? cas / fifo : 0, label);
+	/* the delegated mutex's trustee: node 0's, where the mutexes are */
+	if (app.self == 0) {
+		ret = odsm_spawn_start(1, &rt);
+		if (ret)
+			die("odsm_spawn_start", ret);
 	}
+	run(&app, label, ODSM_MUTEX_CAS, ms, threads, &cas, &cas_sh);
+	run(&app, label, ODSM_MUTEX_DELEG, ms, threads, &dlg, &dlg_sh);
+	if (app.self == 1 || app.nodes == 1) {
+		row("mutex %s nodes=%u threads=%u cas_locks_per_s=%.0f deleg_locks_per_s=%.0f cas_node0_share=%.2f deleg_node0_share=%.2f cas_others_locks_per_s=%.0f deleg_others_locks_per_s=%.0f",
+		    label, app.nodes, threads, cas, dlg, cas_sh, dlg_sh,
+		    cas * (1 - cas_sh), dlg * (1 - dlg_sh));
+		row("mutex_cas_vs_delegated ratio=%.2f label=%s",
+		    dlg > 0 ? cas / dlg : 0, label);
+	}
+	odsm_spawn_stop();	/* run() ended with a barrier: nobody uses it */
 	odsm_fini();
 	return 0;
 }

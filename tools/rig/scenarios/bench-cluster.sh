@@ -12,12 +12,13 @@
 # over TCP and over RDMA with one-sided off (the read is then a plain
 # two-sided request, like the apply's batch).
 # libodsm's mutexes (odsm-mbench: threads on both nodes lock a mutex of
-# node 0, the CAS kind then the FIFO kind) run first on each transport:
+# node 0, the CAS kind then the delegated kind) run first on each transport:
 # they meet through node 0's directory, which must be the first object of
 # its partition.
 # Remote execution and channels (odsm-sbench: spawn_to against a local
 # call and a pull of the object, boxes through a channel) over TCP;
-# with rig.bench_only=sbench, only those (after the TCP join).
+# with rig.bench_only=sbench, only those (after the TCP join);
+# rig.bench_only=mbench: only the mutexes, over TCP then RDMA.
 # Numbers only; nothing is judged.
 # shellcheck shell=dash disable=SC1091,SC2154
 . /rig/lib.sh
@@ -33,6 +34,17 @@ join() {	# transport
 }
 join tcp
 # rig.bench_only=sbench: the spawn and channel rows only (a quick look)
+if [ "${rig_bench_only:-}" = mbench ]; then
+	odsm-mbench tcp 1000 2
+	barrier 300
+	odsmctl leave
+	barrier 60
+	join rdma
+	odsm-mbench rdma 1000 2
+	barrier 300
+	odsmctl leave
+	exit 0
+fi
 if [ "${rig_bench_only:-}" = sbench ]; then
 	[ "$rig_node" = 0 ] && odsm-sbench serve
 	[ "$rig_node" = 1 ] && odsm-sbench 10.0.0.1 tcp
