@@ -28,25 +28,44 @@
 
 #define DG_NAP_IDLE_NS	1000000L
 #define DG_NAP_WAIT_NS	100000L
+/*
+ * The longest sleep in the module, even when the caller sets no limit:
+ * a waker that stores without ODSM_IOC_WAKE (a process of the node with
+ * an older libodsm, whose FUTEX_WAKE fails on heap words) is seen that
+ * late, not never.  Every caller looks at its word again after a wait.
+ */
+#define DG_KWAIT_MAX_NS	100000000L
 
 /*
- * 1: heap words of this partition sleep in the module; 0: they nap,
- * once the module said it has no ODSM_IOC_WAIT (an older module) or
- * when ODSM_WAIT_NAP is set in the environment (to compare the two:
- * wait_test's measurement); -1 until the first look.
+ * 1 once the module said it has no ODSM_IOC_WAIT (an older module):
+ * heap words nap, and nobody calls ODSM_IOC_WAKE.
  */
-static int dg_kwait = -1;
+static int dg_nomod;
+/*
+ * 1: this process's waits on heap words nap although the module could
+ * sleep them (ODSM_WAIT_NAP in the environment, to compare the two:
+ * wait_test's measurement); its wakes still go to the module, for the
+ * other processes' waiters.  -1 until the first look.
+ */
+static int dg_napenv = -1;
 
-/* A word the module can wait on: of this node's partition. */
-static bool dg_kword(const uint32_t *w)
+/* A word the module can wake: of this node's partition. */
+static bool dg_kwake_ok(const uint32_t *w)
 {
-	int k = __atomic_load_n(&dg_kwait, __ATOMIC_RELAXED);
+	return !__atomic_load_n(&dg_nomod, __ATOMIC_RELAXED) &&
+	       odsm_is_local((uint64_t)(uintptr_t)w);
+}
 
-	if (k < 0) {
-		k = !getenv("ODSM_WAIT_NAP");
-		__atomic_store_n(&dg_kwait, k, __ATOMIC_RELAXED);
+/* A word this process sleeps on in the module. */
+bool dg_kwait_ok(const uint32_t *w)
+{
+	int nap = __atomic_load_n(&dg_napenv, __ATOMIC_RELAXED);
+
+	if (nap < 0) {
+		nap = !!getenv("ODSM_WAIT_NAP");
+		__atomic_store_n(&dg_napenv, nap, __ATOMIC_RELAXED);
 	}
-	return k && odsm_is_local((uint64_t)(uintptr_t)w);
+	return !nap && dg_kwake_ok(w);
 }
 
 static void dg_nap(const uint32_t *w, uint32_t val, long timeout_ns)
@@ -71,14 +90,15 @@ static int dg_kwait_word(uint32_t *w, uint32_t val, long timeout_ns)
 	if (!ioctl(odsm_rt.fd, ODSM_IOC_WAIT, &wt))
 		return 0;
 	if (errno == ENOTTY)
-		__atomic_store_n(&dg_kwait, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&dg_nomod, 1, __ATOMIC_RELAXED);
 	return -errno;
 }
 
 /*
  * Sleep while *w == val, at most timeout_ns (0: no limit).  0 when woken
- * (the caller looks at the word again), -EAGAIN when it did not hold val,
- * -ETIMEDOUT, -EINTR; for a word that naps, 0 after the nap.
+ * or after DG_KWAIT_MAX_NS in the module (the caller looks at the word
+ * again), -EAGAIN when it did not hold val, -ETIMEDOUT, -EINTR; for a
+ * word that naps, 0 after the nap.
  */
 int dg_futex_wait(uint32_t *w, uint32_t val, long timeout_ns)
 {
@@ -86,8 +106,14 @@ int dg_futex_wait(uint32_t *w, uint32_t val, long timeout_ns)
 			       timeout_ns % 1000000000L };
 	int ret;
 
-	if (dg_kword(w)) {
-		ret = dg_kwait_word(w, val, timeout_ns);
+	if (dg_kwait_ok(w)) {
+		ret = dg_kwait_word(w, val, timeout_ns > 0 &&
+				   timeout_ns < DG_KWAIT_MAX_NS ?
+				   timeout_ns : DG_KWAIT_MAX_NS);
+		/* the cap is no timeout the caller asked for */
+		if (ret == -ETIMEDOUT &&
+		    (timeout_ns <= 0 || timeout_ns > DG_KWAIT_MAX_NS))
+			return 0;
 		/* -EINVAL: not in a block that holds objects: naps */
 		if (ret != -ENOTTY && ret != -EINVAL)
 			return ret;
@@ -111,11 +137,11 @@ void dg_futex_wake(uint32_t *w, int n)
 		.nr = n == INT_MAX ? 0 : (uint32_t)n,
 	};
 
-	if (dg_kword(w)) {
+	if (dg_kwake_ok(w)) {
 		if (ioctl(odsm_rt.fd, ODSM_IOC_WAKE, &wk) >= 0 ||
 		    errno != ENOTTY)
 			return;
-		__atomic_store_n(&dg_kwait, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&dg_nomod, 1, __ATOMIC_RELAXED);
 	}
 	syscall(SYS_futex, w, FUTEX_WAKE, n, NULL, NULL, 0);
 }
