@@ -482,4 +482,147 @@ TEST(idle_trustee_apply_latency_and_cpu)
 	EXPECT_GT(n.idle_cpu_ns, k.idle_cpu_ns);
 }
 
+
+/* ---- a channel's receiver in another process --------------------------- */
+
+#define CHAN_IDLE_MS	1000
+
+/*
+ * A process of its own (forked before anything of libodsm ran in it):
+ * its own runtime (odsm_spawn_start registers the channel's operations),
+ * then a recv on the parent's channel (its address comes through go),
+ * which stays empty CHAN_IDLE_MS.
+ * The receiving thread's CPU goes to *cpu_us.
+ */
+static int chan_receiver(int go, bool nap, uint64_t *cpu_us)
+{
+	uint64_t rdv;
+	struct timespec t0, t1;
+	odsm_box b = { 0 };
+	odsm_chan c;
+	uint64_t rt;
+	int ret;
+
+	alarm(15);	/* never outlives the test for long */
+	if (nap)
+		setenv("ODSM_WAIT_NAP", "1", 1);
+	odsm_fini();
+	if (odsm_init() || odsm_spawn_start(1, &rt))
+		return 10;
+	if (read(go, &rdv, sizeof(rdv)) != sizeof(rdv) ||
+	    odsm_read(rdv, &c, sizeof(c)))
+		return 11;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+	ret = odsm_chan_recv(&c, &b, NULL, 8000);
+	if (ret)
+		fprintf(stderr, "# receiver: recv %d\n", ret);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+	*cpu_us = ((uint64_t)(t1.tv_sec - t0.tv_sec) * SEC + t1.tv_nsec -
+		   t0.tv_nsec) / 1000;
+	if (ret)
+		return 12;
+	if (!b.g || odsm_box_drop(&b))
+		return 13;
+	odsm_spawn_stop();
+	odsm_fini();
+	return 0;
+}
+
+/* the receiver's CPU while the channel is empty; -1 on a failure */
+static int64_t chan_round(bool nap)
+{
+	uint64_t *cpu, rdv, rt;
+	int go[2], status;
+	int64_t ret = -1;
+	odsm_chan c;
+	odsm_box b;
+	pid_t pid;
+
+	cpu = mmap(NULL, sizeof(*cpu), PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (cpu == MAP_FAILED || pipe(go))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid)
+		_exit(chan_receiver(go[0], nap, cpu));
+	if (odsm_init() || odsm_spawn_start(1, &rt) ||
+	    odsm_chan_new(4, &c) ||
+	    odsm_alloc(sizeof(c), 16, ODSM_ALLOC_ZERO, &rdv) ||
+	    odsm_write(rdv, &c, sizeof(c)))
+		goto out;
+	ret = -2;
+	if (write(go[1], &rdv, sizeof(rdv)) != sizeof(rdv))
+		goto out;
+	usleep(CHAN_IDLE_MS * 1000);
+	if (odsm_box_new(&b, 64, ODSM_ALLOC_ZERO) || odsm_chan_send(&c, &b))
+		goto out;
+	ret = -3;
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		goto out;
+	/* the receiver's own failure: where, as -(100 + its code) */
+	ret = -100 - WEXITSTATUS(status);
+	if (WEXITSTATUS(status))
+		goto out;
+	ret = (int64_t)*cpu;
+	odsm_chan_free(&c);
+	odsm_free(rdv);
+out:
+	if (ret < 0)
+		kill(pid, SIGKILL);
+	odsm_spawn_stop();
+	odsm_fini();
+	munmap(cpu, sizeof(*cpu));
+	return ret;
+}
+
+/*
+ * A receiver in another process than the channel's trustee sleeps on the
+ * object's seq word in the module, woken by the trustee's push: it gets
+ * the box, and burns far less CPU while the channel is empty than when
+ * it polls seq every millisecond (the fallback, ODSM_WAIT_NAP).
+ */
+/* chan_round() in a process of its own: one runtime per process life */
+static int64_t chan_round_in_child(bool nap)
+{
+	int64_t *sh, ret;
+	int status;
+	pid_t pid;
+
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED)
+		return -10;
+	*sh = -11;
+	pid = fork();
+	if (pid < 0)
+		return -12;
+	if (!pid) {
+		*sh = chan_round(nap);
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -13;
+	ret = *sh;
+	munmap(sh, sizeof(*sh));
+	return ret;
+}
+
+TEST(chan_receiver_in_another_process)
+{
+	int64_t k, n;
+
+	k = chan_round_in_child(false);
+	n = chan_round_in_child(true);
+	TH_LOG("rounds: %lld %lld", (long long)k, (long long)n);
+	ASSERT_LE(0, k);
+	ASSERT_LE(0, n);
+	TH_LOG("receiver's CPU over %d ms of an empty channel: %lld us with ODSM_IOC_WAIT, %lld us polling",
+	       CHAN_IDLE_MS, (long long)k, (long long)n);
+	printf("ODSM_WAITWORD chan_recv_idle_cpu_us kwait=%lld nap=%lld\n",
+	       (long long)k, (long long)n);
+	EXPECT_GT(n, k);
+}
+
 TEST_HARNESS_MAIN
