@@ -50,7 +50,8 @@ LIB_SO	:= $(BUILD)/lib/libodsm.so.1
 # delegation: the runtime, and the slot codec it shares with the module
 DELEG_SRC := userlib/odsm_deleg_ops.c userlib/odsm_deleg_arena.c \
 	     userlib/odsm_deleg_trustee.c userlib/odsm_deleg_client.c \
-	     userlib/odsm_deleg_remote.c userlib/odsm_deleg_gateway.c
+	     userlib/odsm_deleg_remote.c userlib/odsm_deleg_gateway.c \
+	     userlib/odsm_deleg_wait.c
 # names, start-up, barrier, mutex (odsm_sync.h)
 SYNC_SRC := userlib/odsm_sync_util.c userlib/odsm_name.c userlib/odsm_app.c \
 	    userlib/odsm_barrier.c userlib/odsm_mutex.c userlib/odsm_mutex_cas.c \

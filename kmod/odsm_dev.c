@@ -16,6 +16,7 @@
 #include "odsm_cache.h"
 #include "odsm_deleg.h"
 #include "odsm_remote.h"
+#include "odsm_wait.h"
 
 static long ioc_info(void __user *arg)
 {
@@ -340,6 +341,11 @@ long odsm_dev_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 		if (ret == -EAGAIN)
 			return ret;
 		break;
+	case ODSM_IOC_WAIT:
+		/* counted by outcome in wait_* (a refusal in wait_refused) */
+		return odsm_ioc_wait(uarg);
+	case ODSM_IOC_WAKE:
+		return odsm_ioc_wake(uarg);
 	default:
 		ret = -ENOTTY;
 	}

@@ -16,6 +16,7 @@
 #include "odsm_onesided.h"
 #include "odsm_deleg.h"
 #include "odsm_remote.h"
+#include "odsm_wait.h"
 
 static uint node_id;
 module_param(node_id, uint, 0444);
@@ -43,6 +44,7 @@ static int __init odsm_init(void)
 	};
 	int ret;
 
+	odsm_wait_init();
 	ret = odsm_heap_init(&odsm_heap, &g);
 	if (ret) {
 		pr_err("bad configuration node_id=%u nr_nodes=%u heap_base=0x%lx part_size=%lu: %d\n",

@@ -21,6 +21,7 @@
 #include "odsm_remote.h"
 #include "odsm_lat.h"
 #include "odsm_trace.h"
+#include "odsm_wait.h"
 
 #define CHUNK	ODSM_WIRE_MAX_DATA
 
@@ -34,7 +35,9 @@ static_assert(ODSM_WIRE_ALLOC_REPLY_SIZE <= ODSM_WIRE_ALLOC_SIZE);
  * An atomic on the word at addr of our partition, for a process of ours
  * or a peer's request.  A flagged one (ODSM_ATOMIC_F_NIC) is run by our
  * RDMA device when peers may run theirs one-sided: a CPU atomic would not
- * be atomic against those.
+ * be atomic against those.  Either wakes the word's waiters (ODSM_IOC_WAIT)
+ * when it may have changed it: the kernel is the writer here, so it calls
+ * the wake no process could.
  */
 static int odsm_home_atomic(u64 addr, u32 op, u32 flags, u64 operand,
 			    u64 compare, u64 *old)
@@ -46,12 +49,14 @@ static int odsm_home_atomic(u64 addr, u32 op, u32 flags, u64 operand,
 		if (addr % 8 || (op != ODSM_ATOMIC_FETCH_ADD &&
 				 op != ODSM_ATOMIC_CMP_SWAP))
 			return -EINVAL;
-		ret = odsm_store_check(heap, addr, 8);
-		if (ret)
-			return ret;
-		return odsm_nic_atomic_here(addr, op, operand, compare, old);
+		ret = odsm_store_check(heap, addr, 8) ?:
+		      odsm_nic_atomic_here(addr, op, operand, compare, old);
+	} else {
+		ret = odsm_store_atomic(heap, addr, op, operand, compare, old);
 	}
-	return odsm_store_atomic(heap, addr, op, operand, compare, old);
+	if (!ret)
+		odsm_wait_wake_range(addr, 8);
+	return ret;
 }
 
 /*
@@ -86,6 +91,8 @@ static int copy_guarded_write(u64 addr, u32 len, const u8 *data)
 		ret = odsm_store_rw(&odsm_heap, addr, (void *)data, len, true);
 	}
 	odsm_cache_slots_release();
+	if (!ret)
+		odsm_wait_wake_range(addr, len);
 	return ret;
 }
 
@@ -352,6 +359,9 @@ long odsm_ioc_rw(void __user *arg, bool write)
 			ret = odsm_remote_rw(node, addr + done, kbuf, n, write);
 		if (!ret && !write && copy_to_user(ubuf + done, kbuf, n))
 			ret = -EFAULT;
+		/* our own write: its words' waiters wake (odsm_wait.c) */
+		if (!ret && write && local)
+			odsm_wait_wake_range(addr + done, n);
 	}
 	kvfree(kbuf);
 	return ret;

@@ -96,6 +96,16 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_uring_cmds] = "uring_cmds",
 	[ODSM_STAT_uring_done] = "uring_done",
 	[ODSM_STAT_uring_refused] = "uring_refused",
+	[ODSM_STAT_wait_calls] = "wait_calls",
+	[ODSM_STAT_wait_sleeps] = "wait_sleeps",
+	[ODSM_STAT_wait_woken] = "wait_woken",
+	[ODSM_STAT_wait_changed] = "wait_changed",
+	[ODSM_STAT_wait_timeouts] = "wait_timeouts",
+	[ODSM_STAT_wait_interrupted] = "wait_interrupted",
+	[ODSM_STAT_wait_refused] = "wait_refused",
+	[ODSM_STAT_wake_calls] = "wake_calls",
+	[ODSM_STAT_wake_woken] = "wake_woken",
+	[ODSM_STAT_wait_write_woken] = "wait_write_woken",
 };
 
 u64 odsm_stat_read(enum odsm_stat s)

@@ -150,6 +150,25 @@ enum odsm_stat {
 	ODSM_STAT_uring_refused,	/* commands refused before running:
 					 * no such command, bad command area
 					 */
+	/* waits on heap words (odsm_wait.c) */
+	ODSM_STAT_wait_calls,		/* ODSM_IOC_WAIT calls */
+	ODSM_STAT_wait_sleeps,		/* ... that found the word holding the
+					 * value and went to sleep
+					 */
+	ODSM_STAT_wait_woken,		/* ... that ended woken */
+	ODSM_STAT_wait_changed,		/* ... that found the word changed
+					 * already (-EAGAIN)
+					 */
+	ODSM_STAT_wait_timeouts,	/* ... that timed out */
+	ODSM_STAT_wait_interrupted,	/* ... that a signal ended */
+	ODSM_STAT_wait_refused,		/* WAIT and WAKE calls refused: bad
+					 * word or fields (-EINVAL)
+					 */
+	ODSM_STAT_wake_calls,		/* ODSM_IOC_WAKE calls */
+	ODSM_STAT_wake_woken,		/* ... waiters they woke */
+	ODSM_STAT_wait_write_woken,	/* waiters woken by the module's own
+					 * writes into their word
+					 */
 	ODSM_STAT_NR
 };
 

@@ -699,6 +699,43 @@ int odsm_store_check(struct odsm_heap *h, u64 addr, u64 len)
 }
 
 /*
+ * Load the size-byte (4 or 8) aligned word at addr of the local
+ * partition, which must lie in a block holding objects (-EINVAL
+ * otherwise), as the processes that map its page see it: a page never
+ * touched reads 0, a lazily filled copy's page not fetched is -ENODATA.
+ */
+int odsm_store_load(struct odsm_heap *h, u64 addr, u32 size, u64 *val)
+{
+	pgoff_t idx = store_index(h, addr);
+	struct page *page;
+	void *kaddr;
+	int ret = 0;
+
+	if ((size != 4 && size != 8) || addr % size)
+		return -EINVAL;
+	mutex_lock(&h->lock);
+	if (!range_backed(h, addr, size)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	page = xa_load(&h->pages, idx);
+	if (!page) {
+		*val = 0;
+		ret = store_fill_only(h, idx) ? -ENODATA : 0;
+		goto out;
+	}
+	kaddr = kmap_local_page(page);
+	if (size == 8)
+		*val = READ_ONCE(*(u64 *)(kaddr + offset_in_page(addr)));
+	else
+		*val = READ_ONCE(*(u32 *)(kaddr + offset_in_page(addr)));
+	kunmap_local(kaddr);
+out:
+	mutex_unlock(&h->lock);
+	return ret;
+}
+
+/*
  * An atomic operation on the 8-byte word at addr of the local partition.
  * Processes of this node that map the page use CPU atomics on the same
  * physical word, so the two stay atomic with each other.

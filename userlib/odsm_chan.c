@@ -9,8 +9,10 @@
  * object's seq word and the channel's wake word (ch_wake, below) after
  * every push and the close.  A receiver reads both, tries a pop, and
  * sleeps on the wake word only when the pop found nothing: a push
- * between the two changed them, so no wakeup is lost.  It sleeps in
- * CH_WAIT_MS steps
+ * between the two changed them, so no wakeup is lost.  A receiver in
+ * another process sleeps on the object's seq word itself, in the module
+ * (ODSM_IOC_WAIT), and the trustee wakes it (ODSM_IOC_WAKE) when it
+ * counted itself in sleepers.  It sleeps in CH_WAIT_MS steps
  * to look at the membership (odsm_status, one ioctl): a node that sent on
  * the channel and is now down is reported once, after what it sent.
  *
@@ -39,7 +41,10 @@ struct ch_msg {
 	uint32_t pad;
 };
 
-/* The channel object; only its trustee writes it, but dead_seen. */
+/*
+ * The channel object; only its trustee writes it, but dead_seen and
+ * sleepers.
+ */
 struct ch_obj {
 	uint64_t magic;
 	uint32_t seq;			/* bumped by push and close */
@@ -47,7 +52,9 @@ struct ch_obj {
 	uint32_t cap, head, count;
 	uint32_t wslot;			/* its word of ch_wake[] */
 	int32_t host_pid;		/* the process running its trustee */
-	uint32_t pad;
+	uint32_t sleepers;		/* receivers of other processes that
+					 * sleep on seq in the module
+					 */
 	uint64_t senders;		/* nodes that sent (bit per node) */
 	uint64_t dead_seen;		/* receiver: nodes reported down */
 	struct ch_msg ring[];
@@ -62,8 +69,9 @@ static uint64_t ch_push_id, ch_pop_id, ch_close_id;
  * page of the heap mapping fails with EFAULT (measured in the 6.1
  * guest), so the heap cannot carry a futex.  The trustee runs in the
  * channel's process (odsm_chan_new entrusts to this process's runtime),
- * so it can wake this word; a receiver in another process of the node
- * polls seq instead (CH_POLL_MS), in its node's memory.
+ * so it can wake this word.  A receiver in another process of the node
+ * sleeps on seq in the module (ODSM_IOC_WAIT), or, under a module
+ * without it, polls seq (CH_POLL_MS), in its node's memory.
  */
 #define CH_WAKE_SLOTS	256
 #define CH_POLL_MS	1
@@ -84,6 +92,10 @@ static void ch_bump(struct ch_obj *o)
 	__atomic_store_n(&o->seq, o->seq + 1, __ATOMIC_RELEASE);
 	__atomic_add_fetch(w, 1, __ATOMIC_RELEASE);
 	dg_futex_wake(w, INT_MAX);
+	/* pairs with ch_sleep()'s count before its wait reads seq */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&o->sleepers, __ATOMIC_RELAXED))
+		dg_futex_wake(&o->seq, INT_MAX);
 }
 
 static int ch_push(void *obj, const void *arg, size_t arg_len, void *ret,
@@ -306,21 +318,30 @@ static uint64_t ch_now_ms(void)
 }
 
 /*
- * Sleep until seq moved from *seq or step_ms passed: on the channel's
- * wake word in its trustee's process, else a nap.  0, or a futex error
- * that is no timeout, race or signal (never a spin on it).
+ * Sleep until seq moved from seq or step_ms passed: on the channel's
+ * wake word in its trustee's process, on seq in the module in another,
+ * else a nap.  0, or a futex error that is no timeout, race or signal
+ * (never a spin on it).
  */
-static int ch_sleep(struct ch_obj *o, uint32_t wv, uint64_t step_ms)
+static int ch_sleep(struct ch_obj *o, uint32_t wv, uint32_t seq,
+		    uint64_t step_ms)
 {
 	struct timespec ts = { 0, (long)CH_POLL_MS * 1000000 };
+	long step_ns = (long)(step_ms ? step_ms : 1) * 1000000;
 	int ret;
 
-	if (o->host_pid != getpid()) {
+	if (o->host_pid == getpid()) {
+		ret = dg_futex_wait(&ch_wake[o->wslot % CH_WAKE_SLOTS], wv,
+				    step_ns);
+	} else if (dg_kwait_ok(&o->seq)) {
+		/* counted before the wait reads seq: see ch_bump() */
+		__atomic_fetch_add(&o->sleepers, 1, __ATOMIC_SEQ_CST);
+		ret = dg_futex_wait(&o->seq, seq, step_ns);
+		__atomic_fetch_sub(&o->sleepers, 1, __ATOMIC_SEQ_CST);
+	} else {
 		nanosleep(&ts, NULL);
 		return 0;
 	}
-	ret = dg_futex_wait(&ch_wake[o->wslot % CH_WAKE_SLOTS], wv,
-			    (long)(step_ms ? step_ms : 1) * 1000000);
 	if (ret && ret != -ETIMEDOUT && ret != -EAGAIN && ret != -EINTR)
 		return ret;
 	return 0;
@@ -367,7 +388,7 @@ int odsm_chan_recv(const odsm_chan *c, odsm_box *b, unsigned int *from,
 				if (end - ch_now_ms() < left)
 					left = end - ch_now_ms();
 			}
-			ret = ch_sleep(o, wv, left);
+			ret = ch_sleep(o, wv, seq, left);
 			if (ret)
 				return ret;
 			wv = __atomic_load_n(&ch_wake[o->wslot % CH_WAKE_SLOTS],

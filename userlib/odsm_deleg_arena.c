@@ -2,14 +2,12 @@
 /*
  * libodsm delegation: the arena (where the slots live, its layout and
  * validation), starting and attaching a runtime, the process's table of
- * runtimes, futexes, trustee liveness, and the counters.
+ * runtimes, trustee liveness, and the counters.
  */
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include "odsm.h"
@@ -352,40 +350,6 @@ void odsm_deleg_stop(struct odsm_deleg *d)
 uint64_t odsm_deleg_addr(const struct odsm_deleg *d)
 {
 	return d->h->gaddr;
-}
-
-/* Shared futexes (no FUTEX_PRIVATE_FLAG): other processes wait on them. */
-/*
- * A word of the heap mapping cannot be a shared futex: the kernel keys
- * one by the page's page-cache mapping, and the heap's pages are the
- * module's own, with none, so FUTEX_WAIT fails at once with EFAULT
- * (measured on 6.1 and 6.12).  A waiter there naps instead, so that an
- * idle trustee (no timeout: 1 ms naps) or a client past its spinning
- * (100 us naps) does not spin on the CPU; a wakeup then comes up to a
- * nap late.  Words in plain shared memory (odsm_deleg_arena_mem) sleep.
- */
-#define DG_NAP_IDLE_NS	1000000L
-#define DG_NAP_WAIT_NS	100000L
-
-int dg_futex_wait(uint32_t *w, uint32_t val, long timeout_ns)
-{
-	struct timespec ts = { timeout_ns / 1000000000L,
-			       timeout_ns % 1000000000L };
-	struct timespec nap = { 0, timeout_ns ? DG_NAP_WAIT_NS : DG_NAP_IDLE_NS };
-
-	if (!syscall(SYS_futex, w, FUTEX_WAIT, val, timeout_ns ? &ts : NULL,
-		     NULL, 0))
-		return 0;
-	if (errno != EFAULT)
-		return -errno;
-	if (__atomic_load_n(w, __ATOMIC_ACQUIRE) == val)
-		nanosleep(&nap, NULL);
-	return 0;
-}
-
-void dg_futex_wake(uint32_t *w, int n)
-{
-	syscall(SYS_futex, w, FUTEX_WAKE, n, NULL, NULL, 0);
 }
 
 /*

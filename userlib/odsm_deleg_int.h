@@ -225,12 +225,15 @@ odsm_deleg_fn dg_op_lookup(uint64_t id);
 #define DG_OP_NAME_MOVE	"odsm.deleg.move-here"
 uint64_t dg_op_move_id(void);
 
-/* odsm_deleg_arena.c: the attachment table, futexes, liveness */
+/* odsm_deleg_arena.c: the attachment table, liveness */
 struct odsm_deleg *dg_find(uint64_t arena);
 int dg_attach_remote(struct odsm_deleg *d, struct odsm_deleg **out);
 int dg_layout(const struct odsm_deleg_config *c, struct dg_hdr *h);
+/* odsm_deleg_wait.c: sleep on a word (a futex, or the module's wait) */
 int dg_futex_wait(uint32_t *w, uint32_t val, long timeout_ns);
 void dg_futex_wake(uint32_t *w, int n);
+/* does w sleep in the module (else a heap word naps)? */
+bool dg_kwait_ok(const uint32_t *w);
 int dg_trustee_alive(struct odsm_deleg *d, unsigned int t);
 void dg_detach(struct odsm_deleg *d);
 /* Lock the table if d (with id did) is still attached: true, then unlock. */

@@ -94,7 +94,7 @@ enum cat {
 	C_BORROW, C_RETURN, C_BORROW_MUT, C_WRITE_BACK, C_READ_OWNER,
 	C_DROP, C_STATUS, C_TOUCH, C_MUNMAP, C_REMAP, C_FORK, C_CLOSE,
 	C_SETCONFIG, C_JOIN, C_LEAVE, C_KNOBS, C_PUBLISH, C_PEER,
-	C_MMAP_RACE, NCAT
+	C_MMAP_RACE, C_WAIT, C_WAKE, NCAT
 };
 
 static const char *const cat_name[NCAT] = {
@@ -102,7 +102,7 @@ static const char *const cat_name[NCAT] = {
 	"borrow", "return", "borrow_mut", "write_back", "read_owner",
 	"drop_copies", "status", "touch", "munmap", "remap", "fork", "close",
 	"set_config", "join", "leave", "knobs", "publish", "peer_dir",
-	"mmap_race",
+	"mmap_race", "wait", "wake",
 };
 
 /* errnos each category may answer with (0-terminated); EINVAL and EFAULT
@@ -133,6 +133,8 @@ static const int allowed[NCAT][12] = {
 							 */
 	[C_PUBLISH]	= { ESTALE, ENOMEM, NET },
 	[C_PEER]	= { ENOMEM, NET },
+	/* EAGAIN: the word did not hold expect; ETIMEDOUT: nobody woke it */
+	[C_WAIT]	= { EAGAIN, ETIMEDOUT, EINTR },
 };
 
 struct wstat {
@@ -710,6 +712,46 @@ static void op_atomic(struct worker *w)
 	ioc(C_ATOMIC, w->fd, ODSM_IOC_ATOMIC, &at);
 }
 
+/*
+ * ODSM_IOC_WAIT and ODSM_IOC_WAKE on words of a target, aligned or not,
+ * of every size, with bad fields now and then.  A wait always has a
+ * timeout (at most 1 ms): a word nobody stores to would hold the worker
+ * for good.
+ */
+static void op_wait(struct worker *w)
+{
+	struct odsm_wait wt = { 0 };
+	struct odsm_wake wk = { 0 };
+	uint64_t size, a;
+
+	a = addr_of(pick_target(w, &size));
+	if (chance(w, 80))
+		a += below(w, size / 4 + 1) * 4;
+	else
+		a += below(w, 8);
+	a |= (uint64_t)below(w, 0x10000) << ODSM_COLOR_SHIFT;
+	if (chance(w, 40)) {
+		wk.gaddr = a;
+		wk.nr = chance(w, 90) ? (uint32_t)below(w, 4) : (uint32_t)rnd(w);
+		if (chance(w, 3))
+			wk.flags = (uint32_t)rnd(w);
+		if (chance(w, 3))
+			wk.reserved[below(w, 2)] = 1;
+		ioc(C_WAKE, w->fd, ODSM_IOC_WAKE, &wk);
+		return;
+	}
+	wt.gaddr = a;
+	wt.size = chance(w, 90) ? (chance(w, 50) ? 4 : 8) :
+				  (uint32_t)below(w, 17);
+	wt.expect = chance(w, 70) ? 0 : rnd(w);
+	wt.timeout_ns = 1 + below(w, 1000000);
+	if (chance(w, 3))
+		wt.flags = (uint32_t)rnd(w);
+	if (chance(w, 3))
+		wt.reserved[below(w, 2)] = 1;
+	ioc(C_WAIT, w->fd, ODSM_IOC_WAIT, &wt);
+}
+
 static void op_borrow(struct worker *w)
 {
 	struct odsm_borrow b = { 0 };
@@ -1243,6 +1285,8 @@ static void run_op(struct worker *w, bool child)
 		op_fork(w);
 	else if (r < 972)
 		op_close(w);
+	else if (r < 985)
+		op_wait(w);
 	else
 		op_touch(w);
 }

@@ -60,6 +60,7 @@ static const struct {
 	{ "deleg_in_errors", G(ERRORS, 0) },
 	{ "deleg_malformed", G(ERRORS, 0) },
 	{ "uring_refused", G(ERRORS, 0) },
+	{ "wait_refused", G(ERRORS, 0) },
 	/* the allocator of this node's partition */
 	{ "allocs", G(ALLOC, 0) },
 	{ "alloc_bytes", G(ALLOC, ODSM_SF_BYTES) },
@@ -130,6 +131,16 @@ static const struct {
 	{ "deleg_in_batches", G(DELEG, 0) },
 	{ "deleg_in_requests", G(DELEG, 0) },
 	{ "deleg_in_bytes", G(DELEG, ODSM_SF_BYTES) },
+	/* waits on heap words (ODSM_IOC_WAIT / WAKE), delegation's sleeps */
+	{ "wait_calls", G(DELEG, 0) },
+	{ "wait_sleeps", G(DELEG, 0) },
+	{ "wait_woken", G(DELEG, 0) },
+	{ "wait_changed", G(DELEG, 0) },
+	{ "wait_timeouts", G(DELEG, 0) },
+	{ "wait_interrupted", G(DELEG, 0) },
+	{ "wake_calls", G(DELEG, 0) },
+	{ "wake_woken", G(DELEG, 0) },
+	{ "wait_write_woken", G(DELEG, 0) },
 };
 
 #define TABLE_LEN (sizeof(table) / sizeof(table[0]))

@@ -549,6 +549,51 @@ struct odsm_uring_cmd {
 	__u32 reserved;		/* 0 */
 };
 
+/* ---- waits on heap words ------------------------------------------------ */
+
+/*
+ * ODSM_IOC_WAIT: a futex for a word of this node's partition (FUTEX_WAIT
+ * fails with EFAULT on heap words: their pages have no page-cache mapping).
+ * Sleep while the size-byte word at gaddr holds expect, until an
+ * ODSM_IOC_WAKE names the word, the module itself writes into it (a
+ * peer's ODSM_IOC_WRITE or ODSM_IOC_ATOMIC, or this node's), timeout_ns
+ * nanoseconds pass (0: no timeout) or a signal comes.  A CPU store into
+ * the word wakes nobody: the process that stores calls ODSM_IOC_WAKE after
+ * it, as with futexes.  One-sided RDMA writes and atomics of peers pass by
+ * the CPU and wake nobody either.
+ * in:  gaddr (colored or not: the color is ignored), size 4 or 8, expect
+ *      (at most 0xffffffff for size 4), timeout_ns, flags 0.
+ * Returns 0 when woken (the caller reads the word again: a wakeup may be
+ * for a value it does not want), -EAGAIN when the word did not hold
+ * expect, -ETIMEDOUT, -EINTR on a signal during a timed wait (an untimed
+ * one restarts when the handler has SA_RESTART, as FUTEX_WAIT's does),
+ * -EINVAL for a size not 4 or 8, a gaddr not size-aligned, not in this
+ * node's partition or not in a block holding objects, non-zero flags or
+ * reserved.
+ */
+struct odsm_wait {
+	__u64 gaddr;
+	__u64 expect;
+	__u64 timeout_ns;
+	__u32 size;
+	__u32 flags;		/* 0 */
+	__u64 reserved[2];
+};
+
+/*
+ * ODSM_IOC_WAKE: wake up to nr (0: every) waiters of ODSM_IOC_WAIT whose
+ * gaddr is exactly this one (the key is the word's address, whatever the
+ * size they wait with).  Returns the number woken.  -EINVAL for a gaddr
+ * not 4-aligned or not in this node's partition, nr above INT_MAX,
+ * non-zero flags or reserved.
+ */
+struct odsm_wake {
+	__u64 gaddr;
+	__u32 nr;
+	__u32 flags;		/* 0 */
+	__u64 reserved[2];
+};
+
 #define ODSM_IOC_MAGIC		0xd5
 #define ODSM_IOC_INFO		_IOR(ODSM_IOC_MAGIC, 0x00, struct odsm_info)
 #define ODSM_IOC_SET_CONFIG	_IOW(ODSM_IOC_MAGIC, 0x01, struct odsm_config)
@@ -571,5 +616,7 @@ struct odsm_uring_cmd {
 #define ODSM_IOC_DELEG_BIND	_IOW(ODSM_IOC_MAGIC, 0x30, struct odsm_deleg_bind)
 #define ODSM_IOC_DELEG_CALL	_IOWR(ODSM_IOC_MAGIC, 0x31, struct odsm_deleg_call)
 #define ODSM_IOC_DELEG_SERVE	_IOWR(ODSM_IOC_MAGIC, 0x32, struct odsm_deleg_serve)
+#define ODSM_IOC_WAIT		_IOW(ODSM_IOC_MAGIC, 0x38, struct odsm_wait)
+#define ODSM_IOC_WAKE		_IOW(ODSM_IOC_MAGIC, 0x39, struct odsm_wake)
 
 #endif /* _UAPI_LINUX_ODSM_H */

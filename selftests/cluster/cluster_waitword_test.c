@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ODSM_IOC_WAIT across nodes: a peer's ATOMIC on a word of node 0's
+ * partition wakes node 0's waiter on it, with no ODSM_IOC_WAKE from
+ * anyone (the home node's module writes the word, so it wakes its
+ * waiters itself).  Unflagged atomics are served by the home's CPU over
+ * both transports (a one-sided RDMA write or atomic would wake nobody:
+ * design.rst, "Waits on heap words").  Each peer in turn adds 1 while
+ * node 0 sleeps on the word; node 0's waiter must end woken (0), not
+ * timed out, with the word at its next value.
+ *
+ * The program meets through libodsm (odsm_app_join, the app barrier, a
+ * name of its own), never the rig's directory words.  Every node runs
+ * the same barrier rounds, and nothing ASSERTs between two of them.
+ */
+#include <pthread.h>
+#include "odsm_cluster.h"
+
+#define APP		"cluster-waitword"
+#define NAME		"waitword-word"
+#define SECS		120
+#define WAIT_NS		(20ULL * 1000000000ULL)
+
+FIXTURE(cl)
+{
+	int unused;
+};
+
+FIXTURE_SETUP(cl)
+{
+}
+
+FIXTURE_TEARDOWN(cl)
+{
+}
+
+struct waiter {
+	pthread_t th;
+	uint64_t g, expect;
+	int ret;
+};
+
+static void *waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+	struct odsm_wait wt = { .gaddr = w->g, .expect = w->expect,
+				.timeout_ns = WAIT_NS, .size = 8 };
+
+	w->ret = ioctl(odsm_rt.fd, ODSM_IOC_WAIT, &wt) ? -errno : 0;
+	return NULL;
+}
+
+/* until wait_sleeps passed n: the waiter is queued, the word checked */
+static int asleep(uint64_t n)
+{
+	uint64_t end = c_now_ms() + SECS * 1000;
+
+	while (c_stat("wait_sleeps") <= n)
+		if (c_now_ms() > end)
+			return -ETIMEDOUT;
+		else
+			c_sleep_ms(1);
+	return 0;
+}
+
+TEST_F_TIMEOUT(cl, peer_atomic_wakes_home_waiter, 300)
+{
+	uint64_t g = 0, v, ww0 = 0, s0;
+	struct odsm_app app;
+	struct odsm_name nm;
+	struct waiter w;
+	unsigned int k;
+	int ret;
+
+	C_BEGIN();
+	ret = odsm_app_join(&app, APP, 0, SECS * 1000);
+	ASSERT_EQ(0, ret) TH_LOG("odsm_app_join: %s", odsm_strerror(ret));
+	if (C.self == 0) {
+		ASSERT_EQ(0, odsm_alloc(64, 0, ODSM_ALLOC_ZERO, &g));
+		ASSERT_EQ(0, odsm_name_publish(NAME, ODSM_NAME_ADDR, g));
+		ww0 = c_stat("wait_write_woken");
+	}
+	ret = odsm_name_wait(NAME, SECS * 1000, &nm);
+	ASSERT_EQ(0, ret) TH_LOG("%s: %s", NAME, odsm_strerror(ret));
+	g = nm.value;
+	ASSERT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
+	for (k = 1; k < C.nodes; k++) {
+		/* node 0 sleeps on the word before peer k adds to it */
+		if (C.self == 0) {
+			s0 = c_stat("wait_sleeps");
+			w.g = g;
+			w.expect = k - 1;
+			w.ret = 1;
+			EXPECT_EQ(0, pthread_create(&w.th, NULL, waiter_main,
+						    &w));
+			EXPECT_EQ(0, asleep(s0));
+		}
+		EXPECT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
+		if (C.self == k) {
+			ret = odsm_fetch_add(g, 1, &v);
+			EXPECT_EQ(0, ret) TH_LOG("fetch_add: %s",
+						 odsm_strerror(ret));
+			EXPECT_EQ(k - 1, v);
+		}
+		if (C.self == 0) {
+			EXPECT_EQ(0, pthread_join(w.th, NULL));
+			EXPECT_EQ(0, w.ret) TH_LOG("node %u's add: %s", k,
+						   odsm_strerror(w.ret));
+			EXPECT_EQ(k, *(volatile uint64_t *)odsm_ptr(g));
+		}
+		EXPECT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
+	}
+	if (C.self == 0) {
+		/* one waiter woken by each peer's atomic, by the module */
+		EXPECT_LE(ww0 + C.nodes - 1, c_stat("wait_write_woken"));
+		EXPECT_EQ(0, odsm_free(g));
+	}
+}
+
+TEST_HARNESS_MAIN
