@@ -367,7 +367,7 @@ int main(int argc, char **argv)
 {
 	unsigned int per_node = 8, i, started = 0;
 	pthread_t th[WORKERS];
-	int err, opt;
+	int err, opt, bad = 0;
 	void *wret;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);	/* whole lines from threads */
@@ -417,12 +417,18 @@ int main(int argc, char **argv)
 	/* every task ran: the results are complete */
 	err = odsm_barrier_wait(app.barrier, MS);
 	if (!err && app.self == 0)
-		err = check(per_node);
-	/* nobody spawns or sends any more: the runtimes may go */
+		bad = check(per_node);
+	/*
+	 * Nobody spawns or sends any more: the runtimes may go.  Node 0
+	 * comes here even when its check failed, so that the others end
+	 * at once instead of waiting out the barrier.
+	 */
 	if (!err)
 		err = odsm_barrier_wait(app.barrier, MS);
 	if (!err)
 		err = cleanup();
+	if (!err)
+		err = bad;
 	odsm_spawn_stop();
 out:
 	if (err)
