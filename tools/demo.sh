@@ -10,7 +10,12 @@
 #     update in turns through mutable borrows (each account moves to the
 #     node that writes it) and audit through shared borrows (copies in
 #     each node's cache), balanced after every turn
-#     (tools/examples/odsm-coherence.c).
+#     (tools/examples/odsm-coherence.c); last, a work queue written like
+#     a DRust application: every node sends tasks (boxes) through the
+#     nodes' channels, workers on every node spawn_to the data object
+#     each task names, so the work runs where the data lives, and record
+#     the results in a table behind a mutex; node 0 checks that every
+#     task ran exactly once (tools/examples/odsm-workq.c).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KVER=${KVER:-$(tools/rig/kernels.sh --newest)}
@@ -34,7 +39,7 @@ show demo 0
 tail -n 1 build/logs/demo-run.txt
 
 echo
-echo "demo 2/2: a cluster of $NODES nodes over kernel TCP ($NODES QEMU guests, ~60 s)"
+echo "demo 2/2: a cluster of $NODES nodes over kernel TCP ($NODES QEMU guests, ~90 s)"
 rc2=0
 tools/rig/run.sh -k "$KVER" -n "$NODES" -s demo-cluster -i "$img" -l build/logs -t 600 \
 	>build/logs/demo-cluster-run.txt 2>&1 || rc2=$?
@@ -42,7 +47,7 @@ for k in $(seq 0 $((NODES - 1))); do
 	if [ "$k" = 0 ]; then
 		show demo-cluster "$k"
 	else
-		# the other nodes: what their odsm-kvs said
+		# the other nodes: what their odsm-kvs and odsm-workq said
 		show demo-cluster "$k" | grep -E '^\s*\[node[0-9]+\] node [0-9]+[:,]'
 	fi
 done

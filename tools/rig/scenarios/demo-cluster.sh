@@ -5,7 +5,10 @@
 # and the counters.  Then, on a freshly loaded module, a bank ledger that
 # the nodes update in turns through mutable borrows (the accounts move to
 # the writer) and audit through shared borrows (copies in each node's
-# cache): tools/examples/odsm-coherence.c.
+# cache): tools/examples/odsm-coherence.c.  Last, on a freshly loaded
+# module again, a work queue: tasks sent through channels to every node,
+# whose workers spawn_to the data each task names, the results in a
+# table behind a mutex (tools/examples/odsm-workq.c).
 # shellcheck shell=dash disable=SC1091,SC2154
 . /rig/lib.sh
 set -e
@@ -40,6 +43,18 @@ odsm-coherence "${rig_rounds:-3}"
 barrier 300
 echo "\$ odsmctl stats --raw   (coherence counters)"
 odsmctl stats --raw | grep -E '^(borrow_|mut_|writebacks|bytes_fetched|cache_)'
+barrier 60
+
+# the work queue: a fresh module, so that odsm_app_join() makes the
+# directory at the start of every partition
+odsmctl leave
+rmmod odsm
+modprobe odsm
+join
+barrier 60
+echo "\$ odsm-workq ${rig_tasks:-8}"
+odsm-workq "${rig_tasks:-8}"
+barrier 300
 echo "RIG_MARK demo_end"
 barrier 60
 rmmod odsm
