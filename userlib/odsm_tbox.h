@@ -26,8 +26,9 @@
  *   -ERANGE   an offset that names no child of the group
  *   -ENOSPC   the group's arena is full (odsm_tgroup_grow() makes room)
  *   -E2BIG    a group past ODSM_TGROUP_MAX bytes
- *   -ESTALE   the group was freed (a remote home says so; a local group
- *             is marked freed by odsm_tgroup_drop() before it goes)
+ *   -ESTALE   the group was freed (a remote home says so; a local one's
+ *             header is marked freed while its slot holds it: a stale
+ *             local address is otherwise undefined, as for any object)
  * and those of odsm_borrow() / odsm_borrow_mut() (-EHOSTDOWN, ...).
  */
 #ifndef ODSM_TBOX_H
