@@ -59,8 +59,9 @@ int odsm_tgroup_drop(odsm_box *grp)
 	/*
 	 * A local group reads as freed from now on: a borrow through a stale
 	 * box of it, which reads the bytes in place (the fast path checks
-	 * no color), is -ESTALE, not a group's bytes.  A remote home
-	 * refuses a stale address itself.
+	 * no color), is -ESTALE while the slot keeps the mark (its page
+	 * may go, or the slot be reused: then nothing is promised, as for
+	 * any local object).  A remote home refuses a stale address itself.
 	 */
 	if (odsm_is_local(grp->g))
 		memcpy((char *)odsm_ptr(grp->g) +
@@ -89,6 +90,9 @@ int odsm_tgroup_borrow(odsm_box *grp, odsm_ref *r, const void **parent)
 	const void *g = NULL;
 	int ret;
 
+	/* a borrow that fails leaves no pointer behind (odsm.h) */
+	if (parent)
+		*parent = NULL;
 	if (!grp || !r || !parent || !grp->g)
 		return -EINVAL;
 	ret = odsm_borrow(grp, r, &g);
@@ -103,6 +107,8 @@ int odsm_tgroup_borrow_field(const odsm_box *field, odsm_ref *r,
 	const void *g = NULL;
 	int ret;
 
+	if (parent)
+		*parent = NULL;
 	if (!field || !r || !parent || !field->g)
 		return -EINVAL;
 	ret = odsm_borrow_field(field, r, &g);
@@ -131,6 +137,8 @@ int odsm_tgroup_borrow_mut(odsm_box *grp, odsm_mut *m, void **parent)
 	void *g = NULL;
 	int ret;
 
+	if (parent)
+		*parent = NULL;
 	if (!grp || !m || !parent || !grp->g)
 		return -EINVAL;
 	ret = odsm_borrow_mut(grp, m, &g);
@@ -144,6 +152,8 @@ int odsm_tgroup_borrow_mut_at(uint64_t owner, odsm_mut *m, void **parent)
 	void *g = NULL;
 	int ret;
 
+	if (parent)
+		*parent = NULL;
 	if (!m || !parent)
 		return -EINVAL;
 	ret = odsm_borrow_mut_at(owner, m, &g);

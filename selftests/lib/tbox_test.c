@@ -143,7 +143,9 @@ TEST(grow_and_refusals)
 	/* wrong kind, empty, freed */
 	ASSERT_EQ(0, odsm_box_new(&plain, 128, ODSM_ALLOC_ZERO));
 	EXPECT_EQ(-ENOTTY, odsm_tgroup_borrow(&plain, &r, &p));
+	p = &r;
 	EXPECT_EQ(-EINVAL, odsm_tgroup_borrow(&empty, &r, &p));
+	EXPECT_EQ(NULL, p);	/* a failed borrow leaves no pointer */
 	stale = g2;
 	EXPECT_EQ(0, odsm_tgroup_drop(&g2));
 	EXPECT_EQ(-ESTALE, odsm_tgroup_borrow(&stale, &r, &p));
