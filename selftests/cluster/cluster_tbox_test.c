@@ -13,6 +13,8 @@
  *     borrows it mutably (it moves there: mut_moves + 1, the original
  *     freed at node 0, -ESTALE), finds every child with its bytes and
  *     changes one; every node then reads the group where it is now;
+ *   - group_moves_with_owner: the same through a plain owner box handed
+ *     over by address (odsm_tgroup_borrow_mut());
  *   - list_of_tied_nodes: node 0 builds a list whose nodes are groups,
  *     each with its payload tied to it; every node walks it with one
  *     fetch per list node (payloads come with their nodes);
@@ -283,6 +285,84 @@ TEST_F_TIMEOUT(cl, group_moves_whole, 120)
 	}
 	EXPECT_EQ(0, odsm_return(&r));
 	BARRIER(&app);
+}
+
+/*
+ * The same move through a plain owner box: node 0 hands the group's
+ * address to the last node (ownership passes by hand, as a channel
+ * passes it), whose odsm_tgroup_borrow_mut() moves it; the move frees
+ * the original at node 0.
+ */
+TEST_F_TIMEOUT(cl, group_moves_with_owner, 120)
+{
+	unsigned int last;
+	const struct tparent *tp;
+	struct tparent *wp;
+	struct odsm_obj_info oi;
+	struct odsm_name nm;
+	struct odsm_app app;
+	odsm_box grp = { 0 }, f;
+	uint64_t old_g = 0, moves;
+	odsm_mut m;
+	odsm_ref r;
+	const void *p;
+	void *w;
+	int ret, i;
+
+	TBOX_BEGIN(&app, "tbox-move2");
+	last = C.nodes - 1;
+	if (C.self == 0) {
+		ASSERT_EQ(0, make_group(&grp, 0));
+		old_g = odsm_box_share(&grp);
+		ASSERT_EQ(0, odsm_name_publish("tbox-mv2", ODSM_NAME_ADDR,
+					       old_g));
+		grp.g = 0;	/* the last node owns it now */
+	}
+	BARRIER(&app);
+	if (C.self == last) {
+		ASSERT_EQ(0, odsm_name_wait("tbox-mv2", SECS * 1000, &nm));
+		grp.g = nm.value;
+		grp.ext = 0;
+		moves = c_stat("mut_moves");
+		ret = odsm_tgroup_borrow_mut(&grp, &m, (void **)&wp);
+		ASSERT_EQ(0, ret) TH_LOG("borrow_mut: %s", odsm_strerror(ret));
+		EXPECT_TRUE(c_in_part(m.g, C.self));
+		EXPECT_EQ(moves + 1, c_stat("mut_moves"));
+		for (i = 0; i < KIDS; i++) {
+			ASSERT_EQ(0, odsm_tbox_get_mut(&m, &wp->kid[i], &w));
+			EXPECT_EQ(-1, c_check(w, KID_SIZE, 0, i));
+		}
+		ASSERT_EQ(0, odsm_tbox_get_mut(&m, &wp->kid[5], &w));
+		memset(w, 0x5a, KID_SIZE);
+		ASSERT_EQ(0, odsm_return_mut(&m));
+		EXPECT_TRUE(c_in_part(grp.g, C.self));
+		ASSERT_EQ(0, odsm_name_publish("tbox-moved2", ODSM_NAME_ADDR,
+					       odsm_box_share(&grp)));
+	}
+	BARRIER(&app);
+	if (C.self == 0) {
+		for (i = 0; i < 20 && odsm_obj_info(old_g, &oi) == 0; i++)
+			c_sleep_ms(50);
+		EXPECT_EQ(-ESTALE, odsm_obj_info(old_g, &oi));
+	}
+	ASSERT_EQ(0, odsm_name_wait("tbox-moved2", SECS * 1000, &nm));
+	ASSERT_EQ(0, odsm_drop_copies(NULL, NULL));
+	f.g = nm.value;
+	f.ext = 0;
+	ret = odsm_tgroup_borrow_field(&f, &r, (const void **)&tp);
+	ASSERT_EQ(0, ret) TH_LOG("borrow: %s", odsm_strerror(ret));
+	for (i = 0; i < KIDS; i++) {
+		ASSERT_EQ(0, odsm_tbox_get(&r, &tp->kid[i], &p));
+		if (i == 5) {
+			EXPECT_EQ(0x5a, ((const uint8_t *)p)[0]);
+		} else {
+			EXPECT_EQ(-1, c_check(p, KID_SIZE, 0, i));
+		}
+	}
+	EXPECT_EQ(0, odsm_return(&r));
+	BARRIER(&app);
+	if (C.self == last)
+		EXPECT_EQ(0, odsm_tgroup_drop(&grp));
 }
 
 /* Node 0: a list of n tied nodes, node i's payload holding pattern i. */
