@@ -69,99 +69,6 @@ int odsm_tgroup_drop(odsm_box *grp)
 	return odsm_box_drop(grp);
 }
 
-/* A group's borrow just taken: its bytes must be a group's. */
-static int ref_checked(odsm_ref *r, int ret, const void *g,
-		       const void **parent)
-{
-	if (!ret)
-		ret = odsm__tg_check(g);
-	if (ret) {
-		if (r->g)
-			odsm_return(r);
-		*parent = NULL;
-		return ret;
-	}
-	*parent = (const char *)g + ODSM_TGROUP_HDR;
-	return 0;
-}
-
-int odsm_tgroup_borrow(odsm_box *grp, odsm_ref *r, const void **parent)
-{
-	const void *g = NULL;
-	int ret;
-
-	/* a borrow that fails leaves no pointer behind (odsm.h) */
-	if (parent)
-		*parent = NULL;
-	if (!grp || !r || !parent || !grp->g)
-		return -EINVAL;
-	ret = odsm_borrow(grp, r, &g);
-	if (ret)
-		r->g = 0;
-	return ref_checked(r, ret, g, parent);
-}
-
-int odsm_tgroup_borrow_field(const odsm_box *field, odsm_ref *r,
-			     const void **parent)
-{
-	const void *g = NULL;
-	int ret;
-
-	if (parent)
-		*parent = NULL;
-	if (!field || !r || !parent || !field->g)
-		return -EINVAL;
-	ret = odsm_borrow_field(field, r, &g);
-	if (ret)
-		r->g = 0;
-	return ref_checked(r, ret, g, parent);
-}
-
-static int mut_checked(odsm_mut *m, int ret, void *g, void **parent)
-{
-	if (!ret)
-		ret = odsm__tg_check(g);
-	if (ret) {
-		/* the borrow may have moved the group: the owner learns where */
-		if (m->g)
-			odsm_return_mut(m);
-		*parent = NULL;
-		return ret;
-	}
-	*parent = (char *)g + ODSM_TGROUP_HDR;
-	return 0;
-}
-
-int odsm_tgroup_borrow_mut(odsm_box *grp, odsm_mut *m, void **parent)
-{
-	void *g = NULL;
-	int ret;
-
-	if (parent)
-		*parent = NULL;
-	if (!grp || !m || !parent || !grp->g)
-		return -EINVAL;
-	ret = odsm_borrow_mut(grp, m, &g);
-	if (ret)
-		m->g = 0;
-	return mut_checked(m, ret, g, parent);
-}
-
-int odsm_tgroup_borrow_mut_at(uint64_t owner, odsm_mut *m, void **parent)
-{
-	void *g = NULL;
-	int ret;
-
-	if (parent)
-		*parent = NULL;
-	if (!m || !parent)
-		return -EINVAL;
-	ret = odsm_borrow_mut_at(owner, m, &g);
-	if (ret)
-		m->g = 0;
-	return mut_checked(m, ret, g, parent);
-}
-
 int odsm_tbox_new(odsm_mut *gm, size_t size, odsm_tbox *c, void **p)
 {
 	uint32_t off;
@@ -261,7 +168,9 @@ int odsm_tgroup_grow(odsm_box *grp, size_t arena_size)
 	ret = odsm_tgroup_borrow_mut(grp, &m, &src);
 	if (ret)
 		return ret;
-	h = (const struct tg_hdr *)((char *)src - ODSM_TGROUP_HDR);
+	/* here now: its header is at its (local) address */
+	(void)src;
+	h = odsm_ptr(m.g);
 	size = odsm__tg_size(h->parent, arena_size);
 	ret = size ? 0 : -E2BIG;
 	if (!ret && size < h->size)

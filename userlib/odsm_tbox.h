@@ -36,14 +36,14 @@
 
 #include <stddef.h>
 #include <stdint.h>
+/* the borrows below are odsm.h's inline ones (which includes this file
+ * at its end: the guard above is set first, so either order works)
+ */
+#include "odsm.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-struct odsm_box;
-struct odsm_ref;
-struct odsm_mut;
 
 /* The name of a tied child; plain data, valid on every node. */
 typedef struct odsm_tbox {
@@ -83,24 +83,115 @@ int odsm_tgroup_drop(struct odsm_box *grp);
 int odsm_tgroup_grow(struct odsm_box *grp, size_t arena_size);
 
 /*
+ * 0 if g (a group's bytes, as a borrow of it gives them) holds a group's
+ * header; -ESTALE if one marked freed, -ENOTTY if not a group's.  The
+ * slow path of the inline borrows below.
+ */
+int odsm__tg_check(const void *g);
+
+/*
+ * The group borrows are inline, like odsm.h's: in a program built with
+ * -DODSM_CHECK the checking mode records them where the program's own
+ * odsm_return() / odsm_return_mut() will look for them.
+ */
+
+/* A borrow just taken: its bytes must be a group's, or it goes back. */
+static inline int odsm__tg_ref_done(struct odsm_ref *r, int ret,
+				    const void *g, const void **parent)
+{
+	if (ret)
+		return ret;
+	ret = odsm__tg_check(g);
+	if (ret) {
+		odsm_return(r);
+		return ret;
+	}
+	*parent = (const char *)g + ODSM_TGROUP_HDR;
+	return 0;
+}
+
+static inline int odsm__tg_mut_done(struct odsm_mut *m, int ret, void *g,
+				    void **parent)
+{
+	if (ret)
+		return ret;
+	ret = odsm__tg_check(g);
+	if (ret) {
+		/* it may have moved: the owner learns where */
+		odsm_return_mut(m);
+		return ret;
+	}
+	*parent = (char *)g + ODSM_TGROUP_HDR;
+	return 0;
+}
+
+/*
  * A shared borrow of the group that *grp owns, or that a box read out of
  * another object's bytes names (_field: a list node's next group):
  * one fetch when the group is remote.  *parent points at the parent's
- * bytes.  End it with odsm_return().
+ * bytes (NULL when it fails).  End it with odsm_return().
  */
-int odsm_tgroup_borrow(struct odsm_box *grp, struct odsm_ref *r,
-		       const void **parent);
-int odsm_tgroup_borrow_field(const struct odsm_box *field, struct odsm_ref *r,
-			     const void **parent);
+static inline int odsm_tgroup_borrow(struct odsm_box *grp, struct odsm_ref *r,
+				     const void **parent)
+{
+	const void *g = NULL;
+	int ret;
+
+	if (parent)
+		*parent = NULL;
+	if (!grp || !r || !parent || !grp->g)
+		return -EINVAL;
+	ret = odsm_borrow(grp, r, &g);
+	return odsm__tg_ref_done(r, ret, g, parent);
+}
+
+static inline int odsm_tgroup_borrow_field(const struct odsm_box *field,
+					   struct odsm_ref *r,
+					   const void **parent)
+{
+	const void *g = NULL;
+	int ret;
+
+	if (parent)
+		*parent = NULL;
+	if (!field || !r || !parent || !field->g)
+		return -EINVAL;
+	ret = odsm_borrow_field(field, r, &g);
+	return odsm__tg_ref_done(r, ret, g, parent);
+}
+
 /*
  * A mutable borrow: a remote group moves here, children with it.  _at:
  * through an owner box in the heap at owner (odsm_borrow_mut_at(): a
  * name's box).  End it with odsm_return_mut().
  */
-int odsm_tgroup_borrow_mut(struct odsm_box *grp, struct odsm_mut *m,
-			   void **parent);
-int odsm_tgroup_borrow_mut_at(uint64_t owner, struct odsm_mut *m,
-			      void **parent);
+static inline int odsm_tgroup_borrow_mut(struct odsm_box *grp,
+					 struct odsm_mut *m, void **parent)
+{
+	void *g = NULL;
+	int ret;
+
+	if (parent)
+		*parent = NULL;
+	if (!grp || !m || !parent || !grp->g)
+		return -EINVAL;
+	ret = odsm_borrow_mut(grp, m, &g);
+	return odsm__tg_mut_done(m, ret, g, parent);
+}
+
+static inline int odsm_tgroup_borrow_mut_at(uint64_t owner, struct odsm_mut *m,
+					    void **parent)
+{
+	void *g = NULL;
+	int ret;
+
+	if (parent)
+		*parent = NULL;
+	if (!m || !parent)
+		return -EINVAL;
+	ret = odsm_borrow_mut_at(owner, m, &g);
+	return odsm__tg_mut_done(m, ret, g, parent);
+}
 
 /* A new child of size bytes (zeroed) in the group held by *gm. */
 int odsm_tbox_new(struct odsm_mut *gm, size_t size, odsm_tbox *c, void **p);

@@ -49,11 +49,7 @@ struct tg_child {
 size_t odsm__tg_size(size_t parent, size_t arena);
 /* Lay out a zeroed group of size bytes (odsm__tg_size's) with id gid. */
 void odsm__tg_init(void *g, uint32_t size, uint64_t gid, size_t parent);
-/*
- * 0 if g holds a group's header; -ESTALE if a freed one (TG_DEAD), -ENOTTY
- * if not a group's (wrong kind).
- */
-int odsm__tg_check(const void *g);
+/* odsm__tg_check(): in odsm_tbox.h (the inline borrows call it) */
 /* Carve a child of size bytes: *off its bytes' offset; -ENOSPC. */
 int odsm__tg_carve(void *g, size_t size, uint32_t *off);
 /* 0 if c names a child of group g; -EXDEV, -ERANGE, -EINVAL. */
