@@ -178,7 +178,7 @@ int odsm_tgroup_grow(odsm_box *grp, size_t arena_size)
 	if (!ret && size == h->size)
 		goto out;		/* room enough already */
 	if (!ret)
-		ret = odsm_box_new(&nb, size, ODSM_ALLOC_ZERO);
+		ret = odsm_box_new(&nb, size, ODSM_ALLOC_ZERO | ODSM_BOX_HERE);
 	if (!ret) {
 		/* raw, like odsm_box_new_on(): nobody has its address yet */
 		dst = odsm_ptr(nb.g);
