@@ -61,18 +61,21 @@ DS_SRC := userlib/odsm_ds_model.c userlib/odsm_ds_hash.c userlib/odsm_ds_table.c
 	  userlib/odsm_ds_queue.c
 # remote execution and channels, on the delegation runtime
 SPAWN_SRC := userlib/odsm_spawn.c userlib/odsm_chan.c userlib/odsm_arc.c
+# tied allocation (DRust's TBox): groups and their arenas
+TBOX_SRC := userlib/odsm_tbox.c userlib/odsm_tbox_arena.c
 # asynchronous operations through io_uring (raw system calls)
 ASYNC_SRC := userlib/odsm_async.c
 LIB_SRC	:= userlib/odsm.c userlib/odsm_check.c userlib/odsm_hits.c $(DELEG_SRC) \
-	   $(SYNC_SRC) $(DS_SRC) $(SPAWN_SRC) $(ASYNC_SRC) kmod/odsm_dslot.c
+	   $(SYNC_SRC) $(DS_SRC) $(SPAWN_SRC) $(TBOX_SRC) $(ASYNC_SRC) kmod/odsm_dslot.c
 LIB_OBJ	:= $(patsubst %.c,$(BUILD)/lib/%.o,$(notdir $(LIB_SRC)))
 LIB_HDR	:= userlib/odsm.h userlib/odsm_deleg.h userlib/odsm_sync.h userlib/odsm_ds.h \
 	   userlib/odsm_spawn.h userlib/odsm_chan.h userlib/odsm_arc.h \
-	   userlib/odsm_async.h uapi/linux/odsm.h uapi/linux/odsm_deleg.h
+	   userlib/odsm_tbox.h userlib/odsm_async.h uapi/linux/odsm.h uapi/linux/odsm_deleg.h
 # what the library's own sources include besides
 LIB_IHDR := userlib/odsm_deleg_int.h userlib/odsm_sync_int.h userlib/odsm_mutex_int.h \
 	    userlib/odsm_mutex_dq.h \
 	    userlib/odsm_ds_int.h userlib/odsm_spawn_int.h userlib/odsm_hits_int.h \
+	    userlib/odsm_tbox_int.h \
 	    kmod/odsm_dslot.h kmod/odsm_portable.h \
 	    tools/include/odsm_kshim.h
 
@@ -162,7 +165,7 @@ $(LIB_SO): $(LIB_OBJ:.o=.pic.o) userlib/libodsm.map tools/check-exports.sh
 		-o $@ $(filter %.o,$^) -pthread
 	@tools/check-exports.sh $@ userlib/odsm.h userlib/odsm_deleg.h userlib/odsm_sync.h userlib/odsm_ds.h \
 		userlib/odsm_spawn.h userlib/odsm_chan.h userlib/odsm_arc.h \
-		userlib/odsm_async.h || { rm -f $@; exit 1; }
+		userlib/odsm_tbox.h userlib/odsm_async.h || { rm -f $@; exit 1; }
 	ln -sf libodsm.so.1 $(BUILD)/lib/libodsm.so
 
 $(BUILD)/lib/odsm.pc: userlib/odsm.pc.in FORCE
@@ -201,6 +204,9 @@ $(BUILD)/tests/host/statfmt_test: UCFLAGS += -DODSM_SRCDIR='"$(CURDIR)"' \
 # the data structures' cost model and chooser (pure logic: ds_model_test)
 $(BUILD)/tests/host/ds_model_test: userlib/odsm_ds_model.c userlib/odsm_ds.h userlib/odsm_ds_int.h \
 	userlib/odsm_deleg.h
+
+# tied allocation's arena logic (pure: tbox_test)
+$(BUILD)/tests/host/tbox_test: userlib/odsm_tbox_arena.c userlib/odsm_tbox.h userlib/odsm_tbox_int.h
 
 # the benchmarks' shared helpers
 $(patsubst tools/bench/%.c,$(BUILD)/bin/%,$(wildcard tools/bench/*.c)): tools/bench/bench.h
@@ -326,6 +332,7 @@ install-lib: lib
 	install -D -m 644 userlib/odsm_spawn.h $(DESTDIR)$(PREFIX)/include/odsm_spawn.h
 	install -D -m 644 userlib/odsm_chan.h $(DESTDIR)$(PREFIX)/include/odsm_chan.h
 	install -D -m 644 userlib/odsm_arc.h $(DESTDIR)$(PREFIX)/include/odsm_arc.h
+	install -D -m 644 userlib/odsm_tbox.h $(DESTDIR)$(PREFIX)/include/odsm_tbox.h
 	install -D -m 644 userlib/odsm_async.h $(DESTDIR)$(PREFIX)/include/odsm_async.h
 	install -D -m 644 uapi/linux/odsm.h $(DESTDIR)$(PREFIX)/include/linux/odsm.h
 	install -D -m 644 uapi/linux/odsm_deleg.h $(DESTDIR)$(PREFIX)/include/linux/odsm_deleg.h

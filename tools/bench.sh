@@ -73,10 +73,11 @@ benches() {
 	echo "bench: delegation ratios"
 	{ tr -d '\r' <"build/logs/bench-cluster-$KVER-node1.log" | grep -E '^ODSM_BENCH deleg_(remote_vs_cas_lock|remote_batched_vs_unbatched|apply_vs_rpc_latency) '
 	  grep '^ODSM_BENCH deleg_local_vs_mcs ' build/logs/bench-deleg.txt; } | sed 's/^ODSM_BENCH /  /' || true
-	# remote execution and channels across two nodes (bench-cluster)
-	echo "bench: remote execution and channels"
+	# remote execution, channels and tied allocation across two nodes
+	# (bench-cluster)
+	echo "bench: remote execution, channels and tied allocation"
 	tr -d '\r' <"build/logs/bench-cluster-$KVER-node1.log" |
-		grep -E '^ODSM_BENCH (spawn_to_vs_local_call|spawn_to_vs_pull|channel_msgs_per_s) ' |
+		grep -E '^ODSM_BENCH (spawn_to_vs_local_call|spawn_to_vs_pull|channel_msgs_per_s|tbox|tbox_group_fetch_vs_separate) ' |
 		sed 's/^ODSM_BENCH /  /' || true
 
 	# the data structures last: their three named rows end the output

@@ -786,5 +786,7 @@ int odsm_drop_copies(uint64_t *dropped, uint64_t *kept);
 #include "odsm_chan.h"
 /* shared immutable objects */
 #include "odsm_arc.h"
+/* tied allocation: children that live and move with their parent */
+#include "odsm_tbox.h"
 
 #endif /* ODSM_USER_H */

@@ -64,10 +64,16 @@ int odsm__dir_wait(unsigned int node, uint64_t deadline_ms)
 
 	for (;;) {
 		ret = odsm_read(odsm__dir_word(node, 0), &v, sizeof(v));
-		if (!ret)
+		/*
+		 * 0: the directory is allocated (zeroed) but its magic not
+		 * written yet -- the owner is between the two steps, and a
+		 * reader on another node sees that window (a 3-node join
+		 * failed -EBADMSG in it): wait on, as for no object
+		 */
+		if (!ret && v)
 			return v == (ODSM_DIR_MAGIC ^ node) ? 0 : -EBADMSG;
 		/* -EINVAL: no object there yet; -EHOSTDOWN: not up yet */
-		if (ret != -EINVAL && ret != -EHOSTDOWN)
+		if (ret && ret != -EINVAL && ret != -EHOSTDOWN)
 			return ret;
 		if (deadline_ms && odsm__sync_now_ms() >= deadline_ms)
 			return -ETIMEDOUT;

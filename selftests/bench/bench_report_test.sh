@@ -47,7 +47,7 @@ for m in deref_local_vs_plain cached_hit_vs_local_borrow cached_hit_syscalls_per
 	 uncached_borrow_vs_raw_read_512 async_64_borrows_vs_sequential \
 	 move_1MiB_vs_ib_read_bw deleg_local_vs_mcs deleg_remote_vs_cas_lock \
 	 deleg_remote_batched_vs_unbatched deleg_apply_vs_rpc_latency \
-	 mutex_cas_vs_delegated ds_auto_vs_best_fixed; do
+	 mutex_cas_vs_delegated tbox_group_fetch_vs_separate ds_auto_vs_best_fixed; do
 	ok "summary names the fixed row $m" grep -qE "^$m( |$)" "$S"
 done
 ok "the summary is printed, headed and last" \
@@ -120,13 +120,18 @@ ok "ds_auto_vs_best_fixed: the last printed (rdma) 1.04 >= 1.0: yes" \
 : >"$tmp/empty.txt"
 tools/bench-report.sh -d "$tmp/c" "$tmp/empty.txt" >/dev/null 2>&1
 ok "an empty output: exit 0" test $? = 0
-ok "an empty output: 22 rows, none judged" \
-	test "$(tail -n +2 "$tmp/c/summary.txt" | awk '$NF != "-"' | wc -l) $(tail -n +2 "$tmp/c/summary.txt" | wc -l)" = "0 22"
+ok "an empty output: 23 rows, none judged" \
+	test "$(tail -n +2 "$tmp/c/summary.txt" | awk '$NF != "-"' | wc -l) $(tail -n +2 "$tmp/c/summary.txt" | wc -l)" = "0 23"
 # odsm-mbench's row gives the mutex ratio (issue 16)
 printf 'bench: two guests, remote operations over kernel TCP\n  mutex_cas_vs_delegated ratio=2.50 label=tcp\n' >"$tmp/mutex.txt"
 tools/bench-report.sh -d "$tmp/m" "$tmp/mutex.txt" >/dev/null 2>&1
 ok "mutex_cas_vs_delegated: the printed ratio" \
 	grep -qE '^mutex_cas_vs_delegated +- +- +2.5 ' "$tmp/m/summary.txt"
+# odsm-gbench's row gives the tied allocation ratio (issue 16)
+printf 'bench: remote execution, channels and tied allocation\n  tbox_group_fetch_vs_separate ratio=6.25 label=tcp\n' >"$tmp/tbox.txt"
+tools/bench-report.sh -d "$tmp/t" "$tmp/tbox.txt" >/dev/null 2>&1
+ok "tbox_group_fetch_vs_separate: the printed ratio" \
+	grep -qE '^tbox_group_fetch_vs_separate +- +- +6.25 ' "$tmp/t/summary.txt"
 tools/bench-report.sh -d "$tmp/d" "$tmp/nonexistent" >/dev/null 2>&1
 ok "a missing output: exit 1" test $? = 1
 

@@ -19,6 +19,10 @@
 # call and a pull of the object, boxes through a channel) over TCP;
 # with rig.bench_only=sbench, only those (after the TCP join);
 # rig.bench_only=mbench: only the mutexes, over TCP then RDMA.
+# Tied allocation (odsm-gbench: node 1 reads node 0's parent and 8
+# children cold, as one group and as 9 objects) over TCP and over RDMA;
+# with rig.bench_only=gbench, only that (over TCP) and the tied list
+# example.
 # Numbers only; nothing is judged.
 # shellcheck shell=dash disable=SC1091,SC2154
 . /rig/lib.sh
@@ -52,6 +56,16 @@ if [ "${rig_bench_only:-}" = sbench ]; then
 	odsmctl leave
 	exit 0
 fi
+# rig.bench_only=gbench: the tied allocation rows only, then the tied
+# list example (odsm-tlist) on node 0
+if [ "${rig_bench_only:-}" = gbench ]; then
+	odsm-gbench tcp 30
+	barrier 300
+	[ "$rig_node" = 0 ] && odsm-tlist 8
+	barrier 300
+	odsmctl leave
+	exit 0
+fi
 odsm-mbench tcp 1000 2
 barrier 300
 [ "$rig_node" = 1 ] && odsm-rbench 0 200
@@ -71,6 +85,9 @@ sbench() {	# label
 	barrier 300
 }
 sbench tcp
+# tied allocation: a group of a parent and 8 children against 9 objects
+odsm-gbench tcp 30
+barrier 300
 # 64 borrows that miss, blocking one after another vs through io_uring
 [ "$rig_node" = 1 ] && odsm-abench 0 7 tcp
 barrier 300
@@ -78,6 +95,8 @@ odsmctl leave
 barrier 60
 join rdma
 odsm-mbench rdma 1000 2
+barrier 300
+odsm-gbench rdma 30
 barrier 300
 [ "$rig_node" = 1 ] && odsm-rbench 0 200 rdma-onesided
 barrier 300
