@@ -94,6 +94,10 @@ enum {
 				 */
 	/* cluster_down_test */
 	W_DOWN_SEEN = 60,	/* survivor: ms the first failing op took + 1 */
+	W_DOWN_END = 61,	/* the lowest survivor: arrivals at the end
+				 * (a word of its own, not a barrier id: node
+				 * 1's barrier ids are all other programs')
+				 */
 	/* barriers: one word each, in the barrier host's directory */
 	W_BARRIER = 64,		/* 64 .. 127 */
 	/* per-node scratch words: node K's are at 128 + K in every directory */
@@ -126,7 +130,7 @@ enum {
 	B_RW_READY = 0, B_RW_READ, B_RW_WRITTEN, B_RW_VERIFIED, B_RW_END,
 	B_RW_FULL, B_RW_FULL_DONE, B_RW_ALLOCS_DONE,
 	B_AT_COUNTED = 8, B_AT_CAS, B_AT_END, B_AT_ADD_GO, B_AT_CAS_GO,
-	B_DOWN_END = 16,
+	/* 16: free on node 0; on node 1, cluster_rdeleg_test's */
 	B_AT_NIC_ADD_GO = 17, B_AT_NIC_COUNTED, B_AT_NIC_CAS_GO, B_AT_NIC_CAS,
 	B_RW_REUSE_DONE = 21,
 	B_REJOIN_NIC = 27,
