@@ -29,13 +29,13 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include "odsm_cluster.h"
+#include "mutex_fire.h"
 #include "odsm_sync_int.h"
 #include "odsm_mutex_dq.h"
 
 #define SECS		120
-#define THREADS		2U
-#define ITERS		15
-#define LOG_CAP		(ODSM_MAX_NODES * THREADS * ITERS)
+#define THREADS		MF_THREADS
+#define ITERS		15	/* locks per thread under fire */
 
 FIXTURE(cl)
 {
@@ -49,12 +49,6 @@ FIXTURE_SETUP(cl)
 FIXTURE_TEARDOWN(cl)
 {
 }
-
-struct guarded {
-	uint64_t count;
-	uint64_t n;
-	uint32_t log[LOG_CAP];	/* node << 16 | thread << 8 | i */
-};
 
 /* Start, meet the other nodes as app; rt: node 0 starts its runtime. */
 #define DMX_BEGIN(app, name, rt) do { \
@@ -105,102 +99,32 @@ static int peek(uint64_t mx, struct view *v)
 	return ret ? ret : odsm_deleg_apply(&t, OP_PEEK, NULL, 0, v, &len);
 }
 
-/* The delegated mutex published as name by node 0 (made there). */
-static int mutex_named(const char *name, uint64_t *mx)
-{
-	struct odsm_name nm;
-	odsm_box b = { 0 };
-	int ret;
-
-	if (C.self == 0) {
-		ret = odsm_box_new(&b, sizeof(struct guarded), ODSM_ALLOC_ZERO);
-		if (!ret)
-			ret = odsm_mutex_new(mx, ODSM_MUTEX_DELEG, &b);
-		if (!ret)
-			ret = odsm_name_publish(name, ODSM_NAME_MUTEX, *mx);
-		if (ret)
-			return ret;
-	}
-	ret = odsm_name_wait(name, SECS * 1000, &nm);
-	if (!ret)
-		*mx = nm.value;
-	return ret;
-}
-
 /* ---- under fire ---------------------------------------------------------- */
-
-struct mthread {
-	pthread_t th;
-	uint64_t mutex;
-	unsigned int id;	/* node << 8 | thread */
-	int ret;
-};
-
-static void *fire_thread(void *arg)
-{
-	struct mthread *t = arg;
-	struct odsm_guard g;
-	struct guarded *p;
-	unsigned int i;
-
-	for (i = 0; i < ITERS; i++) {
-		t->ret = odsm_mutex_lock(t->mutex, &g, (void **)&p);
-		if (t->ret)
-			return NULL;
-		p->count++;
-		if (p->n < LOG_CAP)
-			p->log[p->n] = t->id << 8 | i;
-		p->n++;
-		t->ret = odsm_mutex_unlock(&g);
-		if (t->ret)
-			return NULL;
-	}
-	return NULL;
-}
 
 TEST_F_TIMEOUT(cl, under_fire, 300)
 {
-	unsigned int i, k, n, j, seen[ODSM_MAX_NODES][THREADS] = { { 0 } };
-	struct mthread ts[THREADS];
 	struct odsm_app app;
 	struct odsm_guard g;
 	struct guarded *p;
 	struct view v;
-	uint64_t mx, t0;
+	uint64_t mx, ms;
+	unsigned int n;
 	int ret;
 
 	DMX_BEGIN(&app, "dmx-fire", true);
-	ASSERT_EQ(0, mutex_named("dmx-fire-mx", &mx));
+	ASSERT_EQ(0, mf_mutex_named("dmx-fire-mx", ODSM_MUTEX_DELEG, SECS,
+				    &mx));
 	ASSERT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
-	t0 = c_now_ms();
-	for (i = 0; i < THREADS; i++) {
-		ts[i] = (struct mthread){ .mutex = mx, .id = C.self << 8 | i };
-		ASSERT_EQ(0, pthread_create(&ts[i].th, NULL, fire_thread,
-					    &ts[i]));
-	}
-	for (i = 0; i < THREADS; i++) {
-		pthread_join(ts[i].th, NULL);
-		EXPECT_EQ(0, ts[i].ret) TH_LOG("thread %u: %s", i,
-					       odsm_strerror(ts[i].ret));
-	}
+	ret = mf_run(mx, ITERS, &ms);
+	EXPECT_EQ(0, ret) TH_LOG("%s", odsm_strerror(ret));
 	TH_LOG("%u locks on node %u in %" PRIu64 " ms", THREADS * ITERS,
-	       C.self, c_now_ms() - t0);
+	       C.self, ms);
 	ASSERT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
 	if (C.self == 0) {
 		ret = odsm_mutex_lock(mx, &g, (void **)&p);
 		ASSERT_EQ(0, ret) TH_LOG("%s", odsm_strerror(ret));
 		n = C.nodes * THREADS * ITERS;
-		EXPECT_EQ(n, p->count);
-		ASSERT_EQ(n, p->n);
-		/* each thread's entries: all there, in its order */
-		for (j = 0; j < n; j++) {
-			k = p->log[j] >> 16;
-			i = (p->log[j] >> 8) & 0xff;
-			ASSERT_GT(C.nodes, k);
-			ASSERT_GT(THREADS, i);
-			EXPECT_EQ(seen[k][i], p->log[j] & 0xff);
-			seen[k][i]++;
-		}
+		EXPECT_EQ(0, mf_check(p, C.nodes, ITERS));
 		ASSERT_EQ(0, peek(mx, &v));
 		EXPECT_EQ(n + 1, v.grants);
 		EXPECT_EQ(0ULL, v.n);
@@ -223,7 +147,7 @@ static void *fifo_thread(void *arg)
 	t->ret = odsm_mutex_lock(t->mutex, &g, (void **)&p);
 	if (t->ret)
 		return NULL;
-	if (p->n < LOG_CAP)
+	if (p->n < MF_LOG_CAP)
 		p->log[p->n] = t->id;
 	p->n++;
 	t->ret = odsm_mutex_unlock(&g);
@@ -258,7 +182,8 @@ TEST_F_TIMEOUT(cl, grants_in_request_order, 300)
 	int ret, err = 0;
 
 	DMX_BEGIN(&app, "dmx-fifo", true);
-	ASSERT_EQ(0, mutex_named("dmx-fifo-mx", &mx));
+	ASSERT_EQ(0, mf_mutex_named("dmx-fifo-mx", ODSM_MUTEX_DELEG, SECS,
+				    &mx));
 	if (C.self == 0)
 		ASSERT_EQ(0, odsm_mutex_lock(mx, &g, (void **)&p));
 	ASSERT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));

@@ -25,13 +25,13 @@
  */
 #include <pthread.h>
 #include "odsm_cluster.h"
+#include "mutex_fire.h"
 
 #define APP		"cluster-sync"
 #define SECS		120
 #define THREADS		2U
 #define ROUNDS		20
-#define ITERS		20
-#define LOG_CAP		(ODSM_MAX_NODES * THREADS * ITERS)
+#define ITERS		20	/* locks per mutex thread */
 #define DEAD_VALUE	42	/* what the dead-holder objects hold unlocked */
 
 FIXTURE(cl)
@@ -46,12 +46,6 @@ FIXTURE_SETUP(cl)
 FIXTURE_TEARDOWN(cl)
 {
 }
-
-struct guarded {
-	uint64_t count;
-	uint64_t n;
-	uint32_t log[LOG_CAP];	/* node << 16 | thread << 8 | i */
-};
 
 /* Start, and meet the other nodes through the library. */
 #define SYNC_BEGIN(app) do { \
@@ -250,99 +244,26 @@ TEST_F_TIMEOUT(cl, barrier_rounds, 300)
 
 /* ---- mutex ------------------------------------------------------------- */
 
-struct mthread {
-	pthread_t th;
-	uint64_t mutex;
-	unsigned int id;	/* node << 8 | thread */
-	int ret;
-};
-
-static void *mutex_thread(void *arg)
-{
-	struct mthread *t = arg;
-	struct odsm_guard g;
-	struct guarded *p;
-	unsigned int i;
-
-	for (i = 0; i < ITERS; i++) {
-		t->ret = odsm_mutex_lock(t->mutex, &g, (void **)&p);
-		if (t->ret)
-			return NULL;
-		p->count++;
-		if (p->n < LOG_CAP)
-			p->log[p->n] = t->id << 8 | i;
-		p->n++;
-		t->ret = odsm_mutex_unlock(&g);
-		if (t->ret)
-			return NULL;
-	}
-	return NULL;
-}
-
-/* The mutex of kind published as name by node 0 (made there). */
-static int mutex_named(const char *name, unsigned int kind, uint64_t *mx)
-{
-	struct odsm_name nm;
-	odsm_box b = { 0 };
-	int ret;
-
-	if (C.self == 0) {
-		ret = odsm_box_new(&b, sizeof(struct guarded), ODSM_ALLOC_ZERO);
-		if (!ret)
-			ret = odsm_mutex_new(mx, kind, &b);
-		if (!ret)
-			ret = odsm_name_publish(name, ODSM_NAME_MUTEX, *mx);
-		if (ret)
-			return ret;
-	}
-	ret = odsm_name_wait(name, SECS * 1000, &nm);
-	if (!ret)
-		*mx = nm.value;
-	return ret;
-}
-
 static void under_fire(struct __test_metadata *_metadata,
 		       struct odsm_app *app, const char *name,
 		       unsigned int kind)
 {
-	unsigned int i, k, n, j, seen[ODSM_MAX_NODES][THREADS] = { { 0 } };
-	struct mthread ts[THREADS];
 	struct odsm_guard g;
 	struct guarded *p;
-	uint64_t mx, t0;
+	uint64_t mx, ms;
 	int ret;
 
-	ASSERT_EQ(0, mutex_named(name, kind, &mx));
+	ASSERT_EQ(0, mf_mutex_named(name, kind, SECS, &mx));
 	ASSERT_EQ(0, odsm_barrier_wait(app->barrier, SECS * 1000));
-	t0 = c_now_ms();
-	for (i = 0; i < THREADS; i++) {
-		ts[i] = (struct mthread){ .mutex = mx, .id = C.self << 8 | i };
-		ASSERT_EQ(0, pthread_create(&ts[i].th, NULL, mutex_thread,
-					    &ts[i]));
-	}
-	for (i = 0; i < THREADS; i++) {
-		pthread_join(ts[i].th, NULL);
-		EXPECT_EQ(0, ts[i].ret) TH_LOG("%s thread %u: %s", name, i,
-					       odsm_strerror(ts[i].ret));
-	}
+	ret = mf_run(mx, ITERS, &ms);
+	EXPECT_EQ(0, ret) TH_LOG("%s: %s", name, odsm_strerror(ret));
 	TH_LOG("%s: %u locks on node %u in %" PRIu64 " ms", name,
-	       THREADS * ITERS, C.self, c_now_ms() - t0);
+	       MF_THREADS * ITERS, C.self, ms);
 	ASSERT_EQ(0, odsm_barrier_wait(app->barrier, SECS * 1000));
 	if (C.self == 0) {
 		ret = odsm_mutex_lock(mx, &g, (void **)&p);
 		ASSERT_EQ(0, ret) TH_LOG("%s", odsm_strerror(ret));
-		n = C.nodes * THREADS * ITERS;
-		EXPECT_EQ(n, p->count);
-		ASSERT_EQ(n, p->n);
-		/* each thread's entries: all there, in its order */
-		for (j = 0; j < n; j++) {
-			k = p->log[j] >> 16;
-			i = (p->log[j] >> 8) & 0xff;
-			ASSERT_GT(C.nodes, k);
-			ASSERT_GT(THREADS, i);
-			EXPECT_EQ(seen[k][i], p->log[j] & 0xff);
-			seen[k][i]++;
-		}
+		EXPECT_EQ(0, mf_check(p, C.nodes, ITERS));
 		ASSERT_EQ(0, odsm_mutex_unlock(&g));
 	}
 	ASSERT_EQ(0, odsm_barrier_wait(app->barrier, SECS * 1000));
