@@ -7,7 +7,9 @@
 # powers itself off (poweroff -f, no goodbye on the wire) rig.down_after
 # seconds (default 8) into it, in the middle of its moves; the survivors
 # check the failure contract (Documentation/odsm/design.rst) and unload the
-# module with the peer dead.  Node K prints its own RIG_RESULT before it
+# module with the peer dead.  cluster_workdown_test runs next to it on
+# every node (set up first): spawns to node K and a delegated mutex K
+# holds, across the power-off.  Node K prints its own RIG_RESULT before it
 # goes: its part (join, the fault test) passed or failed like any node's.
 #
 # Kernel command line (run.sh -a):
@@ -80,6 +82,25 @@ if [ "${rig_fault_tests:-1}" != 0 ]; then
 fi
 
 if [ -n "$down" ]; then
+	# cluster_workdown_test runs next to it (spawns and a delegated
+	# mutex across the power-off): each node starts it first and waits
+	# until it is set up, so that its allocations come before
+	# cluster_movedown_test counts the objects; the survivors' part frees
+	# nothing before cluster_movedown_test is over (its ODSM_DONE_FILE)
+	ready=/tmp/workdown.ready done=/tmp/movedown.done
+	rm -f "$ready" "$done"
+	mark selftest_start cluster_workdown_test
+	env ODSM_NODE="$rig_node" ODSM_NODES="$rig_nodes" ODSM_TIMEOUT_MS="$timeout_ms" \
+		ODSM_MOVEDOWN="$down" ODSM_READY_FILE="$ready" ODSM_DONE_FILE="$done" \
+		/rig/bin/cluster_workdown_test &
+	wd=$!
+	i=0
+	until [ -e "$ready" ] || ! kill -0 "$wd" 2>/dev/null; do
+		i=$((i + 1))
+		[ "$i" -lt 1200 ] || break
+		sleep 0.1
+	done
+	[ -e "$ready" ] || { echo "cluster-faults: cluster_workdown_test never got ready"; failed=$((failed + 1)); }
 	if [ "$rig_node" = "$down" ]; then
 		env ODSM_NODE="$rig_node" ODSM_NODES="$rig_nodes" ODSM_MOVEDOWN="$down" \
 			/rig/bin/cluster_movedown_test &
@@ -95,6 +116,11 @@ if [ -n "$down" ]; then
 		exit 1
 	fi
 	run_test /rig/bin/cluster_movedown_test ODSM_MOVEDOWN="$down"
+	touch "$done"
+	wait "$wd"
+	rc=$?
+	mark selftest_end cluster_workdown_test "rc=$rc"
+	[ "$rc" -eq 0 ] || failed=$((failed + 1))
 	odsmctl status
 	odsmctl stats --raw | grep -E '^(rpc_|move_free_errors|peers_down|objects_in_use)'
 else
