@@ -68,6 +68,24 @@ fuzz_suite() {	# log run.sh-args...
 # follow as "SUMMARY: P passed, F failed".  The run itself counts once
 # more: "ok: OK" when run.sh passed (each guest's result marker, no kernel
 # problem in its log), else run.sh's last lines and "not ok: NOTOK".
+# What a failed guest run says of itself, in a few lines, for the digest
+# that ends make check's output (check.sh): run.sh's reason per node, and
+# from each node's log its failed tests with their own lines and the
+# scenario's complaints (lines "SCENARIO: ...") and kernel reports.
+failure_digest() {	# SCEN KVER N RUNLOG NOTOK
+	local scen=$1 k=$2 n=$3 runlog=$4 notok=$5 node log
+
+	echo "== not ok: $notok ($scen, $k, $n guests)"
+	grep -E '^\[node[0-9]+\] FAIL: ' "$runlog" | head -n 8
+	for node in $(seq 0 $((n - 1))); do
+		log=$LOGS/$scen-$k-node$node.log
+		[ -f "$log" ] || continue
+		tr -d '\r' <"$log" |
+			grep -E '^(not ok|# +FAIL|# [^ ]+:[0-9]+:.*(Expected|[Ff]ail|[Ee]rror|[Tt]imed? ?out)|[a-z-]+: .*(fail|took|left|not |never|refused|still)|.*(WARNING:|BUG:|Oops|INFO: task|soft lockup|stall))' |
+			head -n 12 | sed "s/^/[node$node] /"
+	done
+}
+
 run_guests() {	# SCEN KVER N RUNLOG SUMMARY OK NOTOK [run.sh options...]
 	local scen=$1 k=$2 n=$3 runlog=$4 summary=$5 ok=$6 notok=$7
 	local rc node log p f pat tp=0 tf=0
@@ -106,6 +124,7 @@ run_guests() {	# SCEN KVER N RUNLOG SUMMARY OK NOTOK [run.sh options...]
 		grep -E '^\[node[0-9]+\] FAIL: ' "$runlog"
 		tail -n 100 "$runlog"
 		echo "not ok: $notok"
+		failure_digest "$scen" "$k" "$n" "$runlog" "$notok" >>"$LOGS/failures.txt"
 	fi
 	s_pass=$((s_pass + tp))
 	s_fail=$((s_fail + tf))

@@ -37,6 +37,7 @@ cd "$(dirname "$0")/.."
 SERIES="6.1 6.12"
 LOGS=build/logs
 mkdir -p "$LOGS" build/vm
+rm -f "$LOGS/failures.txt"
 total_pass=0 total_fail=0
 t_start=$(date +%s)
 
@@ -274,6 +275,13 @@ if [ ${#KVERS[@]} -gt 0 ]; then
 	fuzz_suite "$LOGS/fuzz.txt" -k "$k" ${fimg:+-i "$fimg"}
 fi
 
+# the failed guest runs again, in short, last: a reader of the output's
+# end sees what failed and why (each run's full story is above and in
+# build/logs)
+if [ -s "$LOGS/failures.txt" ]; then
+	echo "failures (build/logs/failures.txt):"
+	head -n 80 "$LOGS/failures.txt"
+fi
 echo "check: $(( $(date +%s) - t_start )) s, $progress_n steps"
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" = 0 ]
