@@ -80,6 +80,33 @@ struct odsm_runtime {
 };
 extern struct odsm_runtime odsm_rt;
 
+/*
+ * libodsm's per-thread counts of the borrows served by its table of
+ * cache hits (userlib/odsm_hits.c, design.rst "Cache hits in user
+ * space"): the inline borrow and return below serve a hit of a copy this
+ * thread used before with no call and no atomic read-modify-write.  The
+ * library's own: the layout changes with its version.
+ */
+#define ODSM__TH_SLOTS	16
+struct odsm__th_ent {
+	uint64_t key;		/* colored address; 0: none */
+	int64_t n;		/* borrows taken here minus returned here */
+	uint64_t *rtag;		/* the tag word of the record counted */
+	uint64_t tag;		/* its value when this entry was made */
+	uint64_t copy, epoch;	/* the record's */
+};
+struct odsm__th {
+	struct odsm__th_ent ent[ODSM__TH_SLOTS];
+	const struct odsm_hits_page *page;
+	uint64_t want;		/* the page's want_epoch this thread heeded */
+	uint64_t hits, returns;
+	struct odsm__th *next;	/* every thread's: never freed */
+	int used;
+};
+/* initial-exec: an inline hit reads it with one load, no call */
+#define ODSM__TLS_IE	__attribute__((tls_model("initial-exec")))
+extern ODSM__TLS_IE __thread struct odsm__th *odsm__th;
+
 /* Open ODSM_DEVICE_PATH (or $ODSM_DEVICE) and map the heap. */
 int odsm_init(void);
 /* Unmap and close; objects stay allocated (they belong to the node). */
@@ -427,10 +454,10 @@ static inline uint64_t odsm_box_share(odsm_box *b)
  * this process then serves every later borrow of that colored address,
  * and takes every return, without a system call.  A reference the table
  * keeps for a copy no borrow reads (an idle one) goes back to the kernel
- * in batches: past 64 of them, when the module asks (its cache is over
- * budget or short of memory: the next borrow or return of the process
- * gives them back), and here.  The number given back, or -EBADF before
- * odsm_init().
+ * in batches: when a record is made while 64 exist, when the module asks
+ * (its cache is over budget or short of memory: the next borrow of the
+ * process gives them back), and here.  The number given back, or -EBADF
+ * before odsm_init().
  */
 int odsm_hits_flush(void);
 
@@ -445,6 +472,62 @@ struct odsm_hits_stats {
 void odsm_hits_stats(struct odsm_hits_stats *s);
 
 /* ---- shared borrows (DRust Algorithm 2) -------------------------------- */
+
+static inline unsigned int odsm__th_slot(uint64_t g)
+{
+	return (unsigned int)((g * 0x9e3779b97f4a7c15ULL) >> 52) &
+	       (ODSM__TH_SLOTS - 1);
+}
+
+/*
+ * A borrow of the remote colored address g served by this thread's entry
+ * of it: counted there (a plain store, then the record's tag read back:
+ * a give-back that claimed the record meanwhile makes it back out), the
+ * copy in *copy.  false: ask the library (odsm__ref_fetch).
+ */
+static inline bool odsm__hit_fast(uint64_t g, uint64_t *copy)
+{
+	struct odsm__th *t = odsm__th;
+	struct odsm__th_ent *e;
+	int64_t n;
+
+	if (!t)
+		return false;
+	e = &t->ent[odsm__th_slot(g)];
+	if (e->key != g ||
+	    __atomic_load_n(&t->page->want_epoch, __ATOMIC_RELAXED) != t->want ||
+	    __atomic_load_n(&t->page->forget_epoch, __ATOMIC_ACQUIRE) != e->epoch)
+		return false;
+	n = e->n;
+	__atomic_store_n(&e->n, n + 1, __ATOMIC_RELAXED);
+	/* the count before the tag: the give-back's membarrier(2) pairs */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(e->rtag, __ATOMIC_RELAXED) != e->tag) {
+		__atomic_store_n(&e->n, n, __ATOMIC_RELAXED);
+		return false;
+	}
+	__atomic_store_n(&t->hits, t->hits + 1, __ATOMIC_RELAXED);
+	*copy = e->copy;
+	return true;
+}
+
+/* The return of a borrow of g's copy through this thread's entry. */
+static inline bool odsm__hit_return_fast(uint64_t g, uint64_t copy)
+{
+	struct odsm__th *t = odsm__th;
+	struct odsm__th_ent *e;
+
+	if (!t)
+		return false;
+	e = &t->ent[odsm__th_slot(g)];
+	/* the generation counted here (the flags may have changed) */
+	if (e->key != g || e->copy != copy ||
+	    (__atomic_load_n(e->rtag, __ATOMIC_RELAXED) >> 2) != e->tag >> 2)
+		return false;
+	__atomic_store_n(&e->n, e->n - 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->returns, t->returns + 1, __ATOMIC_RELAXED);
+	return true;
+}
 
 /*
  * Where to read a shared borrow: a local object in place; a remote one
@@ -463,7 +546,9 @@ static inline int odsm_ref_get(odsm_ref *r, const void **p)
 	}
 	if (__builtin_expect(!odsm_is_local(r->g), 0)) {
 		c = odsm__copy_of(r->ext);
-		if (!c) {
+		if (!c && odsm__hit_fast(r->g, &c)) {
+			r->ext = odsm__copy_word(c) | ODSM_EXT_HIT;
+		} else if (!c) {
 			ret = odsm__ref_fetch(r);
 			if (ret) {
 				*p = NULL;
@@ -548,7 +633,9 @@ static inline int odsm_return(odsm_ref *r)
 	ret = ODSM__CHECKED(ODSM_CHK_RETURN, r, r->g);
 	if (ret)
 		return ret;
-	if (__builtin_expect(r->ext != 0, 0))
+	if (__builtin_expect(r->ext != 0, 0) &&
+	    !((r->ext & ODSM_EXT_HIT) &&
+	      odsm__hit_return_fast(r->g, odsm__copy_of(r->ext))))
 		ret = odsm__drop_ref(r);
 	r->g = 0;
 	r->ext = 0;

@@ -14,7 +14,12 @@
  *                          never served again, and is given back once idle
  *   want_epoch             a moved want epoch: the next call gives every
  *                          idle reference back, not one in use
- *   idle_batch             past 64 idle records, they go back in a batch
+ *   idle_batch             a record made while 64 exist gives the idle
+ *                          ones back first, in a batch
+ *   handed_over            a borrow returned by another thread than the
+ *                          one that took it, and one whose thread exited
+ *                          with it out: counted right, given back once
+ *                          returned, never before
  *   move_gives_back        a mutable borrow of a recorded version gives its
  *                          idle reference back first, so the copy is taken
  *   in_use_never_given_back  threads borrow, check and return while another
@@ -183,9 +188,58 @@ TEST_F(hits, idle_batch)
 		ASSERT_EQ(0, odsm_return(&r));
 	}
 	odsm_hits_stats(&hs);
-	EXPECT_EQ(65U, hs.given_back);		/* the 65th started it */
-	EXPECT_EQ(0U, hs.idle);
-	EXPECT_EQ(self->s0.returns + 65, fk_snap().returns);
+	EXPECT_EQ(64U, hs.given_back);		/* the 65th's record did it */
+	EXPECT_EQ(1U, hs.idle);			/* the 65th */
+	EXPECT_EQ(self->s0.returns + 64, fk_snap().returns);
+	EXPECT_EQ(1, odsm_hits_flush());
+}
+
+struct handover {
+	odsm_box b;
+	odsm_ref r;
+	const unsigned char *p;
+	int ret;
+};
+
+/* borrow twice (the second a hit, counted in this thread's entry) */
+static void *take(void *arg)
+{
+	struct handover *h = arg;
+	odsm_ref r0;
+
+	h->ret = odsm_borrow(&h->b, &r0, (const void **)&h->p);
+	h->ret = h->ret ?: odsm_return(&r0);
+	h->ret = h->ret ?: odsm_borrow(&h->b, &h->r, (const void **)&h->p);
+	return NULL;
+}
+
+TEST_F(hits, handed_over)
+{
+	struct handover h = { .b.g = fk_new_obj(1, SZ, 0x66) };
+	struct odsm_hits_stats hs;
+	const void *p;
+	odsm_ref r;
+	pthread_t t;
+
+	/* a thread takes it and exits with it out: its count stays */
+	ASSERT_EQ(0, pthread_create(&t, NULL, take, &h));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	ASSERT_EQ(0, h.ret);
+	EXPECT_EQ(0, odsm_hits_flush());	/* in use: kept */
+	EXPECT_EQ(1U, refs_of(h.b.g));
+	EXPECT_EQ(0x66, h.p[0]);
+	/* this thread hits it too, then returns both */
+	ASSERT_EQ(0, odsm_borrow(&h.b, &r, &p));
+	EXPECT_EQ(h.p, p);
+	ASSERT_EQ(0, odsm_return(&h.r));	/* the other thread's */
+	EXPECT_EQ(0, odsm_hits_flush());	/* ours is out */
+	EXPECT_EQ(1U, refs_of(h.b.g));
+	ASSERT_EQ(0, odsm_return(&r));
+	odsm_hits_stats(&hs);
+	EXPECT_EQ(1U, hs.idle);
+	EXPECT_EQ(1, odsm_hits_flush());
+	EXPECT_EQ(0U, refs_of(h.b.g));
+	EXPECT_EQ(self->s0.borrows + 1, fk_snap().borrows);
 }
 
 TEST_F(hits, move_gives_back)
