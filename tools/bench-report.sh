@@ -49,6 +49,7 @@ function gensub_q(s) { gsub(/"/, "\"\"", s); return s }
 	else if ($0 ~ /remote operations/) section = "remote"
 	else if ($0 ~ /coherence protocol/) section = "coherence"
 	else if ($0 ~ /Table 2/) section = "table2"
+	else if ($0 ~ /table of hits/) section = "hits"
 	else if ($0 ~ /delegation/) section = "deleg"
 	else section = "other"
 	next
@@ -168,6 +169,9 @@ END {
 	line("deref_local_vs_plain", g("table2", "table2_local_borrow", "avg_cycles"), "cyc",
 	     g("table2", "table2_plain_deref", "avg_cycles"), "cyc", fixed("deref_local_vs_plain"), "<= 1.05")
 	line("cached_hit_vs_local_borrow", "", "", "", "", fixed("cached_hit_vs_local_borrow"), "<= 1.5")
+	line("cached_hit_vs_local_borrow_host", g("hits", "hits host", "hit_one_borrow_return_ns"), "ns",
+	     g("hits", "hits host", "local_one_borrow_return_ns"), "ns",
+	     fixed("cached_hit_vs_local_borrow_host"), "<= 1.5")
 	line("cached_hit_syscalls_per_hit", any["cached_hit_vs_local_borrow", "syscalls_per_hit"], "", "", "",
 	     any["cached_hit_vs_local_borrow", "syscalls_per_hit"], "<= 0")
 	r = fixed("uncached_borrow_vs_raw_read_512")

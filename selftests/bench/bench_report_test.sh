@@ -47,7 +47,8 @@ for m in deref_local_vs_plain cached_hit_vs_local_borrow cached_hit_syscalls_per
 	 uncached_borrow_vs_raw_read_512 async_64_borrows_vs_sequential \
 	 move_1MiB_vs_ib_read_bw deleg_local_vs_mcs deleg_remote_vs_cas_lock \
 	 deleg_remote_batched_vs_unbatched deleg_apply_vs_rpc_latency \
-	 mutex_cas_vs_delegated tbox_group_fetch_vs_separate ds_auto_vs_best_fixed; do
+	 mutex_cas_vs_delegated tbox_group_fetch_vs_separate ds_auto_vs_best_fixed \
+	 cached_hit_vs_local_borrow_host; do
 	ok "summary names the fixed row $m" grep -qE "^$m( |$)" "$S"
 done
 ok "the summary is printed, headed and last" \
@@ -58,6 +59,8 @@ ok "the summary is printed, headed and last" \
 ok "async_64_borrows_vs_sequential: not measured, goal >= 8, met -" \
 	test "$(row async_64_borrows_vs_sequential "$S")" = "async_64_borrows_vs_sequential - - - >= 8 -"
 # printed by odsm-tbench, with the averages it came from
+ok "cached_hit_vs_local_borrow_host: 5.00 / 1.25 ns, the printed 4.00, met no" \
+	test "$(row cached_hit_vs_local_borrow_host "$S")" = "cached_hit_vs_local_borrow_host 5.00 ns 1.25 ns 4 <= 1.5 no"
 ok "deref_local_vs_plain: Table 2's 1261 / 1272 cycles, the printed 0.992, met yes" \
 	test "$(row deref_local_vs_plain "$S")" = "deref_local_vs_plain 1261 cyc 1272 cyc 0.992 <= 1.05 yes"
 # made from the coherence rows: 1129 / 1137 over RDMA (not the later raw
@@ -120,8 +123,8 @@ ok "ds_auto_vs_best_fixed: the last printed (rdma) 1.04 >= 1.0: yes" \
 : >"$tmp/empty.txt"
 tools/bench-report.sh -d "$tmp/c" "$tmp/empty.txt" >/dev/null 2>&1
 ok "an empty output: exit 0" test $? = 0
-ok "an empty output: 23 rows, none judged" \
-	test "$(tail -n +2 "$tmp/c/summary.txt" | awk '$NF != "-"' | wc -l) $(tail -n +2 "$tmp/c/summary.txt" | wc -l)" = "0 23"
+ok "an empty output: 24 rows, none judged" \
+	test "$(tail -n +2 "$tmp/c/summary.txt" | awk '$NF != "-"' | wc -l) $(tail -n +2 "$tmp/c/summary.txt" | wc -l)" = "0 24"
 # odsm-mbench's row gives the mutex ratio (issue 16)
 printf 'bench: two guests, remote operations over kernel TCP\n  mutex_cas_vs_delegated ratio=2.50 label=tcp\n' >"$tmp/mutex.txt"
 tools/bench-report.sh -d "$tmp/m" "$tmp/mutex.txt" >/dev/null 2>&1
