@@ -511,7 +511,10 @@ static inline bool odsm__hit_fast(uint64_t g, uint64_t *copy)
 	return true;
 }
 
-/* The return of a borrow of g's copy through this thread's entry. */
+/*
+ * The return of a borrow of g's copy through this thread's entry; false
+ * (ask the library) also when the module asked for idle references.
+ */
 static inline bool odsm__hit_return_fast(uint64_t g, uint64_t copy)
 {
 	struct odsm__th *t = odsm__th;
@@ -522,7 +525,8 @@ static inline bool odsm__hit_return_fast(uint64_t g, uint64_t copy)
 	e = &t->ent[odsm__th_slot(g)];
 	/* the generation counted here (the flags may have changed) */
 	if (e->key != g || e->copy != copy ||
-	    (__atomic_load_n(e->rtag, __ATOMIC_RELAXED) >> 2) != e->tag >> 2)
+	    (__atomic_load_n(e->rtag, __ATOMIC_RELAXED) >> 2) != e->tag >> 2 ||
+	    __atomic_load_n(&t->page->want_epoch, __ATOMIC_RELAXED) != t->want)
 		return false;
 	__atomic_store_n(&e->n, e->n - 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&t->returns, t->returns + 1, __ATOMIC_RELAXED);

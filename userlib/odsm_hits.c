@@ -439,6 +439,8 @@ static uint64_t heed_module(struct odsm__th *b)
 
 /* ---- hits and returns ------------------------------------------------------- */
 
+static bool hit_uncount(uint64_t g, uint64_t copy);
+
 /*
  * The first hit of record r by this thread (or one whose entry is busy):
  * count it in the entry when the slot is free, else in r's shared count.
@@ -563,15 +565,36 @@ uint64_t odsm__hits_epoch(void)
 	return hits_page ? forget_epoch() : 0;
 }
 
+/* The return of a borrow of g's copy, counted; heed the module then. */
 bool odsm__hit_return(uint64_t g, uint64_t copy)
 {
-	unsigned int i;
+	bool ok;
 
 	if (!hits_page)
 		return false;
+	ok = hit_uncount(g, copy);
+	/* the borrow is back: an idle record goes now if the module asks */
+	heed_module(odsm__th);
+	return ok;
+}
+
+static bool hit_uncount(uint64_t g, uint64_t copy)
+{
+	struct odsm__th *b = odsm__th;
+	unsigned int i;
+
 	/* this thread's entry of that record's generation */
-	if (odsm__hit_return_fast(g, copy))
-		return true;
+	if (b) {
+		struct odsm__th_ent *e = &b->ent[odsm__th_slot(g)];
+
+		if (LD(&e->key, RLX) == g && e->copy == copy &&
+		    (LD(e->rtag, RLX) & ~TAG_FLAGS) ==
+		    (LD(&e->tag, RLX) & ~TAG_FLAGS)) {
+			ST(&e->n, e->n - 1, REL);
+			ST(&b->returns, b->returns + 1, RLX);
+			return true;
+		}
+	}
 	/* the record's shared count: one that counts borrows first */
 	for (i = 0; i < HITS_PROBE; i++) {
 		struct hit *r = &hits[hit_slot(g, i)];

@@ -12,8 +12,8 @@
  *                          asks the kernel
  *   forget_epoch           a record made before the forget epoch moved is
  *                          never served again, and is given back once idle
- *   want_epoch             a moved want epoch: the next call gives every
- *                          idle reference back, not one in use
+ *   want_epoch             a moved want epoch: the next borrow or return
+ *                          gives every idle reference back, not one in use
  *   idle_batch             a record made while 64 exist gives the idle
  *                          ones back first, in a batch
  *   handed_over            a borrow returned by another thread than the
@@ -171,6 +171,14 @@ TEST_F(hits, want_epoch)
 	ASSERT_EQ(0, odsm_return(&rb));
 	EXPECT_EQ(1, odsm_hits_flush());
 	EXPECT_EQ(0U, refs_of(b.g));
+	/* a return hears it too: the reference goes with the last borrow */
+	ASSERT_EQ(0, odsm_borrow(&a, &ra, &p));
+	ASSERT_EQ(0, odsm_return(&ra));
+	ASSERT_EQ(0, odsm_borrow(&a, &ra, &p));	/* a hit, in use */
+	bump(&page.want_epoch);
+	EXPECT_EQ(1U, refs_of(a.g));
+	ASSERT_EQ(0, odsm_return(&ra));
+	EXPECT_EQ(0U, refs_of(a.g));
 }
 
 TEST_F(hits, idle_batch)
