@@ -87,7 +87,7 @@ extern struct odsm_runtime odsm_rt;
  * thread used before with no call and no atomic read-modify-write.  The
  * library's own: the layout changes with its version.
  */
-#define ODSM__TH_SLOTS	16
+#define ODSM__TH_SLOTS	64
 struct odsm__th_ent {
 	uint64_t key;		/* colored address; 0: none */
 	int64_t n;		/* borrows taken here minus returned here */
