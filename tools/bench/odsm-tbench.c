@@ -10,8 +10,9 @@
  * check of the fat pointer and, once per epoch, a color bump), so no
  * module is needed: the heap is plain anonymous memory mapped where the
  * module would put it, and the library's runtime is told that it is this
- * node's partition.  A remote cached hit still enters the kernel today
- * (issue 15, section 1) and is measured in a guest by odsm-cbench.
+ * node's partition.  A remote cached hit served by libodsm's table of
+ * hits is measured natively by odsm-hbench, through the kernel in a
+ * guest by odsm-cbench.
  *
  * Each access is timed on its own with rdtscp (the timer's own cost,
  * measured on an empty access, is subtracted), over a random permutation

@@ -21,8 +21,8 @@
 # rig.bench_only=mbench: only the mutexes, over TCP then RDMA.
 # Tied allocation (odsm-gbench: node 1 reads node 0's parent and 8
 # children cold, as one group and as 9 objects) over TCP and over RDMA;
-# with rig.bench_only=gbench, only that (over TCP) and the tied list
-# example.
+# with rig.bench_only=gbench, only that (over TCP, the tied list
+# example, then over RDMA).
 # Numbers only; nothing is judged.
 # shellcheck shell=dash disable=SC1091,SC2154
 . /rig/lib.sh
@@ -62,6 +62,11 @@ if [ "${rig_bench_only:-}" = gbench ]; then
 	odsm-gbench tcp 30
 	barrier 300
 	[ "$rig_node" = 0 ] && odsm-tlist 8
+	barrier 300
+	odsmctl leave
+	barrier 60
+	join rdma
+	odsm-gbench rdma 30
 	barrier 300
 	odsmctl leave
 	exit 0
