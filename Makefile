@@ -104,6 +104,10 @@ LIB_TESTS  := $(patsubst selftests/lib/%.c,$(BUILD)/tests/lib/%,\
 TOOL_SRC   := tools/odsmctl/odsmctl.c $(wildcard tools/bench/*.c) \
 	      $(wildcard tools/examples/*.c)
 TOOLS	   := $(patsubst %.c,$(BUILD)/bin/%,$(notdir $(TOOL_SRC)))
+# odsm-hbench measures libodsm's own table of hits through its internal
+# calls: linked with libodsm.a always, whatever TOOL_LINK says
+HBENCH	   := $(BUILD)/bin/odsm-hbench
+TOOLS	   := $(filter-out $(HBENCH),$(TOOLS))
 # the fuzzers (selftests/fuzz/odsm_NAME.c -> build/bin/odsm-NAME): static,
 # in build/bin so that every guest image has them
 FUZZERS	   := $(patsubst selftests/fuzz/odsm_%.c,$(BUILD)/bin/odsm-%,\
@@ -178,7 +182,7 @@ $(BUILD)/lib/odsm.pc: userlib/odsm.pc.in FORCE
 # TOOL_LINK="-L$(BUILD)/lib -lodsm" (debian/rules).
 TOOL_LINK ?= -static $(LIB_A)
 
-tools: $(TOOLS)
+tools: $(TOOLS) $(HBENCH)
 
 # One rule for every tool.  Its source: $(call tool_src,NAME), the NAME.c
 # of TOOL_SRC (second expansion: the stem is known only per target).
@@ -190,6 +194,10 @@ $(TOOLS): $(BUILD)/bin/%: $$(call tool_src,$$*) $(LIB_A) $(if $(findstring -lods
 		$(LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) $(LDFLAGS) -o $@ $(filter %.c,$^) $(TOOL_LINK)
+
+$(HBENCH): tools/bench/odsm-hbench.c tools/bench/bench.h $(LIB_A) $(LIB_HDR) $(LIB_IHDR)
+	@mkdir -p $(@D)
+	$(CC) $(UCFLAGS) $(LDFLAGS) -o $@ $< -static $(LIB_A)
 
 # odsmctl's configuration file parser (pure logic: host-tested, conf_test)
 CONF_SRC := tools/odsmctl/odsm_conf.c
