@@ -105,7 +105,8 @@ TOOL_SRC   := tools/odsmctl/odsmctl.c $(wildcard tools/bench/*.c) \
 	      $(wildcard tools/examples/*.c)
 TOOLS	   := $(patsubst %.c,$(BUILD)/bin/%,$(notdir $(TOOL_SRC)))
 # odsm-hbench measures libodsm's own table of hits through its internal
-# calls: linked with libodsm.a always, whatever TOOL_LINK says
+# calls: linked with libodsm.a always, whatever TOOL_LINK says; built
+# with the tests (make bench runs it), not with the packaged tools
 HBENCH	   := $(BUILD)/bin/odsm-hbench
 TOOLS	   := $(filter-out $(HBENCH),$(TOOLS))
 # the fuzzers (selftests/fuzz/odsm_NAME.c -> build/bin/odsm-NAME): static,
@@ -182,7 +183,7 @@ $(BUILD)/lib/odsm.pc: userlib/odsm.pc.in FORCE
 # TOOL_LINK="-L$(BUILD)/lib -lodsm" (debian/rules).
 TOOL_LINK ?= -static $(LIB_A)
 
-tools: $(TOOLS) $(HBENCH)
+tools: $(TOOLS)
 
 # One rule for every tool.  Its source: $(call tool_src,NAME), the NAME.c
 # of TOOL_SRC (second expansion: the stem is known only per target).
@@ -220,7 +221,7 @@ $(BUILD)/tests/host/tbox_test: userlib/odsm_tbox_arena.c userlib/odsm_tbox.h use
 $(patsubst tools/bench/%.c,$(BUILD)/bin/%,$(wildcard tools/bench/*.c)): tools/bench/bench.h
 
 # ---- tests ------------------------------------------------------------------
-tests: $(HOST_TESTS) $(LIB_TESTS) $(VM_TESTS) $(CLUSTER_TESTS) $(RDMA_TESTS) $(FUZZERS)
+tests: $(HOST_TESTS) $(LIB_TESTS) $(VM_TESTS) $(CLUSTER_TESTS) $(RDMA_TESTS) $(FUZZERS) $(HBENCH)
 
 $(BUILD)/bin/odsm-%: selftests/fuzz/odsm_%.c $(wildcard selftests/fuzz/*.h) \
 		$(wildcard selftests/cluster/fake_peer.h) $(LIB_HDR)
