@@ -21,7 +21,10 @@
  *     and TCG's slack), and a spawn_on K after that fails at once;
  *   - node 1 waits in the mutex meanwhile: it gets -EOWNERDEAD once K is
  *     down, with the object as the last unlock left it (42: K's 666 is
- *     lost with K), makes it consistent, and the mutex works again.
+ *     lost with K), makes it consistent, and the mutex works again;
+ *   - node K sent a box on node 1's channel before it went: node 1
+ *     receives it (from K; its object went with K: -EHOSTDOWN), then
+ *     learns that K is down (-EHOSTDOWN, from K) at once.
  *
  * Every allocation of a survivor is made before it says it is ready:
  * cluster_movedown_test, started after, counts the objects of each
@@ -151,7 +154,10 @@ TEST_F_TIMEOUT(wd, node_powered_off_mid_run, 300)
 	pthread_t waiter;
 	size_t rl;
 	odsm_task *t;
-	odsm_box b, gb;
+	odsm_box b, gb, rb = { 0 }, rb2 = { 0 };
+	unsigned int from = 0;
+	odsm_chan ch;
+	uint64_t chg = 0;
 	int ret, err = 0;
 
 	if (!getenv("ODSM_MOVEDOWN"))
@@ -170,7 +176,19 @@ TEST_F_TIMEOUT(wd, node_powered_off_mid_run, 300)
 		ASSERT_EQ(0, odsm_mutex_new(&mx, ODSM_MUTEX_DELEG, &gb));
 		ASSERT_EQ(0, odsm_name_publish("wdown.mx", ODSM_NAME_MUTEX, mx));
 	}
+	if (C.self == 1) {
+		ASSERT_EQ(0, odsm_chan_new(4, &ch));
+		ASSERT_EQ(0, odsm_alloc(sizeof(ch), 8, 0, &chg));
+		ASSERT_EQ(0, odsm_write(chg, &ch, sizeof(ch)));
+		ASSERT_EQ(0, odsm_name_publish("wdown.chan", ODSM_NAME_ADDR, chg));
+	}
 	if (C.self == d) {
+		/* a box on node 1's channel, its object here */
+		ASSERT_EQ(0, odsm_name_wait("wdown.chan", SECS * 1000, &nm));
+		ASSERT_EQ(0, odsm_read(nm.value, &ch, sizeof(ch)));
+		ASSERT_EQ(0, odsm_box_new_on(&b, d, 16, ODSM_ALLOC_ZERO, NULL));
+		ASSERT_EQ(0, odsm_chan_send(&ch, &b));
+		ASSERT_EQ(0ULL, b.g);
 		ASSERT_EQ(0, odsm_name_wait("wdown.mx", SECS * 1000, &nm));
 		ASSERT_EQ(0, odsm_mutex_lock(nm.value, &g, (void **)&p));
 		ASSERT_EQ((uint64_t)DEAD_VALUE, *p);
@@ -233,6 +251,19 @@ TEST_F_TIMEOUT(wd, node_powered_off_mid_run, 300)
 	EXPECT_GT(1000ULL, ms);
 
 	if (C.self == 1) {
+		uint64_t v;
+
+		/* K's box comes, then the news that K is down, at once */
+		ASSERT_EQ(0, odsm_chan_recv(&ch, &rb, &from, 5000));
+		EXPECT_EQ(d, from);
+		EXPECT_TRUE(c_in_part(rb.g, d));
+		EXPECT_EQ(-EHOSTDOWN, odsm_read(rb.g, &v, sizeof(v)));
+		from = 0;
+		t0 = c_now_ms();
+		EXPECT_EQ(-EHOSTDOWN, odsm_chan_recv(&ch, &rb2, &from, 10000));
+		EXPECT_EQ(d, from);
+		EXPECT_GT(t0 + 2000, c_now_ms());
+
 		ASSERT_EQ(0, pthread_join(waiter, NULL));
 		TH_LOG("mutex of the dead holder: %s %" PRId64 " ms after this node's join failed",
 		       odsm_strerror(w.ret), (int64_t)(w.at - fail_at));
@@ -253,6 +284,10 @@ TEST_F_TIMEOUT(wd, node_powered_off_mid_run, 300)
 	wait_done(SECS);
 	if (C.self == 0)
 		EXPECT_EQ(0, odsm_mutex_free(mx, NULL));
+	if (C.self == 1) {
+		EXPECT_EQ(0, odsm_chan_free(&ch));
+		EXPECT_EQ(0, odsm_free(chg));
+	}
 	odsm_spawn_stop();
 }
 
