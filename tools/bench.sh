@@ -19,6 +19,19 @@ mkdir -p build/vm build/logs build/bench
 . tools/progress-lib.sh
 PROGRESS_TOTAL=9
 
+# A benchmark of user-space paths, natively on the host (no guest): build
+# build/bin/NAME, run it into build/logs/LOG, print its rows (its last
+# lines too if it failed); its exit code.
+native() {	# NAME WHAT LOG
+	local rc=0
+	step "$1: $2"
+	make -s "build/bin/$1"
+	progress_run "build/bin/$1" >"build/logs/$3" 2>&1 || rc=$?
+	grep '^ODSM_BENCH' "build/logs/$3" | sed 's/^ODSM_BENCH /  /'
+	[ "$rc" = 0 ] || tail -n 5 "build/logs/$3"
+	return "$rc"
+}
+
 benches() {
 	# (errexit is off in here: the caller tests the pipeline)
 	step "guest image for $KVER"
@@ -53,32 +66,20 @@ benches() {
 	# host's real CPU, no module
 	echo "bench: native host, DRust Table 2: random 8-byte reads over 256 MiB, plain pointer vs local borrows (no module)"
 	rc5=0
-	step "odsm-tbench: DRust's Table 2 on the host"
-	make -s build/bin/odsm-tbench
-	progress_run build/bin/odsm-tbench >build/logs/bench-table2.txt 2>&1 || rc5=$?
-	grep '^ODSM_BENCH' build/logs/bench-table2.txt | sed 's/^ODSM_BENCH /  /'
-	[ "$rc5" = 0 ] || tail -n 5 build/logs/bench-table2.txt
+	native odsm-tbench "DRust's Table 2 on the host" bench-table2.txt || rc5=$?
 
 	# A hit served by libodsm's table of hits is user-space code too once
 	# the first borrow recorded the copy: natively, against a local borrow
 	echo "bench: native host, a borrow of a cached copy through the table of hits vs a local borrow (no module)"
 	rc7=0
-	step "odsm-hbench: cache hits on the host"
-	make -s build/bin/odsm-hbench
-	progress_run build/bin/odsm-hbench >build/logs/bench-hits.txt 2>&1 || rc7=$?
-	grep '^ODSM_BENCH' build/logs/bench-hits.txt | sed 's/^ODSM_BENCH /  /'
-	[ "$rc7" = 0 ] || tail -n 5 build/logs/bench-hits.txt
+	native odsm-hbench "cache hits on the host" bench-hits.txt || rc7=$?
 
 	# Delegation on one node needs no kernel: run natively on the host (real
 	# CPUs, not TCG); its ratios are printed together after it (only the
 	# data structures' run comes after them).
 	echo "bench: native host, delegation on one node vs mutex, MCS and atomic fetch-and-add (no module)"
 	rc4=0
-	step "odsm-dbench: delegation on the host"
-	make -s build/bin/odsm-dbench
-	progress_run build/bin/odsm-dbench >build/logs/bench-deleg.txt 2>&1 || rc4=$?
-	grep '^ODSM_BENCH' build/logs/bench-deleg.txt | sed 's/^ODSM_BENCH /  /'
-	[ "$rc4" = 0 ] || tail -n 5 build/logs/bench-deleg.txt
+	native odsm-dbench "delegation on the host" bench-deleg.txt || rc4=$?
 	# the delegation ratios together: across nodes (bench-cluster), then on one
 	echo "bench: delegation ratios"
 	{ tr -d '\r' <"build/logs/bench-cluster-$KVER-node1.log" | grep -E '^ODSM_BENCH deleg_(remote_vs_cas_lock|remote_batched_vs_unbatched|apply_vs_rpc_latency) '
