@@ -60,18 +60,10 @@ fuzz_suite() {	# log run.sh-args...
 	suite_end fuzz "$p" "$f"
 }
 
-# One run of the VM rig, counted into the suite being run (s_pass, s_fail):
-# scenario SCEN on N guests of kernel KVER booted from $img, run.sh's
-# output in RUNLOG, more run.sh options after the fixed arguments.  Each
-# node's log gives its kselftest totals and its failure lines ("[nodeI] "
-# before them when N > 1, as run.sh does); with SUMMARY, the run's totals
-# follow as "SUMMARY: P passed, F failed".  The run itself counts once
-# more: "ok: OK" when run.sh passed (each guest's result marker, no kernel
-# problem in its log), else run.sh's last lines and "not ok: NOTOK".
 # What a failed guest run says of itself, in a few lines, for the digest
 # that ends make check's output (check.sh): run.sh's reason per node, and
 # from each node's log its failed tests with their own lines and the
-# scenario's complaints (lines "SCENARIO: ...") and kernel reports.
+# scenario's complaints ("cluster: rmmod took ...") and kernel reports.
 failure_digest() {	# SCEN KVER N RUNLOG NOTOK
 	local scen=$1 k=$2 n=$3 runlog=$4 notok=$5 node log
 
@@ -86,6 +78,14 @@ failure_digest() {	# SCEN KVER N RUNLOG NOTOK
 	done
 }
 
+# One run of the VM rig, counted into the suite being run (s_pass, s_fail):
+# scenario SCEN on N guests of kernel KVER booted from $img, run.sh's
+# output in RUNLOG, more run.sh options after the fixed arguments.  Each
+# node's log gives its kselftest totals and its failure lines ("[nodeI] "
+# before them when N > 1, as run.sh does); with SUMMARY, the run's totals
+# follow as "SUMMARY: P passed, F failed".  The run itself counts once
+# more: "ok: OK" when run.sh passed (each guest's result marker, no kernel
+# problem in its log), else run.sh's last lines and "not ok: NOTOK".
 run_guests() {	# SCEN KVER N RUNLOG SUMMARY OK NOTOK [run.sh options...]
 	local scen=$1 k=$2 n=$3 runlog=$4 summary=$5 ok=$6 notok=$7
 	local rc node log p f pat tp=0 tf=0

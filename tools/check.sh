@@ -242,6 +242,7 @@ for k in "${KVERS[@]}"; do
 				-a "rig.transport=tcp rig.heartbeat_ms=250 rig.timeout_ms=5000 rig.fake_peer=1 rig.cluster_tests=$flood"
 			[ "$s_fail" != "$s0_fail" ] && [ "$try" = 1 ] || break
 			echo "retry: the fake-node run failed (above); running it once more"
+			echo "retry: the fake-node run above was made once more; the second run counts" >>"$LOGS/failures.txt"
 			s_pass=$s0_pass s_fail=$s0_fail
 		done
 	fi
