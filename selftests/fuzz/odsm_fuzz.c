@@ -217,6 +217,19 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/*
+ * Whether a worker whose last progress was at *beat has made none for
+ * secs. The beat is read before the clock: a worker that beats between
+ * the two reads would otherwise make now - beat wrap to a huge value and
+ * a busy worker look stuck (a CI run's "stuck for 75 s" 40 s after boot).
+ */
+static bool stalled(const volatile uint64_t *beat, unsigned int secs)
+{
+	uint64_t b = *beat, now = now_ms();
+
+	return b && now > b && now - b > (uint64_t)secs * 1000;
+}
+
 static uint64_t part_start(unsigned int node)
 {
 	return G.heap_base + (uint64_t)node * G.part_size;
@@ -1606,8 +1619,7 @@ static int config_race(void)
 		usleep(200000);
 		kmsg_scan(kfd);
 		for (i = 0; i < ARRAY_SIZE(fn); i++) {
-			if (now_ms() - S->w[i].beat_ms > (uint64_t)opt_hang * 1000 &&
-			    S->w[i].beat_ms) {
+			if (stalled(&S->w[i].beat_ms, opt_hang)) {
 				problem("race: thread %u stuck for %u s", i, opt_hang);
 				goto out;
 			}
@@ -1767,8 +1779,7 @@ int main(int argc, char **argv)
 			if (ws->done)
 				continue;
 			all_done = false;
-			if (ws->beat_ms && now_ms() - ws->beat_ms > (uint64_t)opt_hang * 1000 &&
-			    !stuck) {
+			if (stalled(&ws->beat_ms, opt_hang) && !stuck) {
 				problem("worker %u made no progress for %u s at op %" PRIu64,
 					i, opt_hang, ws->opno);
 				dump_stack_of(ws->tid);
