@@ -498,13 +498,10 @@ struct odsm_rdma_conn *odsm_rdma_conn_alloc(u32 peer, bool dialled)
 	INIT_LIST_HEAD(&x->rm_node);
 	INIT_LIST_HEAD(&x->loop.node);
 	INIT_LIST_HEAD(&x->park.node);
-	mutex_init(&x->os.lock);
 	mutex_init(&x->reg.lock);
 	xa_init(&x->os.keys);
 	xa_init(&x->reg.map);
-	x->os.wait.x = x;
-	x->os.wait.cqe.done = odsm_rdma_wr_done;
-	init_completion(&x->os.wait.done);
+	odsm_rdma_os_init(x);
 	x->reg.wait.x = x;
 	x->reg.wait.cqe.done = odsm_rdma_wr_done;
 	init_completion(&x->reg.wait.done);
@@ -570,17 +567,7 @@ int odsm_rdma_conn_setup(struct odsm_rdma_conn *x)
 		if (ret)
 			return ret;
 	}
-	buf = alloc_pages_exact(ODSM_WIRE_MAX_DATA, GFP_KERNEL | __GFP_NOWARN);
-	if (!buf)
-		return -ENOMEM;
-	x->os.dma = ib_dma_map_single(x->dev, buf, ODSM_WIRE_MAX_DATA,
-				      DMA_BIDIRECTIONAL);
-	if (ib_dma_mapping_error(x->dev, x->os.dma)) {
-		free_pages_exact(buf, ODSM_WIRE_MAX_DATA);
-		return -ENOMEM;
-	}
-	x->os.buf = buf;
-	return 0;
+	return odsm_rdma_os_setup(x);
 }
 
 /*
@@ -621,12 +608,7 @@ static void conn_teardown(struct odsm_rdma_conn *x, bool keep_id)
 		free_pages_exact(r->buf, RDMA_MSG_MAX);
 		r->buf = NULL;
 	}
-	if (x->os.buf) {
-		ib_dma_unmap_single(x->dev, x->os.dma, ODSM_WIRE_MAX_DATA,
-				    DMA_BIDIRECTIONAL);
-		free_pages_exact(x->os.buf, ODSM_WIRE_MAX_DATA);
-		x->os.buf = NULL;
-	}
+	odsm_rdma_os_free(x);
 	odsm_rdma_regs_free(x);
 	if (x->pd) {
 		ib_dealloc_pd(x->pd);
