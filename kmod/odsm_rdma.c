@@ -301,9 +301,8 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct odsm_rdma_rbuf *r = container_of(wc->wr_cqe, struct odsm_rdma_rbuf, cqe);
 	struct odsm_rdma_conn *x = r->x;
-	u32 len = wc->byte_len, imm;
+	u32 len = wc->byte_len, imm, given;
 	struct odsm_rdma_msg *m = NULL;
-	bool bad = false;
 
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
@@ -324,7 +323,8 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 	if (!(wc->wc_flags & IB_WC_WITH_IMM)) {
-		bad = true;
+		pr_notice_ratelimited("rdma: a message of %u bytes without its credits: connection closed\n",
+				      len);
 		goto out_bad;
 	}
 	imm = be32_to_cpu(wc->ex.imm_data);
@@ -341,13 +341,15 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	spin_lock(&x->msg.lock);
 	/* a peer returns no more than it was given */
-	if (imm > RDMA_RECVS - x->msg.credits)
-		bad = true;
-	else
+	given = RDMA_RECVS - x->msg.credits;
+	if (imm <= given)
 		x->msg.credits += imm;
 	spin_unlock(&x->msg.lock);
-	if (bad)
+	if (imm > given) {
+		pr_notice_ratelimited("rdma: %u credits returned, %u outstanding: connection closed\n",
+				      imm, given);
 		goto out_bad;
+	}
 	if (READ_ONCE(x->broken) || post_recv(x, r)) {
 		kvfree(m);
 		rdma_fail(x);
@@ -368,7 +370,6 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 out_bad:
 	kvfree(m);
 	odsm_stat_inc(ODSM_STAT_bad_msgs);
-	pr_notice_ratelimited("rdma: bad credits from a peer: connection closed\n");
 	rdma_fail(x);
 }
 
@@ -726,9 +727,10 @@ void odsm_rdma_accept_param(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 	memset(p, 0, sizeof(*p));
 	p->rnr_retry_count = 7;
 	p->responder_resources = min3((u32)ev->param.conn.initiator_depth,
-				      (u32)RDMA_RD_ATOM, (u32)a->max_qp_rd_atom);
+				      odsm_rdma_rd_atom(id->device),
+				      (u32)a->max_qp_rd_atom);
 	p->initiator_depth = min3((u32)ev->param.conn.responder_resources,
-				  (u32)RDMA_RD_ATOM,
+				  odsm_rdma_rd_atom(id->device),
 				  (u32)a->max_qp_init_rd_atom);
 }
 
@@ -982,6 +984,19 @@ static int rdma_peer_ipv4(struct odsm_conn *conn, __be32 *ip)
 	return 0;
 }
 
+/*
+ * RDMA READs and atomics a QP on dev keeps in flight (the initiator depth
+ * and responder resources offered).  Soft-RoCE gets 1: with 8 READs
+ * outstanding and the retransmissions of guests under TCG, rxe lost
+ * connections with no error completion of their own, and on 6.12 once
+ * crashed its guest (a double fault in rxe_requester's skb allocation: a
+ * corrupted slab); with 1 it never did.
+ */
+u32 odsm_rdma_rd_atom(struct ib_device *dev)
+{
+	return dev->ops.driver_id == RDMA_DRIVER_RXE ? 1 : RDMA_RD_ATOM;
+}
+
 bool odsm_rdma_use_atomics;	/* nic_atomics when joining */
 
 static bool nic_atomics = true;
@@ -1069,9 +1084,9 @@ int odsm_rdma_dial_prepare(struct odsm_rdma_conn *x, struct sockaddr_in dst,
 	memset(p, 0, sizeof(*p));
 	p->retry_count = 7;
 	p->rnr_retry_count = 7;
-	p->initiator_depth = min_t(u32, RDMA_RD_ATOM,
+	p->initiator_depth = min_t(u32, odsm_rdma_rd_atom(id->device),
 				   id->device->attrs.max_qp_init_rd_atom);
-	p->responder_resources = min_t(u32, RDMA_RD_ATOM,
+	p->responder_resources = min_t(u32, odsm_rdma_rd_atom(id->device),
 				       id->device->attrs.max_qp_rd_atom);
 	return odsm_rdma_conn_setup(x);
 }

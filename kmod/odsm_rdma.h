@@ -34,12 +34,16 @@
 /* one-sided: work requests of one READ/WRITE (a piece per 64 KiB block) */
 #define RDMA_OS_WRS		(ODSM_WIRE_MAX_DATA / ODSM_WIRE_MAP_LEN + 1)
 #define RDMA_MAX_REGS		4096	/* 256 MiB registered per connection */
-#define RDMA_RD_ATOM		1	/* RDMA READs in flight per QP */
+/*
+ * RDMA READs and atomics in flight per QP, both ways: RDMA_RD_ATOM, but 1
+ * on Soft-RoCE (odsm_rdma_rd_atom(); design.rst says why).
+ */
+#define RDMA_RD_ATOM		8
 /*
  * One-sided operations in flight per connection, each with a bounce
  * buffer of ODSM_WIRE_MAX_DATA (the first allocated with the connection,
  * the others if memory allows): WRITEs overlap, READs and atomics queue
- * on the QP behind RDMA_RD_ATOM outstanding ones without a round trip
+ * on the QP behind the outstanding ones without a round trip
  * through the waiting thread.
  */
 #define RDMA_OS_SLOTS		4
@@ -62,6 +66,7 @@ int odsm_rdma_conn_setup(struct odsm_rdma_conn *x);
 void odsm_rdma_conn_abort(struct odsm_rdma_conn *x, bool keep_id);
 void odsm_rdma_accept_param(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 			    struct rdma_conn_param *p);
+u32 odsm_rdma_rd_atom(struct ib_device *dev);
 int odsm_rdma_dial_prepare(struct odsm_rdma_conn *x, struct sockaddr_in dst,
 			   struct rdma_conn_param *p);
 int odsm_rdma_dial_connect(struct odsm_rdma_conn *x,
