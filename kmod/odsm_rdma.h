@@ -176,6 +176,8 @@ struct odsm_rdma_initiator {
 	wait_queue_head_t free;		/* for a slot not in use */
 	unsigned long busy;		/* a bit per slot in use */
 	u32 nr;				/* slots with a buffer, set up once */
+	u32 rd_depth;			/* READs the QP keeps in flight */
+	atomic_t reads;			/* one-sided READs in flight */
 	struct odsm_rdma_slot slot[RDMA_OS_SLOTS];
 	struct xarray keys;		/* peer's block (gaddr >> 16) -> key */
 	atomic_t nr_keys;

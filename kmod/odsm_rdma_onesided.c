@@ -126,6 +126,9 @@ int odsm_rdma_os_setup(struct odsm_rdma_conn *x)
 		}
 	}
 	x->os.nr = i;
+	/* what we offer; the peer may take less, and then READs queue */
+	x->os.rd_depth = max(1U, min_t(u32, odsm_rdma_rd_atom(x->dev),
+				       x->dev->attrs.max_qp_init_rd_atom));
 	return i ? 0 : -ENOMEM;
 }
 
@@ -306,10 +309,19 @@ int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 
 	if (!len || len > ODSM_WIRE_MAX_DATA)
 		return -EINVAL;
+	/*
+	 * A READ that would wait on the QP behind rd_depth others goes as a
+	 * request instead (-EBUSY): the home's CPU serves requests side by
+	 * side, the QP one READ after another (Soft-RoCE's depth is 1).
+	 */
+	if (!write && atomic_inc_return(&x->os.reads) > x->os.rd_depth) {
+		atomic_dec(&x->os.reads);
+		return -EBUSY;
+	}
 	memset(wrs, 0, sizeof(wrs));
 	ret = os_begin(x, &s);
 	if (ret)
-		return ret;
+		goto out_reads;
 	for (off = 0; off < len; off += piece, n++) {
 		a = addr + off;
 		k = xa_load(&x->os.keys, a >> ODSM_BLOCK_SHIFT);
@@ -350,6 +362,9 @@ out:
 				      ODSM_STAT_onesided_reads);
 		odsm_stat_add(ODSM_STAT_onesided_bytes, len);
 	}
+out_reads:
+	if (!write)
+		atomic_dec(&x->os.reads);
 	return ret;
 }
 

@@ -55,6 +55,7 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_auth_failures] = "auth_failures",
 	[ODSM_STAT_onesided_reads] = "onesided_reads",
 	[ODSM_STAT_onesided_overlaps] = "onesided_overlaps",
+	[ODSM_STAT_onesided_spills] = "onesided_spills",
 	[ODSM_STAT_onesided_writes] = "onesided_writes",
 	[ODSM_STAT_onesided_bytes] = "onesided_bytes",
 	[ODSM_STAT_onesided_fallbacks] = "onesided_fallbacks",

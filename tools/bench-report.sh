@@ -179,6 +179,7 @@ END {
 	ref = same("coherence", "rdma", "uncached_borrow_512_us", "raw_read_512_us")
 	line("uncached_borrow_vs_raw_read_512", o, "us", ref, "us", r, "<= 1.2")
 	line("async_64_borrows_vs_sequential", "", "", "", "", fixed("async_64_borrows_vs_sequential"), ">= 8")
+	line("async_64_reads_vs_sequential", "", "", "", "", fixed("async_64_reads_vs_sequential"), "")
 	o = g("coherence", "rdma", "move_1MiB_MiB_s")
 	ref = g("coherence", "perftest ib_read_bw -s 1048576 -n 20", "bw_avg_MB_s")
 	line("move_1MiB_vs_ib_read_bw", o, "MiB/s", ref, "MB/s", fixed("move_1MiB_vs_ib_read_bw"), ">= 0.9")

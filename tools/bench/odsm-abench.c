@@ -5,14 +5,17 @@
  * BORROW ioctl, as odsm_ref_get() does on a miss) against all submitted
  * together through io_uring (odsm_borrow_many()).  Each round drops the
  * idle copies first so that both sides fetch every object; ROUNDS rounds
- * of each, alternating, and the medians.  Prints ODSM_BENCH lines;
- * judges nothing.
+ * of each, alternating, and the medians.  Then the same 64 objects read
+ * (ODSM_IOC_READ: one-sided over RDMA, several in flight per connection)
+ * one after another against all at once (odsm_read_many()).  Prints
+ * ODSM_BENCH lines; judges nothing.
  *
  *   odsm-abench NODE [ROUNDS [LABEL]]
  *
- * Without LABEL the row is the fixed one of make bench's summary,
- * "async_64_borrows_vs_sequential speedup=R ratio=R ..."; with it, the
- * same figures as "LABEL async_64_borrows ...".
+ * Without LABEL the rows are the ones of make bench's summary,
+ * "async_64_borrows_vs_sequential speedup=R ratio=R ..." and
+ * "async_64_reads_vs_sequential ..."; with it, the same figures as
+ * "LABEL async_64_borrows ..." and "LABEL async_64_reads ...".
  */
 #include <stdint.h>
 #include "odsm.h"
@@ -68,6 +71,62 @@ static double together(odsm_ref *r, const uint64_t *cg)
 	return t0;
 }
 
+static double reads_one_by_one(const uint64_t *cg, uint8_t (*buf)[OBJ])
+{
+	double t0 = now_us();
+	int i, ret;
+
+	for (i = 0; i < NR; i++) {
+		ret = odsm_read(cg[i], buf[i], OBJ);
+		if (ret)
+			die("read", ret);
+	}
+	return now_us() - t0;
+}
+
+static double reads_together(const uint64_t *cg, uint8_t (*buf)[OBJ])
+{
+	struct odsm_range rg[NR];
+	double t0;
+	int i, ret;
+
+	for (i = 0; i < NR; i++) {
+		rg[i].gaddr = cg[i];
+		rg[i].buf = buf[i];
+		rg[i].len = OBJ;
+	}
+	t0 = now_us();
+	ret = odsm_read_many(rg, NR, NULL);
+	t0 = now_us() - t0;
+	if (ret)
+		die("odsm_read_many", ret);
+	return t0;
+}
+
+/* The read pair: ROUNDS rounds of each, alternating, and a row. */
+static void reads(const uint64_t *cg, int rounds, const char *label,
+		  double *seq, double *asy)
+{
+	static uint8_t buf[NR][OBJ];
+	double s, a;
+	int i;
+
+	reads_together(cg, buf);
+	reads_one_by_one(cg, buf);
+	for (i = 0; i < rounds; i++) {
+		seq[i] = reads_one_by_one(cg, buf);
+		asy[i] = reads_together(cg, buf);
+	}
+	stats(seq, rounds, &s, NULL);
+	stats(asy, rounds, &a, NULL);
+	if (label)
+		row("%s async_64_reads sequential_us=%.0f async_us=%.0f speedup=%.2f rounds=%d",
+		    label, s, a, s / a, rounds);
+	else
+		row("async_64_reads_vs_sequential speedup=%.2f ratio=%.2f sequential_us=%.0f async_us=%.0f rounds=%d",
+		    s / a, s / a, s, a, rounds);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned int node = arg_num(argc, argv, 1, 0);
@@ -111,6 +170,7 @@ int main(int argc, char **argv)
 	else
 		row("async_64_borrows_vs_sequential speedup=%.2f ratio=%.2f sequential_us=%.0f async_us=%.0f rounds=%d",
 		    s / a, s / a, s, a, rounds);
+	reads(cg, rounds, label, seq, asy);
 	for (i = 0; i < NR; i++)
 		odsm_free(cg[i]);
 	odsm_fini();

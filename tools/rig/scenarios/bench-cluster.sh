@@ -18,7 +18,8 @@
 # Remote execution and channels (odsm-sbench: spawn_to against a local
 # call and a pull of the object, boxes through a channel) over TCP;
 # with rig.bench_only=sbench, only those (after the TCP join);
-# rig.bench_only=mbench: only the mutexes, over TCP then RDMA.
+# rig.bench_only=mbench: only the mutexes, over TCP then RDMA;
+# rig.bench_only=abench: only the 64 borrows and reads (odsm-abench).
 # Tied allocation (odsm-gbench: node 1 reads node 0's parent and 8
 # children cold, as one group and as 9 objects) over TCP and over RDMA;
 # with rig.bench_only=gbench, only that (over TCP, the tied list
@@ -53,6 +54,24 @@ if [ "${rig_bench_only:-}" = sbench ]; then
 	[ "$rig_node" = 0 ] && odsm-sbench serve
 	[ "$rig_node" = 1 ] && odsm-sbench 10.0.0.1 tcp
 	barrier 300
+	odsmctl leave
+	exit 0
+fi
+# rig.bench_only=abench: the 64 borrows and reads one after another
+# against all at once, over TCP, over RDMA (the summary's rows) and over
+# RDMA with one-sided access off
+if [ "${rig_bench_only:-}" = abench ]; then
+	[ "$rig_node" = 1 ] && odsm-abench 0 7 tcp
+	barrier 300
+	odsmctl leave
+	barrier 60
+	join rdma
+	[ "$rig_node" = 1 ] && odsm-abench 0 7
+	barrier 300
+	echo N >/sys/module/odsm/parameters/onesided
+	[ "$rig_node" = 1 ] && odsm-abench 0 7 rdma-twosided
+	barrier 300
+	echo Y >/sys/module/odsm/parameters/onesided
 	odsmctl leave
 	exit 0
 fi
