@@ -15,7 +15,14 @@
  *              cached_hit_vs_local_borrow measures this one);
  *   spread     OBJS objects in a random order (a hash probe each);
  *   threads    2 threads on the same object (its count's cache line
- *              bounces between the cores: the shared case).
+ *              bounces between the cores: the shared case);
+ *   big        Table 2's access pattern and timing (odsm-tbench) on the
+ *              OBJS objects, each BIG bytes (256 MiB in all): a random
+ *              8-byte value of a random object per borrow, so the value
+ *              misses the CPU's caches, each access timed on its own
+ *              (cycles, rdtscp), against the same accesses through a
+ *              plain pointer.  The table keeps OBJS copies a thread;
+ *              Table 2's millions of 64-byte objects would miss it.
  * Nanoseconds per borrow and return, medians over ROUNDS rounds, and
  *   cached_hit_vs_local_borrow_host ratio=R  (one: hit over local)
  *
@@ -26,20 +33,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <x86intrin.h>
 #include "odsm.h"
 #include "odsm_hits_int.h"
 #include "bench.h"
 
 #define HEAP_BASE	0x100000000000ULL	/* the module's default */
-#define PART		(1ULL << 20)
-#define OBJ		64
+/*
+ * Object i of this node at i * BIG, the copy of the other node's object i
+ * at (OBJS + i) * BIG: the first partition holds both
+ */
+#define BIG		(4ULL << 20)
+#define PART		(2 * OBJS * BIG)
 #define OBJS		64	/* the spread kind's objects: idle ones kept at most */
 #define N_ONE		(1L << 22)
 #define N_SPREAD	(1L << 22)
+#define N_BIG		(1L << 20)
 
 static struct odsm_hits_page page;
 static odsm_box local[OBJS], remote[OBJS];
 static uint32_t order[N_SPREAD / 64];
+static uint32_t big_off[N_BIG];		/* object << 24 | 8-byte word */
 
 /* n borrows, reads and returns of boxes[order...]; ns per one */
 static double run(odsm_box *boxes, bool spread, long n)
@@ -62,6 +76,58 @@ static double run(odsm_box *boxes, bool spread, long n)
 	}
 	__asm__ volatile("" : : "r"(sink) : "memory");
 	return (now_us() - t0) * 1000 / n;
+}
+
+static inline uint64_t tsc(void)
+{
+	unsigned int aux;
+
+	return __rdtscp(&aux);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint32_t big_t[N_BIG];
+
+/*
+ * The big kind, as odsm-tbench times DRust's Table 2: each access on its
+ * own between two rdtscp, a random 8-byte value of a random object (boxes
+ * NULL: through a plain pointer to this node's object; else borrowed and
+ * returned), the average cycles without the slowest 1%.
+ */
+static double run_big(odsm_box *boxes)
+{
+	uint64_t sink = 0, sum = 0, t0;
+	long i;
+
+	for (i = 0; i < N_BIG; i++) {
+		uint32_t o = big_off[i];
+		const uint64_t *p;
+		odsm_ref r;
+
+		if (!boxes) {
+			t0 = tsc();
+			sink += ((const uint64_t *)(uintptr_t)(HEAP_BASE +
+							       (o >> 24) * BIG))[o & 0xffffff];
+		} else {
+			t0 = tsc();
+			if (odsm_borrow(&boxes[o >> 24], &r, (const void **)&p))
+				abort();
+			sink += p[o & 0xffffff];
+			odsm_return(&r);
+		}
+		big_t[i] = (uint32_t)(tsc() - t0);
+	}
+	__asm__ volatile("" : : "r"(sink) : "memory");
+	qsort(big_t, N_BIG, sizeof(*big_t), cmp_u32);
+	for (i = 0; i < N_BIG - N_BIG / 100; i++)
+		sum += big_t[i];
+	return (double)sum / (N_BIG - N_BIG / 100);
 }
 
 struct thr {
@@ -98,22 +164,25 @@ static double run2(odsm_box *boxes)
 int main(int argc, char **argv)
 {
 	int rounds = arg_num(argc, argv, 1, 7), k, i;
-	enum { LOC1, HIT1, LOCS, HITS, LOC2, HIT2, NK };
+	enum { LOC1, HIT1, LOCS, HITS, LOC2, HIT2, PLNB, LOCB, HITB, NK };
 	static const char *const name[NK] = {
 		"local_one", "hit_one", "local_spread", "hit_spread",
-		"local_2threads", "hit_2threads",
+		"local_2threads", "hit_2threads", "plain_big", "local_big",
+		"hit_big",
 	};
 	double *t[NK], med[NK];
 	struct odsm_hits_stats hs;
 	uint64_t rng = 0x9e3779b97f4a7c15ULL;
 	void *heap;
 
+	/* the second partition is never touched: only its addresses */
 	heap = mmap((void *)(uintptr_t)HEAP_BASE, 2 * PART,
 		    PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE |
-		    MAP_POPULATE, -1, 0);
+		    MAP_NORESERVE, -1, 0);
 	if (heap == MAP_FAILED)
 		die("mmap of the heap", -errno);
+	memset(heap, 1, PART);
 	odsm_rt.info.heap_base = HEAP_BASE;
 	odsm_rt.info.heap_size = 2 * PART;
 	odsm_rt.local_lo = HEAP_BASE;
@@ -125,11 +194,11 @@ int main(int argc, char **argv)
 	 * would have recorded it
 	 */
 	for (i = 0; i < OBJS; i++) {
-		uint64_t copy = HEAP_BASE + (uint64_t)(OBJS + i) * OBJ;
+		uint64_t copy = HEAP_BASE + (uint64_t)(OBJS + i) * BIG;
 
-		local[i].g = (1ULL << ODSM_COLOR_SHIFT) | (HEAP_BASE + (uint64_t)i * OBJ);
+		local[i].g = (1ULL << ODSM_COLOR_SHIFT) | (HEAP_BASE + (uint64_t)i * BIG);
 		remote[i].g = (1ULL << ODSM_COLOR_SHIFT) |
-			      (HEAP_BASE + PART + (uint64_t)i * OBJ);
+			      (HEAP_BASE + PART + (uint64_t)i * BIG);
 		*(uint64_t *)(uintptr_t)copy = i;
 		if (!odsm__hit_record(remote[i].g, copy, 0))
 			die("odsm__hit_record", -ENOSPC);
@@ -142,6 +211,13 @@ int main(int argc, char **argv)
 		rng ^= rng >> 7;
 		rng ^= rng << 17;
 		order[i] = (uint32_t)(rng % OBJS);
+	}
+	for (i = 0; i < (int)N_BIG; i++) {
+		rng ^= rng << 13;
+		rng ^= rng >> 7;
+		rng ^= rng << 17;
+		big_off[i] = (uint32_t)((rng % OBJS) << 24 |
+					((rng >> 8) % (BIG / 8)));
 	}
 	for (k = 0; k < NK; k++) {
 		t[k] = calloc(rounds, sizeof(double));
@@ -157,16 +233,27 @@ int main(int argc, char **argv)
 		t[HITS][i] = run(remote, true, N_SPREAD);
 		t[LOC2][i] = run2(local);
 		t[HIT2][i] = run2(remote);
+		t[PLNB][i] = run_big(NULL);
+		t[LOCB][i] = run_big(local);
+		t[HITB][i] = run_big(remote);
 	}
 	for (k = 0; k < NK; k++) {
 		stats(t[k], rounds, &med[k], NULL);
-		row("hits host %s_borrow_return_ns=%.2f", name[k], med[k]);
+		if (k < PLNB)
+			row("hits host %s_borrow_return_ns=%.2f", name[k], med[k]);
+		else
+			row("hits host %s_cycles=%.0f", name[k], med[k]);
 	}
 	odsm_hits_stats(&hs);
 	row("hits host one_ratio=%.2f spread_ratio=%.2f 2threads_ratio=%.2f hits=%llu given_back=%llu rounds=%d",
 	    med[HIT1] / med[LOC1], med[HITS] / med[LOCS], med[HIT2] / med[LOC2],
 	    (unsigned long long)hs.hits, (unsigned long long)hs.given_back,
 	    rounds);
+	row("hits host big objects=%d object_mib=%llu working_set_mib=%llu local_vs_plain=%.3f hit_vs_plain=%.3f hit_vs_local=%.3f",
+	    OBJS, (unsigned long long)(BIG >> 20),
+	    (unsigned long long)(OBJS * BIG >> 20), med[LOCB] / med[PLNB],
+	    med[HITB] / med[PLNB], med[HITB] / med[LOCB]);
 	row("cached_hit_vs_local_borrow_host ratio=%.2f", med[HIT1] / med[LOC1]);
+	row("cached_hit_vs_local_borrow_big_host ratio=%.2f", med[HITB] / med[LOCB]);
 	return 0;
 }
