@@ -749,7 +749,8 @@ static bool from_member(__be32 ip)
 /*
  * Take one of the places for an unauthenticated connection from ip, or
  * refuse (false).  An accepted connection costs RDMA_RECVS receive
- * buffers of RDMA_MSG_MAX bytes (some 4.5 MiB) before its peer proved
+ * buffers of RDMA_MSG_MAX bytes and RDMA_OS_SLOTS bounce buffers of
+ * ODSM_WIRE_MAX_DATA (some 5 MiB) before its peer proved
  * anything, so there are at most RDMA_UNAUTH_PER_ADDR of them from one
  * address and RDMA_UNAUTH_MAX in all: counted over the connections that
  * still hold their resources and never completed the handshake (dead ones
