@@ -71,6 +71,25 @@ static double together(odsm_ref *r, const uint64_t *cg)
 	return t0;
 }
 
+/*
+ * The medians of a pair's rounds as a row: "LABEL async_64_WHAT ..." with
+ * a label, else the summary's "async_64_WHAT_vs_sequential ...".
+ */
+static void pair_row(const char *what, const char *label, double *seq,
+		     double *asy, int rounds)
+{
+	double s, a;
+
+	stats(seq, rounds, &s, NULL);
+	stats(asy, rounds, &a, NULL);
+	if (label)
+		row("%s async_64_%s sequential_us=%.0f async_us=%.0f speedup=%.2f rounds=%d",
+		    label, what, s, a, s / a, rounds);
+	else
+		row("async_64_%s_vs_sequential speedup=%.2f ratio=%.2f sequential_us=%.0f async_us=%.0f rounds=%d",
+		    what, s / a, s / a, s, a, rounds);
+}
+
 static double reads_one_by_one(const uint64_t *cg, uint8_t (*buf)[OBJ])
 {
 	double t0 = now_us();
@@ -108,7 +127,6 @@ static void reads(const uint64_t *cg, int rounds, const char *label,
 		  double *seq, double *asy)
 {
 	static uint8_t buf[NR][OBJ];
-	double s, a;
 	int i;
 
 	reads_together(cg, buf);
@@ -117,14 +135,7 @@ static void reads(const uint64_t *cg, int rounds, const char *label,
 		seq[i] = reads_one_by_one(cg, buf);
 		asy[i] = reads_together(cg, buf);
 	}
-	stats(seq, rounds, &s, NULL);
-	stats(asy, rounds, &a, NULL);
-	if (label)
-		row("%s async_64_reads sequential_us=%.0f async_us=%.0f speedup=%.2f rounds=%d",
-		    label, s, a, s / a, rounds);
-	else
-		row("async_64_reads_vs_sequential speedup=%.2f ratio=%.2f sequential_us=%.0f async_us=%.0f rounds=%d",
-		    s / a, s / a, s, a, rounds);
+	pair_row("reads", label, seq, asy, rounds);
 }
 
 int main(int argc, char **argv)
@@ -132,7 +143,7 @@ int main(int argc, char **argv)
 	unsigned int node = arg_num(argc, argv, 1, 0);
 	int rounds = arg_num(argc, argv, 2, 7), i, ret;
 	const char *label = argc > 3 ? argv[3] : NULL;
-	double *seq, *asy, s, a;
+	double *seq, *asy;
 	uint64_t cg[NR];
 	odsm_ref r[NR];
 
@@ -162,14 +173,7 @@ int main(int argc, char **argv)
 		asy[i] = together(r, cg);
 	}
 	odsm_drop_copies(NULL, NULL);
-	stats(seq, rounds, &s, NULL);
-	stats(asy, rounds, &a, NULL);
-	if (label)
-		row("%s async_64_borrows sequential_us=%.0f async_us=%.0f speedup=%.2f rounds=%d",
-		    label, s, a, s / a, rounds);
-	else
-		row("async_64_borrows_vs_sequential speedup=%.2f ratio=%.2f sequential_us=%.0f async_us=%.0f rounds=%d",
-		    s / a, s / a, s, a, rounds);
+	pair_row("borrows", label, seq, asy, rounds);
 	reads(cg, rounds, label, seq, asy);
 	for (i = 0; i < NR; i++)
 		odsm_free(cg[i]);
