@@ -73,9 +73,24 @@ failure_digest() {	# SCEN KVER N RUNLOG NOTOK
 		log=$LOGS/$scen-$k-node$node.log
 		[ -f "$log" ] || continue
 		tr -d '\r' <"$log" |
-			grep -E '^(not ok|# +FAIL|# [^ ]+:[0-9]+:.*(Expected|[Ff]ail|[Ee]rror|[Tt]imed? ?out)|[a-z-]+: .*(fail|took|left|not |never|refused|still)|.*(WARNING:|BUG:|Oops|INFO: task|soft lockup|stall))' |
+			grep -E '^(not ok|# +FAIL|# [^ ]+:[0-9]+:.*(Expected|[Ff]ail|[Ee]rror|[Tt]imed? ?out)|[a-z_-]+: .*(fail|took|left|not |never|refused|still|unreachable)|.*(WARNING:|BUG:|Oops|INFO: task|soft lockup|stall))' |
 			head -n 12 | sed "s/^/[node$node] /"
 	done
+}
+
+# Whether a node of the run of SCEN on N guests of KVER found a peer
+# unreachable before anything joined (wait_peers' report) and no node
+# came up in a cluster.
+rig_net_never_up() {	# SCEN KVER N
+	local node log up=0 lost=0
+
+	for node in $(seq 0 $(($3 - 1))); do
+		log=$LOGS/$1-$2-node$node.log
+		[ -f "$log" ] || continue
+		grep -aq 'RIG_MARK cluster_up' "$log" && up=1
+		grep -aq '^wait_peers: .* unreachable' "$log" && lost=1
+	done
+	[ "$lost" = 1 ] && [ "$up" = 0 ]
 }
 
 # One run of the VM rig, counted into the suite being run (s_pass, s_fail):
@@ -93,11 +108,19 @@ run_guests() {	# SCEN KVER N RUNLOG SUMMARY OK NOTOK [run.sh options...]
 	progress_run tools/rig/run.sh -k "$k" -n "$n" -s "$scen" -i "$img" -l "$LOGS" -t 600 "$@" \
 		>"$runlog" 2>&1
 	rc=$?
-	# a guest that hung before its init (run.sh: "did not boot") says
-	# nothing of the code: the run is made once more, and says so
-	if [ "$rc" != 0 ] && grep -qE '^\[node[0-9]+\] FAIL: did not boot' "$runlog"; then
+	# a guest that hung before its init (run.sh: "did not boot"), or
+	# guests that never reached each other over the rig's switch before
+	# any node joined (wait_peers: an 8-guest run lost node 1 so, every
+	# node's ping of it unanswered for 60 s), say nothing of the code:
+	# the run is made once more, and says so
+	if [ "$rc" != 0 ] && { grep -qE '^\[node[0-9]+\] FAIL: did not boot' "$runlog" ||
+			       rig_net_never_up "$scen" "$k" "$n"; }; then
 		grep -E '^\[node[0-9]+\] FAIL: did not boot' "$runlog"
-		echo "retry: a guest did not boot; running $scen once more"
+		rig_net_never_up "$scen" "$k" "$n" && grep -h '^wait_peers: ' \
+			"$LOGS/$scen-$k"-node*.log | tr -d '\r' | head -n 3
+		echo "retry: a guest did not boot or the guests never reached each other; running $scen once more"
+		echo "retry: $notok: a guest did not boot or the guests never reached each other; the second run counts" \
+			>>"$LOGS/failures.txt"
 		progress_run tools/rig/run.sh -k "$k" -n "$n" -s "$scen" -i "$img" -l "$LOGS" -t 600 "$@" \
 			>"$runlog" 2>&1
 		rc=$?
