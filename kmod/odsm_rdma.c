@@ -729,9 +729,8 @@ void odsm_rdma_accept_param(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 	p->responder_resources = min3((u32)ev->param.conn.initiator_depth,
 				      odsm_rdma_rd_atom(id->device),
 				      (u32)a->max_qp_rd_atom);
-	p->initiator_depth = min3((u32)ev->param.conn.responder_resources,
-				  odsm_rdma_rd_atom(id->device),
-				  (u32)a->max_qp_init_rd_atom);
+	p->initiator_depth = min_t(u32, ev->param.conn.responder_resources,
+				   odsm_rdma_init_depth(id->device));
 }
 
 /* Is ip the address of a member of the cluster other than this node? */
@@ -998,6 +997,13 @@ u32 odsm_rdma_rd_atom(struct ib_device *dev)
 	return dev->ops.driver_id == RDMA_DRIVER_RXE ? 1 : RDMA_RD_ATOM;
 }
 
+/* The initiator depth offered on dev: READs and atomics we keep going. */
+u32 odsm_rdma_init_depth(struct ib_device *dev)
+{
+	return min_t(u32, odsm_rdma_rd_atom(dev),
+		     dev->attrs.max_qp_init_rd_atom);
+}
+
 bool odsm_rdma_use_atomics;	/* nic_atomics when joining */
 
 static bool nic_atomics = true;
@@ -1085,8 +1091,7 @@ int odsm_rdma_dial_prepare(struct odsm_rdma_conn *x, struct sockaddr_in dst,
 	memset(p, 0, sizeof(*p));
 	p->retry_count = 7;
 	p->rnr_retry_count = 7;
-	p->initiator_depth = min_t(u32, odsm_rdma_rd_atom(id->device),
-				   id->device->attrs.max_qp_init_rd_atom);
+	p->initiator_depth = odsm_rdma_init_depth(id->device);
 	p->responder_resources = min_t(u32, odsm_rdma_rd_atom(id->device),
 				       id->device->attrs.max_qp_rd_atom);
 	return odsm_rdma_conn_setup(x);

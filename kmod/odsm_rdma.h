@@ -67,6 +67,7 @@ void odsm_rdma_conn_abort(struct odsm_rdma_conn *x, bool keep_id);
 void odsm_rdma_accept_param(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 			    struct rdma_conn_param *p);
 u32 odsm_rdma_rd_atom(struct ib_device *dev);
+u32 odsm_rdma_init_depth(struct ib_device *dev);
 int odsm_rdma_dial_prepare(struct odsm_rdma_conn *x, struct sockaddr_in dst,
 			   struct rdma_conn_param *p);
 int odsm_rdma_dial_connect(struct odsm_rdma_conn *x,

@@ -22,11 +22,12 @@
  * old value into its first 8 bytes.  A connection has up to
  * RDMA_OS_SLOTS slots, each a bounce buffer and a completion; an
  * operation takes a free one (a bit of os.busy; os.free waits for one),
- * so that many are posted at once: the QP keeps at most RDMA_RD_ATOM READs
- * and atomics outstanding and starts the next when one is answered,
- * without a wake-up of the waiting thread in between.  Every work request
- * is signalled and waited for at most timeout_ms.  A remote access error moves the QP to
- * the error state: the connection fails and the cluster redials, like any
+ * so that many are posted at once.  The QP keeps its READ depth of READs
+ * and atomics outstanding (odsm_rdma_init_depth()) and starts the next
+ * when one is answered; a READ that would wait behind them goes as a
+ * request instead (-EBUSY).  Every work request is signalled and waited
+ * for at most timeout_ms.  A remote access error moves the QP to the
+ * error state: the connection fails and the cluster redials, like any
  * other failure.
  *
  * Atomics (ODSM_ATOMIC_F_NIC only): devices that report IB_ATOMIC_HCA,
@@ -127,8 +128,7 @@ int odsm_rdma_os_setup(struct odsm_rdma_conn *x)
 	}
 	x->os.nr = i;
 	/* what we offer; the peer may take less, and then READs queue */
-	x->os.rd_depth = max(1U, min_t(u32, odsm_rdma_rd_atom(x->dev),
-				       x->dev->attrs.max_qp_init_rd_atom));
+	x->os.rd_depth = max(1U, odsm_rdma_init_depth(x->dev));
 	return i ? 0 : -ENOMEM;
 }
 
