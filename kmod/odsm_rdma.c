@@ -301,8 +301,9 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct odsm_rdma_rbuf *r = container_of(wc->wr_cqe, struct odsm_rdma_rbuf, cqe);
 	struct odsm_rdma_conn *x = r->x;
-	u32 len = wc->byte_len, imm, given;
+	u32 len = wc->byte_len, imm;
 	struct odsm_rdma_msg *m = NULL;
+	bool bad = false;
 
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
@@ -323,8 +324,7 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 	if (!(wc->wc_flags & IB_WC_WITH_IMM)) {
-		pr_notice_ratelimited("rdma: a message of %u bytes without its credits: connection closed\n",
-				      len);
+		bad = true;
 		goto out_bad;
 	}
 	imm = be32_to_cpu(wc->ex.imm_data);
@@ -341,15 +341,13 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	spin_lock(&x->msg.lock);
 	/* a peer returns no more than it was given */
-	given = RDMA_RECVS - x->msg.credits;
-	if (imm <= given)
+	if (imm > RDMA_RECVS - x->msg.credits)
+		bad = true;
+	else
 		x->msg.credits += imm;
 	spin_unlock(&x->msg.lock);
-	if (imm > given) {
-		pr_notice_ratelimited("rdma: %u credits returned, %u outstanding: connection closed\n",
-				      imm, given);
+	if (bad)
 		goto out_bad;
-	}
 	if (READ_ONCE(x->broken) || post_recv(x, r)) {
 		kvfree(m);
 		rdma_fail(x);
@@ -370,6 +368,7 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 out_bad:
 	kvfree(m);
 	odsm_stat_inc(ODSM_STAT_bad_msgs);
+	pr_notice_ratelimited("rdma: bad credits from a peer: connection closed\n");
 	rdma_fail(x);
 }
 
@@ -499,10 +498,13 @@ struct odsm_rdma_conn *odsm_rdma_conn_alloc(u32 peer, bool dialled)
 	INIT_LIST_HEAD(&x->rm_node);
 	INIT_LIST_HEAD(&x->loop.node);
 	INIT_LIST_HEAD(&x->park.node);
+	mutex_init(&x->os.lock);
 	mutex_init(&x->reg.lock);
 	xa_init(&x->os.keys);
 	xa_init(&x->reg.map);
-	odsm_rdma_os_init(x);
+	x->os.wait.x = x;
+	x->os.wait.cqe.done = odsm_rdma_wr_done;
+	init_completion(&x->os.wait.done);
 	x->reg.wait.x = x;
 	x->reg.wait.cqe.done = odsm_rdma_wr_done;
 	init_completion(&x->reg.wait.done);
@@ -568,7 +570,17 @@ int odsm_rdma_conn_setup(struct odsm_rdma_conn *x)
 		if (ret)
 			return ret;
 	}
-	return odsm_rdma_os_setup(x);
+	buf = alloc_pages_exact(ODSM_WIRE_MAX_DATA, GFP_KERNEL | __GFP_NOWARN);
+	if (!buf)
+		return -ENOMEM;
+	x->os.dma = ib_dma_map_single(x->dev, buf, ODSM_WIRE_MAX_DATA,
+				      DMA_BIDIRECTIONAL);
+	if (ib_dma_mapping_error(x->dev, x->os.dma)) {
+		free_pages_exact(buf, ODSM_WIRE_MAX_DATA);
+		return -ENOMEM;
+	}
+	x->os.buf = buf;
+	return 0;
 }
 
 /*
@@ -609,7 +621,12 @@ static void conn_teardown(struct odsm_rdma_conn *x, bool keep_id)
 		free_pages_exact(r->buf, RDMA_MSG_MAX);
 		r->buf = NULL;
 	}
-	odsm_rdma_os_free(x);
+	if (x->os.buf) {
+		ib_dma_unmap_single(x->dev, x->os.dma, ODSM_WIRE_MAX_DATA,
+				    DMA_BIDIRECTIONAL);
+		free_pages_exact(x->os.buf, ODSM_WIRE_MAX_DATA);
+		x->os.buf = NULL;
+	}
 	odsm_rdma_regs_free(x);
 	if (x->pd) {
 		ib_dealloc_pd(x->pd);
@@ -727,10 +744,10 @@ void odsm_rdma_accept_param(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 	memset(p, 0, sizeof(*p));
 	p->rnr_retry_count = 7;
 	p->responder_resources = min3((u32)ev->param.conn.initiator_depth,
-				      odsm_rdma_rd_atom(id->device),
-				      (u32)a->max_qp_rd_atom);
-	p->initiator_depth = min_t(u32, ev->param.conn.responder_resources,
-				   odsm_rdma_init_depth(id->device));
+				      (u32)RDMA_RD_ATOM, (u32)a->max_qp_rd_atom);
+	p->initiator_depth = min3((u32)ev->param.conn.responder_resources,
+				  (u32)RDMA_RD_ATOM,
+				  (u32)a->max_qp_init_rd_atom);
 }
 
 /* Is ip the address of a member of the cluster other than this node? */
@@ -748,8 +765,7 @@ static bool from_member(__be32 ip)
 /*
  * Take one of the places for an unauthenticated connection from ip, or
  * refuse (false).  An accepted connection costs RDMA_RECVS receive
- * buffers of RDMA_MSG_MAX bytes and RDMA_OS_SLOTS bounce buffers of
- * ODSM_WIRE_MAX_DATA (some 5 MiB) before its peer proved
+ * buffers of RDMA_MSG_MAX bytes (some 4.5 MiB) before its peer proved
  * anything, so there are at most RDMA_UNAUTH_PER_ADDR of them from one
  * address and RDMA_UNAUTH_MAX in all: counted over the connections that
  * still hold their resources and never completed the handshake (dead ones
@@ -984,26 +1000,6 @@ static int rdma_peer_ipv4(struct odsm_conn *conn, __be32 *ip)
 	return 0;
 }
 
-/*
- * RDMA READs and atomics a QP on dev keeps in flight (the initiator depth
- * and responder resources offered).  Soft-RoCE gets 1: with 8 READs
- * outstanding and the retransmissions of guests under TCG, rxe lost
- * connections with no error completion of their own, and on 6.12 once
- * crashed its guest (a double fault in rxe_requester's skb allocation: a
- * corrupted slab); with 1 it never did.
- */
-u32 odsm_rdma_rd_atom(struct ib_device *dev)
-{
-	return dev->ops.driver_id == RDMA_DRIVER_RXE ? 1 : RDMA_RD_ATOM;
-}
-
-/* The initiator depth offered on dev: READs and atomics we keep going. */
-u32 odsm_rdma_init_depth(struct ib_device *dev)
-{
-	return min_t(u32, odsm_rdma_rd_atom(dev),
-		     dev->attrs.max_qp_init_rd_atom);
-}
-
 bool odsm_rdma_use_atomics;	/* nic_atomics when joining */
 
 static bool nic_atomics = true;
@@ -1091,8 +1087,9 @@ int odsm_rdma_dial_prepare(struct odsm_rdma_conn *x, struct sockaddr_in dst,
 	memset(p, 0, sizeof(*p));
 	p->retry_count = 7;
 	p->rnr_retry_count = 7;
-	p->initiator_depth = odsm_rdma_init_depth(id->device);
-	p->responder_resources = min_t(u32, odsm_rdma_rd_atom(id->device),
+	p->initiator_depth = min_t(u32, RDMA_RD_ATOM,
+				   id->device->attrs.max_qp_init_rd_atom);
+	p->responder_resources = min_t(u32, RDMA_RD_ATOM,
 				       id->device->attrs.max_qp_rd_atom);
 	return odsm_rdma_conn_setup(x);
 }

@@ -73,13 +73,6 @@ enum odsm_stat {
 	ODSM_STAT_onesided_bytes,	/* bytes those READs and WRITEs moved */
 	ODSM_STAT_onesided_fallbacks,	/* requests over RDMA instead */
 	ODSM_STAT_onesided_atomics,	/* one-sided RDMA atomics on peers */
-	ODSM_STAT_onesided_spills,	/* reads sent as requests: the QP had
-					 * as many READs in flight as it takes
-					 */
-	ODSM_STAT_onesided_overlaps,	/* one-sided operations started while
-					 * another was in flight on the
-					 * connection
-					 */
 	ODSM_STAT_loop_atomics,		/* flagged atomics of our own words,
 					 * run by our device (loopback)
 					 */

@@ -11,7 +11,6 @@
  * own mapping of the heap, that the bytes arrived.  The tests run in file
  * order; heap barriers (node 0's directory) keep the phases apart.
  */
-#include <pthread.h>
 #include "odsm_cluster.h"
 
 #define NSIZES	3
@@ -319,106 +318,6 @@ TEST_F_TIMEOUT(cl, onesided, 300)
 	free(buf);
 	free(in);
 	free(in2);
-}
-
-/*
- * Several one-sided operations in flight on one connection: four threads
- * each write and read back their own 256 KiB quarter of the successor's
- * 1 MiB object, eight times, with a pattern of their own each time.
- * Every read gives what that thread wrote last; over RDMA the module
- * counts operations that started while another one was in flight on the
- * connection (each connection has several bounce buffers), over TCP it
- * counts none.  A read that finds the queue pair's READs in flight at its
- * depth (1 on Soft-RoCE) goes as a request (a spill): every read is one
- * or the other.  The object holds its usual pattern again at the end.
- */
-#define OV_THREADS	4
-#define OV_ROUNDS	8
-
-struct ov_arg {
-	uint64_t at;
-	unsigned int t;
-	int ret;		/* the first failed call's, or 0 */
-	unsigned int bad;	/* reads that differed */
-};
-
-static void *ov_thread(void *p)
-{
-	struct ov_arg *a = p;
-	uint8_t *in = malloc(KiB(256)), *out = malloc(KiB(256));
-	unsigned int r;
-
-	if (!in || !out) {
-		a->ret = -ENOMEM;
-		goto out;
-	}
-	for (r = 0; r < OV_ROUNDS && !a->ret; r++) {
-		c_fill(in, KiB(256), C.self, 40 + a->t * OV_ROUNDS + r);
-		a->ret = odsm_write(a->at, in, KiB(256));
-		if (!a->ret)
-			a->ret = odsm_read(a->at, out, KiB(256));
-		if (!a->ret && memcmp(in, out, KiB(256)))
-			a->bad++;
-	}
-out:
-	free(in);
-	free(out);
-	return NULL;
-}
-
-TEST_F_TIMEOUT(cl, onesided_overlap, 300)
-{
-	struct ov_arg a[OV_THREADS] = { 0 };
-	pthread_t th[OV_THREADS];
-	uint64_t big, ov0, ov1, rd0, rd1, sp0, sp1;
-	unsigned int next, t;
-	uint8_t *in, *buf;
-	bool rdma;
-
-	C_BEGIN();
-	rdma = C.transport == ODSM_TRANSPORT_RDMA && onesided_on();
-	next = (C.self + 1) % C.nodes;
-	ASSERT_EQ(0, c_get(next, W_RW_BIG, &big));
-	ov0 = c_stat("onesided_overlaps");
-	rd0 = c_stat("onesided_reads");
-	sp0 = c_stat("onesided_spills");
-	for (t = 0; t < OV_THREADS; t++) {
-		a[t].at = big + t * KiB(256);
-		a[t].t = t;
-		ASSERT_EQ(0, pthread_create(&th[t], NULL, ov_thread, &a[t]));
-	}
-	for (t = 0; t < OV_THREADS; t++) {
-		pthread_join(th[t], NULL);
-		EXPECT_EQ(0, a[t].ret) {
-			TH_LOG("thread %u: %s", t, odsm_strerror(a[t].ret));
-		}
-		EXPECT_EQ(0U, a[t].bad);
-	}
-	ov1 = c_stat("onesided_overlaps");
-	rd1 = c_stat("onesided_reads");
-	sp1 = c_stat("onesided_spills");
-	TH_LOG("%u threads x %u rounds: one-sided reads +%" PRIu64
-	       ", reads as requests +%" PRIu64
-	       ", started while another was in flight +%" PRIu64,
-	       OV_THREADS, OV_ROUNDS, rd1 - rd0, sp1 - sp0, ov1 - ov0);
-	if (rdma) {
-		EXPECT_LT(0ULL, ov1 - ov0);
-		EXPECT_EQ((uint64_t)OV_THREADS * OV_ROUNDS, (rd1 - rd0) + (sp1 - sp0));
-	} else {
-		EXPECT_EQ(0ULL, ov1 - ov0);
-		EXPECT_EQ(0ULL, sp1 - sp0);
-	}
-	/* the usual pattern back, for the tests after this one */
-	in = malloc(MiB(1));
-	buf = malloc(MiB(1));
-	ASSERT_NE(NULL, in);
-	ASSERT_NE(NULL, buf);
-	c_fill(in, MiB(1), C.self, 20);
-	ASSERT_EQ(0, odsm_write(big, in, MiB(1)));
-	ASSERT_EQ(0, odsm_read(big, buf, MiB(1)));
-	EXPECT_EQ(0, memcmp(in, buf, MiB(1)));
-	free(in);
-	free(buf);
 }
 
 static int set_onesided(bool on)

@@ -6,7 +6,7 @@
  * together through io_uring (odsm_borrow_many()).  Each round drops the
  * idle copies first so that both sides fetch every object; ROUNDS rounds
  * of each, alternating, and the medians.  Then the same 64 objects read
- * (ODSM_IOC_READ: one-sided over RDMA, several in flight per connection)
+ * (ODSM_IOC_READ: one-sided over RDMA, one at a time per connection)
  * one after another against all at once (odsm_read_many()).  Prints
  * ODSM_BENCH lines; judges nothing.
  *
