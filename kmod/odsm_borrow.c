@@ -200,6 +200,60 @@ long odsm_ioc_borrow(struct odsm_fref *f, void __user *arg)
 	return 0;
 }
 
+long odsm_ioc_prefetch(void __user *arg)
+{
+	u64 batch[ODSM_WIRE_FETCH_MANY_MAX], *g;
+	struct odsm_prefetch pf;
+	u32 i, j, k, fetched = 0;
+	int *home = NULL, ret;
+	bool local;
+
+	if (copy_from_user(&pf, arg, sizeof(pf)))
+		return -EFAULT;
+	if (pf.flags || pf.reserved0 || !pf.n || pf.n > ODSM_PREFETCH_MAX ||
+	    !odsm_reserved_zero(pf.reserved, ARRAY_SIZE(pf.reserved)))
+		return -EINVAL;
+	g = kvmalloc_array(pf.n, sizeof(*g), GFP_KERNEL);
+	home = kvmalloc_array(pf.n, sizeof(*home), GFP_KERNEL);
+	ret = -ENOMEM;
+	if (!g || !home)
+		goto out;
+	ret = -EFAULT;
+	if (copy_from_user(g, u64_to_user_ptr(pf.gaddrs), pf.n * sizeof(*g)))
+		goto out;
+	/* -1: nothing to fetch (ours, or no object's address), or taken */
+	for (i = 0; i < pf.n; i++) {
+		home[i] = home_of_object(g[i], &local);
+		if (home[i] >= 0 && local)
+			home[i] = -1;
+	}
+	/* one FETCH_MANY per home and ODSM_WIRE_FETCH_MANY_MAX objects */
+	for (i = 0; i < pf.n; i++) {
+		if (home[i] < 0)
+			continue;
+		for (k = 0, j = i; j < pf.n && k < ARRAY_SIZE(batch) - 1; j++) {
+			if (home[j] != home[i] || j == i)
+				continue;
+			batch[k++] = g[j];
+			home[j] = -1;
+		}
+		/* g[i] last: its home is still in home[i] above */
+		batch[k++] = g[i];
+		ret = odsm_cache_prefetch(home[i], batch, k);
+		home[i] = -1;
+		if (ret > 0)
+			fetched += ret;
+		if (fatal_signal_pending(current))
+			break;
+	}
+	pf.fetched = fetched;
+	ret = copy_to_user(arg, &pf, sizeof(pf)) ? -EFAULT : 0;
+out:
+	kvfree(home);
+	kvfree(g);
+	return ret;
+}
+
 long odsm_ioc_return(struct odsm_fref *f, void __user *arg)
 {
 	struct odsm_borrow b;

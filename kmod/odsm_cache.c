@@ -77,6 +77,8 @@ u32 odsm_readahead_pages = 16;
 
 /* first FETCH of a miss: one page of reply, the size and small objects */
 #define FIRST_FETCH	(PAGE_SIZE - ODSM_WIRE_FETCH_REPLY_SIZE)
+/* most bytes of each object a prefetch asks for: smaller ones come whole */
+#define PREFETCH_LEN	2048U
 
 struct odsm_fref {
 	struct xarray refs;		/* entry id -> xa_mk_value(count) */
@@ -751,7 +753,8 @@ out:
 }
 
 /*
- * Index e with one reference of f's.  Under the lock.  -ESTALE when e's
+ * Index e with one reference of f's, or with none (f NULL: an idle copy,
+ * on the LRU at once).  Under the lock.  -ESTALE when e's
  * home is another incarnation by now: odsm_cache_forget() of the one e
  * was fetched from may have run already, and must not be outlived.
  * (The incarnation changes before that forget is called, which takes
@@ -770,11 +773,11 @@ static int insert_locked(struct odsm_fref *f, struct odsm_centry *e)
 	if (ret)
 		return ret;
 	e->id = id;
-	ret = fref_add_locked(f, id);
+	ret = f ? fref_add_locked(f, id) : 0;
 	if (ret)
 		goto err_id;
 	/* a lazy copy's blocks were registered by make_copy() */
-	e->cn.refs = 1;
+	e->cn.refs = f ? 1 : 0;
 	odsm_cindex_insert(&cache.ci, &e->cn);
 	atomic64_inc(&cache.nr_slots);
 	return 0;
@@ -866,6 +869,124 @@ int odsm_cache_borrow(struct odsm_fref *f, u32 node, u64 cg, u64 *addr,
 	}
 	reap();
 	return ret;
+}
+
+/* ---- prefetching ---------------------------------------------------------- */
+
+/*
+ * The bytes of one object that a FETCH_MANY brought whole: a copy made
+ * and indexed idle, unless one of that version is there by now.
+ */
+static int prefetch_one(u32 node, u64 inc, u64 cg, const void *bytes,
+			u64 size)
+{
+	struct odsm_centry *e = kzalloc(sizeof(*e), GFP_KERNEL);
+	u64 usable;
+	int ret;
+
+	if (!e)
+		return -ENOMEM;
+	e->inc = inc;
+	e->node = node;
+	ret = slot_new(e, size, &usable);
+	if (ret) {
+		kfree(e);
+		return ret;
+	}
+	e->size = size;
+	e->cn.key = cg;
+	e->cn.bytes = usable;
+	kref_init(&e->kref);
+	ret = odsm_store_rw(&odsm_heap, slot_addr(e), (void *)bytes, size,
+			    true);
+	if (!ret && !home_same(e))
+		ret = -EHOSTDOWN;
+	if (!ret) {
+		mutex_lock(&cache.lock);
+		if (odsm_cindex_find(&cache.ci, cg))
+			ret = -EEXIST;	/* a borrow filled it meanwhile */
+		else
+			ret = insert_locked(NULL, e);
+		if (!ret)
+			trim_locked(READ_ONCE(odsm_cache_budget));
+		mutex_unlock(&cache.lock);
+	}
+	if (ret) {
+		copy_drop(e);
+		kref_put(&e->kref, entry_free);
+	}
+	return ret;
+}
+
+int odsm_cache_prefetch(u32 node, const u64 *cg, u32 n)
+{
+	struct odsm_wire_fetch_many fm = { .len = PREFETCH_LEN };
+	u64 want[ODSM_WIRE_FETCH_MANY_MAX], inc;
+	struct odsm_wire_fetch_item it;
+	u32 i, j, plen, rlen = 0, off;
+	int ret, made = 0;
+	u8 *p, *rbuf;
+
+	/* only what the cache lacks, once each */
+	mutex_lock(&cache.lock);
+	for (i = 0; i < n && fm.count < ODSM_WIRE_FETCH_MANY_MAX; i++) {
+		if (odsm_cindex_find(&cache.ci, cg[i]))
+			continue;
+		for (j = 0; j < fm.count && want[j] != cg[i]; j++)
+			;
+		if (j == fm.count)
+			want[fm.count++] = cg[i];
+	}
+	mutex_unlock(&cache.lock);
+	if (!fm.count)
+		return 0;
+	/* every copy is of the incarnation asked, as make_copy()'s */
+	inc = odsm_peer_incarnation(node, true);
+	if (!inc)
+		return -EHOSTDOWN;
+	p = kmalloc(ODSM_WIRE_FETCH_MANY_HDR_SIZE + 8 * fm.count, GFP_KERNEL);
+	rbuf = kvmalloc(fm.count * (ODSM_WIRE_FETCH_ITEM_SIZE + fm.len),
+			GFP_KERNEL);
+	ret = -ENOMEM;
+	if (!p || !rbuf)
+		goto out;
+	plen = odsm_wire_put_fetch_many(p, &fm, want);
+	ret = odsm_rpc_inc(node, inc, ODSM_MSG_FETCH_MANY, p, plen, NULL, 0,
+			   rbuf, fm.count * (ODSM_WIRE_FETCH_ITEM_SIZE + fm.len),
+			   &rlen);
+	if (ret)
+		goto out;
+	if (odsm_wire_check_fetch_many_reply(rbuf, rlen, fm.count, fm.len)) {
+		odsm_stat_inc(ODSM_STAT_bad_msgs);
+		ret = -EPROTO;
+		goto out;
+	}
+	off = fm.count * ODSM_WIRE_FETCH_ITEM_SIZE;
+	for (i = 0; i < fm.count; i++) {
+		const u8 *bytes = rbuf + off;
+
+		odsm_wire_get_fetch_item(rbuf, i, &it, &off);
+		/* refused, or more than one item holds: the borrow fetches */
+		if (it.status || it.len != it.size)
+			continue;
+		if (it.size > odsm_heap.geom.part_size ||
+		    it.color > odsm_color(want[i])) {
+			odsm_stat_inc(ODSM_STAT_bad_msgs);
+			continue;
+		}
+		odsm_stat_add(ODSM_STAT_bytes_fetched, it.len);
+		ret = prefetch_one(node, inc, want[i], bytes, it.size);
+		if (ret == -ENOMEM)
+			break;	/* the cache is full: leave the rest */
+		made += !ret;
+	}
+	ret = 0;
+	odsm_stat_add(ODSM_STAT_prefetched, made);
+out:
+	kfree(p);
+	kvfree(rbuf);
+	reap();
+	return ret ? ret : made;
 }
 
 int odsm_cache_return(struct odsm_fref *f, u64 cg)

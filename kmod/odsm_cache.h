@@ -37,6 +37,15 @@ struct odsm_fref *odsm_fref_new(void);
 void odsm_fref_release(struct odsm_fref *f);
 
 /*
+ * Fetch up to ODSM_WIRE_FETCH_MANY_MAX objects of node, by colored address,
+ * in one FETCH_MANY, into the cache as idle copies: a later borrow of each
+ * hits.  Objects cached already, bigger than 2 KiB or refused by the home
+ * are left to the borrow (which reports what is wrong).  The copies made,
+ * or -errno when the request failed.
+ */
+int odsm_cache_prefetch(u32 node, const u64 *cg, u32 n);
+long odsm_ioc_prefetch(void __user *arg);
+/*
  * A shared borrow of the remote object at colored address cg, on node.
  * out: where to read it, its size, ODSM_BORROWED_HIT or _MISS.
  */

@@ -318,6 +318,9 @@ long odsm_dev_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	case ODSM_IOC_DROP_COPIES:
 		ret = odsm_ioc_drop_copies(uarg);
 		break;
+	case ODSM_IOC_PREFETCH:
+		ret = odsm_ioc_prefetch(uarg);
+		break;
 	case ODSM_IOC_JOIN:
 		ret = ioc_join(uarg);
 		break;

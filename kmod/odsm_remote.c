@@ -97,6 +97,52 @@ static int copy_guarded_write(u64 addr, u32 len, const u8 *data)
 }
 
 /*
+ * A peer's FETCH_MANY: each object as a FETCH at offset 0 would answer it,
+ * into one reply of its items and their data (odsm_wire.h).  The reply's
+ * size is bounded by the request's checked count and len.
+ */
+static int serve_fetch_many(const struct odsm_wire_hdr *h, const u8 *payload,
+			    const void **data, u32 *dlen)
+{
+	struct odsm_wire_fetch_item it;
+	struct odsm_wire_fetch_many fm;
+	u32 i, off;
+	u8 *buf;
+	u64 g;
+	int ret;
+
+	if (odsm_wire_get_fetch_many(payload, h->len, &fm))
+		return -EPROTO;
+	buf = kvmalloc(fm.count * (ODSM_WIRE_FETCH_ITEM_SIZE + fm.len),
+		       GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	off = fm.count * ODSM_WIRE_FETCH_ITEM_SIZE;
+	for (i = 0; i < fm.count; i++) {
+		memset(&it, 0, sizeof(it));
+		g = odsm_wire_fetch_many_addr(payload, i);
+		if (lazy_refused(odsm_clear_color(g), 1))
+			ret = -EINVAL;
+		else
+			ret = odsm_heap_fetch(&odsm_heap, g, 0, buf + off,
+					      fm.len, &it.size, &it.color,
+					      &it.len);
+		if (ret) {
+			memset(&it, 0, sizeof(it));
+			it.status = ret;
+		} else {
+			/* the padding is not left as it was */
+			memset(buf + off + it.len, 0, round_up(it.len, 8) - it.len);
+			off += round_up(it.len, 8);
+		}
+		odsm_wire_put_fetch_item(buf + i * ODSM_WIRE_FETCH_ITEM_SIZE, &it);
+	}
+	*data = buf;
+	*dlen = off;
+	return 0;
+}
+
+/*
  * Serve one request (the handler of every message type this service
  * registers, see odsm_core.h).  The reply's fixed part goes to reply,
  * bulk data (a READ's bytes) to *data, which the core frees.  Returns the
@@ -199,6 +245,8 @@ static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		*data = buf;
 		*dlen = ODSM_WIRE_FETCH_REPLY_SIZE + frep.len;
 		return 0;
+	case ODSM_MSG_FETCH_MANY:
+		return serve_fetch_many(h, payload, data, dlen);
 	case ODSM_MSG_ATOMIC:
 		if (odsm_wire_get_atomic(payload, h->len, &at))
 			return -EPROTO;
@@ -486,6 +534,8 @@ static const struct odsm_msg_handler handlers[] = {
 	{ .type = ODSM_MSG_ATOMIC, .reply = ODSM_MSG_ATOMIC_REPLY,
 	  .serve = serve },
 	{ .type = ODSM_MSG_FETCH, .reply = ODSM_MSG_FETCH_REPLY, .serve = serve },
+	{ .type = ODSM_MSG_FETCH_MANY, .reply = ODSM_MSG_FETCH_MANY_REPLY,
+	  .serve = serve },
 };
 
 int odsm_remote_init(void)

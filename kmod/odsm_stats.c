@@ -37,6 +37,7 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_peers_down] = "peers_down",
 	[ODSM_STAT_borrow_hits] = "borrow_hits",
 	[ODSM_STAT_borrow_misses] = "borrow_misses",
+	[ODSM_STAT_prefetched] = "prefetched",
 	[ODSM_STAT_borrow_returns] = "borrow_returns",
 	[ODSM_STAT_mut_moves] = "mut_moves",
 	[ODSM_STAT_mut_taken] = "mut_taken",

@@ -43,6 +43,7 @@ enum odsm_stat {
 	ODSM_STAT_peers_down,		/* peers that went from up to down */
 	ODSM_STAT_borrow_hits,		/* remote shared borrows: cached copy */
 	ODSM_STAT_borrow_misses,	/* remote shared borrows: copied now */
+	ODSM_STAT_prefetched,		/* copies PREFETCH made, idle */
 	ODSM_STAT_borrow_returns,	/* references on cached copies dropped */
 	ODSM_STAT_mut_moves,		/* remote mutable borrows: moved here */
 	ODSM_STAT_mut_taken,		/* ... a cached copy became the object */

@@ -51,6 +51,7 @@ static bool async_op(unsigned int op)
 	case ODSM_IOC_ALLOC:
 	case ODSM_IOC_FREE:
 	case ODSM_IOC_BORROW:
+	case ODSM_IOC_PREFETCH:
 	case ODSM_IOC_RETURN:
 	case ODSM_IOC_BORROW_MUT:
 	case ODSM_IOC_WRITE_BACK:

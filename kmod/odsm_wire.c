@@ -105,6 +105,11 @@ static const struct wire_type wire_types[ODSM_MSG_TYPE_MAX] = {
 				    false },
 	[ODSM_MSG_DELEG_REPLY]	= { ODSM_WIRE_DSLOT_MIN, ODSM_WIRE_DSLOT_MAX,
 				    true },
+	[ODSM_MSG_FETCH_MANY]	= { ODSM_WIRE_FETCH_MANY_HDR_SIZE + 8,
+				    ODSM_WIRE_FETCH_MANY_HDR_SIZE +
+				    8 * ODSM_WIRE_FETCH_MANY_MAX, false },
+	[ODSM_MSG_FETCH_MANY_REPLY] = { ODSM_WIRE_FETCH_ITEM_SIZE,
+					ODSM_WIRE_MAX_DATA, true },
 };
 
 void odsm_wire_put_hdr(u8 *buf, const struct odsm_wire_hdr *h)
@@ -442,6 +447,90 @@ int odsm_wire_get_fetch_reply(const u8 *buf, u32 len,
 	if (p->reserved || p->len > p->size)
 		return -EPROTO;
 	return 0;
+}
+
+u32 odsm_wire_put_fetch_many(u8 *buf, const struct odsm_wire_fetch_many *p,
+			     const u64 *gaddr)
+{
+	u32 i;
+
+	wire_put_le32(buf, p->count);
+	wire_put_le32(buf + 4, p->len);
+	for (i = 0; i < p->count; i++)
+		wire_put_le64(buf + ODSM_WIRE_FETCH_MANY_HDR_SIZE + 8 * i,
+			      gaddr[i]);
+	return ODSM_WIRE_FETCH_MANY_HDR_SIZE + 8 * p->count;
+}
+
+int odsm_wire_get_fetch_many(const u8 *buf, u32 len,
+			     struct odsm_wire_fetch_many *p)
+{
+	if (len < ODSM_WIRE_FETCH_MANY_HDR_SIZE)
+		return -EMSGSIZE;
+	p->count = wire_get_le32(buf);
+	p->len = wire_get_le32(buf + 4);
+	if (!p->count || p->count > ODSM_WIRE_FETCH_MANY_MAX ||
+	    len != ODSM_WIRE_FETCH_MANY_HDR_SIZE + 8 * p->count)
+		return -EMSGSIZE;
+	if (!p->len || p->len > ODSM_WIRE_FETCH_MANY_LEN ||
+	    (u64)p->count * (ODSM_WIRE_FETCH_ITEM_SIZE + p->len) >
+	    ODSM_WIRE_MAX_DATA)
+		return -EPROTO;
+	return 0;
+}
+
+u64 odsm_wire_fetch_many_addr(const u8 *buf, u32 i)
+{
+	return wire_get_le64(buf + ODSM_WIRE_FETCH_MANY_HDR_SIZE + 8 * i);
+}
+
+void odsm_wire_put_fetch_item(u8 *buf, const struct odsm_wire_fetch_item *p)
+{
+	wire_put_le64(buf, p->size);
+	wire_put_le16(buf + 8, p->color);
+	wire_put_le16(buf + 10, p->reserved);
+	wire_put_le32(buf + 12, p->len);
+	wire_put_le32(buf + 16, (u32)p->status);
+	wire_put_le32(buf + 20, p->reserved2);
+}
+
+void odsm_wire_get_fetch_item(const u8 *buf, u32 i,
+			      struct odsm_wire_fetch_item *p, u32 *data_off)
+{
+	const u8 *b = buf + i * ODSM_WIRE_FETCH_ITEM_SIZE;
+
+	p->size = wire_get_le64(b);
+	p->color = wire_get_le16(b + 8);
+	p->reserved = wire_get_le16(b + 10);
+	p->len = wire_get_le32(b + 12);
+	p->status = (s32)wire_get_le32(b + 16);
+	p->reserved2 = wire_get_le32(b + 20);
+	if (data_off && !p->status)
+		*data_off += (p->len + 7) & ~7U;
+}
+
+int odsm_wire_check_fetch_many_reply(const u8 *buf, u32 len, u32 count,
+				     u32 want)
+{
+	struct odsm_wire_fetch_item it;
+	u64 end = (u64)count * ODSM_WIRE_FETCH_ITEM_SIZE;
+	u32 i, off = 0;
+
+	if (!count || count > ODSM_WIRE_FETCH_MANY_MAX || !want ||
+	    want > ODSM_WIRE_FETCH_MANY_LEN || len < end)
+		return -EMSGSIZE;
+	for (i = 0; i < count; i++) {
+		/* no data_off yet: len is checked before it is added */
+		odsm_wire_get_fetch_item(buf, i, &it, NULL);
+		if (it.reserved || it.reserved2 || it.status > 0 ||
+		    it.status < ODSM_WIRE_STATUS_MIN)
+			return -EPROTO;
+		if (it.status ? it.size || it.color || it.len :
+		    !it.size || it.len != (it.size < want ? it.size : want))
+			return -EPROTO;
+		off += (it.len + 7) & ~7U;	/* <= 64 * 4096 in all */
+	}
+	return end + off == len ? 0 : -EMSGSIZE;
 }
 
 u32 odsm_wire_put_map(u8 *buf, const struct odsm_wire_map *p)

@@ -19,7 +19,7 @@
 #include "odsm_portable.h"
 
 #define ODSM_WIRE_MAGIC		0x4d53444fU	/* "ODSM" in LE byte order */
-#define ODSM_WIRE_VERSION	6
+#define ODSM_WIRE_VERSION	7
 #define ODSM_WIRE_HDR_SIZE	32
 /* largest payload: one chunk of a read or write, plus its fixed part */
 #define ODSM_WIRE_MAX_DATA	(256U << 10)
@@ -37,6 +37,12 @@
 #define ODSM_WIRE_ATOMIC_REPLY_SIZE	8
 #define ODSM_WIRE_FETCH_SIZE		24
 #define ODSM_WIRE_FETCH_REPLY_SIZE	16	/* then its data */
+/* FETCH_MANY: count and len, then count colored addresses */
+#define ODSM_WIRE_FETCH_MANY_HDR_SIZE	8
+#define ODSM_WIRE_FETCH_MANY_MAX	64U	/* objects in one */
+#define ODSM_WIRE_FETCH_MANY_LEN	4096U	/* most bytes of each */
+/* its reply: an item per object, then the data, each padded to 8 */
+#define ODSM_WIRE_FETCH_ITEM_SIZE	24
 #define ODSM_WIRE_MAP_SIZE		8
 #define ODSM_WIRE_MAP_REPLY_SIZE	32
 /* what one MAP registers: one 64 KiB block of the partition */
@@ -73,6 +79,8 @@ enum odsm_msg_type {
 	ODSM_MSG_KEYS,		/* registrations made at connect, unasked */
 	ODSM_MSG_DELEG,		/* a delegation batch for a trustee runtime */
 	ODSM_MSG_DELEG_REPLY,	/* ... and its response batch */
+	ODSM_MSG_FETCH_MANY,	/* several objects' bytes, for prefetching */
+	ODSM_MSG_FETCH_MANY_REPLY,
 	ODSM_MSG_TYPE_MAX,
 };
 
@@ -232,6 +240,31 @@ struct odsm_wire_fetch_reply {
 };
 
 /*
+ * FETCH_MANY: the first len bytes of each of count live objects, by
+ * colored start address, in one round trip: what a batch of borrows of
+ * small remote objects needs (odsm_cache_prefetch()).  The home answers
+ * each as it answers a FETCH at offset 0 (its refusals, -ESTALE..., in
+ * that item's status, the object marked copied when it succeeds).  The
+ * reply is count items, then the data of the items whose status is 0,
+ * each item's len bytes padded to a multiple of 8, in order.  Bounds:
+ * count 1..FETCH_MANY_MAX, len 1..FETCH_MANY_LEN, and the largest reply,
+ * count * (ITEM_SIZE + len), within ODSM_WIRE_MAX_DATA.
+ */
+struct odsm_wire_fetch_many {
+	u32 count;
+	u32 len;		/* most bytes wanted of each */
+};
+
+struct odsm_wire_fetch_item {
+	u64 size;		/* the object's bytes; 0 unless status 0 */
+	u16 color;		/* its allocation color */
+	u16 reserved;
+	u32 len;		/* bytes of data it has: min(len, size) */
+	s32 status;		/* 0, or the FETCH's refusal */
+	u32 reserved2;
+};
+
+/*
  * MAP (RDMA transport only): register the 64 KiB block at gaddr of the
  * receiver's partition for one-sided RDMA READ/WRITE by the sender, on the
  * connection the request came on.  The reply names the registration: the
@@ -345,6 +378,30 @@ u32 odsm_wire_put_fetch_reply(u8 *buf, const struct odsm_wire_fetch_reply *p);
  */
 int odsm_wire_get_fetch_reply(const u8 *buf, u32 len,
 			      struct odsm_wire_fetch_reply *p);
+/* The head, then the addresses: 8 + 8 * count bytes written. */
+u32 odsm_wire_put_fetch_many(u8 *buf, const struct odsm_wire_fetch_many *p,
+			     const u64 *gaddr);
+/*
+ * len == 8 + 8 * count, count and len within the bounds above; address i
+ * is odsm_wire_fetch_many_addr(buf, i).
+ */
+int odsm_wire_get_fetch_many(const u8 *buf, u32 len,
+			     struct odsm_wire_fetch_many *p);
+u64 odsm_wire_fetch_many_addr(const u8 *buf, u32 i);
+/* Item i of a reply to count objects (at buf + i * ITEM_SIZE). */
+void odsm_wire_put_fetch_item(u8 *buf, const struct odsm_wire_fetch_item *p);
+/*
+ * A whole reply of len bytes to a FETCH_MANY of count objects of at most
+ * want bytes each: every item (status 0 or STATUS_MIN..-1; a failed one
+ * with size, color and len 0; len == min(want, size) otherwise; reserved
+ * 0) and len exactly the items and their padded data.  0, -EPROTO or
+ * -EMSGSIZE.  Then odsm_wire_get_fetch_item() reads item i, whose data
+ * sits at the offset *data_off walks (start it at count * ITEM_SIZE).
+ */
+int odsm_wire_check_fetch_many_reply(const u8 *buf, u32 len, u32 count,
+				     u32 want);
+void odsm_wire_get_fetch_item(const u8 *buf, u32 i,
+			      struct odsm_wire_fetch_item *p, u32 *data_off);
 u32 odsm_wire_put_map(u8 *buf, const struct odsm_wire_map *p);
 /* gaddr ODSM_WIRE_MAP_LEN aligned and < 2^48 */
 int odsm_wire_get_map(const u8 *buf, u32 len, struct odsm_wire_map *p);

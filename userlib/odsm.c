@@ -532,6 +532,17 @@ int odsm_drop_copies(uint64_t *dropped, uint64_t *kept)
 	return 0;
 }
 
+int odsm_prefetch(const uint64_t *g, unsigned int n)
+{
+	struct odsm_prefetch pf = {
+		.gaddrs = (uint64_t)(uintptr_t)g,
+		.n = n,
+	};
+	int ret = dev_ioctl(ODSM_IOC_PREFETCH, &pf);
+
+	return ret ? ret : (int)pf.fetched;
+}
+
 int odsm_box_new(odsm_box *b, size_t size, unsigned int flags)
 {
 	unsigned int aflags = flags & ODSM_ALLOC_ZERO;

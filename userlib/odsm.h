@@ -864,6 +864,17 @@ void odsm_lib_stats(struct odsm_lib_stats *st);
  */
 int odsm_drop_copies(uint64_t *dropped, uint64_t *kept);
 
+/*
+ * A hint before borrowing many small remote objects (odsm_borrow_many()
+ * gives it itself): fetch the objects at the n colored addresses g[] into
+ * this node's cache, one round trip per home and 64 objects, so that
+ * their borrows hit.  Local objects, cached ones, objects over 2 KiB and
+ * ones their home refuses are skipped (their borrow says what is wrong).
+ * The copies made, or -EINVAL (n 0 or over 1024), -EFAULT, -ENOTTY (a
+ * module without it).
+ */
+int odsm_prefetch(const uint64_t *g, unsigned int n);
+
 #ifdef __cplusplus
 }
 #endif

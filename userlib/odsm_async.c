@@ -390,6 +390,22 @@ int odsm_borrow_many(odsm_ref *r, const void **p, unsigned int n, int *res)
 			idx[nr++] = i;
 		}
 	}
+	if (nr > 1) {
+		/* small objects: one round trip per home brings them all,
+		 * and the borrows below hit (a hint: its failure is theirs)
+		 */
+		uint64_t *g = calloc(nr, sizeof(*g));
+
+		for (i = 0; g && i < nr; i += ODSM_PREFETCH_MAX) {
+			unsigned int k, m = nr - i < ODSM_PREFETCH_MAX ?
+					    nr - i : ODSM_PREFETCH_MAX;
+
+			for (k = 0; k < m; k++)
+				g[i + k] = b[i + k].gaddr;
+			odsm_prefetch(g + i, m);
+		}
+		free(g);
+	}
 	if (nr)
 		ret = run_many(ODSM_IOC_BORROW, b, sizeof(*b), nr, bres,
 			       &abandoned);

@@ -7,8 +7,13 @@
  *
  *   - NR async READs in flight together complete once each, with the
  *     right bytes; odsm_read_many gives what odsm_read one at a time does;
- *   - odsm_borrow_many borrows all NR (misses: fetched into this node's
- *     cache, together), with the right bytes, then returned; again (hits);
+ *   - odsm_borrow_many borrows all NR (fetched into this node's cache
+ *     together: one prefetch, so every borrow hits), with the right bytes,
+ *     then returned; again (hits);
+ *   - odsm_prefetch: NR objects in one FETCH_MANY, then NR borrows that
+ *     all hit; what it skips (ours, gone, no object, over 2 KiB, an
+ *     address twice); bad calls (n 0 or too big, no array, flags,
+ *     reserved);
  *   - the refusals through the ring: an object that is gone, no object
  *     (-EINVAL), a command that is no async one (-ENOTTY), no argument
  *     (-EINVAL);
@@ -18,6 +23,7 @@
  *   - and NR async borrows against NR blocking ones, timed (printed; the
  *     bench row is odsm-xbench's).
  */
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include "odsm_cluster.h"
 #include "odsm_async.h"
@@ -82,6 +88,8 @@ TEST_F(ur, async_across_nodes)
 {
 	static uint8_t buf[NR][OBJ], one[NR][OBJ];
 	uint64_t mine[NR], theirs[NR], tcg, t0, t1, t2, c0, peer, dropped, kept, gone;
+	uint64_t pf0, h0, big, skip[5];
+	struct odsm_prefetch pf;
 	struct odsm_borrow b[NR], bad;
 	struct odsm_range r[NR];
 	struct odsm_rw rw[NR];
@@ -131,12 +139,14 @@ TEST_F(ur, async_across_nodes)
 	for (i = 0; i < NR; i++)
 		EXPECT_EQ(0, memcmp(one[i], buf[i], OBJ - 7));
 
-	/* borrows: misses, all fetched together; then hits */
+	/* borrows: all fetched together (one prefetch), then hits */
 	c0 = c_stat("borrow_misses");
+	pf0 = c_stat("prefetched");
 	for (i = 0; i < NR; i++)
 		refs[i].g = theirs[i];
 	ASSERT_EQ(0, odsm_borrow_many(refs, p, NR, res));
-	EXPECT_EQ(NR, c_stat("borrow_misses") - c0);
+	EXPECT_EQ(0u, c_stat("borrow_misses") - c0);
+	EXPECT_EQ(NR, c_stat("prefetched") - pf0);
 	/* referenced, every one: none can be dropped */
 	ASSERT_EQ(0, odsm_drop_copies(&dropped, &kept));
 	EXPECT_EQ(NR, kept);
@@ -236,6 +246,51 @@ TEST_F(ur, async_across_nodes)
 		ASSERT_EQ(0, odsm_return(&refs[i]));
 	TH_LOG("node %u: %u borrow misses of %u B: blocking %" PRIu64 " ms, async %" PRIu64 " ms",
 	       C.self, NR, OBJ, t1 - t0, t2);
+
+	/* odsm_prefetch: one FETCH_MANY, then every borrow hits */
+	ASSERT_EQ(0, odsm_drop_copies(NULL, NULL));
+	pf0 = c_stat("prefetched");
+	c0 = c_stat("borrow_misses");
+	h0 = c_stat("borrow_hits");
+	EXPECT_EQ((int)NR, odsm_prefetch(theirs, NR));
+	EXPECT_EQ(NR, c_stat("prefetched") - pf0);
+	EXPECT_EQ(0, odsm_prefetch(theirs, NR));	/* cached already */
+	for (i = 0; i < NR; i++) {
+		refs[i].g = theirs[i];
+		refs[i].ext = 0;
+		ASSERT_EQ(0, odsm__ref_fetch(&refs[i]));
+		EXPECT_EQ(-1, c_check((const void *)(uintptr_t)
+				      odsm__copy_of(refs[i].ext), OBJ, peer, i));
+		EXPECT_EQ(0, odsm_return(&refs[i]));
+	}
+	EXPECT_EQ(NR, c_stat("borrow_hits") - h0);
+	EXPECT_EQ(0u, c_stat("borrow_misses") - c0);
+	/* skipped: ours, one that is gone, no object's start, one over
+	 * 2 KiB; and one address three times is fetched once
+	 */
+	ASSERT_EQ(0, odsm_drop_copies(NULL, NULL));
+	ASSERT_EQ(0, odsm_alloc_on(peer, 4096, 0, 0, &big));
+	skip[0] = mine[0];
+	skip[1] = gone;
+	skip[2] = theirs[0] + 16;
+	skip[3] = big;
+	EXPECT_EQ(0, odsm_prefetch(skip, 4));
+	skip[0] = skip[1] = skip[2] = theirs[1];
+	EXPECT_EQ(1, odsm_prefetch(skip, 3));
+	/* bad calls */
+	EXPECT_EQ(-EINVAL, odsm_prefetch(theirs, 0));
+	EXPECT_EQ(-EINVAL, odsm_prefetch(theirs, ODSM_PREFETCH_MAX + 1));
+	EXPECT_EQ(-EFAULT, odsm_prefetch(NULL, 1));
+	pf = (struct odsm_prefetch){ .gaddrs = (uintptr_t)theirs, .n = 1,
+				     .flags = 1 };
+	EXPECT_EQ(-1, ioctl(odsm_rt.fd, ODSM_IOC_PREFETCH, &pf));
+	EXPECT_EQ(EINVAL, errno);
+	pf.flags = 0;
+	pf.reserved[1] = 1;
+	EXPECT_EQ(-1, ioctl(odsm_rt.fd, ODSM_IOC_PREFETCH, &pf));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, odsm_free(big));
+	ASSERT_EQ(0, odsm_drop_copies(NULL, NULL));
 
 	odsm_async_free(a);
 	/* every node is done with the others' objects */

@@ -51,6 +51,7 @@ static bool ref_is_reply(unsigned int type)
 	case ODSM_MSG_FETCH_REPLY:
 	case ODSM_MSG_MAP_REPLY:
 	case ODSM_MSG_DELEG_REPLY:
+	case ODSM_MSG_FETCH_MANY_REPLY:
 		return true;
 	}
 	return false;
@@ -110,6 +111,14 @@ static void ref_bounds(unsigned int type, u32 *min, u32 *max)
 		*min = 16;
 		*max = 65536;
 		break;
+	case ODSM_MSG_FETCH_MANY:	/* count, len, 1..64 addresses */
+		*min = 8 + 8;
+		*max = 8 + 64 * 8;
+		break;
+	case ODSM_MSG_FETCH_MANY_REPLY:	/* items, then their data */
+		*min = 24;
+		*max = 256 * 1024;
+		break;
 	default:	/* WRITE_REPLY, FREE_REPLY */
 		*min = *max = 0;
 		break;
@@ -128,9 +137,9 @@ static int ref_check_hdr(const u8 *b, u32 self, u32 nr)
 	u32 min, max;
 
 	if (b[0] != 'O' || b[1] != 'D' || b[2] != 'S' || b[3] != 'M' ||
-	    magic != 0x4d53444f || b[4] != 6)
+	    magic != 0x4d53444f || b[4] != 7)
 		return -EPROTO;
-	if (type < 1 || type > 20 || (flags & ~1) ||
+	if (type < 1 || type > 22 || (flags & ~1) ||
 	    reply != ref_is_reply(type))
 		return -EPROTO;
 	if (src >= nr || src == self || dst != self)
@@ -197,7 +206,7 @@ TEST(constants)
 	u8 raw[4];
 
 	ASSERT_EQ(32, ODSM_WIRE_HDR_SIZE);
-	ASSERT_EQ(6, ODSM_WIRE_VERSION);
+	ASSERT_EQ(7, ODSM_WIRE_VERSION);
 	ref_put_le(raw, ODSM_WIRE_MAGIC, 4);
 	ASSERT_EQ(0, memcmp(raw, "ODSM", 4));
 	ASSERT_EQ(262144U, ODSM_WIRE_MAX_DATA);
@@ -224,7 +233,13 @@ TEST(constants)
 	ASSERT_EQ(18, ODSM_MSG_KEYS);
 	ASSERT_EQ(19, ODSM_MSG_DELEG);
 	ASSERT_EQ(20, ODSM_MSG_DELEG_REPLY);
-	ASSERT_EQ(21, ODSM_MSG_TYPE_MAX);
+	ASSERT_EQ(21, ODSM_MSG_FETCH_MANY);
+	ASSERT_EQ(22, ODSM_MSG_FETCH_MANY_REPLY);
+	ASSERT_EQ(23, ODSM_MSG_TYPE_MAX);
+	ASSERT_EQ(8, ODSM_WIRE_FETCH_MANY_HDR_SIZE);
+	ASSERT_EQ(24, ODSM_WIRE_FETCH_ITEM_SIZE);
+	ASSERT_EQ(64U, ODSM_WIRE_FETCH_MANY_MAX);
+	ASSERT_EQ(4096U, ODSM_WIRE_FETCH_MANY_LEN);
 	ASSERT_EQ(16, ODSM_WIRE_DELEG_SIZE);
 	ASSERT_EQ(8, ODSM_WIRE_KEYS_HDR_SIZE);
 	ASSERT_EQ(4096U, ODSM_WIRE_KEYS_MAX);
@@ -274,7 +289,7 @@ TEST(hdr_golden)
 {
 	static const u8 golden[ODSM_WIRE_HDR_SIZE] = {
 		'O', 'D', 'S', 'M',		/* magic */
-		0x06,				/* version */
+		0x07,				/* version */
 		0x05,				/* type: READ_REPLY */
 		0x01, 0x00,			/* flags: REPLY */
 		0x44, 0x33, 0x22, 0x11,		/* src_node */
@@ -285,7 +300,7 @@ TEST(hdr_golden)
 	};
 	struct odsm_wire_hdr h = {
 		.magic = ODSM_WIRE_MAGIC,
-		.version = 6,
+		.version = 7,
 		.type = ODSM_MSG_READ_REPLY,
 		.flags = ODSM_WIRE_F_REPLY,
 		.src_node = 0x11223344,
@@ -309,7 +324,7 @@ TEST(hdr_golden)
 	memset(&out, 0, sizeof(out));
 	ASSERT_EQ(0, odsm_wire_get_hdr(golden, &out, 0x55667788, 0xffffffff));
 	ASSERT_EQ(ODSM_WIRE_MAGIC, out.magic);
-	ASSERT_EQ(6, out.version);
+	ASSERT_EQ(7, out.version);
 	ASSERT_EQ(ODSM_MSG_READ_REPLY, out.type);
 	ASSERT_EQ(ODSM_WIRE_F_REPLY, out.flags);
 	ASSERT_EQ(0x11223344U, out.src_node);
@@ -325,12 +340,12 @@ TEST(hdr_filled_on_failure)
 	u8 raw[ODSM_WIRE_HDR_SIZE];
 	struct odsm_wire_hdr h = mk_hdr(ODSM_MSG_HELLO, ODSM_WIRE_HELLO_SIZE), out;
 
-	h.version = 7;
+	h.version = 8;
 	odsm_wire_put_hdr(raw, &h);
 	memset(&out, 0, sizeof(out));
 	ASSERT_EQ(-EPROTO, odsm_wire_get_hdr(raw, &out, SELF, NR));
 	ASSERT_EQ(ODSM_WIRE_MAGIC, out.magic);
-	ASSERT_EQ(7, out.version);
+	ASSERT_EQ(8, out.version);
 	ASSERT_EQ(ODSM_MSG_HELLO, out.type);
 	ASSERT_EQ(PEER, out.src_node);
 	ASSERT_EQ(SELF, out.dst_node);
@@ -414,7 +429,7 @@ TEST(auth_golden)
 {
 	static const u8 golden[ODSM_WIRE_AUTH_SIZE] = {
 		'O', 'D', 'S', 'M',				/* magic */
-		0x06, 0x00, 0x00, 0x00,				/* version, 0 */
+		0x07, 0x00, 0x00, 0x00,				/* version, 0 */
 		0x03, 0x00, 0x00, 0x00,				/* step */
 		0x04, 0x03, 0x02, 0x01,				/* prover */
 		0x08, 0x07, 0x06, 0x05,				/* verifier */
@@ -730,6 +745,108 @@ TEST(hdr_bad_magic)
 	ASSERT_EQ(-EPROTO, hdr_ret(&h));
 	h.magic = 0;
 	ASSERT_EQ(-EPROTO, hdr_ret(&h));
+}
+
+/* FETCH_MANY and its reply: golden bytes, bounds, every malformed reply */
+TEST(fetch_many)
+{
+	static const u8 golden[8 + 16] = {
+		0x02, 0x00, 0x00, 0x00,				/* count */
+		0x00, 0x08, 0x00, 0x00,				/* len 2048 */
+		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,	/* gaddr 0 */
+		0x18, 0x17, 0x16, 0x15, 0x14, 0x13, 0x12, 0x11,	/* gaddr 1 */
+	};
+	const u64 g[2] = { 0x0102030405060708ULL, 0x1112131415161718ULL };
+	struct odsm_wire_fetch_many fm = { .count = 2, .len = 2048 }, out;
+	struct odsm_wire_fetch_item it;
+	u8 raw[8 + 64 * 8 + 8], rep[3 * 24 + 8 + 2048 + 8];
+	u32 off, n;
+
+	memset(raw, 0xa5, sizeof(raw));
+	ASSERT_EQ(24U, odsm_wire_put_fetch_many(raw, &fm, g));
+	ASSERT_EQ(0, memcmp(golden, raw, sizeof(golden)));
+	ASSERT_EQ(0xa5, raw[24]);
+	ASSERT_EQ(0, odsm_wire_get_fetch_many(raw, 24, &out));
+	ASSERT_EQ(2U, out.count);
+	ASSERT_EQ(2048U, out.len);
+	ASSERT_EQ(g[1], odsm_wire_fetch_many_addr(raw, 1));
+	/* the length must be the count's */
+	EXPECT_EQ(-EMSGSIZE, odsm_wire_get_fetch_many(raw, 16, &out));
+	EXPECT_EQ(-EMSGSIZE, odsm_wire_get_fetch_many(raw, 32, &out));
+	EXPECT_EQ(-EMSGSIZE, odsm_wire_get_fetch_many(raw, 4, &out));
+	/* count 0 and 65; len 0 and 4097; 64 of 4096 overflow a reply */
+	fm.count = 0;
+	n = odsm_wire_put_fetch_many(raw, &fm, g);
+	EXPECT_EQ(-EMSGSIZE, odsm_wire_get_fetch_many(raw, n, &out));
+	fm.count = 65;
+	ref_put_le(raw, 65, 4);
+	EXPECT_EQ(-EMSGSIZE, odsm_wire_get_fetch_many(raw, 8 + 65 * 8, &out));
+	ref_put_le(raw, 1, 4);
+	ref_put_le(raw + 4, 0, 4);
+	EXPECT_EQ(-EPROTO, odsm_wire_get_fetch_many(raw, 16, &out));
+	ref_put_le(raw + 4, 4097, 4);
+	EXPECT_EQ(-EPROTO, odsm_wire_get_fetch_many(raw, 16, &out));
+	ref_put_le(raw + 4, 4096, 4);
+	EXPECT_EQ(0, odsm_wire_get_fetch_many(raw, 16, &out));
+	ref_put_le(raw, 64, 4);
+	EXPECT_EQ(-EPROTO, odsm_wire_get_fetch_many(raw, 8 + 64 * 8, &out));
+	ref_put_le(raw + 4, 2048, 4);
+	EXPECT_EQ(0, odsm_wire_get_fetch_many(raw, 8 + 64 * 8, &out));
+
+	/* a reply to 3 of 2048: 5 bytes, a refusal, 2048 of 3000 */
+	memset(rep, 0, sizeof(rep));
+	it = (struct odsm_wire_fetch_item){ .size = 5, .color = 3, .len = 5 };
+	odsm_wire_put_fetch_item(rep, &it);
+	it = (struct odsm_wire_fetch_item){ .status = -ESTALE };
+	odsm_wire_put_fetch_item(rep + 24, &it);
+	it = (struct odsm_wire_fetch_item){ .size = 3000, .len = 2048 };
+	odsm_wire_put_fetch_item(rep + 48, &it);
+	n = 72 + 8 + 2048;
+	ASSERT_EQ(0, odsm_wire_check_fetch_many_reply(rep, n, 3, 2048));
+	off = 72;
+	odsm_wire_get_fetch_item(rep, 0, &it, &off);
+	EXPECT_EQ(80U, off);
+	EXPECT_EQ(3, it.color);
+	odsm_wire_get_fetch_item(rep, 1, &it, &off);
+	EXPECT_EQ(80U, off);
+	EXPECT_EQ(-ESTALE, it.status);
+	odsm_wire_get_fetch_item(rep, 2, &it, &off);
+	EXPECT_EQ(n, off);
+	/* short, long, or answering another count or len */
+	EXPECT_EQ(-EMSGSIZE, odsm_wire_check_fetch_many_reply(rep, n - 8, 3, 2048));
+	EXPECT_EQ(-EMSGSIZE, odsm_wire_check_fetch_many_reply(rep, n + 8, 3, 2048));
+	EXPECT_EQ(-EMSGSIZE, odsm_wire_check_fetch_many_reply(rep, 40, 3, 2048));
+	EXPECT_NE(0, odsm_wire_check_fetch_many_reply(rep, n, 2, 2048));
+	EXPECT_EQ(-EPROTO, odsm_wire_check_fetch_many_reply(rep, n, 3, 4096));
+	EXPECT_EQ(-EMSGSIZE, odsm_wire_check_fetch_many_reply(rep, n, 0, 2048));
+	EXPECT_EQ(-EMSGSIZE, odsm_wire_check_fetch_many_reply(rep, n, 3, 0));
+	/* each field of an item, broken in turn */
+	rep[10] = 1;				/* reserved */
+	EXPECT_EQ(-EPROTO, odsm_wire_check_fetch_many_reply(rep, n, 3, 2048));
+	rep[10] = 0;
+	rep[20] = 1;				/* reserved2 */
+	EXPECT_EQ(-EPROTO, odsm_wire_check_fetch_many_reply(rep, n, 3, 2048));
+	rep[20] = 0;
+	ref_put_le(rep + 12, 6, 4);		/* len past the size */
+	EXPECT_EQ(-EPROTO, odsm_wire_check_fetch_many_reply(rep, n, 3, 2048));
+	ref_put_le(rep + 12, 0xfffffff8, 4);	/* a len that would wrap */
+	EXPECT_EQ(-EPROTO, odsm_wire_check_fetch_many_reply(rep, n, 3, 2048));
+	ref_put_le(rep + 12, 5, 4);
+	ref_put_le(rep + 24 + 16, 1, 4);	/* a positive status */
+	EXPECT_EQ(-EPROTO, odsm_wire_check_fetch_many_reply(rep, n, 3, 2048));
+	ref_put_le(rep + 24 + 16, (u32)-5000, 4);	/* below STATUS_MIN */
+	EXPECT_EQ(-EPROTO, odsm_wire_check_fetch_many_reply(rep, n, 3, 2048));
+	ref_put_le(rep + 24 + 16, (u32)-ESTALE, 4);
+	ref_put_le(rep + 24 + 12, 8, 4);	/* a refusal with data */
+	EXPECT_EQ(-EPROTO, odsm_wire_check_fetch_many_reply(rep, n, 3, 2048));
+	ref_put_le(rep + 24 + 12, 0, 4);
+	ref_put_le(rep + 24, 9, 8);		/* ... or with a size */
+	EXPECT_EQ(-EPROTO, odsm_wire_check_fetch_many_reply(rep, n, 3, 2048));
+	ref_put_le(rep + 24, 0, 8);
+	ref_put_le(rep, 0, 8);			/* a success of no object */
+	EXPECT_EQ(-EPROTO, odsm_wire_check_fetch_many_reply(rep, n, 3, 2048));
+	ref_put_le(rep, 5, 8);
+	ASSERT_EQ(0, odsm_wire_check_fetch_many_reply(rep, n, 3, 2048));
 }
 
 TEST(hdr_bad_version)

@@ -2,12 +2,14 @@
 /*
  * odsm-abench: 64 independent shared borrows of 512 B objects on another
  * node, all missing this node's cache: one after another (the blocking
- * BORROW ioctl, as odsm_ref_get() does on a miss) against all submitted
- * together through io_uring (odsm_borrow_many()).  Each round drops the
+ * BORROW ioctl, as odsm_ref_get() does on a miss) against all together
+ * (odsm_borrow_many(): one prefetch, a FETCH_MANY round trip, then the
+ * borrows through io_uring, which hit).  Each round drops the
  * idle copies first so that both sides fetch every object; ROUNDS rounds
  * of each, alternating, and the medians.  Then the same 64 objects read
- * (ODSM_IOC_READ: one-sided over RDMA, one at a time per connection)
- * one after another against all at once (odsm_read_many()).  Prints
+ * (ODSM_IOC_READ: one-sided over RDMA, one at a time per connection, a
+ * read that finds it busy sent as a request) one after another against
+ * all at once (odsm_read_many()).  Prints
  * ODSM_BENCH lines; judges nothing.
  *
  *   odsm-abench NODE [ROUNDS [LABEL]]

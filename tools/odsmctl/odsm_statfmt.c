@@ -86,6 +86,7 @@ static const struct {
 	/* the node cache of remote objects and the ownership protocol */
 	{ "borrow_hits", G(CACHE, 0) },
 	{ "borrow_misses", G(CACHE, 0) },
+	{ "prefetched", G(CACHE, 0) },
 	{ "borrow_returns", G(CACHE, 0) },
 	{ "mut_moves", G(CACHE, 0) },
 	{ "mut_taken", G(CACHE, 0) },

@@ -437,6 +437,28 @@ struct odsm_drop_copies {
 };
 
 /*
+ * ODSM_IOC_PREFETCH: a hint before borrowing many small remote objects:
+ * fetch the n objects named by the colored start addresses in the array at
+ * gaddrs (user memory, n * 8 bytes) into this node's cache, one FETCH_MANY
+ * round trip per home and up to 64 objects, as copies nobody references
+ * yet, so that the borrows that follow hit.  Objects of this node, ones
+ * cached already, bigger than 2 KiB or refused by their home (gone, a
+ * stale color, not an object) are skipped: the borrow reports them.
+ * n 1..ODSM_PREFETCH_MAX; flags and reserved 0.  out: fetched, the
+ * copies made (idle copies go first when the cache needs room).
+ */
+#define ODSM_PREFETCH_MAX	1024
+
+struct odsm_prefetch {
+	__u64 gaddrs;		/* in: user pointer to __u64[n] */
+	__u32 n;		/* in */
+	__u32 flags;		/* in: 0 */
+	__u32 fetched;		/* out */
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
+/*
  * The cache's hit page: PAGE_SIZE bytes at file offset ODSM_HITS_OFFSET of
  * /dev/odsm, mapped read-only (PROT_READ, MAP_SHARED and MAP_FIXED at an
  * address the caller reserved: the heap's mapping owns the file's other
@@ -610,6 +632,7 @@ struct odsm_wake {
 #define ODSM_IOC_WRITE_BACK	_IOW(ODSM_IOC_MAGIC, 0x1b, struct odsm_write_back)
 #define ODSM_IOC_READ_OWNER	_IOWR(ODSM_IOC_MAGIC, 0x1c, struct odsm_write_back)
 #define ODSM_IOC_DROP_COPIES	_IOWR(ODSM_IOC_MAGIC, 0x1d, struct odsm_drop_copies)
+#define ODSM_IOC_PREFETCH	_IOWR(ODSM_IOC_MAGIC, 0x1e, struct odsm_prefetch)
 #define ODSM_IOC_JOIN		_IOW(ODSM_IOC_MAGIC, 0x20, struct odsm_join)
 #define ODSM_IOC_LEAVE		_IO(ODSM_IOC_MAGIC, 0x21)
 #define ODSM_IOC_STATUS		_IOWR(ODSM_IOC_MAGIC, 0x22, struct odsm_status)
