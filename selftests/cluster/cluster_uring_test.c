@@ -11,7 +11,7 @@
  *     together: one prefetch, so every borrow hits), with the right bytes,
  *     then returned; again (hits);
  *   - odsm_prefetch: NR objects in one FETCH_MANY, then NR borrows that
- *     all hit; what it skips (ours, gone, no object, over 2 KiB, an
+ *     all hit; with 3 nodes or more, objects of two homes in one call; what it skips (ours, gone, no object, over 2 KiB, an
  *     address twice); bad calls (n 0 or too big, no array, flags,
  *     reserved);
  *   - the refusals through the ring: an object that is gone, no object
@@ -265,6 +265,28 @@ TEST_F(ur, async_across_nodes)
 	}
 	EXPECT_EQ(NR, c_stat("borrow_hits") - h0);
 	EXPECT_EQ(0u, c_stat("borrow_misses") - c0);
+	/* two homes in one call: a FETCH_MANY each */
+	if (C.nodes > 2) {
+		uint64_t two[NR], pcg;
+		unsigned int pred = (C.self + C.nodes - 1) % C.nodes;
+
+		ASSERT_EQ(0, odsm_drop_copies(NULL, NULL));
+		ASSERT_EQ(0, c_get(pred, W_UR_TABLE, &pcg));
+		ASSERT_EQ(0, odsm_read(pcg, two, sizeof(two)));
+		for (i = 0; i < NR / 2; i++)
+			two[2 * i + 1] = theirs[i];
+		EXPECT_EQ((int)NR, odsm_prefetch(two, NR));
+		for (i = 0; i < NR; i++) {
+			refs[i].g = two[i];
+			refs[i].ext = 0;
+			ASSERT_EQ(0, odsm__ref_fetch(&refs[i]));
+			EXPECT_EQ(-1, c_check((const void *)(uintptr_t)
+					      odsm__copy_of(refs[i].ext), OBJ,
+					      i % 2 ? peer : pred,
+					      i % 2 ? i / 2 : i));
+			EXPECT_EQ(0, odsm_return(&refs[i]));
+		}
+	}
 	/* skipped: ours, one that is gone, no object's start, one over
 	 * 2 KiB; and one address three times is fetched once
 	 */

@@ -94,7 +94,7 @@ enum cat {
 	C_BORROW, C_RETURN, C_BORROW_MUT, C_WRITE_BACK, C_READ_OWNER,
 	C_DROP, C_STATUS, C_TOUCH, C_MUNMAP, C_REMAP, C_FORK, C_CLOSE,
 	C_SETCONFIG, C_JOIN, C_LEAVE, C_KNOBS, C_PUBLISH, C_PEER,
-	C_MMAP_RACE, C_WAIT, C_WAKE, NCAT
+	C_MMAP_RACE, C_WAIT, C_WAKE, C_PREFETCH, NCAT
 };
 
 static const char *const cat_name[NCAT] = {
@@ -102,7 +102,7 @@ static const char *const cat_name[NCAT] = {
 	"borrow", "return", "borrow_mut", "write_back", "read_owner",
 	"drop_copies", "status", "touch", "munmap", "remap", "fork", "close",
 	"set_config", "join", "leave", "knobs", "publish", "peer_dir",
-	"mmap_race", "wait", "wake",
+	"mmap_race", "wait", "wake", "prefetch",
 };
 
 /* errnos each category may answer with (0-terminated); EINVAL and EFAULT
@@ -125,6 +125,7 @@ static const int allowed[NCAT][12] = {
 	[C_BORROW_MUT]	= { ESTALE, ENOMEM, EOVERFLOW, ENOENT, NET },
 	[C_WRITE_BACK]	= { ESTALE, EBUSY, EEXIST, ENOMEM, NET },
 	[C_READ_OWNER]	= { ESTALE, EBUSY, ENOMEM, NET },
+	[C_PREFETCH]	= { ENOMEM },
 	[C_SETCONFIG]	= { EBUSY },
 	[C_JOIN]	= { EBUSY, EADDRINUSE, EADDRNOTAVAIL, ENOMEM },
 	[C_REMAP]	= { EBUSY, ENOMEM },
@@ -859,9 +860,29 @@ static void op_owner(struct worker *w, bool wr)
 		ioc(C_READ_OWNER, w->fd, ODSM_IOC_READ_OWNER, &b);
 }
 
+/* ODSM_IOC_PREFETCH of targets (any node's), bad counts, bad pointers */
+static void op_prefetch(struct worker *w)
+{
+	struct odsm_prefetch pf = { 0 };
+	uint64_t g[64];
+	unsigned int i, n = 1 + (unsigned int)below(w, 64);
+
+	for (i = 0; i < n; i++)
+		g[i] = chance(w, 90) ? pick_target(w, NULL) : rnd(w);
+	pf.gaddrs = chance(w, 95) ? (uintptr_t)g : (uintptr_t)8;
+	pf.n = chance(w, 95) ? n : (chance(w, 50) ? 0 : ODSM_PREFETCH_MAX + 1);
+	if (chance(w, 3))
+		pf.flags = 1;
+	if (chance(w, 3))
+		pf.reserved[1] = 1;
+	ioc(C_PREFETCH, w->fd, ODSM_IOC_PREFETCH, &pf);
+}
+
 static void op_misc(struct worker *w)
 {
-	if (chance(w, 50)) {
+	if (chance(w, 20)) {
+		op_prefetch(w);
+	} else if (chance(w, 50)) {
 		struct odsm_drop_copies d = { 0 };
 
 		if (chance(w, 5))

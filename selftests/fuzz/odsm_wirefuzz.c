@@ -16,7 +16,8 @@
  *     (the wrong address), a connect flood;
  *   with the key (authenticated as the fake node):  floods of requests,
  *     replies of the wrong type, sequence or length, requests of bad
- *     lengths, KEYS at and past their limits, MAPs of fresh and lazy
+ *     lengths (FETCH_MANY's counts and lengths near their bounds among
+ *     them), KEYS at and past their limits, MAPs of fresh and lazy
  *     blocks, a second HELLO, PINGs and PONGs of the wrong size, a header
  *     naming other nodes, a restart (a new incarnation dialling while
  *     the old connection is up) in the middle of a request, and forged
@@ -437,6 +438,7 @@ static void ep_auth(enum ep e)
 		static const uint8_t replies[] = {
 			T_PONG, T_READ_REPLY, T_WRITE_REPLY, T_ALLOC_REPLY,
 			T_FREE_REPLY, T_ATOMIC_REPLY, T_FETCH_REPLY, T_MAP_REPLY,
+			T_FETCH_MANY_REPLY,
 		};
 
 		n = 1 + (uint32_t)below(32);
@@ -454,7 +456,7 @@ static void ep_auth(enum ep e)
 	case E_BAD_REQ: {
 		static const uint8_t reqs[] = {
 			T_READ, T_WRITE, T_ALLOC, T_FREE, T_ATOMIC, T_FETCH, T_MAP,
-			T_PING, 0, 19, 200,
+			T_PING, T_FETCH_MANY, 0, 19, 200,
 		};
 		static const uint32_t lens[] = {
 			0, 1, 7, 8, 15, 16, 17, 23, 24, 25, 31, 32, 33, 104,
@@ -472,6 +474,19 @@ static void ep_auth(enum ep e)
 				/* a length field that may or may not match */
 				put32(big + 8, below(2) ? len - 16 : (uint32_t)rnd());
 				put32(big + 12, (uint32_t)below(8));
+			}
+			if (t == T_FETCH_MANY && below(2)) {
+				/* counts and lengths near their bounds, the
+				 * payload the count's or not, addresses of any
+				 * partition
+				 */
+				uint32_t c = 1 + (uint32_t)below(70), k;
+
+				put32(big, below(4) ? c : (uint32_t)rnd());
+				put32(big + 4, (uint32_t)below(4200));
+				len = below(4) ? 8 + 8 * c : (uint32_t)below(600);
+				for (k = 0; 8 + 8 * k + 8 <= len; k++)
+					put64(big + 8 + 8 * k, pick_gaddr());
 			}
 			if (fp_send(&fp, t, 0, fp.next_seq++, 0, big, len))
 				break;
