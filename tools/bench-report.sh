@@ -134,6 +134,9 @@ function fmt(x) {
 function line(name, o, ou, r, ru, ratio, goal,    os, rs, met, g) {
 	if (ratio == "" && o != "" && r != "" && num(r) != 0)
 		ratio = num(o) / num(r)
+	# perftest counts MB (10^6 bytes), odsm MiB: compare like with like
+	if (ratio != "" && ou == "MiB/s" && ru == "MB/s" && o != "")
+		ratio = num(o) * 1.048576 / num(r)
 	os = o == "" ? "-" : fmt(o) (ou == "" ? "" : " " ou)
 	rs = r == "" ? "-" : fmt(r) (ru == "" ? "" : " " ru)
 	met = "-"
