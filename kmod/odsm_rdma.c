@@ -301,9 +301,8 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct odsm_rdma_rbuf *r = container_of(wc->wr_cqe, struct odsm_rdma_rbuf, cqe);
 	struct odsm_rdma_conn *x = r->x;
-	u32 len = wc->byte_len, imm;
+	u32 len = wc->byte_len, imm, given;
 	struct odsm_rdma_msg *m = NULL;
-	bool bad = false;
 
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
@@ -324,7 +323,8 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 	if (!(wc->wc_flags & IB_WC_WITH_IMM)) {
-		bad = true;
+		pr_notice_ratelimited("rdma: a message of %u bytes without its credits: connection closed\n",
+				      len);
 		goto out_bad;
 	}
 	imm = be32_to_cpu(wc->ex.imm_data);
@@ -341,13 +341,15 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	spin_lock(&x->msg.lock);
 	/* a peer returns no more than it was given */
-	if (imm > RDMA_RECVS - x->msg.credits)
-		bad = true;
-	else
+	given = RDMA_RECVS - x->msg.credits;
+	if (imm <= given)
 		x->msg.credits += imm;
 	spin_unlock(&x->msg.lock);
-	if (bad)
+	if (imm > given) {
+		pr_notice_ratelimited("rdma: %u credits returned, %u outstanding: connection closed\n",
+				      imm, given);
 		goto out_bad;
+	}
 	if (READ_ONCE(x->broken) || post_recv(x, r)) {
 		kvfree(m);
 		rdma_fail(x);
@@ -368,7 +370,6 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 out_bad:
 	kvfree(m);
 	odsm_stat_inc(ODSM_STAT_bad_msgs);
-	pr_notice_ratelimited("rdma: bad credits from a peer: connection closed\n");
 	rdma_fail(x);
 }
 
