@@ -966,7 +966,7 @@ int odsm_cache_prefetch(u32 node, const u64 *cg, u32 n)
 		const u8 *bytes = rbuf + off;
 
 		odsm_wire_get_fetch_item(rbuf, i, &it, &off);
-		/* refused, or more than one item holds: the borrow fetches */
+		/* refused, or bigger than asked: its borrow fetches it */
 		if (it.status || it.len != it.size)
 			continue;
 		if (it.size > odsm_heap.geom.part_size ||
