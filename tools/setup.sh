@@ -80,20 +80,32 @@ echo "setup: apt-get update"
 apt-get update -q -o Dpkg::Use-Pty=0 >/tmp/odsm-apt-update.log 2>&1 ||
 	echo "setup: apt-get update reported errors (see /tmp/odsm-apt-update.log); continuing"
 
-# Resolve the newest kernel ABI of each series, e.g. 6.1.0-37-amd64.
+# Resolve the newest kernel ABI of each series, e.g. 6.1.0-37-amd64, and the
+# package of its image: "ABI PACKAGE".  The index may name an image that no
+# suite holds yet (debian-security publishes linux-image-X-amd64-unsigned and
+# the headers before the signed linux-image-X-amd64 that refers to it), and
+# apt-cache show succeeds for such a name: madison lists only real packages.
+# The newest ABI with a signed image is taken; failing that, the newest with
+# an unsigned one (the same vmlinuz, without the signature).
 abi_of() {
-	apt-cache search --names-only "^linux-headers-$1\.[0-9]" | awk '{print $1}' |
+	local abi signed="" unsigned=""
+
+	while read -r abi; do
+		if [ -n "$(apt-cache madison "linux-image-$abi" 2>/dev/null)" ]; then
+			signed="$abi linux-image-$abi"
+		elif [ -n "$(apt-cache madison "linux-image-$abi-unsigned" 2>/dev/null)" ]; then
+			unsigned="$abi linux-image-$abi-unsigned"
+		fi
+	done < <(apt-cache search --names-only "^linux-headers-$1\.[0-9]" | awk '{print $1}' |
 		grep -E -- '-amd64$' | grep -vE -- '-(cloud|rt)-amd64$' |
-		sed 's/^linux-headers-//' | sort -V | while read -r abi; do
-			# only an ABI whose image is in the index too
-			apt-cache show "linux-image-$abi" >/dev/null 2>&1 && echo "$abi"
-		done | tail -1
+		sed 's/^linux-headers-//' | sort -V)
+	echo "${signed:-$unsigned}"
 }
 KPKGS=()
 for s in $SERIES; do
-	abi=$(abi_of "$s")
-	[ -n "$abi" ] || { echo "setup: no linux-headers for kernel $s in the index" >&2; exit 1; }
-	KPKGS+=("linux-image-$abi" "linux-headers-$abi")
+	read -r abi image <<<"$(abi_of "$s")"
+	[ -n "$abi" ] || { echo "setup: no linux-headers and linux-image for kernel $s in the index" >&2; exit 1; }
+	KPKGS+=("$image" "linux-headers-$abi")
 done
 
 echo "setup: installing ${#PKGS[@]} packages and kernels: ${KPKGS[*]}"
