@@ -72,9 +72,12 @@ static int __init odsm_init(void)
 	ret = odsm_deleg_init();
 	if (ret)
 		goto err_onesided;
-	ret = odsm_tcp_init();
+	ret = odsm_wait_register();
 	if (ret)
 		goto err_deleg;
+	ret = odsm_tcp_init();
+	if (ret)
+		goto err_wait;
 	ret = odsm_rdma_init();
 	if (ret)
 		goto err_tcp;
@@ -94,6 +97,8 @@ err_rdma:
 	odsm_rdma_exit();
 err_tcp:
 	odsm_tcp_exit();
+err_wait:
+	odsm_wait_unregister();
 err_deleg:
 	odsm_deleg_exit();
 err_onesided:
@@ -124,6 +129,7 @@ static void __exit odsm_exit(void)
 	odsm_uring_exit();
 	odsm_rdma_exit();
 	odsm_tcp_exit();
+	odsm_wait_unregister();
 	odsm_deleg_exit();
 	odsm_onesided_exit();
 	odsm_remote_exit();

@@ -107,6 +107,8 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_wait_refused] = "wait_refused",
 	[ODSM_STAT_wake_calls] = "wake_calls",
 	[ODSM_STAT_wake_woken] = "wake_woken",
+	[ODSM_STAT_wake_sent] = "wake_sent",
+	[ODSM_STAT_wake_served] = "wake_served",
 	[ODSM_STAT_wait_write_woken] = "wait_write_woken",
 };
 

@@ -170,7 +170,13 @@ enum odsm_stat {
 					 * word or fields (-EINVAL)
 					 */
 	ODSM_STAT_wake_calls,		/* ODSM_IOC_WAKE calls */
-	ODSM_STAT_wake_woken,		/* ... waiters they woke */
+	ODSM_STAT_wake_woken,		/* ... waiters they woke, here or
+					 * for a peer's WAKE
+					 */
+	ODSM_STAT_wake_sent,		/* ... of a peer's word: sent to its
+					 * home as WAKE requests
+					 */
+	ODSM_STAT_wake_served,		/* peers' WAKE requests served here */
 	ODSM_STAT_wait_write_woken,	/* waiters woken by the module's own
 					 * writes into their word
 					 */

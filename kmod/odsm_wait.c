@@ -17,6 +17,12 @@
  * or ATOMIC, this node's WRITE and ATOMIC ioctls) wake the waiters of the
  * words they touch on their own.
  *
+ * A word of a peer's partition is woken by its home: ODSM_IOC_WAKE sends
+ * it a WAKE request, which it serves as its own ODSM_IOC_WAKE.  That is
+ * how a store the home's CPU never saw (a one-sided RDMA WRITE or atomic,
+ * which ODSM_IOC_WRITE may make over RDMA) wakes anyone: the writer wakes
+ * after it stores, as with a CPU store.
+ *
  * Memory is bounded: the table has a fixed number of buckets, and a
  * waiter lives on its own task's stack for the length of its wait.
  */
@@ -26,6 +32,7 @@
 #include <linux/sched/signal.h>
 #include <linux/uaccess.h>
 #include "odsm.h"
+#include "odsm_core.h"
 #include "odsm_wait.h"
 
 #define WAIT_HASH_BITS	8
@@ -227,24 +234,93 @@ long odsm_ioc_wait(void __user *arg)
 	return ret;
 }
 
+/* Wake up to nr waiters of the word at addr of our partition. */
+static unsigned int wake_word(u64 addr, u32 nr)
+{
+	unsigned int n = 0;
+
+	/* only waiters on exactly this word: the key is its address */
+	if (wait_anyone())
+		n = wake_bucket(bucket_of(addr), addr, 0, true, nr);
+	odsm_stat_add(ODSM_STAT_wake_woken, n);
+	return n;
+}
+
+/* A peer's WAKE of a word of our partition. */
+static int serve_wake(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
+		      const u8 *payload, u8 *reply, u32 *rlen,
+		      const void **data, u32 *dlen)
+{
+	struct odsm_wire_wake_reply r = { 0 };
+	struct odsm_wire_wake w;
+
+	*rlen = 0;
+	odsm_stat_inc(ODSM_STAT_wake_served);
+	if (odsm_wire_get_wake(payload, h->len, &w)) {
+		odsm_stat_inc(ODSM_STAT_wait_refused);
+		return -EPROTO;
+	}
+	/* a word of another partition is none of ours to wake */
+	if (!word_ok(w.gaddr, 4)) {
+		odsm_stat_inc(ODSM_STAT_wait_refused);
+		return -EINVAL;
+	}
+	r.woken = wake_word(w.gaddr, w.nr);
+	*rlen = odsm_wire_put_wake_reply(reply, &r);
+	return 0;
+}
+
+static const struct odsm_msg_handler wake_handler = {
+	.type = ODSM_MSG_WAKE, .reply = ODSM_MSG_WAKE_REPLY,
+	.serve = serve_wake,
+};
+
+/* Ask node, the home of the word at addr, to wake its waiters. */
+static long wake_remote(u32 node, u64 addr, u32 nr)
+{
+	struct odsm_wire_wake w = { .gaddr = addr, .nr = nr };
+	struct odsm_wire_wake_reply r;
+	u8 p[ODSM_WIRE_WAKE_SIZE];	/* the request, then its reply */
+	u32 n = odsm_wire_put_wake(p, &w), got = 0;
+	int ret;
+
+	odsm_stat_inc(ODSM_STAT_wake_sent);
+	ret = odsm_rpc(node, ODSM_MSG_WAKE, p, n, NULL, 0, p, sizeof(p),
+		       &got);
+	if (!ret)
+		ret = odsm_wire_get_wake_reply(p, got, &r);
+	return ret ? ret : r.woken;
+}
+
 long odsm_ioc_wake(void __user *arg)
 {
 	struct odsm_wake wk;
-	unsigned int n = 0;
+	bool local;
+	int node;
 
 	if (copy_from_user(&wk, arg, sizeof(wk)))
 		return -EFAULT;
 	odsm_stat_inc(ODSM_STAT_wake_calls);
 	wk.gaddr = odsm_clear_color(wk.gaddr);
-	if (wk.flags || wk.reserved[0] || wk.reserved[1] ||
-	    !word_ok(wk.gaddr, 4) || wk.nr > INT_MAX) {
+	node = -EINVAL;
+	if (!wk.flags && !wk.reserved[0] && !wk.reserved[1] &&
+	    !(wk.gaddr % 4) && wk.nr <= INT_MAX)
+		node = odsm_home_of(wk.gaddr, 4, &local);
+	if (node < 0) {
 		odsm_stat_inc(ODSM_STAT_wait_refused);
 		return -EINVAL;
 	}
-	/* only waiters on exactly this word: the key is its address */
-	if (wait_anyone())
-		n = wake_bucket(bucket_of(wk.gaddr), wk.gaddr, 0, true,
-				wk.nr);
-	odsm_stat_add(ODSM_STAT_wake_woken, n);
-	return n;
+	if (!local)
+		return wake_remote(node, wk.gaddr, wk.nr);
+	return wake_word(wk.gaddr, wk.nr);
+}
+
+int odsm_wait_register(void)
+{
+	return odsm_handler_register(&wake_handler);
+}
+
+void odsm_wait_unregister(void)
+{
+	odsm_handler_unregister(&wake_handler);
 }

@@ -11,6 +11,9 @@
 #include <linux/types.h>
 
 void odsm_wait_init(void);
+/* serve peers' WAKEs of our words: a service of the core */
+int odsm_wait_register(void);
+void odsm_wait_unregister(void);
 
 long odsm_ioc_wait(void __user *arg);
 long odsm_ioc_wake(void __user *arg);

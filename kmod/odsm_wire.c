@@ -110,6 +110,10 @@ static const struct wire_type wire_types[ODSM_MSG_TYPE_MAX] = {
 				    8 * ODSM_WIRE_FETCH_MANY_MAX, false },
 	[ODSM_MSG_FETCH_MANY_REPLY] = { ODSM_WIRE_FETCH_ITEM_SIZE,
 					ODSM_WIRE_MAX_DATA, true },
+	[ODSM_MSG_WAKE]		= { ODSM_WIRE_WAKE_SIZE, ODSM_WIRE_WAKE_SIZE,
+				    false },
+	[ODSM_MSG_WAKE_REPLY]	= { ODSM_WIRE_WAKE_REPLY_SIZE,
+				    ODSM_WIRE_WAKE_REPLY_SIZE, true },
 };
 
 void odsm_wire_put_hdr(u8 *buf, const struct odsm_wire_hdr *h)
@@ -396,6 +400,46 @@ int odsm_wire_get_atomic_reply(const u8 *buf, u32 len,
 	if (len != ODSM_WIRE_ATOMIC_REPLY_SIZE)
 		return -EMSGSIZE;
 	p->old = wire_get_le64(buf);
+	return 0;
+}
+
+u32 odsm_wire_put_wake(u8 *buf, const struct odsm_wire_wake *p)
+{
+	wire_put_le64(buf, p->gaddr);
+	wire_put_le32(buf + 8, p->nr);
+	wire_put_le32(buf + 12, p->flags);
+	return ODSM_WIRE_WAKE_SIZE;
+}
+
+int odsm_wire_get_wake(const u8 *buf, u32 len, struct odsm_wire_wake *p)
+{
+	if (len != ODSM_WIRE_WAKE_SIZE)
+		return -EMSGSIZE;
+	p->gaddr = wire_get_le64(buf);
+	p->nr = wire_get_le32(buf + 8);
+	p->flags = wire_get_le32(buf + 12);
+	if ((p->gaddr & 3) || p->gaddr >> 48 ||
+	    p->nr > ODSM_WIRE_WAKE_NR_MAX || p->flags)
+		return -EPROTO;
+	return 0;
+}
+
+u32 odsm_wire_put_wake_reply(u8 *buf, const struct odsm_wire_wake_reply *p)
+{
+	wire_put_le32(buf, p->woken);
+	wire_put_le32(buf + 4, p->reserved);
+	return ODSM_WIRE_WAKE_REPLY_SIZE;
+}
+
+int odsm_wire_get_wake_reply(const u8 *buf, u32 len,
+			     struct odsm_wire_wake_reply *p)
+{
+	if (len != ODSM_WIRE_WAKE_REPLY_SIZE)
+		return -EMSGSIZE;
+	p->woken = wire_get_le32(buf);
+	p->reserved = wire_get_le32(buf + 4);
+	if (p->woken > ODSM_WIRE_WAKE_NR_MAX || p->reserved)
+		return -EPROTO;
 	return 0;
 }
 

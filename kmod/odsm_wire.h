@@ -19,7 +19,7 @@
 #include "odsm_portable.h"
 
 #define ODSM_WIRE_MAGIC		0x4d53444fU	/* "ODSM" in LE byte order */
-#define ODSM_WIRE_VERSION	7
+#define ODSM_WIRE_VERSION	8
 #define ODSM_WIRE_HDR_SIZE	32
 /* largest payload: one chunk of a read or write, plus its fixed part */
 #define ODSM_WIRE_MAX_DATA	(256U << 10)
@@ -54,6 +54,9 @@
 #define ODSM_WIRE_DELEG_SIZE		16
 #define ODSM_WIRE_DSLOT_MIN		16	/* a batch's header */
 #define ODSM_WIRE_DSLOT_MAX		65536	/* ODSM_DSLOT_SIZE_MAX */
+#define ODSM_WIRE_WAKE_SIZE		16
+#define ODSM_WIRE_WAKE_REPLY_SIZE	8
+#define ODSM_WIRE_WAKE_NR_MAX		0x7fffffffU	/* INT_MAX */
 
 /* A reply's status: 0 or STATUS_MIN..-1; a negative one has no payload. */
 #define ODSM_WIRE_STATUS_MIN	(-4095)
@@ -81,6 +84,8 @@ enum odsm_msg_type {
 	ODSM_MSG_DELEG_REPLY,	/* ... and its response batch */
 	ODSM_MSG_FETCH_MANY,	/* several objects' bytes, for prefetching */
 	ODSM_MSG_FETCH_MANY_REPLY,
+	ODSM_MSG_WAKE,		/* wake the waiters of a word of the receiver's */
+	ODSM_MSG_WAKE_REPLY,
 	ODSM_MSG_TYPE_MAX,
 };
 
@@ -265,6 +270,24 @@ struct odsm_wire_fetch_item {
 };
 
 /*
+ * WAKE: wake up to nr (0: every) waiters of ODSM_IOC_WAIT on the word at
+ * gaddr of the receiver's partition, as its own ODSM_IOC_WAKE would: what
+ * a peer that stored into the word without the home's CPU (a one-sided
+ * RDMA WRITE or atomic) sends after the store.  The reply says how many
+ * woke.  gaddr is 4-byte aligned and uncolored, nr at most WAKE_NR_MAX.
+ */
+struct odsm_wire_wake {
+	u64 gaddr;
+	u32 nr;
+	u32 flags;		/* 0 */
+};
+
+struct odsm_wire_wake_reply {
+	u32 woken;
+	u32 reserved;		/* 0 */
+};
+
+/*
  * MAP (RDMA transport only): register the 64 KiB block at gaddr of the
  * receiver's partition for one-sided RDMA READ/WRITE by the sender, on the
  * connection the request came on.  The reply names the registration: the
@@ -402,6 +425,13 @@ int odsm_wire_check_fetch_many_reply(const u8 *buf, u32 len, u32 count,
 				     u32 want);
 void odsm_wire_get_fetch_item(const u8 *buf, u32 i,
 			      struct odsm_wire_fetch_item *p, u32 *data_off);
+u32 odsm_wire_put_wake(u8 *buf, const struct odsm_wire_wake *p);
+/* gaddr 4-byte aligned and < 2^48, nr <= WAKE_NR_MAX, flags 0 */
+int odsm_wire_get_wake(const u8 *buf, u32 len, struct odsm_wire_wake *p);
+u32 odsm_wire_put_wake_reply(u8 *buf, const struct odsm_wire_wake_reply *p);
+/* woken <= WAKE_NR_MAX, reserved 0 */
+int odsm_wire_get_wake_reply(const u8 *buf, u32 len,
+			     struct odsm_wire_wake_reply *p);
 u32 odsm_wire_put_map(u8 *buf, const struct odsm_wire_map *p);
 /* gaddr ODSM_WIRE_MAP_LEN aligned and < 2^48 */
 int odsm_wire_get_map(const u8 *buf, u32 len, struct odsm_wire_map *p);

@@ -1,13 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ODSM_IOC_WAIT across nodes: a peer's ATOMIC on a word of node 0's
+ * ODSM_IOC_WAIT across nodes.
+ *
+ * peer_atomic_wakes_home_waiter: a peer's ATOMIC on a word of node 0's
  * partition wakes node 0's waiter on it, with no ODSM_IOC_WAKE from
  * anyone (the home node's module writes the word, so it wakes its
  * waiters itself).  Unflagged atomics are served by the home's CPU over
- * both transports (a one-sided RDMA write or atomic would wake nobody:
- * design.rst, "Waits on heap words").  Each peer in turn adds 1 while
- * node 0 sleeps on the word; node 0's waiter must end woken (0), not
- * timed out, with the word at its next value.
+ * both transports.  Each peer in turn adds 1 while node 0 sleeps on the
+ * word; node 0's waiter must end woken (0), not timed out, with the word
+ * at its next value.
+ *
+ * peer_store_then_wake: a peer's ODSM_IOC_WRITE, which over RDMA goes
+ * one-sided and passes by node 0's CPU, followed by the peer's
+ * ODSM_IOC_WAKE of node 0's word (a WAKE request to its home): the wake
+ * says it woke the one waiter, which ends woken with the peer's value.
+ * Without the remote wake the waiter would sleep out its timeout over
+ * RDMA (design.rst, "Waits on heap words").  Bad remote wakes are refused
+ * where they are made (misaligned, nr past INT_MAX) or by the home (a
+ * word of its partition nobody waits on wakes nobody).
  *
  * The program meets through libodsm (odsm_app_join, the app barrier, a
  * name of its own), never the rig's directory words.  Every node runs
@@ -18,6 +28,7 @@
 
 #define APP		"cluster-waitword"
 #define NAME		"waitword-word"
+#define NAME2		"waitword-store"
 #define SECS		120
 #define WAIT_NS		(20ULL * 1000000000ULL)
 
@@ -113,6 +124,87 @@ TEST_F_TIMEOUT(cl, peer_atomic_wakes_home_waiter, 300)
 	if (C.self == 0) {
 		/* one waiter woken by each peer's atomic, by the module */
 		EXPECT_LE(ww0 + C.nodes - 1, c_stat("wait_write_woken"));
+		EXPECT_EQ(0, odsm_free(g));
+	}
+}
+
+static int wake_of(uint64_t g, uint32_t nr)
+{
+	struct odsm_wake wk = { .gaddr = g, .nr = nr };
+	int n = ioctl(odsm_rt.fd, ODSM_IOC_WAKE, &wk);
+
+	return n < 0 ? -errno : n;
+}
+
+TEST_F_TIMEOUT(cl, peer_store_then_wake, 300)
+{
+	uint64_t g = 0, v, sent0, served0, s0, ow0;
+	struct odsm_app app;
+	struct odsm_name nm;
+	struct waiter w;
+	unsigned int k;
+	int ret;
+
+	C_BEGIN();
+	sent0 = c_stat("wake_sent");
+	served0 = c_stat("wake_served");
+	ret = odsm_app_join(&app, APP "-store", 0, SECS * 1000);
+	ASSERT_EQ(0, ret) TH_LOG("odsm_app_join: %s", odsm_strerror(ret));
+	if (C.self == 0) {
+		ASSERT_EQ(0, odsm_alloc(64, 0, ODSM_ALLOC_ZERO, &g));
+		ASSERT_EQ(0, odsm_name_publish(NAME2, ODSM_NAME_ADDR, g));
+	}
+	ret = odsm_name_wait(NAME2, SECS * 1000, &nm);
+	ASSERT_EQ(0, ret) TH_LOG("%s: %s", NAME2, odsm_strerror(ret));
+	g = nm.value;
+	ASSERT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
+	for (k = 1; k < C.nodes; k++) {
+		if (C.self == 0) {
+			s0 = c_stat("wait_sleeps");
+			w.g = g;
+			w.expect = k - 1;
+			w.ret = 1;
+			EXPECT_EQ(0, pthread_create(&w.th, NULL, waiter_main,
+						    &w));
+			EXPECT_EQ(0, asleep(s0));
+		}
+		EXPECT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
+		if (C.self == k) {
+			v = k;
+			ow0 = c_stat("onesided_writes");
+			ret = odsm_write(g, &v, sizeof(v));
+			EXPECT_EQ(0, ret) TH_LOG("write: %s",
+						 odsm_strerror(ret));
+			TH_LOG("node %u's store went %s", k,
+			       c_stat("onesided_writes") > ow0 ?
+			       "one-sided" : "as a request");
+			/* the store woke nobody one-sided; the wake does */
+			EXPECT_EQ(1, wake_of(g, 0));
+			/* it is gone: a second wake finds nobody */
+			EXPECT_EQ(0, wake_of(g | (7ULL << 48), 1));
+		}
+		if (C.self == 0) {
+			EXPECT_EQ(0, pthread_join(w.th, NULL));
+			EXPECT_EQ(0, w.ret) TH_LOG("node %u's wake: %s", k,
+						   odsm_strerror(w.ret));
+			EXPECT_EQ(k, *(volatile uint64_t *)odsm_ptr(g));
+		}
+		EXPECT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
+	}
+	if (C.self != 0) {
+		/* refused here, nothing sent: misaligned, nr past INT_MAX */
+		EXPECT_EQ(-EINVAL, wake_of(g + 2, 0));
+		EXPECT_EQ(-EINVAL, wake_of(g, 0x80000000u));
+		/* the next word: nobody waits there */
+		EXPECT_EQ(0, wake_of(g + 8, 0));
+		/* the round's two and this one */
+		EXPECT_EQ(3ULL, c_stat("wake_sent") - sent0);
+	}
+	EXPECT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
+	if (C.self == 0) {
+		/* every peer's three wakes, served here */
+		EXPECT_EQ(3ULL * (C.nodes - 1),
+			  c_stat("wake_served") - served0);
 		EXPECT_EQ(0, odsm_free(g));
 	}
 }

@@ -438,7 +438,7 @@ static void ep_auth(enum ep e)
 		static const uint8_t replies[] = {
 			T_PONG, T_READ_REPLY, T_WRITE_REPLY, T_ALLOC_REPLY,
 			T_FREE_REPLY, T_ATOMIC_REPLY, T_FETCH_REPLY, T_MAP_REPLY,
-			T_FETCH_MANY_REPLY,
+			T_FETCH_MANY_REPLY, T_WAKE_REPLY,
 		};
 
 		n = 1 + (uint32_t)below(32);
@@ -456,7 +456,7 @@ static void ep_auth(enum ep e)
 	case E_BAD_REQ: {
 		static const uint8_t reqs[] = {
 			T_READ, T_WRITE, T_ALLOC, T_FREE, T_ATOMIC, T_FETCH, T_MAP,
-			T_PING, T_FETCH_MANY, 0, 19, 200,
+			T_PING, T_FETCH_MANY, T_WAKE, 0, 19, 200,
 		};
 		static const uint32_t lens[] = {
 			0, 1, 7, 8, 15, 16, 17, 23, 24, 25, 31, 32, 33, 104,
@@ -487,6 +487,17 @@ static void ep_auth(enum ep e)
 				len = below(4) ? 8 + 8 * c : (uint32_t)below(600);
 				for (k = 0; 8 + 8 * k + 8 <= len; k++)
 					put64(big + 8 + 8 * k, pick_gaddr());
+			}
+			if (t == T_WAKE && below(2)) {
+				/* words of any partition, aligned or not,
+				 * nr and flags near their bounds
+				 */
+				put64(big, pick_gaddr() + (below(4) ? 0 :
+							   below(4)));
+				put32(big + 8, below(2) ? (uint32_t)below(3) :
+					       0x7fffffffU + (uint32_t)below(2));
+				put32(big + 12, below(4) ? 0 : (uint32_t)rnd());
+				len = below(4) ? 16 : (uint32_t)below(24);
 			}
 			if (fp_send(&fp, t, 0, fp.next_seq++, 0, big, len))
 				break;

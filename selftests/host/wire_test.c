@@ -52,6 +52,7 @@ static bool ref_is_reply(unsigned int type)
 	case ODSM_MSG_MAP_REPLY:
 	case ODSM_MSG_DELEG_REPLY:
 	case ODSM_MSG_FETCH_MANY_REPLY:
+	case ODSM_MSG_WAKE_REPLY:
 		return true;
 	}
 	return false;
@@ -79,6 +80,7 @@ static void ref_bounds(unsigned int type, u32 *min, u32 *max)
 	case ODSM_MSG_READ:
 	case ODSM_MSG_ALLOC:
 	case ODSM_MSG_ALLOC_REPLY:
+	case ODSM_MSG_WAKE:
 		*min = *max = 16;
 		break;
 	case ODSM_MSG_READ_REPLY:
@@ -91,6 +93,7 @@ static void ref_bounds(unsigned int type, u32 *min, u32 *max)
 		break;
 	case ODSM_MSG_FREE:
 	case ODSM_MSG_ATOMIC_REPLY:
+	case ODSM_MSG_WAKE_REPLY:
 		*min = *max = 8;
 		break;
 	case ODSM_MSG_ATOMIC:
@@ -137,9 +140,9 @@ static int ref_check_hdr(const u8 *b, u32 self, u32 nr)
 	u32 min, max;
 
 	if (b[0] != 'O' || b[1] != 'D' || b[2] != 'S' || b[3] != 'M' ||
-	    magic != 0x4d53444f || b[4] != 7)
+	    magic != 0x4d53444f || b[4] != 8)
 		return -EPROTO;
-	if (type < 1 || type > 22 || (flags & ~1) ||
+	if (type < 1 || type > 24 || (flags & ~1) ||
 	    reply != ref_is_reply(type))
 		return -EPROTO;
 	if (src >= nr || src == self || dst != self)
@@ -206,7 +209,7 @@ TEST(constants)
 	u8 raw[4];
 
 	ASSERT_EQ(32, ODSM_WIRE_HDR_SIZE);
-	ASSERT_EQ(7, ODSM_WIRE_VERSION);
+	ASSERT_EQ(8, ODSM_WIRE_VERSION);
 	ref_put_le(raw, ODSM_WIRE_MAGIC, 4);
 	ASSERT_EQ(0, memcmp(raw, "ODSM", 4));
 	ASSERT_EQ(262144U, ODSM_WIRE_MAX_DATA);
@@ -235,7 +238,11 @@ TEST(constants)
 	ASSERT_EQ(20, ODSM_MSG_DELEG_REPLY);
 	ASSERT_EQ(21, ODSM_MSG_FETCH_MANY);
 	ASSERT_EQ(22, ODSM_MSG_FETCH_MANY_REPLY);
-	ASSERT_EQ(23, ODSM_MSG_TYPE_MAX);
+	ASSERT_EQ(23, ODSM_MSG_WAKE);
+	ASSERT_EQ(24, ODSM_MSG_WAKE_REPLY);
+	ASSERT_EQ(25, ODSM_MSG_TYPE_MAX);
+	ASSERT_EQ(16, ODSM_WIRE_WAKE_SIZE);
+	ASSERT_EQ(8, ODSM_WIRE_WAKE_REPLY_SIZE);
 	ASSERT_EQ(8, ODSM_WIRE_FETCH_MANY_HDR_SIZE);
 	ASSERT_EQ(24, ODSM_WIRE_FETCH_ITEM_SIZE);
 	ASSERT_EQ(64U, ODSM_WIRE_FETCH_MANY_MAX);
@@ -289,7 +296,7 @@ TEST(hdr_golden)
 {
 	static const u8 golden[ODSM_WIRE_HDR_SIZE] = {
 		'O', 'D', 'S', 'M',		/* magic */
-		0x07,				/* version */
+		0x08,				/* version */
 		0x05,				/* type: READ_REPLY */
 		0x01, 0x00,			/* flags: REPLY */
 		0x44, 0x33, 0x22, 0x11,		/* src_node */
@@ -300,7 +307,7 @@ TEST(hdr_golden)
 	};
 	struct odsm_wire_hdr h = {
 		.magic = ODSM_WIRE_MAGIC,
-		.version = 7,
+		.version = 8,
 		.type = ODSM_MSG_READ_REPLY,
 		.flags = ODSM_WIRE_F_REPLY,
 		.src_node = 0x11223344,
@@ -324,7 +331,7 @@ TEST(hdr_golden)
 	memset(&out, 0, sizeof(out));
 	ASSERT_EQ(0, odsm_wire_get_hdr(golden, &out, 0x55667788, 0xffffffff));
 	ASSERT_EQ(ODSM_WIRE_MAGIC, out.magic);
-	ASSERT_EQ(7, out.version);
+	ASSERT_EQ(8, out.version);
 	ASSERT_EQ(ODSM_MSG_READ_REPLY, out.type);
 	ASSERT_EQ(ODSM_WIRE_F_REPLY, out.flags);
 	ASSERT_EQ(0x11223344U, out.src_node);
@@ -340,12 +347,12 @@ TEST(hdr_filled_on_failure)
 	u8 raw[ODSM_WIRE_HDR_SIZE];
 	struct odsm_wire_hdr h = mk_hdr(ODSM_MSG_HELLO, ODSM_WIRE_HELLO_SIZE), out;
 
-	h.version = 8;
+	h.version = 9;
 	odsm_wire_put_hdr(raw, &h);
 	memset(&out, 0, sizeof(out));
 	ASSERT_EQ(-EPROTO, odsm_wire_get_hdr(raw, &out, SELF, NR));
 	ASSERT_EQ(ODSM_WIRE_MAGIC, out.magic);
-	ASSERT_EQ(8, out.version);
+	ASSERT_EQ(9, out.version);
 	ASSERT_EQ(ODSM_MSG_HELLO, out.type);
 	ASSERT_EQ(PEER, out.src_node);
 	ASSERT_EQ(SELF, out.dst_node);
@@ -429,7 +436,7 @@ TEST(auth_golden)
 {
 	static const u8 golden[ODSM_WIRE_AUTH_SIZE] = {
 		'O', 'D', 'S', 'M',				/* magic */
-		0x07, 0x00, 0x00, 0x00,				/* version, 0 */
+		0x08, 0x00, 0x00, 0x00,				/* version, 0 */
 		0x03, 0x00, 0x00, 0x00,				/* step */
 		0x04, 0x03, 0x02, 0x01,				/* prover */
 		0x08, 0x07, 0x06, 0x05,				/* verifier */
@@ -745,6 +752,63 @@ TEST(hdr_bad_magic)
 	ASSERT_EQ(-EPROTO, hdr_ret(&h));
 	h.magic = 0;
 	ASSERT_EQ(-EPROTO, hdr_ret(&h));
+}
+
+/* WAKE and its reply: golden bytes, every field's bound */
+TEST(wake)
+{
+	static const u8 golden[16] = {
+		0x04, 0x03, 0x02, 0x01, 0x00, 0x10, 0x00, 0x00, /* gaddr */
+		0x03, 0x00, 0x00, 0x00,				/* nr */
+		0x00, 0x00, 0x00, 0x00,				/* flags */
+	};
+	static const u8 rgolden[8] = {
+		0x02, 0x00, 0x00, 0x00,				/* woken */
+		0x00, 0x00, 0x00, 0x00,				/* reserved */
+	};
+	struct odsm_wire_wake w = { .gaddr = 0x100001020304ULL, .nr = 3 }, out;
+	struct odsm_wire_wake_reply r = { .woken = 2 }, rout;
+	u8 raw[16];
+
+	ASSERT_EQ(16U, odsm_wire_put_wake(raw, &w));
+	ASSERT_EQ(0, memcmp(raw, golden, 16));
+	ASSERT_EQ(0, odsm_wire_get_wake(golden, 16, &out));
+	ASSERT_EQ(w.gaddr, out.gaddr);
+	ASSERT_EQ(3U, out.nr);
+	EXPECT_EQ(-EMSGSIZE, odsm_wire_get_wake(golden, 15, &out));
+	EXPECT_EQ(-EMSGSIZE, odsm_wire_get_wake(golden, 8, &out));
+	/* not 4-aligned; 2^48 and above; nr past INT_MAX; flags */
+	w.gaddr |= 2;
+	odsm_wire_put_wake(raw, &w);
+	EXPECT_EQ(-EPROTO, odsm_wire_get_wake(raw, 16, &out));
+	w.gaddr = 1ULL << 48;
+	odsm_wire_put_wake(raw, &w);
+	EXPECT_EQ(-EPROTO, odsm_wire_get_wake(raw, 16, &out));
+	w.gaddr = 0x100001020304ULL;
+	w.nr = 0x80000000U;
+	odsm_wire_put_wake(raw, &w);
+	EXPECT_EQ(-EPROTO, odsm_wire_get_wake(raw, 16, &out));
+	w.nr = 0x7fffffffU;
+	odsm_wire_put_wake(raw, &w);
+	EXPECT_EQ(0, odsm_wire_get_wake(raw, 16, &out));
+	w.nr = 0;
+	w.flags = 1;
+	odsm_wire_put_wake(raw, &w);
+	EXPECT_EQ(-EPROTO, odsm_wire_get_wake(raw, 16, &out));
+
+	ASSERT_EQ(8U, odsm_wire_put_wake_reply(raw, &r));
+	ASSERT_EQ(0, memcmp(raw, rgolden, 8));
+	ASSERT_EQ(0, odsm_wire_get_wake_reply(rgolden, 8, &rout));
+	ASSERT_EQ(2U, rout.woken);
+	EXPECT_EQ(-EMSGSIZE, odsm_wire_get_wake_reply(rgolden, 7, &rout));
+	EXPECT_EQ(-EMSGSIZE, odsm_wire_get_wake_reply(rgolden, 16, &rout));
+	r.woken = 0x80000000U;
+	odsm_wire_put_wake_reply(raw, &r);
+	EXPECT_EQ(-EPROTO, odsm_wire_get_wake_reply(raw, 8, &rout));
+	r.woken = 1;
+	r.reserved = 1;
+	odsm_wire_put_wake_reply(raw, &r);
+	EXPECT_EQ(-EPROTO, odsm_wire_get_wake_reply(raw, 8, &rout));
 }
 
 /* FETCH_MANY and its reply: golden bytes, bounds, every malformed reply */
@@ -1736,6 +1800,10 @@ static int decode(const struct odsm_wire_hdr *h, const u8 *p, u32 len,
 		return odsm_wire_get_map_reply(p, len, out);
 	case ODSM_MSG_KEYS:
 		return odsm_wire_get_keys(p, len, out);
+	case ODSM_MSG_WAKE:
+		return odsm_wire_get_wake(p, len, out);
+	case ODSM_MSG_WAKE_REPLY:
+		return odsm_wire_get_wake_reply(p, len, out);
 	}
 	return 1;	/* no fixed payload: READ_REPLY data, empty replies */
 }
@@ -1752,6 +1820,8 @@ static bool payload_ok(unsigned int type, const u8 *p, u32 len,
 	const struct odsm_wire_fetch_reply *fr = out;
 	const struct odsm_wire_map_reply *mr = out;
 	const struct odsm_wire_keys *ks = out;
+	const struct odsm_wire_wake *wk = out;
+	const struct odsm_wire_wake_reply *wr = out;
 
 	switch (type) {
 	case ODSM_MSG_HELLO:
@@ -1825,6 +1895,15 @@ static bool payload_ok(unsigned int type, const u8 *p, u32 len,
 		       mr->gaddr < (1ULL << 48) && mr->gaddr % 65536 == 0 &&
 		       mr->len == 65536 && mr->iova % 4096 == 0 &&
 		       mr->iova <= ~0ULL - 65535;
+	case ODSM_MSG_WAKE:
+		return len == 16 && wk->gaddr == ref_le(p, 8) &&
+		       wk->nr == ref_le(p + 8, 4) && !ref_le(p + 12, 4) &&
+		       wk->gaddr % 4 == 0 && wk->gaddr < (1ULL << 48) &&
+		       wk->nr <= 0x7fffffffU && wk->flags == 0;
+	case ODSM_MSG_WAKE_REPLY:
+		return len == 8 && wr->woken == ref_le(p, 4) &&
+		       wr->woken <= 0x7fffffffU && !ref_le(p + 4, 4) &&
+		       wr->reserved == 0;
 	case ODSM_MSG_KEYS:
 		return ks->nr == ref_le(p, 4) && ks->nr >= 1 && ks->nr <= 4096 &&
 		       ks->reserved == 0 && !ref_le(p + 4, 4) &&

@@ -142,6 +142,8 @@ static const struct {
 	{ "wait_interrupted", G(DELEG, 0) },
 	{ "wake_calls", G(DELEG, 0) },
 	{ "wake_woken", G(DELEG, 0) },
+	{ "wake_sent", G(DELEG, 0) },
+	{ "wake_served", G(DELEG, 0) },
 	{ "wait_write_woken", G(DELEG, 0) },
 };
 

@@ -577,12 +577,15 @@ struct odsm_uring_cmd {
  * ODSM_IOC_WAIT: a futex for a word of this node's partition (FUTEX_WAIT
  * fails with EFAULT on heap words: their pages have no page-cache mapping).
  * Sleep while the size-byte word at gaddr holds expect, until an
- * ODSM_IOC_WAKE names the word, the module itself writes into it (a
- * peer's ODSM_IOC_WRITE or ODSM_IOC_ATOMIC, or this node's), timeout_ns
- * nanoseconds pass (0: no timeout) or a signal comes.  A CPU store into
- * the word wakes nobody: the process that stores calls ODSM_IOC_WAKE after
- * it, as with futexes.  One-sided RDMA writes and atomics of peers pass by
- * the CPU and wake nobody either.
+ * ODSM_IOC_WAKE names the word (on any node), this node's module itself
+ * writes into it (this node's ODSM_IOC_WRITE or ODSM_IOC_ATOMIC, a peer's
+ * served by this node's CPU), timeout_ns nanoseconds pass (0: no timeout)
+ * or a signal comes.  A CPU store into the word wakes nobody: the process
+ * that stores calls ODSM_IOC_WAKE after it, as with futexes.  Nor does a
+ * peer's store that passes by this node's CPU: over RDMA a peer's
+ * ODSM_IOC_WRITE (and an ODSM_ATOMIC_F_NIC atomic) may go one-sided, so a
+ * peer that stores into a word someone may wait on calls ODSM_IOC_WAKE
+ * on it after the store, whatever the transport.
  * in:  gaddr (colored or not: the color is ignored), size 4 or 8, expect
  *      (at most 0xffffffff for size 4), timeout_ns, flags 0.
  * Returns 0 when woken (the caller reads the word again: a wakeup may be
@@ -605,9 +608,13 @@ struct odsm_wait {
 /*
  * ODSM_IOC_WAKE: wake up to nr (0: every) waiters of ODSM_IOC_WAIT whose
  * gaddr is exactly this one (the key is the word's address, whatever the
- * size they wait with).  Returns the number woken.  -EINVAL for a gaddr
- * not 4-aligned or not in this node's partition, nr above INT_MAX,
- * non-zero flags or reserved.
+ * size they wait with).  The word may be of any node's partition: a
+ * peer's word is woken by its home, which this call asks (one round trip)
+ * and waits for.  Returns the number woken.  -EINVAL for a gaddr not
+ * 4-aligned or not in the heap (or of a peer's partition before
+ * ODSM_IOC_JOIN), nr above INT_MAX, non-zero flags or reserved;
+ * -EHOSTDOWN or -ETIMEDOUT when the word's home is down or does not
+ * answer.
  */
 struct odsm_wake {
 	__u64 gaddr;
