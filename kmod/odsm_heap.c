@@ -278,10 +278,13 @@ int odsm_heap_obj_info(struct odsm_heap *h, u64 cgaddr,
  * lookup so a concurrent free cannot hand the bytes of another object.  A
  * color older than the object's allocation color is a stale pointer to an
  * earlier object at that address: -ESTALE.  The object is marked copied
- * (odsm_palloc_set_copied): the peer may cache what it got.
+ * (odsm_palloc_set_copied): the peer may cache what it got.  With
+ * ODSM_FETCH_WHOLE only if what it got is the whole object: a peer that
+ * caches nothing less (a prefetch) leaves a bigger one unmarked, so the
+ * owner boxes in it stay writable (odsm_heap_owner_rw()).
  */
 int odsm_heap_fetch(struct odsm_heap *h, u64 cgaddr, u64 offset, void *buf,
-		    u32 len, u64 *size, u16 *color, u32 *got)
+		    u32 len, u32 flags, u64 *size, u16 *color, u32 *got)
 {
 	struct odsm_objinfo oi;
 	u32 n = 0;
@@ -297,7 +300,7 @@ int odsm_heap_fetch(struct odsm_heap *h, u64 cgaddr, u64 offset, void *buf,
 			ret = odsm_store_rw_locked(h, oi.addr + offset, buf,
 						   n, false);
 	}
-	if (!ret)
+	if (!ret && (!(flags & ODSM_FETCH_WHOLE) || n == oi.size))
 		odsm_palloc_set_copied(&h->pa, oi.addr);
 	mutex_unlock(&h->lock);
 	if (ret)

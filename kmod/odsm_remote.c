@@ -99,7 +99,10 @@ static int copy_guarded_write(u64 addr, u32 len, const u8 *data)
 /*
  * A peer's FETCH_MANY: each object as a FETCH at offset 0 would answer it,
  * into one reply of its items and their data (odsm_wire.h).  The reply's
- * size is bounded by the request's checked count and len.
+ * size is bounded by the request's checked count and len.  Only an object
+ * sent whole is marked copied: the prefetcher caches nothing less
+ * (odsm_cache_prefetch()), and a mark would refuse the owner boxes in a
+ * bigger one (-EBUSY) for a copy no node holds.
  */
 static int serve_fetch_many(const struct odsm_wire_hdr *h, const u8 *payload,
 			    const void **data, u32 *dlen)
@@ -125,8 +128,8 @@ static int serve_fetch_many(const struct odsm_wire_hdr *h, const u8 *payload,
 			ret = -EINVAL;
 		else
 			ret = odsm_heap_fetch(&odsm_heap, g, 0, buf + off,
-					      fm.len, &it.size, &it.color,
-					      &it.len);
+					      fm.len, ODSM_FETCH_WHOLE,
+					      &it.size, &it.color, &it.len);
 		if (ret) {
 			memset(&it, 0, sizeof(it));
 			it.status = ret;
@@ -236,7 +239,7 @@ static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		memset(&frep, 0, sizeof(frep));
 		ret = odsm_heap_fetch(heap, fe.gaddr, fe.offset,
 				      buf + ODSM_WIRE_FETCH_REPLY_SIZE, fe.len,
-				      &frep.size, &frep.color, &frep.len);
+				      0, &frep.size, &frep.color, &frep.len);
 		if (ret) {
 			kvfree(buf);
 			return ret;

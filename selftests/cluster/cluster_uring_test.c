@@ -11,9 +11,10 @@
  *     together: one prefetch, so every borrow hits), with the right bytes,
  *     then returned; again (hits);
  *   - odsm_prefetch: NR objects in one FETCH_MANY, then NR borrows that
- *     all hit; with 3 nodes or more, objects of two homes in one call; what it skips (ours, gone, no object, over 2 KiB, an
- *     address twice); bad calls (n 0 or too big, no array, flags,
- *     reserved);
+ *     all hit; with 3 nodes or more, objects of two homes in one call;
+ *     what it skips (ours, gone, no object, over 2 KiB: not marked copied
+ *     at its home, whose owner boxes stay readable; an address twice);
+ *     bad calls (n 0 or too big, no array, flags, reserved);
  *   - the refusals through the ring: an object that is gone, no object
  *     (-EINVAL), a command that is no async one (-ENOTTY), no argument
  *     (-EINVAL);
@@ -88,7 +89,7 @@ TEST_F(ur, async_across_nodes)
 {
 	static uint8_t buf[NR][OBJ], one[NR][OBJ];
 	uint64_t mine[NR], theirs[NR], tcg, t0, t1, t2, c0, peer, dropped, kept, gone;
-	uint64_t pf0, h0, big, skip[5];
+	uint64_t pf0, h0, big, bigbox, skip[5];
 	struct odsm_prefetch pf;
 	struct odsm_borrow b[NR], bad;
 	struct odsm_range r[NR];
@@ -297,6 +298,10 @@ TEST_F(ur, async_across_nodes)
 	skip[2] = theirs[0] + 16;
 	skip[3] = big;
 	EXPECT_EQ(0, odsm_prefetch(skip, 4));
+	/* sent in part, not cached: its home did not mark it copied, so an
+	 * owner box in it is still read at its home, not refused -EBUSY
+	 */
+	EXPECT_EQ(0, odsm__read_owner(odsm_addr_of(big), &bigbox));
 	skip[0] = skip[1] = skip[2] = theirs[1];
 	EXPECT_EQ(1, odsm_prefetch(skip, 3));
 	/* bad calls */
