@@ -255,6 +255,34 @@ int odsm_write(uint64_t gaddr, const void *buf, size_t len)
 	return dev_ioctl(ODSM_IOC_WRITE, &r);
 }
 
+int odsm_word_wait(uint64_t gaddr, unsigned int size, uint64_t expect,
+		   uint64_t timeout_ns)
+{
+	struct odsm_wait w = { .gaddr = gaddr, .expect = expect,
+			       .timeout_ns = timeout_ns, .size = size };
+
+	return dev_ioctl(ODSM_IOC_WAIT, &w);
+}
+
+int odsm_word_wake(uint64_t gaddr, unsigned int nr)
+{
+	struct odsm_wake w = { .gaddr = gaddr, .nr = nr };
+	const char *path = getenv("ODSM_DEVICE");
+	int fd = odsm_rt.fd, n;
+
+	/* as dev_ioctl(), but the ioctl's count is the answer */
+	if (fd < 0)
+		fd = open(path ? path : ODSM_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = ioctl(fd, ODSM_IOC_WAKE, &w);
+	if (n < 0)
+		n = -errno;
+	if (fd != odsm_rt.fd)
+		close(fd);
+	return n;
+}
+
 static int atomic_op(uint64_t gaddr, uint32_t op, uint32_t flags,
 		     uint64_t operand, uint64_t compare, uint64_t *old)
 {

@@ -177,6 +177,20 @@ int odsm_cmp_swap(uint64_t gaddr, uint64_t expect, uint64_t desired,
 int odsm_fetch_add_nic(uint64_t gaddr, uint64_t add, uint64_t *old);
 int odsm_cmp_swap_nic(uint64_t gaddr, uint64_t expect, uint64_t desired,
 		      uint64_t *old);
+/*
+ * A futex for heap words (ODSM_IOC_WAIT / ODSM_IOC_WAKE).  odsm_word_wait
+ * sleeps while the size-byte (4 or 8) word at gaddr, of this node's
+ * partition, holds expect: 0 when woken (read the word again), -EAGAIN
+ * when it did not hold expect, -ETIMEDOUT after timeout_ns (0: none),
+ * -EINTR.  odsm_word_wake wakes up to nr (0: every) waiters of the word at
+ * gaddr, of any node's partition (a peer's is woken by its home): the
+ * number woken, or -errno.  A store wakes nobody by itself, whether a CPU
+ * store or a peer's odsm_write() that went one-sided: the writer calls
+ * odsm_word_wake() after it.
+ */
+int odsm_word_wait(uint64_t gaddr, unsigned int size, uint64_t expect,
+		   uint64_t timeout_ns);
+int odsm_word_wake(uint64_t gaddr, unsigned int nr);
 /* An object in node's partition (ODSM_ALLOC_ON_NODE); flags may add
  * ODSM_ALLOC_ZERO.  Free it with odsm_free().
  */

@@ -12,8 +12,9 @@
  *
  * peer_store_then_wake: a peer's ODSM_IOC_WRITE, which over RDMA goes
  * one-sided and passes by node 0's CPU, followed by the peer's
- * ODSM_IOC_WAKE of node 0's word (a WAKE request to its home): the wake
- * says it woke the one waiter, which ends woken with the peer's value.
+ * ODSM_IOC_WAKE of node 0's word (a WAKE request to its home), both
+ * through libodsm (odsm_word_wait, odsm_word_wake): the wake says it
+ * woke the one waiter, which ends woken with the peer's value.
  * Without the remote wake the waiter would sleep out its timeout over
  * RDMA (design.rst, "Waits on heap words").  Bad remote wakes are refused
  * where they are made (misaligned, nr past INT_MAX) or by the home (a
@@ -128,12 +129,13 @@ TEST_F_TIMEOUT(cl, peer_atomic_wakes_home_waiter, 300)
 	}
 }
 
-static int wake_of(uint64_t g, uint32_t nr)
+/* the same waiter through libodsm's call */
+static void *waiter_lib_main(void *arg)
 {
-	struct odsm_wake wk = { .gaddr = g, .nr = nr };
-	int n = ioctl(odsm_rt.fd, ODSM_IOC_WAKE, &wk);
+	struct waiter *w = arg;
 
-	return n < 0 ? -errno : n;
+	w->ret = odsm_word_wait(w->g, 8, w->expect, WAIT_NS);
+	return NULL;
 }
 
 TEST_F_TIMEOUT(cl, peer_store_then_wake, 300)
@@ -164,7 +166,7 @@ TEST_F_TIMEOUT(cl, peer_store_then_wake, 300)
 			w.g = g;
 			w.expect = k - 1;
 			w.ret = 1;
-			EXPECT_EQ(0, pthread_create(&w.th, NULL, waiter_main,
+			EXPECT_EQ(0, pthread_create(&w.th, NULL, waiter_lib_main,
 						    &w));
 			EXPECT_EQ(0, asleep(s0));
 		}
@@ -179,9 +181,9 @@ TEST_F_TIMEOUT(cl, peer_store_then_wake, 300)
 			       c_stat("onesided_writes") > ow0 ?
 			       "one-sided" : "as a request");
 			/* the store woke nobody one-sided; the wake does */
-			EXPECT_EQ(1, wake_of(g, 0));
+			EXPECT_EQ(1, odsm_word_wake(g, 0));
 			/* it is gone: a second wake finds nobody */
-			EXPECT_EQ(0, wake_of(g | (7ULL << 48), 1));
+			EXPECT_EQ(0, odsm_word_wake(g | (7ULL << 48), 1));
 		}
 		if (C.self == 0) {
 			EXPECT_EQ(0, pthread_join(w.th, NULL));
@@ -193,10 +195,10 @@ TEST_F_TIMEOUT(cl, peer_store_then_wake, 300)
 	}
 	if (C.self != 0) {
 		/* refused here, nothing sent: misaligned, nr past INT_MAX */
-		EXPECT_EQ(-EINVAL, wake_of(g + 2, 0));
-		EXPECT_EQ(-EINVAL, wake_of(g, 0x80000000u));
+		EXPECT_EQ(-EINVAL, odsm_word_wake(g + 2, 0));
+		EXPECT_EQ(-EINVAL, odsm_word_wake(g, 0x80000000u));
 		/* the next word: nobody waits there */
-		EXPECT_EQ(0, wake_of(g + 8, 0));
+		EXPECT_EQ(0, odsm_word_wake(g + 8, 0));
 		/* the round's two and this one */
 		EXPECT_EQ(3ULL, c_stat("wake_sent") - sent0);
 	}
