@@ -75,60 +75,6 @@ static int asleep(uint64_t n)
 	return 0;
 }
 
-TEST_F_TIMEOUT(cl, peer_atomic_wakes_home_waiter, 300)
-{
-	uint64_t g = 0, v, ww0 = 0, s0;
-	struct odsm_app app;
-	struct odsm_name nm;
-	struct waiter w;
-	unsigned int k;
-	int ret;
-
-	C_BEGIN();
-	ret = odsm_app_join(&app, APP, 0, SECS * 1000);
-	ASSERT_EQ(0, ret) TH_LOG("odsm_app_join: %s", odsm_strerror(ret));
-	if (C.self == 0) {
-		ASSERT_EQ(0, odsm_alloc(64, 0, ODSM_ALLOC_ZERO, &g));
-		ASSERT_EQ(0, odsm_name_publish(NAME, ODSM_NAME_ADDR, g));
-		ww0 = c_stat("wait_write_woken");
-	}
-	ret = odsm_name_wait(NAME, SECS * 1000, &nm);
-	ASSERT_EQ(0, ret) TH_LOG("%s: %s", NAME, odsm_strerror(ret));
-	g = nm.value;
-	ASSERT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
-	for (k = 1; k < C.nodes; k++) {
-		/* node 0 sleeps on the word before peer k adds to it */
-		if (C.self == 0) {
-			s0 = c_stat("wait_sleeps");
-			w.g = g;
-			w.expect = k - 1;
-			w.ret = 1;
-			EXPECT_EQ(0, pthread_create(&w.th, NULL, waiter_main,
-						    &w));
-			EXPECT_EQ(0, asleep(s0));
-		}
-		EXPECT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
-		if (C.self == k) {
-			ret = odsm_fetch_add(g, 1, &v);
-			EXPECT_EQ(0, ret) TH_LOG("fetch_add: %s",
-						 odsm_strerror(ret));
-			EXPECT_EQ(k - 1, v);
-		}
-		if (C.self == 0) {
-			EXPECT_EQ(0, pthread_join(w.th, NULL));
-			EXPECT_EQ(0, w.ret) TH_LOG("node %u's add: %s", k,
-						   odsm_strerror(w.ret));
-			EXPECT_EQ(k, *(volatile uint64_t *)odsm_ptr(g));
-		}
-		EXPECT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
-	}
-	if (C.self == 0) {
-		/* one waiter woken by each peer's atomic, by the module */
-		EXPECT_LE(ww0 + C.nodes - 1, c_stat("wait_write_woken"));
-		EXPECT_EQ(0, odsm_free(g));
-	}
-}
-
 /* the same waiter through libodsm's call */
 static void *waiter_lib_main(void *arg)
 {
@@ -138,61 +84,123 @@ static void *waiter_lib_main(void *arg)
 	return NULL;
 }
 
-TEST_F_TIMEOUT(cl, peer_store_then_wake, 300)
+/*
+ * Meet as app: node 0 allocates the word and names it name, every node
+ * learns its address.  0 or -errno, the same on every node that gets it.
+ */
+static int meet(struct odsm_app *app, const char *appname, const char *name,
+		uint64_t *g)
 {
-	uint64_t g = 0, v, sent0, served0, s0, ow0;
-	struct odsm_app app;
 	struct odsm_name nm;
-	struct waiter w;
-	unsigned int k;
 	int ret;
 
-	C_BEGIN();
-	sent0 = c_stat("wake_sent");
-	served0 = c_stat("wake_served");
-	ret = odsm_app_join(&app, APP "-store", 0, SECS * 1000);
-	ASSERT_EQ(0, ret) TH_LOG("odsm_app_join: %s", odsm_strerror(ret));
-	if (C.self == 0) {
-		ASSERT_EQ(0, odsm_alloc(64, 0, ODSM_ALLOC_ZERO, &g));
-		ASSERT_EQ(0, odsm_name_publish(NAME2, ODSM_NAME_ADDR, g));
+	ret = odsm_app_join(app, appname, 0, SECS * 1000);
+	if (!ret && C.self == 0)
+		ret = odsm_alloc(64, 0, ODSM_ALLOC_ZERO, g) ?:
+		      odsm_name_publish(name, ODSM_NAME_ADDR, *g);
+	if (!ret)
+		ret = odsm_name_wait(name, SECS * 1000, &nm);
+	if (!ret) {
+		*g = nm.value;
+		ret = odsm_barrier_wait(app->barrier, SECS * 1000);
 	}
-	ret = odsm_name_wait(NAME2, SECS * 1000, &nm);
-	ASSERT_EQ(0, ret) TH_LOG("%s: %s", NAME2, odsm_strerror(ret));
-	g = nm.value;
-	ASSERT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
+	return ret;
+}
+
+/* What peer k does to the word while node 0 sleeps on it (value k - 1). */
+typedef void (*peer_act)(struct __test_metadata *_metadata, uint64_t g,
+			 unsigned int k);
+
+/*
+ * One round per peer k, in turn: node 0 sleeps on the word (through
+ * waiter), peer k acts, node 0's waiter must end woken with the word at k.
+ */
+static void rounds(struct __test_metadata *_metadata, struct odsm_app *app,
+		   uint64_t g, void *(*waiter)(void *), peer_act act)
+{
+	struct waiter w;
+	unsigned int k;
+	uint64_t s0;
+
 	for (k = 1; k < C.nodes; k++) {
 		if (C.self == 0) {
 			s0 = c_stat("wait_sleeps");
 			w.g = g;
 			w.expect = k - 1;
 			w.ret = 1;
-			EXPECT_EQ(0, pthread_create(&w.th, NULL, waiter_lib_main,
-						    &w));
+			EXPECT_EQ(0, pthread_create(&w.th, NULL, waiter, &w));
 			EXPECT_EQ(0, asleep(s0));
 		}
-		EXPECT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
-		if (C.self == k) {
-			v = k;
-			ow0 = c_stat("onesided_writes");
-			ret = odsm_write(g, &v, sizeof(v));
-			EXPECT_EQ(0, ret) TH_LOG("write: %s",
-						 odsm_strerror(ret));
-			TH_LOG("node %u's store went %s", k,
-			       c_stat("onesided_writes") > ow0 ?
-			       "one-sided" : "as a request");
-			/* the store woke nobody one-sided; the wake does */
-			EXPECT_EQ(1, odsm_word_wake(g, 0));
-			/* it is gone: a second wake finds nobody */
-			EXPECT_EQ(0, odsm_word_wake(g | (7ULL << 48), 1));
-		}
+		EXPECT_EQ(0, odsm_barrier_wait(app->barrier, SECS * 1000));
+		if (C.self == k)
+			act(_metadata, g, k);
 		if (C.self == 0) {
 			EXPECT_EQ(0, pthread_join(w.th, NULL));
-			EXPECT_EQ(0, w.ret) TH_LOG("node %u's wake: %s", k,
+			EXPECT_EQ(0, w.ret) TH_LOG("node %u's round: %s", k,
 						   odsm_strerror(w.ret));
 			EXPECT_EQ(k, *(volatile uint64_t *)odsm_ptr(g));
 		}
-		EXPECT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
+		EXPECT_EQ(0, odsm_barrier_wait(app->barrier, SECS * 1000));
 	}
+}
+
+static void add_one(struct __test_metadata *_metadata, uint64_t g,
+		    unsigned int k)
+{
+	uint64_t v;
+	int ret;
+
+	ret = odsm_fetch_add(g, 1, &v);
+	EXPECT_EQ(0, ret) TH_LOG("fetch_add: %s", odsm_strerror(ret));
+	EXPECT_EQ(k - 1, v);
+}
+
+TEST_F_TIMEOUT(cl, peer_atomic_wakes_home_waiter, 300)
+{
+	uint64_t g = 0, ww0 = 0;
+	struct odsm_app app;
+	int ret;
+
+	C_BEGIN();
+	ww0 = c_stat("wait_write_woken");
+	ret = meet(&app, APP, NAME, &g);
+	ASSERT_EQ(0, ret) TH_LOG("meeting: %s", odsm_strerror(ret));
+	rounds(_metadata, &app, g, waiter_main, add_one);
+	if (C.self == 0) {
+		/* one waiter woken by each peer's atomic, by the module */
+		EXPECT_LE(ww0 + C.nodes - 1, c_stat("wait_write_woken"));
+		EXPECT_EQ(0, odsm_free(g));
+	}
+}
+
+static void store_then_wake(struct __test_metadata *_metadata, uint64_t g,
+			    unsigned int k)
+{
+	uint64_t v = k, ow0 = c_stat("onesided_writes");
+	int ret;
+
+	ret = odsm_write(g, &v, sizeof(v));
+	EXPECT_EQ(0, ret) TH_LOG("write: %s", odsm_strerror(ret));
+	TH_LOG("node %u's store went %s", k,
+	       c_stat("onesided_writes") > ow0 ? "one-sided" : "as a request");
+	/* the store woke nobody one-sided; the wake does */
+	EXPECT_EQ(1, odsm_word_wake(g, 0));
+	/* it is gone: a second wake finds nobody */
+	EXPECT_EQ(0, odsm_word_wake(g | (7ULL << 48), 1));
+}
+
+TEST_F_TIMEOUT(cl, peer_store_then_wake, 300)
+{
+	uint64_t g = 0, sent0, served0;
+	struct odsm_app app;
+	int ret;
+
+	C_BEGIN();
+	sent0 = c_stat("wake_sent");
+	served0 = c_stat("wake_served");
+	ret = meet(&app, APP "-store", NAME2, &g);
+	ASSERT_EQ(0, ret) TH_LOG("meeting: %s", odsm_strerror(ret));
+	rounds(_metadata, &app, g, waiter_lib_main, store_then_wake);
 	if (C.self != 0) {
 		/* refused here, nothing sent: misaligned, nr past INT_MAX */
 		EXPECT_EQ(-EINVAL, odsm_word_wake(g + 2, 0));
