@@ -78,6 +78,26 @@ failure_digest() {	# SCEN KVER N RUNLOG NOTOK
 	done
 }
 
+# A failed run's node logs, copied where the next run of the same
+# scenario and kernel does not overwrite them (build/logs/failed/RUN/),
+# and each node's first kernel report with the 40 lines after it (its
+# trace), printed: make check's output keeps what a crash said.
+keep_failed_logs() {	# SCEN KVER N RUNLOG
+	local dir node log
+
+	dir=$LOGS/failed/$(basename "$4" .txt)
+	mkdir -p "$dir"
+	for node in $(seq 0 $(($3 - 1))); do
+		log=$LOGS/$1-$2-node$node.log
+		[ -f "$log" ] || continue
+		cp "$log" "$dir/"
+		tr -d '\r' <"$log" |
+			awk '!seen && /(BUG:|Oops|general protection fault|double fault|Kernel panic|WARNING:|KASAN|KFENCE:)/ { seen = 1; n = 41 } n-- > 0' |
+			sed "s/^/[node$node kernel] /"
+	done
+	echo "logs of this run kept in $dir"
+}
+
 # Whether a node of the run of SCEN on N guests of KVER found a peer
 # unreachable before anything joined (wait_peers' report) and no node
 # came up in a cluster.
@@ -146,6 +166,7 @@ run_guests() {	# SCEN KVER N RUNLOG SUMMARY OK NOTOK [run.sh options...]
 		# every failed node's reason first: the tail shows the last one only
 		grep -E '^\[node[0-9]+\] FAIL: ' "$runlog"
 		tail -n 100 "$runlog"
+		keep_failed_logs "$scen" "$k" "$n" "$runlog"
 		echo "not ok: $notok"
 		failure_digest "$scen" "$k" "$n" "$runlog" "$notok" >>"$LOGS/failures.txt"
 	fi

@@ -37,7 +37,7 @@ cd "$(dirname "$0")/.."
 SERIES="6.1 6.12"
 LOGS=build/logs
 mkdir -p "$LOGS" build/vm
-rm -f "$LOGS/failures.txt"
+rm -rf "$LOGS/failures.txt" "$LOGS/failed"
 total_pass=0 total_fail=0
 t_start=$(date +%s)
 
