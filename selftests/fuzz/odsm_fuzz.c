@@ -136,6 +136,8 @@ static const int allowed[NCAT][12] = {
 	[C_PEER]	= { ENOMEM, NET },
 	/* EAGAIN: the word did not hold expect; ETIMEDOUT: nobody woke it */
 	[C_WAIT]	= { EAGAIN, ETIMEDOUT, EINTR },
+	/* a peer's word is woken by its home: down, or not answering */
+	[C_WAKE]	= { NET },
 };
 
 struct wstat {
