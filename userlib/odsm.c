@@ -188,7 +188,9 @@ static int dev_ioctl(unsigned long cmd, void *arg)
 		fd = open(path ? path : ODSM_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (ioctl(fd, cmd, arg))
+	/* the ioctl's own answer when it succeeds (ODSM_IOC_WAKE's count) */
+	ret = ioctl(fd, cmd, arg);
+	if (ret < 0)
 		ret = -errno;
 	if (fd != odsm_rt.fd)
 		close(fd);
@@ -267,20 +269,8 @@ int odsm_word_wait(uint64_t gaddr, unsigned int size, uint64_t expect,
 int odsm_word_wake(uint64_t gaddr, unsigned int nr)
 {
 	struct odsm_wake w = { .gaddr = gaddr, .nr = nr };
-	const char *path = getenv("ODSM_DEVICE");
-	int fd = odsm_rt.fd, n;
 
-	/* as dev_ioctl(), but the ioctl's count is the answer */
-	if (fd < 0)
-		fd = open(path ? path : ODSM_DEVICE_PATH, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = ioctl(fd, ODSM_IOC_WAKE, &w);
-	if (n < 0)
-		n = -errno;
-	if (fd != odsm_rt.fd)
-		close(fd);
-	return n;
+	return dev_ioctl(ODSM_IOC_WAKE, &w);
 }
 
 static int atomic_op(uint64_t gaddr, uint32_t op, uint32_t flags,
