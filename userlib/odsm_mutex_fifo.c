@@ -5,7 +5,10 @@
  * locker takes a ticket with one fetch-and-add that the mutex's home
  * runs (or its NIC, over RDMA), so tickets -- and grants -- are in the
  * order the requests arrive there, and waits until its ticket is
- * served, polling with bounded backoff.  A ring in the mutex object says
+ * served, polling with proportional backoff: the next in line with a
+ * doubling pause, one further back about as long as the grants before
+ * its own take (odsm_ticket_nap_us), so that the home is not flooded by
+ * every waiter's polls.  A ring in the mutex object says
  * which node took each of the last ODSM_MX_RING tickets: the first
  * waiter on a live node whose predecessors' nodes are all down serves
  * itself in one compare-and-swap, marked inconsistent: -EOWNERDEAD.
@@ -73,9 +76,9 @@ static int granted(struct odsm_guard *g, uint32_t t, bool took)
 
 int odsm__mutex_lock_fifo(struct odsm_guard *g, bool wait)
 {
-	uint64_t at = g->mutex + ODSM_MX_WORD, old, w, e;
-	unsigned int us = 0, polls = 0;
-	uint32_t t;
+	uint64_t at = g->mutex + ODSM_MX_WORD, old, w, e, seen_us, now_us;
+	unsigned int us = 0, polls = 0, grant_us = 0;
+	uint32_t t, seen;
 	int ret;
 
 	if (!wait) {	/* a ticket only when it is served at once */
@@ -99,13 +102,24 @@ int odsm__mutex_lock_fifo(struct odsm_guard *g, bool wait)
 	ret = odsm_write(ring_at(g->mutex, t), &e, sizeof(e));
 	if (ret)
 		return ret;
+	seen = odsm_mx_serving(old);
+	seen_us = odsm__sync_now_us();
 	for (w = old;;) {
 		if (odsm_mx_serving(w) == t)
 			return granted(g, t, false);
-		odsm__sync_nap(&us);
+		odsm__sync_sleep_us(odsm_ticket_nap_us(t - odsm_mx_serving(w),
+						       grant_us, &us));
 		ret = odsm_read(at, &w, sizeof(w));
 		if (ret)
 			return ret;
+		if (odsm_mx_serving(w) != seen) {
+			now_us = odsm__sync_now_us();
+			grant_us = odsm_ticket_grant_us(grant_us,
+							odsm_mx_serving(w) - seen,
+							now_us - seen_us);
+			seen = odsm_mx_serving(w);
+			seen_us = now_us;
+		}
 		if (odsm_mx_serving(w) == t || ++polls % DOWN_CHECK_EVERY)
 			continue;
 		ret = before_dead(g->mutex, odsm_mx_serving(w), t);

@@ -212,11 +212,61 @@ static inline unsigned int odsm_backoff_next(unsigned int us)
 	return us >= ODSM_BACKOFF_MAX_US / 2 ? ODSM_BACKOFF_MAX_US : us * 2;
 }
 
+/*
+ * Proportional backoff of a ticket lock's waiter (Mellor-Crummey and
+ * Scott): @ahead tickets are served before ours, a grant took @grant_us
+ * on average as this waiter saw it (0: not seen yet).  The next in line
+ * polls with the doubling pause (@us); one further back sleeps about the
+ * grants before its own, so the mutex's home answers about one poll a
+ * grant instead of one per waiter and backoff step.  Bounded so that a
+ * waiter still notices its predecessors' nodes going down.
+ */
+#define ODSM_TICKET_FAR_MAX_US	100000U
+
+static inline unsigned int odsm_ticket_nap_us(uint32_t ahead,
+					      unsigned int grant_us,
+					      unsigned int *us)
+{
+	uint64_t far;
+
+	if (ahead <= 1 || !grant_us) {
+		*us = odsm_backoff_next(*us);
+		return *us;
+	}
+	*us = 0;	/* the next in line starts polling quickly */
+	far = (uint64_t)(ahead - 1) * grant_us;
+	if (far < ODSM_BACKOFF_MIN_US)
+		far = ODSM_BACKOFF_MIN_US;
+	return far > ODSM_TICKET_FAR_MAX_US ? ODSM_TICKET_FAR_MAX_US :
+					      (unsigned int)far;
+}
+
+/*
+ * The mean time of a grant, from @served grants seen in @elapsed_us, folded
+ * into the running estimate @grant_us (an even mix: it follows a lock whose
+ * hold time changes within a few grants).
+ */
+static inline unsigned int odsm_ticket_grant_us(unsigned int grant_us,
+						uint32_t served,
+						uint64_t elapsed_us)
+{
+	uint64_t g;
+
+	if (!served)
+		return grant_us;
+	g = elapsed_us / served;
+	if (g > ODSM_TICKET_FAR_MAX_US)
+		g = ODSM_TICKET_FAR_MAX_US;
+	return grant_us ? (unsigned int)((grant_us + g) / 2) : (unsigned int)g;
+}
+
 /* ---- helpers of the library (odsm_sync_util.c) ---------------------------- */
 
 uint64_t odsm__sync_now_ms(void);
+uint64_t odsm__sync_now_us(void);
 /* Sleep *us microseconds, then make *us the next pause. */
 void odsm__sync_nap(unsigned int *us);
+void odsm__sync_sleep_us(unsigned int us);
 /* Global address of word idx of node's directory. */
 uint64_t odsm__dir_word(unsigned int node, unsigned int idx);
 /* 1 when node is down as this node sees it, 0 when not, -errno. */

@@ -17,15 +17,28 @@ uint64_t odsm__sync_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void odsm__sync_nap(unsigned int *us)
+uint64_t odsm__sync_now_us(void)
 {
 	struct timespec ts;
 
-	*us = odsm_backoff_next(*us);
-	ts.tv_sec = *us / 1000000;
-	ts.tv_nsec = (long)(*us % 1000000) * 1000;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void odsm__sync_sleep_us(unsigned int us)
+{
+	struct timespec ts;
+
+	ts.tv_sec = us / 1000000;
+	ts.tv_nsec = (long)(us % 1000000) * 1000;
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
+}
+
+void odsm__sync_nap(unsigned int *us)
+{
+	*us = odsm_backoff_next(*us);
+	odsm__sync_sleep_us(*us);
 }
 
 uint64_t odsm__dir_word(unsigned int node, unsigned int idx)

@@ -5,8 +5,8 @@
  * states, the barrier word's rounds (simulated for many rounds and
  * arrival orders, and across the round counter's wrap), the mutex words
  * (the CAS holder word and its flags, the FIFO ticket word with serving
- * wrapping without a carry, the ring's stale entries) and the backoff's
- * bounds.
+ * wrapping without a carry, the ring's stale entries), the backoff's
+ * bounds and the FIFO waiters' proportional backoff.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -176,6 +176,42 @@ TEST(backoff_is_bounded)
 	}
 	ASSERT_EQ(ODSM_BACKOFF_MAX_US, us);
 	ASSERT_EQ(ODSM_BACKOFF_MAX_US, odsm_backoff_next(~0U));
+}
+
+TEST(ticket_nap_is_proportional)
+{
+	unsigned int us = 0, i, nap;
+
+	/* the next in line, or no grant seen yet: the doubling pause */
+	for (i = 0; i < 40; i++) {
+		nap = odsm_ticket_nap_us(1, 500, &us);
+		ASSERT_EQ(us, nap);
+		ASSERT_GE(ODSM_BACKOFF_MAX_US, nap);
+	}
+	ASSERT_EQ(ODSM_BACKOFF_MAX_US, nap);
+	us = 0;
+	ASSERT_EQ(ODSM_BACKOFF_MIN_US, odsm_ticket_nap_us(9, 0, &us));
+	/* further back: the grants before its own, and a fresh start for
+	 * the doubling pause once it is next
+	 */
+	ASSERT_EQ(4 * 2000U, odsm_ticket_nap_us(5, 2000, &us));
+	ASSERT_EQ(0U, us);
+	ASSERT_EQ(ODSM_BACKOFF_MIN_US, odsm_ticket_nap_us(2, 1, &us));
+	/* bounded however far back and however slow the grants */
+	ASSERT_EQ(ODSM_TICKET_FAR_MAX_US,
+		  odsm_ticket_nap_us(0xffffffffU, ODSM_TICKET_FAR_MAX_US, &us));
+}
+
+TEST(ticket_grant_estimate)
+{
+	/* nothing served: unchanged; the first sample taken as it is */
+	ASSERT_EQ(700U, odsm_ticket_grant_us(700, 0, 123456));
+	ASSERT_EQ(1000U, odsm_ticket_grant_us(0, 3, 3000));
+	/* then an even mix with the running estimate */
+	ASSERT_EQ(1500U, odsm_ticket_grant_us(1000, 1, 2000));
+	/* a stall counts as at most the bound */
+	ASSERT_EQ(ODSM_TICKET_FAR_MAX_US,
+		  odsm_ticket_grant_us(0, 1, 60ULL * 1000 * 1000 * 1000));
 }
 
 TEST_HARNESS_MAIN
