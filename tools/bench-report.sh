@@ -171,17 +171,24 @@ END {
 	# issue 15: DRust Table 2 and the coherence protocol (fixed names)
 	line("deref_local_vs_plain", g("table2", "table2_local_borrow", "avg_cycles"), "cyc",
 	     g("table2", "table2_plain_deref", "avg_cycles"), "cyc", fixed("deref_local_vs_plain"), "<= 1.05")
-	line("cached_hit_vs_local_borrow", "", "", "", "", fixed("cached_hit_vs_local_borrow"), "<= 1.5")
+	# on the Table 2 workload, natively (the big kind of odsm-hbench: each
+	# access timed alone, values missing the caches, 64 objects of 4 MiB,
+	# the copies the table of one thread keeps)
+	line("cached_hit_vs_local_borrow", g("hits", "hits host", "hit_big_cycles"), "cyc",
+	     g("hits", "hits host", "local_big_cycles"), "cyc",
+	     fixed("cached_hit_vs_local_borrow"), "<= 1.5")
+	# the count the kernel keeps of borrow calls per hit, in the guests (the
+	# loop below), where there is one; else the library count on the host
+	sc = any["cached_hit_vs_local_borrow", "syscalls_per_hit"]
+	if (anyhas["cached_hit_loop_vs_local_borrow", "syscalls_per_hit"])
+		sc = any["cached_hit_loop_vs_local_borrow", "syscalls_per_hit"]
+	line("cached_hit_syscalls_per_hit", sc, "", "", "", sc, "<= 0")
+	# a loop of borrows of one cached object: the instructions of a hit
+	line("cached_hit_loop_vs_local_borrow (guest)", "", "", "", "",
+	     fixed("cached_hit_loop_vs_local_borrow"), "")
 	line("cached_hit_vs_local_borrow_host", g("hits", "hits host", "hit_one_borrow_return_ns"), "ns",
 	     g("hits", "hits host", "local_one_borrow_return_ns"), "ns",
-	     fixed("cached_hit_vs_local_borrow_host"), "<= 1.5")
-	# timed as Table 2 (each access alone, values missing the caches) on
-	# 64 objects of 4 MiB: the copies the table of one thread keeps
-	line("cached_hit_vs_local_borrow_big_host", g("hits", "hits host", "hit_big_cycles"), "cyc",
-	     g("hits", "hits host", "local_big_cycles"), "cyc",
-	     fixed("cached_hit_vs_local_borrow_big_host"), "<= 1.5")
-	line("cached_hit_syscalls_per_hit", any["cached_hit_vs_local_borrow", "syscalls_per_hit"], "", "", "",
-	     any["cached_hit_vs_local_borrow", "syscalls_per_hit"], "<= 0")
+	     fixed("cached_hit_vs_local_borrow_host"), "")
 	r = fixed("uncached_borrow_vs_raw_read_512")
 	o = g("coherence", "rdma", "uncached_borrow_512_us")
 	ref = same("coherence", "rdma", "uncached_borrow_512_us", "raw_read_512_us")

@@ -192,7 +192,7 @@ static void hit_cost(struct __test_metadata *_metadata, odsm_box *b)
 		ASSERT_EQ(0, ioctl(odsm_rt.fd, ODSM_IOC_RETURN, &br));
 	}
 	kernel_ns = (now_ns() - t0) / nk;
-	printf("# cached_hit_vs_local_borrow ratio=%.2f kernel_path_ratio=%.0f (a borrow and return: table hit %.0f ns, kernel hit %.0f ns, local %.0f ns)\n",
+	printf("# cached_hit_loop_vs_local_borrow ratio=%.2f kernel_path_ratio=%.0f (a borrow and return: table hit %.0f ns, kernel hit %.0f ns, local %.0f ns)\n",
 	       table_ns / local_ns, kernel_ns / local_ns, table_ns, kernel_ns,
 	       local_ns);
 	EXPECT_LT(table_ns * 4, kernel_ns);
