@@ -186,21 +186,25 @@ void odsm_on_reply(struct odsm_cluster *c, const struct odsm_wire_hdr *h,
 	complete(&call->done);
 }
 
-static void serve_work(struct work_struct *w)
+/*
+ * Serve one request and answer it (-EAGAIN when refused), on the
+ * workqueue or, for a quick one, in the receiver.
+ */
+static void serve_one(struct odsm_cluster *c, struct odsm_conn *conn,
+		      const struct odsm_wire_hdr *h, const u8 *payload,
+		      const struct odsm_msg_handler *mh, bool refused,
+		      u64 arrived_ns)
 {
-	struct odsm_req *req = container_of(w, struct odsm_req, work);
-	const struct odsm_msg_handler *mh = req->mh;
-	struct odsm_cluster *c = &odsm_cluster;
 	u8 reply[ODSM_REPLY_MAX];
 	const void *data = NULL;
 	u32 rlen = 0, dlen = 0;
 	int status;
 
-	if (req->refused)
+	if (refused)
 		status = -EAGAIN;
 	else
-		status = mh->serve(req->conn, &req->h, req->payload, reply,
-				   &rlen, &data, &dlen);
+		status = mh->serve(conn, h, payload, reply, &rlen, &data,
+				   &dlen);
 	if (status == -EPROTO) {
 		/* malformed payload: dropped and counted, no answer */
 		odsm_stat_inc(ODSM_STAT_bad_msgs);
@@ -209,20 +213,28 @@ static void serve_work(struct work_struct *w)
 			rlen = 0;
 			dlen = 0;
 		}
-		odsm_send_msg(c, req->conn, req->h.src_node, mh->reply,
-			      ODSM_WIRE_F_REPLY, req->h.seq, status, reply, rlen,
+		odsm_send_msg(c, conn, h->src_node, mh->reply,
+			      ODSM_WIRE_F_REPLY, h->seq, status, reply, rlen,
 			      data, dlen);
-		if (!req->refused)
+		if (!refused)
 			odsm_stat_inc(ODSM_STAT_served);
 	}
 	/* the clock read only when someone listens: every request passes
 	 * (one that arrived before the event was enabled says 0)
 	 */
 	if (trace_odsm_rpc_serve_enabled())
-		trace_odsm_rpc_serve(req->h.src_node, req->h.type, req->h.seq,
-				     status, req->arrived_ns ?
-				     ktime_get_ns() - req->arrived_ns : 0);
+		trace_odsm_rpc_serve(h->src_node, h->type, h->seq, status,
+				     arrived_ns ? ktime_get_ns() - arrived_ns :
+						  0);
 	kvfree(data);
+}
+
+static void serve_work(struct work_struct *w)
+{
+	struct odsm_req *req = container_of(w, struct odsm_req, work);
+
+	serve_one(&odsm_cluster, req->conn, &req->h, req->payload, req->mh,
+		  req->refused, req->arrived_ns);
 	if (req->refused) {
 		atomic_dec(&req->conn->refusals);
 	} else {
@@ -431,6 +443,18 @@ void odsm_serve_request(struct odsm_cluster *c, struct odsm_conn *conn,
 	bool refuse;
 	struct odsm_req *req;
 
+	/*
+	 * A quick request where the receiver may send: served here, in
+	 * arrival order, without a copy or a worker (struct
+	 * odsm_msg_handler).  It holds up this connection's later messages
+	 * only for as long as it takes.
+	 */
+	if (mh->quick && conn->ops->rx_serves) {
+		odsm_stat_inc(ODSM_STAT_served_in_rx);
+		serve_one(c, conn, h, payload, mh, false,
+			  trace_odsm_rpc_serve_enabled() ? ktime_get_ns() : 0);
+		return;
+	}
 	/* only this receiver adds to the counts (see struct odsm_conn) */
 	refuse = atomic_read(&conn->reqs) >= ODSM_PEER_REQS_MAX ||
 		 atomic_read(&conn->req_bytes) + h->len > ODSM_PEER_REQ_BYTES_MAX;

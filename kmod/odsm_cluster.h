@@ -70,6 +70,15 @@ struct odsm_transport_ops {
 	void (*release)(struct odsm_conn *conn);	/* the last reference */
 	/* the peer's IPv4 address (network order), to check a HELLO */
 	int (*peer_ipv4)(struct odsm_conn *conn, __be32 *ip);
+	/*
+	 * May the receiver send?  True when a send never waits on what the
+	 * receiver itself must take in (RDMA: credits come back on the CQ,
+	 * not through the receiver).  Not over TCP: two receivers each
+	 * blocked sending to the other, their socket buffers full, would
+	 * wait for each other.  Quick requests are served in the receiver
+	 * only where it may (struct odsm_msg_handler).
+	 */
+	bool rx_serves;
 
 	/* optional: one-sided access to the peer's registered memory */
 	/* READ/WRITE len bytes at addr: -ENOKEY when a block has no key */

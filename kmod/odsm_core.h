@@ -33,12 +33,20 @@ struct work_struct;
  * -EPROTO for a malformed payload: dropped and counted, never answered.
  * A one-way message (reply == 0) is handed to rx() in the connection's
  * receiver, which must not block on the network.
+ *
+ * quick: serve() takes only locals' locks, held briefly and never across
+ * a wait on a peer, so on a transport whose receiver may send
+ * (odsm_transport_ops.rx_serves) the request is served in the receiver
+ * itself, in arrival order, and spares the hop through the workqueue
+ * (two context switches on the home, most of what a small FETCH costs
+ * beyond its round trip).
  */
 #define ODSM_REPLY_MAX	64
 
 struct odsm_msg_handler {
 	u8 type;
 	u8 reply;
+	bool quick;
 	int (*serve)(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		     const u8 *payload, u8 *reply, u32 *rlen,
 		     const void **data, u32 *dlen);

@@ -1162,6 +1162,7 @@ struct odsm_transport_ops odsm_rdma_ops = {
 	.stop = rdma_stop,
 	.release = rdma_release,
 	.peer_ipv4 = rdma_peer_ipv4,
+	.rx_serves = true,	/* credits return on the CQ (see the top) */
 	/* one-sided abilities (odsm_rdma_onesided.c), the loopback pair */
 	.rw = odsm_rdma_rw,
 	.atomic = odsm_rdma_atomic,

@@ -536,7 +536,9 @@ static const struct odsm_msg_handler handlers[] = {
 	{ .type = ODSM_MSG_FREE, .reply = ODSM_MSG_FREE_REPLY, .serve = serve },
 	{ .type = ODSM_MSG_ATOMIC, .reply = ODSM_MSG_ATOMIC_REPLY,
 	  .serve = serve },
-	{ .type = ODSM_MSG_FETCH, .reply = ODSM_MSG_FETCH_REPLY, .serve = serve },
+	/* a copy under the heap's lock: quick (served in the receiver) */
+	{ .type = ODSM_MSG_FETCH, .reply = ODSM_MSG_FETCH_REPLY, .serve = serve,
+	  .quick = true },
 	{ .type = ODSM_MSG_FETCH_MANY, .reply = ODSM_MSG_FETCH_MANY_REPLY,
 	  .serve = serve },
 };

@@ -109,6 +109,7 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_wake_sent] = "wake_sent",
 	[ODSM_STAT_wake_served] = "wake_served",
 	[ODSM_STAT_wait_write_woken] = "wait_write_woken",
+	[ODSM_STAT_served_in_rx] = "served_in_rx",
 };
 
 u64 odsm_stat_read(enum odsm_stat s)

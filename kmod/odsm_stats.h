@@ -176,6 +176,9 @@ enum odsm_stat {
 	ODSM_STAT_wait_write_woken,	/* waiters woken by the module's own
 					 * writes into their word
 					 */
+	ODSM_STAT_served_in_rx,		/* of served: quick requests served in
+					 * the connection's receiver
+					 */
 	ODSM_STAT_NR
 };
 

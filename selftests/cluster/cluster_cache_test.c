@@ -7,7 +7,9 @@
  *
  *   hit_miss_return    a miss copies, a hit of the same version does not,
  *                      another color is another copy; references are per
- *                      file and counted; bad arguments are refused
+ *                      file and counted; bad arguments are refused; the
+ *                      home served the FETCHes in its receiver over RDMA
+ *                      (served_in_rx), on its workqueue over TCP
  *   budget_eviction    over cache_budget_bytes, idle copies go oldest
  *                      first; a referenced copy never goes
  *   shrinker           memory pressure (the shrinkers, via drop_caches)
@@ -154,7 +156,29 @@ TEST(name)								\
 }									\
 static void name##_body(struct __test_metadata *_metadata)
 
-CC_TEST(hit_miss_return, 0)
+static void hit_miss_return_body(struct __test_metadata *_metadata);
+
+TEST(hit_miss_return)
+{
+	uint64_t rx0;
+
+	C_BEGIN();
+	/* read before the first barrier: USER borrows only after it */
+	rx0 = c_stat("served_in_rx");
+	if (start(_metadata, 0))
+		hit_miss_return_body(_metadata);
+	finish(_metadata, 0);
+	if (C.self != HOME)
+		return;
+	/* FETCH is quick: served in the receiver where it may send */
+	if (C.transport == ODSM_TRANSPORT_RDMA) {
+		EXPECT_LE(rx0 + 2, c_stat("served_in_rx"));
+	} else {
+		EXPECT_EQ(rx0, c_stat("served_in_rx"));
+	}
+}
+
+static void hit_miss_return_body(struct __test_metadata *_metadata)
 {
 	uint64_t hits, misses, returns, fetched, moved;
 	struct odsm_borrow b, b2;
