@@ -84,8 +84,10 @@ int odsm_heap_obj_info(struct odsm_heap *h, u64 cgaddr,
 u32 odsm_heap_backed_blocks(struct odsm_heap *h, u64 *out, u32 max);
 /* odsm_heap_fetch() flags: mark the object copied only if sent whole */
 #define ODSM_FETCH_WHOLE	0x1
+/* len, whole: as a FETCH's (odsm_wire_fetch_span()); buf takes the larger */
 int odsm_heap_fetch(struct odsm_heap *h, u64 cgaddr, u64 offset, void *buf,
-		    u32 len, u32 flags, u64 *size, u16 *color, u32 *got);
+		    u32 len, u32 whole, u32 flags, u64 *size, u16 *color,
+		    u32 *got);
 /* The live object at cgaddr, of at least its color: -ESTALE, -EINVAL. */
 int odsm_heap_object(struct odsm_heap *h, u64 cgaddr, struct odsm_objinfo *oi);
 #define ODSM_BOX_SIZE	16	/* an owner box: { colored address, ext } */

@@ -287,11 +287,11 @@ static int move_here(u32 node, u64 cg, u64 *new_cg, u64 *size, u64 *inc)
 	*inc = odsm_peer_incarnation(node, true);
 	if (!*inc)
 		return -EHOSTDOWN;
-	buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
+	buf = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + ODSM_FIRST_WHOLE, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
-	ret = odsm_fetch_at(node, *inc, cg, 0, buf,
-			    PAGE_SIZE - ODSM_WIRE_FETCH_REPLY_SIZE, size, &got);
+	ret = odsm_fetch_at(node, *inc, cg, 0, buf, ODSM_FIRST_FETCH,
+			    ODSM_FIRST_WHOLE, size, &got);
 	if (ret)
 		goto out;
 	ret = odsm_heap_alloc(&odsm_heap, *size, 0, 0, new_cg, &usable);
@@ -309,7 +309,7 @@ static int move_here(u32 node, u64 cg, u64 *new_cg, u64 *size, u64 *inc)
 	if (ret)	/* nothing moved: the original stays the object */
 		odsm_heap_free(&odsm_heap, *new_cg);
 out:
-	kfree(buf);
+	kvfree(buf);
 	return ret;
 }
 

@@ -75,8 +75,6 @@ u64 odsm_cache_budget = 64ULL << 20;
 u64 odsm_lazy_threshold = 1ULL << 20;
 u32 odsm_readahead_pages = 16;
 
-/* first FETCH of a miss: one page of reply, the size and small objects */
-#define FIRST_FETCH	(PAGE_SIZE - ODSM_WIRE_FETCH_REPLY_SIZE)
 /* most bytes of each object a prefetch asks for: smaller ones come whole */
 #define PREFETCH_LEN	2048U
 
@@ -329,14 +327,14 @@ static bool home_same(const struct odsm_centry *e)
 int odsm_fetch(u32 node, u64 cg, u64 offset, void *rbuf, u32 len, u64 *size,
 	       u32 *got)
 {
-	return odsm_fetch_at(node, 0, cg, offset, rbuf, len, size, got);
+	return odsm_fetch_at(node, 0, cg, offset, rbuf, len, 0, size, got);
 }
 
 int odsm_fetch_at(u32 node, u64 inc, u64 cg, u64 offset, void *rbuf, u32 len,
-		  u64 *size, u32 *got)
+		  u32 whole, u64 *size, u32 *got)
 {
 	struct odsm_wire_fetch fe = { .gaddr = cg, .offset = offset,
-				      .len = len };
+				      .len = len, .whole = whole };
 	struct odsm_wire_fetch_reply fr;
 	u8 p[ODSM_WIRE_FETCH_SIZE];
 	u32 n = odsm_wire_put_fetch(p, &fe), rlen = 0;
@@ -344,12 +342,12 @@ int odsm_fetch_at(u32 node, u64 inc, u64 cg, u64 offset, void *rbuf, u32 len,
 	int ret;
 
 	ret = odsm_rpc_inc(node, inc, ODSM_MSG_FETCH, p, n, NULL, 0, rbuf,
-			   ODSM_WIRE_FETCH_REPLY_SIZE + len, &rlen);
+			   ODSM_WIRE_FETCH_REPLY_SIZE + max(len, whole), &rlen);
 	if (ret)
 		goto out;
 	if (odsm_wire_get_fetch_reply(rbuf, rlen, &fr) || !fr.size ||
 	    fr.size > odsm_heap.geom.part_size || offset > fr.size ||
-	    fr.len != min_t(u64, len, fr.size - offset) ||
+	    fr.len != odsm_wire_fetch_span(fr.size, offset, len, whole) ||
 	    fr.color > odsm_color(cg)) {
 		odsm_stat_inc(ODSM_STAT_bad_msgs);
 		ret = -EPROTO;
@@ -383,7 +381,8 @@ int odsm_fetch_rest(u32 node, u64 inc, u64 cg, u64 from, u64 size, u64 dst)
 	while (from < size && !ret) {
 		u32 n = min_t(u64, size - from, chunk);
 
-		ret = odsm_fetch_at(node, inc, cg, from, buf, n, &osize, &got);
+		ret = odsm_fetch_at(node, inc, cg, from, buf, n, 0, &osize,
+				    &got);
 		if (!ret && (osize != size || got != n))
 			ret = -EPROTO;	/* the object changed under us */
 		if (!ret)
@@ -677,7 +676,8 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 	u32 got;
 	int ret;
 
-	first = kmalloc(PAGE_SIZE, GFP_KERNEL);
+	first = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + ODSM_FIRST_WHOLE,
+			 GFP_KERNEL);
 	e = kzalloc(sizeof(*e), GFP_KERNEL);
 	if (!first || !e) {
 		ret = -ENOMEM;
@@ -691,8 +691,8 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 	ret = -EHOSTDOWN;
 	if (!e->inc)
 		goto out;
-	ret = odsm_fetch_at(node, e->inc, cg, 0, first, FIRST_FETCH, &size,
-			    &got);
+	ret = odsm_fetch_at(node, e->inc, cg, 0, first, ODSM_FIRST_FETCH,
+			    ODSM_FIRST_WHOLE, &size, &got);
 	if (ret)
 		goto out;
 	ret = slot_new(e, size, &usable);
@@ -748,7 +748,7 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 	e = NULL;
 out:
 	kfree(e);
-	kfree(first);
+	kvfree(first);
 	return ret;
 }
 
@@ -1112,8 +1112,8 @@ static int lazy_fill(struct odsm_centry *e, u64 off)
 		return -ENOMEM;
 	/* a test may keep open the window in which the home restarts */
 	odsm_fault_hold_lazy();
-	ret = odsm_fetch_at(e->node, e->inc, e->cn.key, off, buf, len, &osize,
-			    &got);
+	ret = odsm_fetch_at(e->node, e->inc, e->cn.key, off, buf, len, 0,
+			    &osize, &got);
 	if (!ret && (osize != e->size || got != len))
 		ret = -EPROTO;
 	if (!ret && !home_same(e)) {

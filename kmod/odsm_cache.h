@@ -130,9 +130,19 @@ u64 odsm_cache_copies(void);
  */
 int odsm_fetch(u32 node, u64 cg, u64 offset, void *buf, u32 len, u64 *size,
 	       u32 *got);
-/* The same from one incarnation of node only: -EREMCHG from another. */
+/*
+ * The same from one incarnation of node only (-EREMCHG from another), and
+ * the object whole when at most whole bytes are left from offset (buf
+ * has room for the larger of len and whole)
+ */
 int odsm_fetch_at(u32 node, u64 inc, u64 cg, u64 offset, void *buf, u32 len,
-		  u64 *size, u32 *got);
+		  u32 whole, u64 *size, u32 *got);
+/*
+ * A first FETCH of a miss or a move: the start of an object (one page of
+ * reply), or all of one of up to ODSM_FIRST_WHOLE bytes, in one round trip
+ */
+#define ODSM_FIRST_FETCH	(PAGE_SIZE - ODSM_WIRE_FETCH_REPLY_SIZE)
+#define ODSM_FIRST_WHOLE	(4 * PAGE_SIZE - ODSM_WIRE_FETCH_REPLY_SIZE)
 /* The object's bytes [from, size) into the local range at dst (inc: as
  * odsm_fetch_at()).
  */

@@ -9,6 +9,7 @@
 #include <linux/mm.h>
 #include <linux/sched.h>
 #include "odsm.h"
+#include "odsm_wire.h"	/* odsm_wire_fetch_span() */
 
 /* The node's heap: one per machine (see odsm.h). */
 struct odsm_heap odsm_heap;
@@ -284,7 +285,8 @@ int odsm_heap_obj_info(struct odsm_heap *h, u64 cgaddr,
  * owner boxes in it stay writable (odsm_heap_owner_rw()).
  */
 int odsm_heap_fetch(struct odsm_heap *h, u64 cgaddr, u64 offset, void *buf,
-		    u32 len, u32 flags, u64 *size, u16 *color, u32 *got)
+		    u32 len, u32 whole, u32 flags, u64 *size, u16 *color,
+		    u32 *got)
 {
 	struct odsm_objinfo oi;
 	u32 n = 0;
@@ -295,7 +297,7 @@ int odsm_heap_fetch(struct odsm_heap *h, u64 cgaddr, u64 offset, void *buf,
 	if (!ret && offset > oi.size)
 		ret = -EINVAL;
 	if (!ret) {
-		n = min_t(u64, len, oi.size - offset);
+		n = odsm_wire_fetch_span(oi.size, offset, len, whole);
 		if (n)
 			ret = odsm_store_rw_locked(h, oi.addr + offset, buf,
 						   n, false);

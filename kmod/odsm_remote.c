@@ -128,7 +128,7 @@ static int serve_fetch_many(const struct odsm_wire_hdr *h, const u8 *payload,
 			ret = -EINVAL;
 		else
 			ret = odsm_heap_fetch(&odsm_heap, g, 0, buf + off,
-					      fm.len, ODSM_FETCH_WHOLE,
+					      fm.len, 0, ODSM_FETCH_WHOLE,
 					      &it.size, &it.color, &it.len);
 		if (ret) {
 			memset(&it, 0, sizeof(it));
@@ -233,13 +233,15 @@ static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 			return -EPROTO;
 		if (lazy_refused(odsm_clear_color(fe.gaddr), 1))
 			return -EINVAL;
-		buf = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + fe.len, GFP_KERNEL);
+		buf = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE +
+			       max(fe.len, fe.whole), GFP_KERNEL);
 		if (!buf)
 			return -ENOMEM;
 		memset(&frep, 0, sizeof(frep));
 		ret = odsm_heap_fetch(heap, fe.gaddr, fe.offset,
 				      buf + ODSM_WIRE_FETCH_REPLY_SIZE, fe.len,
-				      0, &frep.size, &frep.color, &frep.len);
+				      fe.whole, 0, &frep.size, &frep.color,
+				      &frep.len);
 		if (ret) {
 			kvfree(buf);
 			return ret;

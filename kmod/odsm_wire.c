@@ -448,7 +448,7 @@ u32 odsm_wire_put_fetch(u8 *buf, const struct odsm_wire_fetch *p)
 	wire_put_le64(buf, p->gaddr);
 	wire_put_le64(buf + 8, p->offset);
 	wire_put_le32(buf + 16, p->len);
-	wire_put_le32(buf + 20, p->reserved);
+	wire_put_le32(buf + 20, p->whole);
 	return ODSM_WIRE_FETCH_SIZE;
 }
 
@@ -459,10 +459,10 @@ int odsm_wire_get_fetch(const u8 *buf, u32 len, struct odsm_wire_fetch *p)
 	p->gaddr = wire_get_le64(buf);
 	p->offset = wire_get_le64(buf + 8);
 	p->len = wire_get_le32(buf + 16);
-	p->reserved = wire_get_le32(buf + 20);
-	if (p->len > ODSM_WIRE_MAX_DATA)
+	p->whole = wire_get_le32(buf + 20);
+	if (p->len > ODSM_WIRE_MAX_DATA || p->whole > ODSM_WIRE_MAX_DATA)
 		return -EMSGSIZE;
-	if (p->reserved || p->offset >= WIRE_ADDR_LIMIT)
+	if (p->offset >= WIRE_ADDR_LIMIT)
 		return -EPROTO;
 	return 0;
 }

@@ -19,7 +19,7 @@
 #include "odsm_portable.h"
 
 #define ODSM_WIRE_MAGIC		0x4d53444fU	/* "ODSM" in LE byte order */
-#define ODSM_WIRE_VERSION	8
+#define ODSM_WIRE_VERSION	9
 #define ODSM_WIRE_HDR_SIZE	32
 /* largest payload: one chunk of a read or write, plus its fixed part */
 #define ODSM_WIRE_MAX_DATA	(256U << 10)
@@ -228,14 +228,28 @@ struct odsm_wire_atomic_reply {
  * needs, in one round trip.  gaddr is colored: the home refuses, with
  * -ESTALE, a color older than the object's allocation color and an object
  * freed or moved since (a stale pointer); a successful FETCH marks the
- * object copied (odsm_palloc_set_copied()).
+ * object copied (odsm_palloc_set_copied()).  whole: an object with at most
+ * that many bytes from offset on comes whole even past len, so that a
+ * first FETCH can ask for a small start of a big object and all of a small
+ * one (odsm_wire_fetch_span()).
  */
 struct odsm_wire_fetch {
 	u64 gaddr;		/* colored start of the object */
 	u64 offset;		/* first byte wanted, < 2^48 */
 	u32 len;		/* most bytes wanted, 0..ODSM_WIRE_MAX_DATA */
-	u32 reserved;
+	u32 whole;		/* 0..ODSM_WIRE_MAX_DATA, see above */
 };
+
+/* The bytes a FETCH answers for an object of size bytes (offset <= size). */
+static inline u32 odsm_wire_fetch_span(u64 size, u64 offset, u32 len,
+				       u32 whole)
+{
+	u64 left = size - offset;
+
+	if (left <= whole)
+		return (u32)left;
+	return left < len ? (u32)left : len;
+}
 
 struct odsm_wire_fetch_reply {
 	u64 size;		/* the object's bytes */

@@ -61,7 +61,7 @@ enum {
 #define TAG_C1		2
 #define TAG_C2		3
 #define TAG_M2		4
-#define FETCH_LEN	24U		/* gaddr, offset, len, reserved */
+#define FETCH_LEN	24U		/* gaddr, offset, len, whole */
 #define FETCH_REPLY_LEN	16U		/* size, color, reserved, len */
 
 FIXTURE(cl)
@@ -116,7 +116,7 @@ static int fetch(struct fake_peer *fp, struct home *hm,
 {
 	uint8_t r[FETCH_REPLY_LEN + OBJ_SIZE];
 	uint64_t g = get64(p), off = get64(p + 8), a = odsm_addr_of(g);
-	uint32_t len = get32(p + 16), n;
+	uint32_t len = get32(p + 16), whole = get32(p + 20), n;
 	unsigned int color, tag;
 
 	if (h->len != FETCH_LEN)
@@ -135,7 +135,10 @@ static int fetch(struct fake_peer *fp, struct home *hm,
 	if (!tag || odsm_color_of(g) < color || off > OBJ_SIZE)
 		return fp_send(fp, T_FETCH_REPLY, F_REPLY, h->seq, -ESTALE,
 			       NULL, 0);
-	n = OBJ_SIZE - (uint32_t)off < len ? OBJ_SIZE - (uint32_t)off : len;
+	/* as odsm_wire_fetch_span(): whole when whole bytes cover the rest */
+	n = OBJ_SIZE - (uint32_t)off;
+	if (n > whole && n > len)
+		n = len;
 	memset(r, 0, sizeof(r));
 	put64(r, OBJ_SIZE);
 	r[8] = (uint8_t)color;

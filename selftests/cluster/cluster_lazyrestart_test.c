@@ -58,7 +58,7 @@ enum {
 #define TAG_L1		5
 #define TAG_L2		6
 #define AT		(KiB(512) + KiB(4) + 7)	/* the page touched, held */
-#define FETCH_LEN	24U		/* gaddr, offset, len, reserved */
+#define FETCH_LEN	24U		/* gaddr, offset, len, whole */
 #define FETCH_REPLY_LEN	16U		/* size, color, reserved, len */
 #define MAX_FETCH	KiB(16)		/* what the home serves at once */
 
@@ -110,7 +110,7 @@ static int fetch(struct fake_peer *fp, struct home *hm,
 {
 	static uint8_t r[FETCH_REPLY_LEN + MAX_FETCH];
 	uint64_t g = get64(p), off = get64(p + 8);
-	uint32_t len = get32(p + 16), n, i;
+	uint32_t len = get32(p + 16), whole = get32(p + 20), n, i;
 	unsigned int tag = hm->inc == 1 ? TAG_L1 : TAG_L2;
 
 	if (h->len != FETCH_LEN || len > MAX_FETCH)
@@ -120,7 +120,12 @@ static int fetch(struct fake_peer *fp, struct home *hm,
 	    off >= L_SIZE)
 		return fp_send(fp, T_FETCH_REPLY, F_REPLY, h->seq, -ESTALE,
 			       NULL, 0);
-	n = L_SIZE - off < len ? (uint32_t)(L_SIZE - off) : len;
+	/* as odsm_wire_fetch_span(): whole when whole bytes cover the rest */
+	n = L_SIZE - off <= whole || L_SIZE - off < len ?
+	    (uint32_t)(L_SIZE - off) : len;
+	if (n > MAX_FETCH)	/* more than r holds */
+		return fp_send(fp, T_FETCH_REPLY, F_REPLY, h->seq, -EINVAL,
+			       NULL, 0);
 	memset(r, 0, FETCH_REPLY_LEN);
 	put64(r, L_SIZE);
 	r[8] = (uint8_t)L_COLOR;

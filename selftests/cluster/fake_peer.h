@@ -10,7 +10,7 @@
  * and receives arbitrary messages.
  *
  * The wire header (kmod/odsm_wire.h), little-endian, 32 bytes: magic u32
- * 0x4d53444f @0, version u8 = 5 @4, type u8 @5, flags u16 @6, src u32 @8,
+ * 0x4d53444f @0, version u8 (VERSION) @4, type u8 @5, flags u16 @6, src u32 @8,
  * dst u32 @12, seq u64 @16, len u32 @24, status s32 @28.  HELLO is type 1
  * with 104 payload bytes: node_id u32, nr_nodes u32, heap_base u64,
  * part_size u64, incarnation u64, step u32 (1 offer, 2 challenge, 3 proof),
@@ -40,7 +40,7 @@
 #define FP_UNUSED	__attribute__((unused))
 
 #define W_MAGIC_LE	0x4d53444fU
-#define VERSION		8
+#define VERSION		9
 #define HDR		32
 #define HELLO_LEN	104
 #define H_STEP		(HDR + 32)

@@ -140,7 +140,7 @@ static int ref_check_hdr(const u8 *b, u32 self, u32 nr)
 	u32 min, max;
 
 	if (b[0] != 'O' || b[1] != 'D' || b[2] != 'S' || b[3] != 'M' ||
-	    magic != 0x4d53444f || b[4] != 8)
+	    magic != 0x4d53444f || b[4] != 9)
 		return -EPROTO;
 	if (type < 1 || type > 24 || (flags & ~1) ||
 	    reply != ref_is_reply(type))
@@ -209,7 +209,7 @@ TEST(constants)
 	u8 raw[4];
 
 	ASSERT_EQ(32, ODSM_WIRE_HDR_SIZE);
-	ASSERT_EQ(8, ODSM_WIRE_VERSION);
+	ASSERT_EQ(9, ODSM_WIRE_VERSION);
 	ref_put_le(raw, ODSM_WIRE_MAGIC, 4);
 	ASSERT_EQ(0, memcmp(raw, "ODSM", 4));
 	ASSERT_EQ(262144U, ODSM_WIRE_MAX_DATA);
@@ -296,7 +296,7 @@ TEST(hdr_golden)
 {
 	static const u8 golden[ODSM_WIRE_HDR_SIZE] = {
 		'O', 'D', 'S', 'M',		/* magic */
-		0x08,				/* version */
+		0x09,				/* version */
 		0x05,				/* type: READ_REPLY */
 		0x01, 0x00,			/* flags: REPLY */
 		0x44, 0x33, 0x22, 0x11,		/* src_node */
@@ -307,7 +307,7 @@ TEST(hdr_golden)
 	};
 	struct odsm_wire_hdr h = {
 		.magic = ODSM_WIRE_MAGIC,
-		.version = 8,
+		.version = 9,
 		.type = ODSM_MSG_READ_REPLY,
 		.flags = ODSM_WIRE_F_REPLY,
 		.src_node = 0x11223344,
@@ -331,7 +331,7 @@ TEST(hdr_golden)
 	memset(&out, 0, sizeof(out));
 	ASSERT_EQ(0, odsm_wire_get_hdr(golden, &out, 0x55667788, 0xffffffff));
 	ASSERT_EQ(ODSM_WIRE_MAGIC, out.magic);
-	ASSERT_EQ(8, out.version);
+	ASSERT_EQ(9, out.version);
 	ASSERT_EQ(ODSM_MSG_READ_REPLY, out.type);
 	ASSERT_EQ(ODSM_WIRE_F_REPLY, out.flags);
 	ASSERT_EQ(0x11223344U, out.src_node);
@@ -347,12 +347,12 @@ TEST(hdr_filled_on_failure)
 	u8 raw[ODSM_WIRE_HDR_SIZE];
 	struct odsm_wire_hdr h = mk_hdr(ODSM_MSG_HELLO, ODSM_WIRE_HELLO_SIZE), out;
 
-	h.version = 9;
+	h.version = 10;
 	odsm_wire_put_hdr(raw, &h);
 	memset(&out, 0, sizeof(out));
 	ASSERT_EQ(-EPROTO, odsm_wire_get_hdr(raw, &out, SELF, NR));
 	ASSERT_EQ(ODSM_WIRE_MAGIC, out.magic);
-	ASSERT_EQ(9, out.version);
+	ASSERT_EQ(10, out.version);
 	ASSERT_EQ(ODSM_MSG_HELLO, out.type);
 	ASSERT_EQ(PEER, out.src_node);
 	ASSERT_EQ(SELF, out.dst_node);
@@ -436,7 +436,7 @@ TEST(auth_golden)
 {
 	static const u8 golden[ODSM_WIRE_AUTH_SIZE] = {
 		'O', 'D', 'S', 'M',				/* magic */
-		0x08, 0x00, 0x00, 0x00,				/* version, 0 */
+		0x09, 0x00, 0x00, 0x00,				/* version, 0 */
 		0x03, 0x00, 0x00, 0x00,				/* step */
 		0x04, 0x03, 0x02, 0x01,				/* prover */
 		0x08, 0x07, 0x06, 0x05,				/* verifier */
@@ -1557,10 +1557,11 @@ TEST(fetch_fields)
 		0x40, 0x00, 0x00, 0x00, 0x00, 0x10, 0x07, 0x00,	/* gaddr */
 		0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,	/* offset */
 		0x00, 0x00, 0x04, 0x00,				/* len */
-		0x00, 0x00, 0x00, 0x00,				/* reserved */
+		0x00, 0x40, 0x00, 0x00,				/* whole */
 	};
 	struct odsm_wire_fetch fe = { .gaddr = 0x0007100000000040ULL,
-				      .offset = 0x1000, .len = 256 * 1024 }, out;
+				      .offset = 0x1000, .len = 256 * 1024,
+				      .whole = 0x4000 }, out;
 	struct odsm_wire_fetch_reply fr = { .size = 100, .color = 0xbeef,
 					    .len = 4 }, rout;
 	u8 raw[24 + 8];
@@ -1571,6 +1572,7 @@ TEST(fetch_fields)
 	ASSERT_EQ(fe.gaddr, out.gaddr);	/* colored: the color is kept */
 	ASSERT_EQ(fe.offset, out.offset);
 	ASSERT_EQ(fe.len, out.len);
+	ASSERT_EQ(fe.whole, out.whole);
 	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_fetch(raw, 23, &out));
 	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_fetch(raw, 25, &out));
 	fe.len = 0;	/* size only */
@@ -1584,9 +1586,22 @@ TEST(fetch_fields)
 	odsm_wire_put_fetch(raw, &fe);
 	ASSERT_EQ(-EPROTO, odsm_wire_get_fetch(raw, 24, &out));
 	fe.offset = 0;
-	fe.reserved = 1;
+	fe.whole = 256 * 1024;
 	odsm_wire_put_fetch(raw, &fe);
-	ASSERT_EQ(-EPROTO, odsm_wire_get_fetch(raw, 24, &out));
+	ASSERT_EQ(0, odsm_wire_get_fetch(raw, 24, &out));
+	fe.whole = 256 * 1024 + 1;
+	odsm_wire_put_fetch(raw, &fe);
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_fetch(raw, 24, &out));
+
+	/* what the home answers: the whole rest when whole covers it */
+	ASSERT_EQ(512U, odsm_wire_fetch_span(512, 0, 4080, 16368));
+	ASSERT_EQ(4096U, odsm_wire_fetch_span(4096, 0, 4080, 16368));
+	ASSERT_EQ(16368U, odsm_wire_fetch_span(16368, 0, 4080, 16368));
+	ASSERT_EQ(4080U, odsm_wire_fetch_span(16369, 0, 4080, 16368));
+	ASSERT_EQ(4080U, odsm_wire_fetch_span(1 << 20, 0, 4080, 16368));
+	ASSERT_EQ(96U, odsm_wire_fetch_span(4096, 4000, 0, 100));
+	ASSERT_EQ(0U, odsm_wire_fetch_span(4096, 4096, 4080, 0));
+	ASSERT_EQ(10U, odsm_wire_fetch_span(4096, 0, 10, 0));
 
 	ASSERT_EQ(16U, odsm_wire_put_fetch_reply(raw, &fr));
 	ASSERT_EQ(100U, ref_le(raw, 8));
@@ -1876,7 +1891,9 @@ static bool payload_ok(unsigned int type, const u8 *p, u32 len,
 		       fe->offset == ref_le(p + 8, 8) &&
 		       fe->offset < (1ULL << 48) &&
 		       fe->len == ref_le(p + 16, 4) &&
-		       fe->len <= ODSM_WIRE_MAX_DATA && fe->reserved == 0;
+		       fe->len <= ODSM_WIRE_MAX_DATA &&
+		       fe->whole == ref_le(p + 20, 4) &&
+		       fe->whole <= ODSM_WIRE_MAX_DATA;
 	case ODSM_MSG_FETCH_REPLY:
 		return fr->size == ref_le(p, 8) && fr->color == ref_le(p + 8, 2) &&
 		       fr->reserved == 0 && fr->len == ref_le(p + 12, 4) &&
