@@ -320,16 +320,10 @@ static bool home_same(const struct odsm_centry *e)
 /* ---- fetching ----------------------------------------------------------- */
 
 /*
- * rbuf has room for the reply's fixed part and len bytes; the data lands
- * at rbuf + ODSM_WIRE_FETCH_REPLY_SIZE.  Everything the home answers is
- * checked against what was asked.
+ * rbuf has room for the reply's fixed part and the larger of len and
+ * whole; the data lands at rbuf + ODSM_WIRE_FETCH_REPLY_SIZE.  Everything
+ * the home answers is checked against what was asked.
  */
-int odsm_fetch(u32 node, u64 cg, u64 offset, void *rbuf, u32 len, u64 *size,
-	       u32 *got)
-{
-	return odsm_fetch_at(node, 0, cg, offset, rbuf, len, 0, size, got);
-}
-
 int odsm_fetch_at(u32 node, u64 inc, u64 cg, u64 offset, void *rbuf, u32 len,
 		  u32 whole, u64 *size, u32 *got)
 {

@@ -125,15 +125,11 @@ int odsm_owner_rw_local(u64 addr, void *box, enum odsm_owner_op op);
 u64 odsm_cache_copies(void);
 
 /*
- * One FETCH: up to len bytes of the object at cg from offset into buf.
- * out: the object's size, the bytes got.  Checks the reply against cg.
- */
-int odsm_fetch(u32 node, u64 cg, u64 offset, void *buf, u32 len, u64 *size,
-	       u32 *got);
-/*
- * The same from one incarnation of node only (-EREMCHG from another), and
- * the object whole when at most whole bytes are left from offset (buf
- * has room for the larger of len and whole)
+ * One FETCH from one incarnation of node (-EREMCHG from another; inc 0:
+ * any): up to len bytes of the object at cg from offset into buf, or the
+ * rest whole when at most whole bytes are left from offset (buf has room
+ * for the larger of len and whole).  out: the object's size, the bytes
+ * got.  Checks the reply against cg.
  */
 int odsm_fetch_at(u32 node, u64 inc, u64 cg, u64 offset, void *buf, u32 len,
 		  u32 whole, u64 *size, u32 *got);
