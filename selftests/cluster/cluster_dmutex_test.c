@@ -9,8 +9,8 @@
  *
  *   - under fire: THREADS threads on every node lock, increment the
  *     guarded counter and append their (node, thread, i) to the guarded
- *     array ITERS times; the total is exact and each thread's entries
- *     are all there, in its order;
+ *     array mf_iters(ITERS) times; the total is exact and each thread's
+ *     entries are all there, in its order;
  *   - FIFO: node 0 holds the mutex while one thread of each node after
  *     another asks for it (node 0 sees each request queued by the trustee,
  *     through an operation of this test that reads the queue, before the
@@ -108,23 +108,24 @@ TEST_F_TIMEOUT(cl, under_fire, 300)
 	struct guarded *p;
 	struct view v;
 	uint64_t mx, ms;
-	unsigned int n;
+	unsigned int n, iters;
 	int ret;
 
 	DMX_BEGIN(&app, "dmx-fire", true);
+	iters = mf_iters(ITERS);	/* C.nodes is known from here */
 	ASSERT_EQ(0, mf_mutex_named("dmx-fire-mx", ODSM_MUTEX_DELEG, SECS,
 				    &mx));
 	ASSERT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
-	ret = mf_run(mx, ITERS, &ms);
+	ret = mf_run(mx, iters, &ms);
 	EXPECT_EQ(0, ret) TH_LOG("%s", odsm_strerror(ret));
-	TH_LOG("%u locks on node %u in %" PRIu64 " ms", THREADS * ITERS,
+	TH_LOG("%u locks on node %u in %" PRIu64 " ms", THREADS * iters,
 	       C.self, ms);
 	ASSERT_EQ(0, odsm_barrier_wait(app.barrier, SECS * 1000));
 	if (C.self == 0) {
 		ret = odsm_mutex_lock(mx, &g, (void **)&p);
 		ASSERT_EQ(0, ret) TH_LOG("%s", odsm_strerror(ret));
-		n = C.nodes * THREADS * ITERS;
-		EXPECT_EQ(0, mf_check(p, C.nodes, ITERS));
+		n = C.nodes * THREADS * iters;
+		EXPECT_EQ(0, mf_check(p, C.nodes, iters));
 		ASSERT_EQ(0, peek(mx, &v));
 		EXPECT_EQ(n + 1, v.grants);
 		EXPECT_EQ(0ULL, v.n);

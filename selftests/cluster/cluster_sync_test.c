@@ -14,8 +14,8 @@
  *     is at least (r + 1) and at most (r + 2) times the thread count;
  *   - mutex under fire, both kinds: THREADS threads on every node lock,
  *     increment the guarded counter and append their (node, thread, i)
- *     to the guarded array ITERS times; the total is exact and each
- *     thread's entries are all there, in its order;
+ *     to the guarded array mf_iters(ITERS) times; the total is exact
+ *     and each thread's entries are all there, in its order;
  *   - bad input: null, freed and wrong-kind handles get an errno.
  *
  * With 3 nodes or more, the last node ends holding both kinds of
@@ -248,6 +248,7 @@ static void under_fire(struct __test_metadata *_metadata,
 		       struct odsm_app *app, const char *name,
 		       unsigned int kind)
 {
+	unsigned int iters = mf_iters(ITERS);
 	struct odsm_guard g;
 	struct guarded *p;
 	uint64_t mx, ms;
@@ -255,15 +256,15 @@ static void under_fire(struct __test_metadata *_metadata,
 
 	ASSERT_EQ(0, mf_mutex_named(name, kind, SECS, &mx));
 	ASSERT_EQ(0, odsm_barrier_wait(app->barrier, SECS * 1000));
-	ret = mf_run(mx, ITERS, &ms);
+	ret = mf_run(mx, iters, &ms);
 	EXPECT_EQ(0, ret) TH_LOG("%s: %s", name, odsm_strerror(ret));
 	TH_LOG("%s: %u locks on node %u in %" PRIu64 " ms", name,
-	       MF_THREADS * ITERS, C.self, ms);
+	       MF_THREADS * iters, C.self, ms);
 	ASSERT_EQ(0, odsm_barrier_wait(app->barrier, SECS * 1000));
 	if (C.self == 0) {
 		ret = odsm_mutex_lock(mx, &g, (void **)&p);
 		ASSERT_EQ(0, ret) TH_LOG("%s", odsm_strerror(ret));
-		EXPECT_EQ(0, mf_check(p, C.nodes, ITERS));
+		EXPECT_EQ(0, mf_check(p, C.nodes, iters));
 		ASSERT_EQ(0, odsm_mutex_unlock(&g));
 	}
 	ASSERT_EQ(0, odsm_barrier_wait(app->barrier, SECS * 1000));
