@@ -88,6 +88,9 @@ u32 odsm_heap_backed_blocks(struct odsm_heap *h, u64 *out, u32 max);
 int odsm_heap_fetch(struct odsm_heap *h, u64 cgaddr, u64 offset, void *buf,
 		    u32 len, u32 whole, u32 flags, u64 *size, u16 *color,
 		    u32 *got);
+int odsm_heap_fetch_alloc(struct odsm_heap *h, u64 cgaddr, u64 offset,
+			  u32 len, u32 whole, size_t headroom, void **bufp,
+			  u64 *size, u16 *color, u32 *got);
 /* The live object at cgaddr, of at least its color: -ESTALE, -EINVAL. */
 int odsm_heap_object(struct odsm_heap *h, u64 cgaddr, struct odsm_objinfo *oi);
 #define ODSM_BOX_SIZE	16	/* an owner box: { colored address, ext } */

@@ -274,6 +274,48 @@ int odsm_heap_obj_info(struct odsm_heap *h, u64 cgaddr,
 }
 
 /*
+ * odsm_heap_fetch() and odsm_heap_fetch_alloc() below: into buf, or (buf
+ * NULL) into a new buffer of headroom bytes and the span, put in *bufp.
+ */
+static int fetch(struct odsm_heap *h, u64 cgaddr, u64 offset, u32 len,
+		 u32 whole, u32 flags, size_t headroom, void *buf, void **bufp,
+		 u64 *size, u16 *color, u32 *got)
+{
+	struct odsm_objinfo oi;
+	void *mem = NULL;
+	u32 n = 0;
+	int ret;
+
+	mutex_lock(&h->lock);
+	ret = object_at(h, cgaddr, &oi);
+	if (!ret && offset > oi.size)
+		ret = -EINVAL;
+	if (!ret) {
+		n = odsm_wire_fetch_span(oi.size, offset, len, whole);
+		if (!buf) {
+			mem = kvmalloc(headroom + n, GFP_KERNEL);
+			buf = mem ? mem + headroom : NULL;
+			ret = mem ? 0 : -ENOMEM;
+		}
+	}
+	if (!ret && n)
+		ret = odsm_store_rw_locked(h, oi.addr + offset, buf, n, false);
+	if (!ret && (!(flags & ODSM_FETCH_WHOLE) || n == oi.size))
+		odsm_palloc_set_copied(&h->pa, oi.addr);
+	mutex_unlock(&h->lock);
+	if (ret) {
+		kvfree(mem);
+		return ret;
+	}
+	if (bufp)
+		*bufp = mem;
+	*size = oi.size;
+	*color = oi.color;
+	*got = n;
+	return 0;
+}
+
+/*
  * A peer's FETCH: bytes [offset, offset + len) of the live object that
  * starts at cgaddr, clipped to its end, read under the same lock as the
  * lookup so a concurrent free cannot hand the bytes of another object.  A
@@ -288,29 +330,23 @@ int odsm_heap_fetch(struct odsm_heap *h, u64 cgaddr, u64 offset, void *buf,
 		    u32 len, u32 whole, u32 flags, u64 *size, u16 *color,
 		    u32 *got)
 {
-	struct odsm_objinfo oi;
-	u32 n = 0;
-	int ret;
+	return fetch(h, cgaddr, offset, len, whole, flags, 0, buf, NULL, size,
+		     color, got);
+}
 
-	mutex_lock(&h->lock);
-	ret = object_at(h, cgaddr, &oi);
-	if (!ret && offset > oi.size)
-		ret = -EINVAL;
-	if (!ret) {
-		n = odsm_wire_fetch_span(oi.size, offset, len, whole);
-		if (n)
-			ret = odsm_store_rw_locked(h, oi.addr + offset, buf,
-						   n, false);
-	}
-	if (!ret && (!(flags & ODSM_FETCH_WHOLE) || n == oi.size))
-		odsm_palloc_set_copied(&h->pa, oi.addr);
-	mutex_unlock(&h->lock);
-	if (ret)
-		return ret;
-	*size = oi.size;
-	*color = oi.color;
-	*got = n;
-	return 0;
+/*
+ * odsm_heap_fetch() into a buffer of headroom bytes and then exactly the
+ * bytes sent, allocated once the object is found (under the lock: it
+ * must not go before its bytes are copied), in *bufp to kvfree().  A
+ * home answers a first FETCH of a 512-byte object with 512 bytes, not
+ * with the room for the largest object that fits (ODSM_FIRST_WHOLE).
+ */
+int odsm_heap_fetch_alloc(struct odsm_heap *h, u64 cgaddr, u64 offset,
+			  u32 len, u32 whole, size_t headroom, void **bufp,
+			  u64 *size, u16 *color, u32 *got)
+{
+	return fetch(h, cgaddr, offset, len, whole, 0, headroom, NULL, bufp,
+		     size, color, got);
 }
 
 /*

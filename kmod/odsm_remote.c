@@ -233,19 +233,14 @@ static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 			return -EPROTO;
 		if (lazy_refused(odsm_clear_color(fe.gaddr), 1))
 			return -EINVAL;
-		buf = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE +
-			       max(fe.len, fe.whole), GFP_KERNEL);
-		if (!buf)
-			return -ENOMEM;
 		memset(&frep, 0, sizeof(frep));
-		ret = odsm_heap_fetch(heap, fe.gaddr, fe.offset,
-				      buf + ODSM_WIRE_FETCH_REPLY_SIZE, fe.len,
-				      fe.whole, 0, &frep.size, &frep.color,
-				      &frep.len);
-		if (ret) {
-			kvfree(buf);
+		ret = odsm_heap_fetch_alloc(heap, fe.gaddr, fe.offset, fe.len,
+					    fe.whole,
+					    ODSM_WIRE_FETCH_REPLY_SIZE, &buf,
+					    &frep.size, &frep.color,
+					    &frep.len);
+		if (ret)
 			return ret;
-		}
 		odsm_wire_put_fetch_reply(buf, &frep);
 		*data = buf;
 		*dlen = ODSM_WIRE_FETCH_REPLY_SIZE + frep.len;
