@@ -28,7 +28,9 @@
  * Receiving: the CQ handler (IB_POLL_WORKQUEUE) queues each message for
  * the connection's receiver thread, which validates and delivers it like
  * the TCP receiver; the thread may wait in a send (HELLO, PONG) without
- * holding up the credits that arrive on the CQ.
+ * holding up the credits that arrive on the CQ.  A reply, which never
+ * waits, the CQ handler delivers itself when nothing is queued before it
+ * (reply_here()).
  *
  * Teardown: kill marks the connection broken and disconnects from a work
  * item (rdma_disconnect sleeps); stop drains the QP, frees the verbs
@@ -294,8 +296,52 @@ static int post_recv(struct odsm_rdma_conn *x, struct odsm_rdma_rbuf *r)
 }
 
 /*
- * A SEND arrived: take its credits, copy the message out for the
- * receiver thread, repost the buffer and owe the peer a credit for it.
+ * Deliver the message in buf here, in the completion handler, if it is a
+ * reply or a PONG on an authenticated connection with nothing queued for
+ * the receiver thread: true when it was delivered, or was malformed (the
+ * connection is then dead, as the thread would have made it).  A reply
+ * only completes its caller's call (odsm_on_reply(): a lookup under a
+ * spinlock and a copy, never a wait), and handing it to the thread cost
+ * every round trip a copy and a wake-up.  Requests still go to the
+ * thread, which may send; a reply overtakes none of the messages queued
+ * before it, and one the thread took already is served concurrently, as
+ * on the workqueue.  The credits it carries are taken by the caller after.
+ */
+static bool reply_here(struct odsm_rdma_conn *x, u8 *buf, u32 len)
+{
+	struct odsm_conn *conn = x->conn;
+	struct odsm_wire_hdr h;
+	bool queued;
+
+	if (len < ODSM_WIRE_HDR_SIZE || !READ_ONCE(conn->authed) ||
+	    !odsm_wire_hdr_is_reply(buf))
+		return false;
+	spin_lock(&x->msg.lock);
+	queued = !list_empty(&x->msg.rxq);
+	spin_unlock(&x->msg.lock);
+	if (queued)
+		return false;
+	if (odsm_cluster_check_hdr(conn, buf, &h))
+		goto bad;
+	if (len != ODSM_WIRE_HDR_SIZE + h.len) {
+		odsm_stat_inc(ODSM_STAT_bad_msgs);
+		goto bad;
+	}
+	odsm_stat_inc(ODSM_STAT_replies_in_cq);
+	odsm_cluster_rx(conn, &h, h.len ? buf + ODSM_WIRE_HDR_SIZE : NULL);
+	return true;
+
+bad:
+	/* the thread sees it (rx_ready) and fails the connection */
+	WRITE_ONCE(conn->dead, true);
+	rdma_fail(x);
+	return true;
+}
+
+/*
+ * A SEND arrived: take its credits, deliver a reply (reply_here()) or copy
+ * the message out for the receiver thread, repost the buffer and owe the
+ * peer a credit for it.
  */
 static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
@@ -303,6 +349,7 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct odsm_rdma_conn *x = r->x;
 	u32 len = wc->byte_len, imm, given;
 	struct odsm_rdma_msg *m = NULL;
+	bool here = false;
 
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
@@ -331,6 +378,11 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (len) {
 		ib_dma_sync_single_for_cpu(x->dev, r->dma, len,
 					   DMA_FROM_DEVICE);
+		here = reply_here(x, r->buf, len);
+		if (READ_ONCE(x->broken))
+			return;
+	}
+	if (len && !here) {
 		m = kvmalloc(struct_size(m, data, len), GFP_KERNEL);
 		if (!m) {
 			rdma_fail(x);

@@ -179,6 +179,9 @@ enum odsm_stat {
 	ODSM_STAT_served_in_rx,		/* of served: quick requests served in
 					 * the connection's receiver
 					 */
+	ODSM_STAT_replies_in_cq,	/* replies delivered by the RDMA
+					 * completion handler itself
+					 */
 	ODSM_STAT_NR
 };
 

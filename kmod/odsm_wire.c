@@ -129,6 +129,11 @@ void odsm_wire_put_hdr(u8 *buf, const struct odsm_wire_hdr *h)
 	wire_put_le32(buf + 28, (u32)h->status);
 }
 
+bool odsm_wire_hdr_is_reply(const u8 *buf)
+{
+	return wire_get_le16(buf + 6) & ODSM_WIRE_F_REPLY;
+}
+
 int odsm_wire_get_hdr(const u8 *buf, struct odsm_wire_hdr *h, u32 self_node,
 		      u32 nr_nodes)
 {

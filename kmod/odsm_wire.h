@@ -363,6 +363,12 @@ void odsm_wire_put_hdr(u8 *buf, const struct odsm_wire_hdr *h);
  */
 int odsm_wire_get_hdr(const u8 *buf, struct odsm_wire_hdr *h, u32 self_node,
 		      u32 nr_nodes);
+/*
+ * Whether the header at buf (ODSM_WIRE_HDR_SIZE bytes) says it is a reply
+ * (ODSM_WIRE_F_REPLY), before it is validated: where a receiver delivers
+ * it.  odsm_wire_get_hdr() still decides whether it is well formed.
+ */
+bool odsm_wire_hdr_is_reply(const u8 *buf);
 
 /*
  * Payload codecs.  put_* write the fixed wire form and return its size;

@@ -9,7 +9,9 @@
  *                      another color is another copy; references are per
  *                      file and counted; bad arguments are refused; the
  *                      home served the FETCHes in its receiver over RDMA
- *                      (served_in_rx), on its workqueue over TCP
+ *                      (served_in_rx), on its workqueue over TCP; their
+ *                      replies came from the completion handler over
+ *                      RDMA (replies_in_cq)
  *   budget_eviction    over cache_budget_bytes, idle copies go oldest
  *                      first; a referenced copy never goes
  *   shrinker           memory pressure (the shrinkers, via drop_caches)
@@ -160,14 +162,25 @@ static void hit_miss_return_body(struct __test_metadata *_metadata);
 
 TEST(hit_miss_return)
 {
-	uint64_t rx0;
+	uint64_t rx0, cq0;
 
 	C_BEGIN();
 	/* read before the first barrier: USER borrows only after it */
 	rx0 = c_stat("served_in_rx");
+	cq0 = c_stat("replies_in_cq");
 	if (start(_metadata, 0))
 		hit_miss_return_body(_metadata);
 	finish(_metadata, 0);
+	if (C.self == USER) {
+		/* the FETCH replies reach their caller from the RDMA
+		 * completion handler, not through the receiver thread
+		 */
+		if (C.transport == ODSM_TRANSPORT_RDMA) {
+			EXPECT_LE(cq0 + 2, c_stat("replies_in_cq"));
+		} else {
+			EXPECT_EQ(cq0, c_stat("replies_in_cq"));
+		}
+	}
 	if (C.self != HOME)
 		return;
 	/* FETCH is quick: served in the receiver where it may send */

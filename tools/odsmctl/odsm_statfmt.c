@@ -145,6 +145,7 @@ static const struct {
 	{ "wake_served", G(DELEG, 0) },
 	{ "wait_write_woken", G(DELEG, 0) },
 	{ "served_in_rx", G(CLUSTER, 0) },
+	{ "replies_in_cq", G(CLUSTER, 0) },
 };
 
 #define TABLE_LEN (sizeof(table) / sizeof(table[0]))
