@@ -327,7 +327,8 @@ static bool reply_here(struct odsm_rdma_conn *x, u8 *buf, u32 len)
 		odsm_stat_inc(ODSM_STAT_bad_msgs);
 		goto bad;
 	}
-	odsm_stat_inc(ODSM_STAT_replies_in_cq);
+	if (h.type != ODSM_MSG_PONG)
+		odsm_stat_inc(ODSM_STAT_replies_in_cq);
 	odsm_cluster_rx(conn, &h, h.len ? buf + ODSM_WIRE_HDR_SIZE : NULL);
 	return true;
 

@@ -179,8 +179,8 @@ enum odsm_stat {
 	ODSM_STAT_served_in_rx,		/* of served: quick requests served in
 					 * the connection's receiver
 					 */
-	ODSM_STAT_replies_in_cq,	/* replies delivered by the RDMA
-					 * completion handler itself
+	ODSM_STAT_replies_in_cq,	/* replies to calls delivered by the
+					 * RDMA completion handler itself
 					 */
 	ODSM_STAT_NR
 };

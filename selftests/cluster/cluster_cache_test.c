@@ -162,25 +162,14 @@ static void hit_miss_return_body(struct __test_metadata *_metadata);
 
 TEST(hit_miss_return)
 {
-	uint64_t rx0, cq0;
+	uint64_t rx0;
 
 	C_BEGIN();
 	/* read before the first barrier: USER borrows only after it */
 	rx0 = c_stat("served_in_rx");
-	cq0 = c_stat("replies_in_cq");
 	if (start(_metadata, 0))
 		hit_miss_return_body(_metadata);
 	finish(_metadata, 0);
-	if (C.self == USER) {
-		/* the FETCH replies reach their caller from the RDMA
-		 * completion handler, not through the receiver thread
-		 */
-		if (C.transport == ODSM_TRANSPORT_RDMA) {
-			EXPECT_LE(cq0 + 2, c_stat("replies_in_cq"));
-		} else {
-			EXPECT_EQ(cq0, c_stat("replies_in_cq"));
-		}
-	}
 	if (C.self != HOME)
 		return;
 	/* FETCH is quick: served in the receiver where it may send */
@@ -193,9 +182,11 @@ TEST(hit_miss_return)
 
 static void hit_miss_return_body(struct __test_metadata *_metadata)
 {
-	uint64_t hits, misses, returns, fetched, moved;
+	uint64_t hits, misses, returns, fetched, moved, cq;
 	struct odsm_borrow b, b2;
 
+	/* this thread's calls are the only ones of this node from here */
+	cq = c_stat("replies_in_cq");
 	hits = c_stat("borrow_hits");
 	misses = c_stat("borrow_misses");
 	returns = c_stat("borrow_returns");
@@ -233,6 +224,17 @@ static void hit_miss_return_body(struct __test_metadata *_metadata)
 	EXPECT_EQ(KiB(100), b.size);
 	EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)b.addr, KiB(100), HOME, O_MID));
 	EXPECT_EQ(0, give_back(fd, cc[O_MID]));
+	/*
+	 * The FETCH replies of these misses reached their caller from the
+	 * RDMA completion handler, not through the receiver thread; each
+	 * one that came while a message waited for the thread (a PING) went
+	 * through it, so of several, at least one.
+	 */
+	if (C.transport == ODSM_TRANSPORT_RDMA) {
+		EXPECT_LE(cq + 1, c_stat("replies_in_cq"));
+	} else {
+		EXPECT_EQ(cq, c_stat("replies_in_cq"));
+	}
 	/* what is refused */
 	EXPECT_EQ(-EINVAL, borrow(fd, cc[O_TINY] + 16, &b));	/* not a start */
 	EXPECT_EQ(-EINVAL, borrow(fd, cc[O_TINY] + 8, &b));	/* misaligned */
