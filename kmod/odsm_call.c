@@ -17,15 +17,6 @@
 #include "odsm_lat.h"
 #include "odsm_trace.h"
 
-/* A call waiting for its reply. */
-struct odsm_call {
-	u32 peer;
-	int status;
-	void *reply;
-	u32 cap, len;
-	struct completion done;
-};
-
 /*
  * A peer's requests in flight: queued or being served, from the copy its
  * receiver makes to the reply sent.  Past either bound a request is
@@ -55,14 +46,14 @@ struct odsm_req {
 };
 
 /*
- * Fail every call waiting on node: its peer is gone.  A call lives on its
- * caller's stack, so it is looked at only under the xarray's lock while
+ * Fail every call waiting on node: its peer is gone.  A call lives in its
+ * caller's memory, so it is looked at only under the xarray's lock while
  * it is still in the array: its caller cannot have erased it and
- * returned then (odsm_rpc erases before it returns).
+ * returned then (odsm_rpc_wait() erases before it returns).
  */
 void odsm_fail_calls(struct odsm_cluster *c, u32 node, int err)
 {
-	struct odsm_call *call;
+	struct odsm_rpc_call *call;
 	unsigned long seq;
 
 	xa_lock(&c->calls);
@@ -158,10 +149,10 @@ int odsm_send_msg(struct odsm_cluster *c, struct odsm_conn *conn, u32 dst,
 void odsm_on_reply(struct odsm_cluster *c, const struct odsm_wire_hdr *h,
 		   const u8 *payload)
 {
-	struct odsm_call *call;
+	struct odsm_rpc_call *call;
 
-	/* only the peer it was sent to may answer it; the call is on its
-	 * caller's stack: read it only while it is in the array, under its
+	/* only the peer it was sent to may answer it; the call is in its
+	 * caller's memory: read it only while it is in the array, under its
 	 * lock (see odsm_fail_calls()), and take it out in the same step
 	 */
 	xa_lock(&c->calls);
@@ -247,18 +238,22 @@ static void serve_work(struct work_struct *w)
 
 /* ---- calls ------------------------------------------------------------ */
 
-/* odsm_rpc(), to the incarnation inc of node only (0: any) */
-static int rpc(u32 node, u64 inc, u8 type, const void *payload, u32 plen,
-	       const void *data, u32 dlen, void *reply, u32 cap, u32 *rlen)
+/* odsm_rpc(), to the incarnation inc of node only (0: any), sent only */
+int odsm_rpc_start(struct odsm_rpc_call *call, u32 node, u64 inc, u8 type,
+		   const void *payload, u32 plen, const void *data, u32 dlen,
+		   void *reply, u32 cap)
 {
 	struct odsm_cluster *c = &odsm_cluster;
-	struct odsm_call call = { .peer = node, .reply = reply, .cap = cap };
 	struct odsm_conn *conn;
-	u64 seq, start;
-	long left;
 	int ret;
 
-	/* a leave in progress: the cluster is going away */
+	*call = (struct odsm_rpc_call){ .peer = node, .reply = reply, .cap = cap,
+				    .type = type };
+	/*
+	 * A leave in progress: the cluster is going away.  Held until the
+	 * wait (a trylock: a caller with calls out never waits for a leave
+	 * that waits for them).
+	 */
 	if (!down_read_trylock(&c->users))
 		return -EHOSTDOWN;
 	conn = odsm_peer_conn(c, node, true);
@@ -271,9 +266,9 @@ static int rpc(u32 node, u64 inc, u8 type, const void *payload, u32 plen,
 	ret = -EREMCHG;
 	if (inc && conn->peer_inc != inc)
 		goto out;
-	init_completion(&call.done);
-	seq = atomic64_inc_return(&c->next_seq);
-	ret = xa_insert(&c->calls, seq, &call, GFP_KERNEL);
+	init_completion(&call->done);
+	call->seq = atomic64_inc_return(&c->next_seq);
+	ret = xa_insert(&c->calls, call->seq, call, GFP_KERNEL);
 	if (ret)
 		goto out;
 	/*
@@ -283,29 +278,44 @@ static int rpc(u32 node, u64 inc, u8 type, const void *payload, u32 plen,
 	 * not see sees joined cleared here.
 	 */
 	if (!READ_ONCE(c->joined)) {
-		if (xa_erase(&c->calls, seq) != &call)
-			wait_for_completion(&call.done);
+		if (xa_erase(&c->calls, call->seq) != call)
+			wait_for_completion(&call->done);
 		ret = -EHOSTDOWN;
 		goto out;
 	}
-	start = ktime_get_ns();
-	trace_odsm_rpc_send(node, type, seq, plen + dlen);
-	ret = odsm_send_msg(c, conn, node, type, 0, seq, 0, payload, plen, data,
-			    dlen);
+	call->start = ktime_get_ns();
+	trace_odsm_rpc_send(node, type, call->seq, plen + dlen);
+	ret = odsm_send_msg(c, conn, node, type, 0, call->seq, 0, payload,
+			    plen, data, dlen);
 	if (ret) {
-		if (xa_erase(&c->calls, seq) != &call)
-			wait_for_completion(&call.done);
+		if (xa_erase(&c->calls, call->seq) != call)
+			wait_for_completion(&call->done);
 		goto out;
 	}
-	left = wait_for_completion_killable_timeout(&call.done,
+	call->conn = conn;
+	return 0;
+out:
+	odsm_conn_put(conn);
+	up_read(&c->users);
+	return ret;
+}
+
+int odsm_rpc_wait(struct odsm_rpc_call *call, u32 *rlen)
+{
+	struct odsm_cluster *c = &odsm_cluster;
+	long left;
+	int ret;
+
+	left = wait_for_completion_killable_timeout(&call->done,
 						    msecs_to_jiffies(c->timeout_ms));
 	if (left <= 0) {
-		if (xa_erase(&c->calls, seq) == &call) {
+		if (xa_erase(&c->calls, call->seq) == call) {
 			ret = left ? -EINTR : -ETIMEDOUT;
 			if (!left) {
 				odsm_stat_inc(ODSM_STAT_rpc_timeouts);
-				trace_odsm_rpc_timeout(node, type, seq, ret,
-						       ktime_get_ns() - start);
+				trace_odsm_rpc_timeout(call->peer, call->type,
+						       call->seq, ret,
+						       ktime_get_ns() - call->start);
 			}
 			goto out;
 		}
@@ -313,23 +323,34 @@ static int rpc(u32 node, u64 inc, u8 type, const void *payload, u32 plen,
 		 * completing it right now: wait for that.  (A wait that
 		 * succeeded consumed the completion: no second wait then.)
 		 */
-		wait_for_completion(&call.done);
+		wait_for_completion(&call->done);
 	}
-	ret = call.status;
+	ret = call->status;
 	if (ret == -EHOSTDOWN)
 		odsm_stat_inc(ODSM_STAT_rpc_hostdown);
 	/* answered, with any status: the round trip was made (a failure
 	 * from odsm_fail_calls() made none and is not in the histogram)
 	 */
-	trace_odsm_rpc_done(node, type, seq, ret,
-			    ret == -EHOSTDOWN ? ktime_get_ns() - start :
-			    odsm_lat_record(ODSM_LAT_rpc, start));
+	trace_odsm_rpc_done(call->peer, call->type, call->seq, ret,
+			    ret == -EHOSTDOWN ? ktime_get_ns() - call->start :
+			    odsm_lat_record(ODSM_LAT_rpc, call->start));
 	if (rlen)
-		*rlen = call.len;
+		*rlen = call->len;
 out:
-	odsm_conn_put(conn);
+	odsm_conn_put(call->conn);
 	up_read(&c->users);
 	return ret;
+}
+
+static int rpc(u32 node, u64 inc, u8 type, const void *payload, u32 plen,
+	       const void *data, u32 dlen, void *reply, u32 cap, u32 *rlen)
+{
+	struct odsm_rpc_call call;
+	int ret;
+
+	ret = odsm_rpc_start(&call, node, inc, type, payload, plen, data,
+			     dlen, reply, cap);
+	return ret ? ret : odsm_rpc_wait(&call, rlen);
 }
 
 int odsm_rpc(u32 node, u8 type, const void *payload, u32 plen,

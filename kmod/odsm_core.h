@@ -14,6 +14,7 @@
 #ifndef _ODSM_CORE_H
 #define _ODSM_CORE_H
 
+#include <linux/completion.h>
 #include <linux/list.h>
 #include <linux/types.h>
 #include "odsm_wire.h"
@@ -95,6 +96,30 @@ int odsm_rpc(u32 node, u8 type, const void *payload, u32 plen,
  */
 int odsm_rpc_inc(u32 node, u64 inc, u8 type, const void *payload, u32 plen,
 		 const void *data, u32 dlen, void *reply, u32 cap, u32 *rlen);
+/*
+ * A call in flight: odsm_rpc_start() sends the request and returns, so
+ * that one caller can have several calls out at once (the chunks of a
+ * large fetch); odsm_rpc_wait() waits for the reply and returns what
+ * odsm_rpc_inc() would have.  Every call started (0 returned) must be
+ * waited for, by the thread that started it: the call and reply stay the
+ * caller's, and it holds the cluster against leaving, until then.  The
+ * fields are the core's.
+ */
+struct odsm_rpc_call {
+	u32 peer;
+	int status;
+	void *reply;
+	u32 cap, len;
+	u64 seq, start;
+	u8 type;
+	struct completion done;
+	struct odsm_conn *conn;
+};
+
+int odsm_rpc_start(struct odsm_rpc_call *call, u32 node, u64 inc, u8 type,
+		   const void *payload, u32 plen, const void *data, u32 dlen,
+		   void *reply, u32 cap);
+int odsm_rpc_wait(struct odsm_rpc_call *call, u32 *rlen);
 /*
  * The incarnation of node that this node last authenticated (it changes,
  * under the core's lock, before the restarted event is sent); with

@@ -49,7 +49,7 @@ struct odsm_cluster {
 	struct list_head conns;
 	struct task_struct *ticker;
 	struct workqueue_struct *wq;	/* serves requests */
-	struct xarray calls;		/* seq -> struct odsm_call */
+	struct xarray calls;		/* seq -> struct odsm_rpc_call */
 	atomic64_t next_seq;
 };
 
