@@ -43,7 +43,8 @@
 #                kernel inside it (cached in out/) is started at its PVH entry:
 #                no decompression under TCG, 1-4 s faster per guest
 # Runs on one machine wait for each other (flock on RIG_LOCK, default
-# /tmp/odsm-rig.lock): one set of guests at a time.
+# /tmp/odsm-rig.lock): one set of guests at a time.  RIG_CPU: the guests'
+# CPU model, QEMU's -cpu (default max).
 # A guest passes only if its log has "RIG_RESULT: PASS scenario=S node=K" and
 # no kernel problem (WARNING, BUG, Oops, lockdep, hung task, stall, ...).
 # Exit status 0 iff every guest passes.
@@ -54,6 +55,9 @@ KVER="" NODES=1 SCEN="" INITRD="" TIMEOUT=300 MEM=512M MEM_SET=0 SMP=1 LOGDIR=$R
 # how long a guest may take to reach its init's RIG_BOOTED line (guests
 # say it within 15-40 s, eight of them on this machine included)
 BOOT_LIMIT=${RIG_BOOT_LIMIT:-120}
+# the guests' CPU model (QEMU's -cpu): max, every feature TCG emulates,
+# unless RIG_CPU names another
+CPU=${RIG_CPU:-max}
 [[ $BOOT_LIMIT =~ ^[1-9][0-9]*$ ]] || { echo "RIG_BOOT_LIMIT must be a positive integer" >&2; exit 2; }
 VERBOSE=0 DEBUG=0
 case ${RIG_VERBOSE:-0} in 0 | "") ;; *) VERBOSE=1 ;; esac
@@ -68,6 +72,7 @@ SHOW='^TAP version|^(\[ *[0-9]+\.[0-9]+\] )?(ODSM_|RIG_)|^[[:space:]]*(not )?ok 
 
 usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit "${1:-2}"; }
 die() { echo "run.sh: $*" >&2; exit 2; }
+[[ $CPU =~ ^[A-Za-z0-9_.,+=-]+$ ]] || die "RIG_CPU: not a CPU model: '$CPU'"
 
 while getopts "k:n:s:i:t:m:c:l:a:vBDh" opt; do
 	case $opt in
@@ -234,7 +239,7 @@ boot() { # K: start guest K in the background
 	# a node that powered itself off (rig.down) while its NIC took a storm
 	# of interrupts spent over 20 s in ps2_command and reported an RCU
 	# stall (make check, 2026-11-28).
-	timeout -k 5 "$TIMEOUT" qemu-system-x86_64 -accel tcg -M pc -cpu max -smp "$SMP" -m "$MEM" \
+	timeout -k 5 "$TIMEOUT" qemu-system-x86_64 -accel tcg -M pc -cpu "$CPU" -smp "$SMP" -m "$MEM" \
 		-nographic -no-reboot \
 		-netdev "$(netdev_of "$k")" \
 		-device "virtio-net-pci,netdev=n0,romfile=,mac=52:54:00:00:00:$(printf %02x $((k + 1)))" \
