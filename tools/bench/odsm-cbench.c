@@ -318,10 +318,11 @@ static void big(void)
 
 int main(int argc, char **argv)
 {
+	const char *rows;
 	int iters, ret;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: odsm-cbench NODE [ITERATIONS] [LABEL] [all|uncached]\n");
+		fprintf(stderr, "usage: odsm-cbench NODE [ITERATIONS] [LABEL] [all|uncached|move]\n");
 		return 2;
 	}
 	node = arg_num(argc, argv, 1, 0);
@@ -336,9 +337,13 @@ int main(int argc, char **argv)
 	row("coherence %s: node %u against node %u, %d iterations per row",
 	    xport, odsm_rt.info.node_id, node, iters);
 	fflush(stdout);
-	uncached_vs_raw(iters);
-	/* "uncached": that row alone, for a quick comparison of builds */
-	if (argc <= 4 || strcmp(argv[4], "uncached")) {
+	/* "uncached", "move": that row alone, for a quick comparison of builds */
+	rows = argc > 4 ? argv[4] : "all";
+	if (strcmp(rows, "move"))
+		uncached_vs_raw(iters);
+	if (!strcmp(rows, "move"))
+		move_bw(8);
+	if (!strcmp(rows, "all")) {
 		hit_vs_local(iters);
 		mut_vs_raw(iters);
 		move_bw(8);
