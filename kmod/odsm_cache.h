@@ -125,6 +125,8 @@ int odsm_owner_rw_local(u64 addr, void *box, enum odsm_owner_op op);
 u64 odsm_cache_copies(void);
 
 /*
+ * odsm_fetch.c: FETCH, the requester's side.
+ *
  * One FETCH from one incarnation of node (-EREMCHG from another; inc 0:
  * any): up to len bytes of the object at cg from offset into buf, or the
  * rest whole when at most whole bytes are left from offset (buf has room
@@ -140,7 +142,7 @@ int odsm_fetch_at(u32 node, u64 inc, u64 cg, u64 offset, void *buf, u32 len,
 #define ODSM_FIRST_FETCH	(PAGE_SIZE - ODSM_WIRE_FETCH_REPLY_SIZE)
 #define ODSM_FIRST_WHOLE	(4 * PAGE_SIZE - ODSM_WIRE_FETCH_REPLY_SIZE)
 /* The object's bytes [from, size) into the local range at dst (inc: as
- * odsm_fetch_at()).
+ * odsm_fetch_at()), by chunks, several in flight.
  */
 int odsm_fetch_rest(u32 node, u64 inc, u64 cg, u64 from, u64 size, u64 dst);
 

@@ -182,6 +182,10 @@ enum odsm_stat {
 	ODSM_STAT_replies_in_cq,	/* replies to calls delivered by the
 					 * RDMA completion handler itself
 					 */
+	ODSM_STAT_fetch_chunks_overlapped,	/* chunks of a large fetch
+						 * sent while another of it
+						 * was out
+						 */
 	ODSM_STAT_NR
 };
 

@@ -7,7 +7,9 @@
  *
  *   hit_miss_return    a miss copies, a hit of the same version does not,
  *                      another color is another copy; references are per
- *                      file and counted; bad arguments are refused; the
+ *                      file and counted; a 900 KiB copy comes by chunks
+ *                      several in flight (fetch_chunks_overlapped), every
+ *                      byte right; bad arguments are refused; the
  *                      home served the FETCHes in its receiver over RDMA
  *                      (served_in_rx), on its workqueue over TCP; their
  *                      replies came from the completion handler over
@@ -57,7 +59,7 @@
 #define LAZY_SIZE	MiB(4)
 #define SECS		120
 
-enum { O_TINY, O_MID, O_LAZY, O_BOX, O_TAKE, O_SMALL0 };
+enum { O_TINY, O_MID, O_LAZY, O_BOX, O_TAKE, O_BIG, O_SMALL0 };
 #define NR_OBJ		(O_SMALL0 + NR_SMALL)
 
 /*
@@ -83,6 +85,8 @@ static uint64_t obj_size(int o)
 		return 64;
 	case O_TAKE:
 		return KiB(4);
+	case O_BIG:
+		return KiB(900);	/* 4 chunks after the first FETCH, eager */
 	}
 	return SMALL_SIZE;
 }
@@ -182,7 +186,7 @@ TEST(hit_miss_return)
 
 static void hit_miss_return_body(struct __test_metadata *_metadata)
 {
-	uint64_t hits, misses, returns, fetched, moved, cq;
+	uint64_t hits, misses, returns, fetched, moved, cq, overlapped;
 	struct odsm_borrow b, b2;
 
 	/* this thread's calls are the only ones of this node from here */
@@ -224,6 +228,17 @@ static void hit_miss_return_body(struct __test_metadata *_metadata)
 	EXPECT_EQ(KiB(100), b.size);
 	EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)b.addr, KiB(100), HOME, O_MID));
 	EXPECT_EQ(0, give_back(fd, cc[O_MID]));
+	/*
+	 * Past its first FETCH (16 KiB), an eager copy comes by chunks of
+	 * 256 KiB, up to 4 in flight: 884 KiB are 4 chunks, 3 of them sent
+	 * while the first was out.  Every byte in its place.
+	 */
+	overlapped = c_stat("fetch_chunks_overlapped");
+	ASSERT_EQ(0, borrow(fd, cc[O_BIG], &b));
+	EXPECT_EQ(KiB(900), b.size);
+	EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)b.addr, KiB(900), HOME, O_BIG));
+	EXPECT_EQ(overlapped + 3, c_stat("fetch_chunks_overlapped"));
+	EXPECT_EQ(0, give_back(fd, cc[O_BIG]));
 	/*
 	 * The FETCH replies of these misses reached their caller from the
 	 * RDMA completion handler, not through the receiver thread; each
