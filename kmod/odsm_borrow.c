@@ -200,11 +200,44 @@ long odsm_ioc_borrow(struct odsm_fref *f, void __user *arg)
 	return 0;
 }
 
+/*
+ * The FETCH_MANYs of one prefetch out at once: those of different homes
+ * (and of one home, past ODSM_WIRE_FETCH_MANY_MAX objects) go together,
+ * so a prefetch over several homes takes one round trip, not one each.
+ */
+#define PREFETCH_WINDOW	8
+
+/*
+ * The next batch of the prefetch: from *i on, the objects of the first
+ * home left (up to ODSM_WIRE_FETCH_MANY_MAX), taken out of home[]; its
+ * size (0: none left), its home in *node.
+ */
+static u32 next_batch(const u64 *g, int *home, u32 n, u32 *i, u64 *batch,
+		      u32 *node)
+{
+	u32 j, k = 0;
+
+	while (*i < n && home[*i] < 0)
+		(*i)++;
+	if (*i == n)
+		return 0;
+	*node = home[*i];
+	for (j = *i; j < n && k < ODSM_WIRE_FETCH_MANY_MAX; j++) {
+		if (home[j] != *node)
+			continue;
+		batch[k++] = g[j];
+		home[j] = -1;
+	}
+	return k;
+}
+
 long odsm_ioc_prefetch(void __user *arg)
 {
 	u64 batch[ODSM_WIRE_FETCH_MANY_MAX], *g;
+	unsigned int head = 0, tail = 0, out = 0;
+	struct odsm_prefetch_call *pcs = NULL;
 	struct odsm_prefetch pf;
-	u32 i, j, k, fetched = 0;
+	u32 i, k, node, fetched = 0;
 	int *home = NULL, ret;
 	bool local;
 
@@ -215,8 +248,9 @@ long odsm_ioc_prefetch(void __user *arg)
 		return -EINVAL;
 	g = kvmalloc_array(pf.n, sizeof(*g), GFP_KERNEL);
 	home = kvmalloc_array(pf.n, sizeof(*home), GFP_KERNEL);
+	pcs = kvcalloc(PREFETCH_WINDOW, sizeof(*pcs), GFP_KERNEL);
 	ret = -ENOMEM;
-	if (!g || !home)
+	if (!g || !home || !pcs)
 		goto out;
 	ret = -EFAULT;
 	if (copy_from_user(g, u64_to_user_ptr(pf.gaddrs), pf.n * sizeof(*g)))
@@ -227,28 +261,38 @@ long odsm_ioc_prefetch(void __user *arg)
 		if (home[i] >= 0 && local)
 			home[i] = -1;
 	}
-	/* one FETCH_MANY per home and ODSM_WIRE_FETCH_MANY_MAX objects */
-	for (i = 0; i < pf.n; i++) {
-		if (home[i] < 0)
-			continue;
-		for (k = 0, j = i; j < pf.n && k < ARRAY_SIZE(batch) - 1; j++) {
-			if (home[j] != home[i] || j == i)
+	/*
+	 * One FETCH_MANY per home and ODSM_WIRE_FETCH_MANY_MAX objects, up
+	 * to PREFETCH_WINDOW out, finished in the order started.  A batch
+	 * that fails (its home down, no memory) leaves its objects to their
+	 * borrows; a fatal signal stops the sending, not the finishing.
+	 */
+	i = 0;
+	for (;;) {
+		while (out < PREFETCH_WINDOW && !fatal_signal_pending(current)) {
+			k = next_batch(g, home, pf.n, &i, batch, &node);
+			if (!k)
+				break;
+			if (odsm_cache_prefetch_start(&pcs[tail], node, batch,
+						      k) <= 0)
 				continue;
-			batch[k++] = g[j];
-			home[j] = -1;
+			if (out)
+				odsm_stat_inc(ODSM_STAT_prefetch_overlapped);
+			tail = (tail + 1) % PREFETCH_WINDOW;
+			out++;
 		}
-		/* g[i] last: its home is still in home[i] above */
-		batch[k++] = g[i];
-		ret = odsm_cache_prefetch(home[i], batch, k);
-		home[i] = -1;
+		if (!out)
+			break;
+		ret = odsm_cache_prefetch_finish(&pcs[head]);
 		if (ret > 0)
 			fetched += ret;
-		if (fatal_signal_pending(current))
-			break;
+		head = (head + 1) % PREFETCH_WINDOW;
+		out--;
 	}
 	pf.fetched = fetched;
 	ret = copy_to_user(arg, &pf, sizeof(pf)) ? -EFAULT : 0;
 out:
+	kvfree(pcs);
 	kvfree(home);
 	kvfree(g);
 	return ret;

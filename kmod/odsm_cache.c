@@ -840,64 +840,83 @@ static int prefetch_one(u32 node, u64 inc, u64 cg, const void *bytes,
 	return ret;
 }
 
-int odsm_cache_prefetch(u32 node, const u64 *cg, u32 n)
+int odsm_cache_prefetch_start(struct odsm_prefetch_call *pc, u32 node,
+			      const u64 *cg, u32 n)
 {
-	struct odsm_wire_fetch_many fm = { .len = PREFETCH_LEN };
-	u64 want[ODSM_WIRE_FETCH_MANY_MAX], inc;
-	struct odsm_wire_fetch_item it;
-	u32 i, j, plen, rlen = 0, off;
-	int ret, made = 0;
-	u8 *p, *rbuf;
+	struct odsm_wire_fetch_many *fm = &pc->fm;
+	u32 i, j, plen;
+	int ret;
 
+	*fm = (struct odsm_wire_fetch_many){ .len = PREFETCH_LEN };
+	pc->node = node;
 	/* only what the cache lacks, once each */
 	mutex_lock(&cache.lock);
-	for (i = 0; i < n && fm.count < ODSM_WIRE_FETCH_MANY_MAX; i++) {
+	for (i = 0; i < n && fm->count < ODSM_WIRE_FETCH_MANY_MAX; i++) {
 		if (odsm_cindex_find(&cache.ci, cg[i]))
 			continue;
-		for (j = 0; j < fm.count && want[j] != cg[i]; j++)
+		for (j = 0; j < fm->count && pc->want[j] != cg[i]; j++)
 			;
-		if (j == fm.count)
-			want[fm.count++] = cg[i];
+		if (j == fm->count)
+			pc->want[fm->count++] = cg[i];
 	}
 	mutex_unlock(&cache.lock);
-	if (!fm.count)
+	if (!fm->count)
 		return 0;
 	/* every copy is of the incarnation asked, as make_copy()'s */
-	inc = odsm_peer_incarnation(node, true);
-	if (!inc)
+	pc->inc = odsm_peer_incarnation(node, true);
+	if (!pc->inc)
 		return -EHOSTDOWN;
-	p = kmalloc(ODSM_WIRE_FETCH_MANY_HDR_SIZE + 8 * fm.count, GFP_KERNEL);
-	rbuf = kvmalloc(fm.count * (ODSM_WIRE_FETCH_ITEM_SIZE + fm.len),
+	pc->p = kmalloc(ODSM_WIRE_FETCH_MANY_HDR_SIZE + 8 * fm->count,
 			GFP_KERNEL);
+	pc->rbuf = kvmalloc(fm->count * (ODSM_WIRE_FETCH_ITEM_SIZE + fm->len),
+			    GFP_KERNEL);
 	ret = -ENOMEM;
-	if (!p || !rbuf)
-		goto out;
-	plen = odsm_wire_put_fetch_many(p, &fm, want);
-	ret = odsm_rpc_inc(node, inc, ODSM_MSG_FETCH_MANY, p, plen, NULL, 0,
-			   rbuf, fm.count * (ODSM_WIRE_FETCH_ITEM_SIZE + fm.len),
-			   &rlen);
+	if (!pc->p || !pc->rbuf)
+		goto fail;
+	plen = odsm_wire_put_fetch_many(pc->p, fm, pc->want);
+	ret = odsm_rpc_start(&pc->rc, node, pc->inc, ODSM_MSG_FETCH_MANY,
+			     pc->p, plen, NULL, 0, pc->rbuf,
+			     fm->count * (ODSM_WIRE_FETCH_ITEM_SIZE + fm->len));
+	if (!ret)
+		return 1;
+fail:
+	kfree(pc->p);
+	kvfree(pc->rbuf);
+	return ret;
+}
+
+int odsm_cache_prefetch_finish(struct odsm_prefetch_call *pc)
+{
+	const struct odsm_wire_fetch_many *fm = &pc->fm;
+	struct odsm_wire_fetch_item it;
+	u32 i, rlen = 0, off;
+	int ret, made = 0;
+
+	ret = odsm_rpc_wait(&pc->rc, &rlen);
 	if (ret)
 		goto out;
-	if (odsm_wire_check_fetch_many_reply(rbuf, rlen, fm.count, fm.len)) {
+	if (odsm_wire_check_fetch_many_reply(pc->rbuf, rlen, fm->count,
+					     fm->len)) {
 		odsm_stat_inc(ODSM_STAT_bad_msgs);
 		ret = -EPROTO;
 		goto out;
 	}
-	off = fm.count * ODSM_WIRE_FETCH_ITEM_SIZE;
-	for (i = 0; i < fm.count; i++) {
-		const u8 *bytes = rbuf + off;
+	off = fm->count * ODSM_WIRE_FETCH_ITEM_SIZE;
+	for (i = 0; i < fm->count; i++) {
+		const u8 *bytes = pc->rbuf + off;
 
-		odsm_wire_get_fetch_item(rbuf, i, &it, &off);
+		odsm_wire_get_fetch_item(pc->rbuf, i, &it, &off);
 		/* refused, or bigger than asked: its borrow fetches it */
 		if (it.status || it.len != it.size)
 			continue;
 		if (it.size > odsm_heap.geom.part_size ||
-		    it.color > odsm_color(want[i])) {
+		    it.color > odsm_color(pc->want[i])) {
 			odsm_stat_inc(ODSM_STAT_bad_msgs);
 			continue;
 		}
 		odsm_stat_add(ODSM_STAT_bytes_fetched, it.len);
-		ret = prefetch_one(node, inc, want[i], bytes, it.size);
+		ret = prefetch_one(pc->node, pc->inc, pc->want[i], bytes,
+				   it.size);
 		if (ret == -ENOMEM)
 			break;	/* the cache is full: leave the rest */
 		made += !ret;
@@ -905,8 +924,8 @@ int odsm_cache_prefetch(u32 node, const u64 *cg, u32 n)
 	ret = 0;
 	odsm_stat_add(ODSM_STAT_prefetched, made);
 out:
-	kfree(p);
-	kvfree(rbuf);
+	kfree(pc->p);
+	kvfree(pc->rbuf);
 	reap();
 	return ret ? ret : made;
 }

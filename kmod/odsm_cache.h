@@ -17,6 +17,7 @@
 
 #include <linux/compiler.h>
 #include <linux/types.h>
+#include "odsm_core.h"
 
 struct odsm_fref;		/* one open file's references */
 
@@ -40,10 +41,26 @@ void odsm_fref_release(struct odsm_fref *f);
  * Fetch up to ODSM_WIRE_FETCH_MANY_MAX objects of node, by colored address,
  * in one FETCH_MANY, into the cache as idle copies: a later borrow of each
  * hits.  Objects cached already, bigger than 2 KiB or refused by the home
- * are left to the borrow (which reports what is wrong).  The copies made,
- * or -errno when the request failed.
+ * are left to the borrow (which reports what is wrong).
+ *
+ * In two steps, so that one caller has the FETCH_MANYs of several homes
+ * out at once: _start() sends it (1; 0 when the cache has every object
+ * already: nothing to finish; or -errno), _finish() waits for the reply
+ * and makes the copies (how many, or -errno when the request failed).
+ * Every call started must be finished, by the thread that started it.
  */
-int odsm_cache_prefetch(u32 node, const u64 *cg, u32 n);
+struct odsm_prefetch_call {
+	struct odsm_rpc_call rc;
+	struct odsm_wire_fetch_many fm;
+	u64 want[ODSM_WIRE_FETCH_MANY_MAX];
+	u64 inc;
+	u32 node;
+	u8 *p, *rbuf;
+};
+
+int odsm_cache_prefetch_start(struct odsm_prefetch_call *pc, u32 node,
+			      const u64 *cg, u32 n);
+int odsm_cache_prefetch_finish(struct odsm_prefetch_call *pc);
 long odsm_ioc_prefetch(void __user *arg);
 /*
  * A shared borrow of the remote object at colored address cg, on node.

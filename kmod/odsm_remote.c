@@ -101,7 +101,7 @@ static int copy_guarded_write(u64 addr, u32 len, const u8 *data)
  * into one reply of its items and their data (odsm_wire.h).  The reply's
  * size is bounded by the request's checked count and len.  Only an object
  * sent whole is marked copied: the prefetcher caches nothing less
- * (odsm_cache_prefetch()), and a mark would refuse the owner boxes in a
+ * (odsm_cache_prefetch_finish()), and a mark would refuse the owner boxes in a
  * bigger one (-EBUSY) for a copy no node holds.
  */
 static int serve_fetch_many(const struct odsm_wire_hdr *h, const u8 *payload,

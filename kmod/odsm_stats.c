@@ -113,6 +113,7 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_served_in_rx] = "served_in_rx",
 	[ODSM_STAT_replies_in_cq] = "replies_in_cq",
 	[ODSM_STAT_fetch_chunks_overlapped] = "fetch_chunks_overlapped",
+	[ODSM_STAT_prefetch_overlapped] = "prefetch_overlapped",
 };
 
 u64 odsm_stat_read(enum odsm_stat s)

@@ -190,6 +190,9 @@ enum odsm_stat {
 						 * sent while another of it
 						 * was out
 						 */
+	ODSM_STAT_prefetch_overlapped,	/* FETCH_MANYs of a prefetch sent
+					 * while another of it was out
+					 */
 	ODSM_STAT_NR
 };
 

@@ -261,7 +261,7 @@ struct odsm_wire_fetch_reply {
 /*
  * FETCH_MANY: the first len bytes of each of count live objects, by
  * colored start address, in one round trip: what a batch of borrows of
- * small remote objects needs (odsm_cache_prefetch()).  The home answers
+ * small remote objects needs (odsm_cache_prefetch_start()).  The home answers
  * each as it answers a FETCH at offset 0 (its refusals, -ESTALE..., in
  * that item's status, the object marked copied when it succeeds).  The
  * reply is count items, then the data of the items whose status is 0,

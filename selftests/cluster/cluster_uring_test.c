@@ -11,7 +11,8 @@
  *     together: one prefetch, so every borrow hits), with the right bytes,
  *     then returned; again (hits);
  *   - odsm_prefetch: NR objects in one FETCH_MANY, then NR borrows that
- *     all hit; with 3 nodes or more, objects of two homes in one call;
+ *     all hit; with 3 nodes or more, objects of two homes in one call,
+ *     their two FETCH_MANYs out at once (prefetch_overlapped);
  *     what it skips (ours, gone, no object, over 2 KiB: not marked copied
  *     at its home, whose owner boxes stay readable; an address twice);
  *     bad calls (n 0 or too big, no array, flags, reserved);
@@ -89,7 +90,7 @@ TEST_F(ur, async_across_nodes)
 {
 	static uint8_t buf[NR][OBJ], one[NR][OBJ];
 	uint64_t mine[NR], theirs[NR], tcg, t0, t1, t2, c0, peer, dropped, kept, gone;
-	uint64_t pf0, h0, big, bigbox, skip[5];
+	uint64_t pf0, po0, h0, big, bigbox, skip[5];
 	struct odsm_prefetch pf;
 	struct odsm_borrow b[NR], bad;
 	struct odsm_range r[NR];
@@ -251,10 +252,12 @@ TEST_F(ur, async_across_nodes)
 	/* odsm_prefetch: one FETCH_MANY, then every borrow hits */
 	ASSERT_EQ(0, odsm_drop_copies(NULL, NULL));
 	pf0 = c_stat("prefetched");
+	po0 = c_stat("prefetch_overlapped");
 	c0 = c_stat("borrow_misses");
 	h0 = c_stat("borrow_hits");
 	EXPECT_EQ((int)NR, odsm_prefetch(theirs, NR));
 	EXPECT_EQ(NR, c_stat("prefetched") - pf0);
+	EXPECT_EQ(po0, c_stat("prefetch_overlapped"));	/* one FETCH_MANY */
 	EXPECT_EQ(0, odsm_prefetch(theirs, NR));	/* cached already */
 	for (i = 0; i < NR; i++) {
 		refs[i].g = theirs[i];
@@ -276,7 +279,10 @@ TEST_F(ur, async_across_nodes)
 		ASSERT_EQ(0, odsm_read(pcg, two, sizeof(two)));
 		for (i = 0; i < NR / 2; i++)
 			two[2 * i + 1] = theirs[i];
+		po0 = c_stat("prefetch_overlapped");
 		EXPECT_EQ((int)NR, odsm_prefetch(two, NR));
+		/* the second home's sent while the first's was out */
+		EXPECT_EQ(po0 + 1, c_stat("prefetch_overlapped"));
 		for (i = 0; i < NR; i++) {
 			refs[i].g = two[i];
 			refs[i].ext = 0;

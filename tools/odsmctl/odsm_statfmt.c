@@ -93,6 +93,7 @@ static const struct {
 	{ "writebacks", G(CACHE, 0) },
 	{ "bytes_fetched", G(CACHE, ODSM_SF_BYTES) },
 	{ "fetch_chunks_overlapped", G(CACHE, 0) },
+	{ "prefetch_overlapped", G(CACHE, 0) },
 	{ "cache_evictions", G(CACHE, 0) },
 	{ "cache_shrunk", G(CACHE, 0) },
 	{ "copies_dropped", G(CACHE, 0) },
