@@ -288,6 +288,11 @@ int odsm_onesided_rw(u32 node, u64 addr, void *buf, u32 len, bool write)
 		return conn ? PTR_ERR(conn) : -EOPNOTSUPP;
 	ret = odsm_conn_ops(conn)->rw(conn, addr, buf, len, write);
 	odsm_peer_conn_put(conn);
+	if (ret == -EBUSY) {
+		/* another is in flight on the connection: go as a request */
+		odsm_stat_inc(ODSM_STAT_onesided_spills);
+		return -EOPNOTSUPP;
+	}
 	return ret == -ENOKEY ? -EOPNOTSUPP : ret;
 }
 

@@ -21,7 +21,12 @@
  * Operations: READ/WRITE through a per-connection DMA-mapped bounce
  * buffer, an atomic's old value into its first 8 bytes; one operation at
  * a time per connection (os_lock), every work request signalled and
- * waited for at most timeout_ms.  A remote access error moves the QP to
+ * waited for at most timeout_ms.  A READ or WRITE that finds os_lock
+ * taken does not wait for it: it returns -EBUSY and its caller sends it
+ * as a request instead (a spill), which the home's CPU serves side by
+ * side with the others, so that the operations of many threads or of an
+ * io_uring batch are in flight together.  Atomics wait (a flagged one
+ * must be the device's).  A remote access error moves the QP to
  * the error state: the connection fails and the cluster redials, like any
  * other failure.
  *
@@ -182,10 +187,16 @@ static int os_run(struct odsm_rdma_conn *x, const struct ib_send_wr *wr, u32 n,
 	return ret;
 }
 
-/* Lock the connection for a one-sided operation: 0, or -EHOSTDOWN. */
-static int os_begin(struct odsm_rdma_conn *x)
+/*
+ * Lock the connection for a one-sided operation: 0, -EHOSTDOWN, or
+ * -EBUSY when spill and another operation holds it.
+ */
+static int os_begin(struct odsm_rdma_conn *x, bool spill)
 {
-	mutex_lock(&x->os.lock);
+	if (!spill)
+		mutex_lock(&x->os.lock);
+	else if (!mutex_trylock(&x->os.lock))
+		return -EBUSY;
 	down_read(&x->res_sem);
 	if (x->torn || READ_ONCE(x->broken) || READ_ONCE(x->conn->dead)) {
 		up_read(&x->res_sem);
@@ -215,7 +226,7 @@ int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 	if (!len || len > ODSM_WIRE_MAX_DATA)
 		return -EINVAL;
 	memset(wrs, 0, sizeof(wrs));
-	ret = os_begin(x);
+	ret = os_begin(x, true);
 	if (ret)
 		return ret;
 	for (off = 0; off < len; off += piece, n++) {
@@ -277,7 +288,7 @@ int odsm_rdma_atomic(struct odsm_conn *conn, u64 addr, u32 op, u64 operand,
 		return -ENOKEY;
 	if (!(k->flags & ODSM_WIRE_MAP_F_ATOMIC))
 		return -EOPNOTSUPP;
-	ret = os_begin(x);
+	ret = os_begin(x, false);
 	if (ret)
 		return ret;
 	sge.addr = x->os.dma;

@@ -74,6 +74,10 @@ enum odsm_stat {
 	ODSM_STAT_onesided_bytes,	/* bytes those READs and WRITEs moved */
 	ODSM_STAT_onesided_fallbacks,	/* requests over RDMA instead */
 	ODSM_STAT_onesided_atomics,	/* one-sided RDMA atomics on peers */
+	ODSM_STAT_onesided_spills,	/* reads/writes sent as requests: the
+					 * connection had another one-sided
+					 * operation in flight
+					 */
 	ODSM_STAT_loop_atomics,		/* flagged atomics of our own words,
 					 * run by our device (loopback)
 					 */

@@ -11,6 +11,7 @@
  * own mapping of the heap, that the bytes arrived.  The tests run in file
  * order; heap barriers (node 0's directory) keep the phases apart.
  */
+#include <pthread.h>
 #include "odsm_cluster.h"
 
 #define NSIZES	3
@@ -318,6 +319,105 @@ TEST_F_TIMEOUT(cl, onesided, 300)
 	free(buf);
 	free(in);
 	free(in2);
+}
+
+/*
+ * Many reads and writes in flight to one peer: four threads each write
+ * and read back their own 256 KiB quarter of the successor's 1 MiB
+ * object, eight times, with a pattern of their own each time.  Every read
+ * gives what that thread wrote last.  Over RDMA a connection runs one
+ * one-sided operation at a time; one that finds another in flight goes as
+ * a request instead of waiting (a spill, onesided_spills), so every read
+ * and write is either one-sided or a spill, and with four threads on one
+ * connection some spill.  Over TCP none does.  The object holds its usual
+ * pattern again at the end.
+ */
+#define SP_THREADS	4
+#define SP_ROUNDS	8
+
+struct sp_arg {
+	uint64_t at;
+	unsigned int t;
+	int ret;		/* the first failed call's, or 0 */
+	unsigned int bad;	/* reads that differed */
+};
+
+static void *sp_thread(void *p)
+{
+	struct sp_arg *a = p;
+	uint8_t *in = malloc(KiB(256)), *out = malloc(KiB(256));
+	unsigned int r;
+
+	if (!in || !out) {
+		a->ret = -ENOMEM;
+		goto out;
+	}
+	for (r = 0; r < SP_ROUNDS && !a->ret; r++) {
+		c_fill(in, KiB(256), C.self, 40 + a->t * SP_ROUNDS + r);
+		a->ret = odsm_write(a->at, in, KiB(256));
+		if (!a->ret)
+			a->ret = odsm_read(a->at, out, KiB(256));
+		if (!a->ret && memcmp(in, out, KiB(256)))
+			a->bad++;
+	}
+out:
+	free(in);
+	free(out);
+	return NULL;
+}
+
+TEST_F_TIMEOUT(cl, onesided_spill, 300)
+{
+	struct sp_arg a[SP_THREADS] = { 0 };
+	uint64_t big, rd0, rd1, wr0, wr1, sp0, sp1;
+	pthread_t th[SP_THREADS];
+	unsigned int next, t;
+	uint8_t *in, *buf;
+	bool rdma;
+
+	C_BEGIN();
+	rdma = C.transport == ODSM_TRANSPORT_RDMA && onesided_on();
+	next = (C.self + 1) % C.nodes;
+	ASSERT_EQ(0, c_get(next, W_RW_BIG, &big));
+	rd0 = c_stat("onesided_reads");
+	wr0 = c_stat("onesided_writes");
+	sp0 = c_stat("onesided_spills");
+	for (t = 0; t < SP_THREADS; t++) {
+		a[t].at = big + t * KiB(256);
+		a[t].t = t;
+		ASSERT_EQ(0, pthread_create(&th[t], NULL, sp_thread, &a[t]));
+	}
+	for (t = 0; t < SP_THREADS; t++) {
+		pthread_join(th[t], NULL);
+		EXPECT_EQ(0, a[t].ret) {
+			TH_LOG("thread %u: %s", t, odsm_strerror(a[t].ret));
+		}
+		EXPECT_EQ(0U, a[t].bad);
+	}
+	rd1 = c_stat("onesided_reads");
+	wr1 = c_stat("onesided_writes");
+	sp1 = c_stat("onesided_spills");
+	TH_LOG("%u threads x %u rounds: one-sided reads +%" PRIu64
+	       " writes +%" PRIu64 ", spilled as requests +%" PRIu64,
+	       SP_THREADS, SP_ROUNDS, rd1 - rd0, wr1 - wr0, sp1 - sp0);
+	if (rdma) {
+		EXPECT_LT(0ULL, sp1 - sp0);
+		EXPECT_EQ(2ULL * SP_THREADS * SP_ROUNDS,
+			  (rd1 - rd0) + (wr1 - wr0) + (sp1 - sp0));
+	} else {
+		EXPECT_EQ(0ULL, sp1 - sp0);
+	}
+	/* the usual pattern back, for the tests after this one */
+	in = malloc(MiB(1));
+	buf = malloc(MiB(1));
+	ASSERT_NE(NULL, in);
+	ASSERT_NE(NULL, buf);
+	c_fill(in, MiB(1), C.self, 20);
+	ASSERT_EQ(0, odsm_write(big, in, MiB(1)));
+	ASSERT_EQ(0, odsm_read(big, buf, MiB(1)));
+	EXPECT_EQ(0, memcmp(in, buf, MiB(1)));
+	free(in);
+	free(buf);
 }
 
 static int set_onesided(bool on)
