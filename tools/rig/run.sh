@@ -56,11 +56,8 @@ KVER="" NODES=1 SCEN="" INITRD="" TIMEOUT=300 MEM=512M MEM_SET=0 SMP=1 LOGDIR=$R
 # say it within 15-40 s, eight of them on this machine included)
 BOOT_LIMIT=${RIG_BOOT_LIMIT:-120}
 # the guests' CPU model (QEMU's -cpu): every feature TCG emulates but
-# CMPXCHG16B, unless RIG_CPU names another.  QEMU 7.2 (Debian 12's) leaves
-# impossible flags after CMPXCHG16B, which the kernel's slab fast path uses:
-# an interrupt there returned with TF or NT set and 6.12 guests died of
-# double faults (tools/rig/qemu-bugs/cmpxchg16b-flags.c shows it).  Without
-# CX16 the kernel takes the slab's locked path.
+# CMPXCHG16B, which QEMU 7.2 emulates with wrong flags (README.md,
+# qemu-bugs/cmpxchg16b-flags.c), unless RIG_CPU names another
 CPU=${RIG_CPU:-max,-cx16}
 [[ $BOOT_LIMIT =~ ^[1-9][0-9]*$ ]] || { echo "RIG_BOOT_LIMIT must be a positive integer" >&2; exit 2; }
 VERBOSE=0 DEBUG=0
