@@ -11,6 +11,7 @@
 #define _ODSM_RDMA_H
 
 #include <linux/rwsem.h>
+#include <linux/wait.h>
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
@@ -33,9 +34,22 @@
 /* one-sided: work requests of one READ/WRITE (a piece per 64 KiB block) */
 #define RDMA_OS_WRS		(ODSM_WIRE_MAX_DATA / ODSM_WIRE_MAP_LEN + 1)
 #define RDMA_MAX_REGS		4096	/* 256 MiB registered per connection */
-#define RDMA_RD_ATOM		1	/* RDMA READs in flight per QP */
+/*
+ * RDMA READs and atomics in flight per QP, both ways: RDMA_RD_ATOM, but 1
+ * on Soft-RoCE (odsm_rdma_rd_atom() says why), and no more than the
+ * device allows.
+ */
+#define RDMA_RD_ATOM		8
+/*
+ * One-sided operations in flight per connection, each with a bounce
+ * buffer of ODSM_WIRE_MAX_DATA (the first allocated with the connection,
+ * the others if memory allows): WRITEs overlap, READs and atomics queue
+ * on the QP behind the outstanding ones without a round trip through
+ * the waiting thread.
+ */
+#define RDMA_OS_SLOTS		4
 /* send queue: SENDs, one-sided work requests, one REG_MR, ib_drain_qp */
-#define RDMA_SQ_DEPTH		(RDMA_SENDS + RDMA_OS_WRS + 1 + 1)
+#define RDMA_SQ_DEPTH		(RDMA_SENDS + RDMA_OS_SLOTS * RDMA_OS_WRS + 1 + 1)
 
 struct odsm_rdma_conn;
 
@@ -53,6 +67,8 @@ int odsm_rdma_conn_setup(struct odsm_rdma_conn *x);
 void odsm_rdma_conn_abort(struct odsm_rdma_conn *x, bool keep_id);
 void odsm_rdma_accept_param(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 			    struct rdma_conn_param *p);
+u32 odsm_rdma_rd_atom(struct ib_device *dev);
+u32 odsm_rdma_init_depth(struct ib_device *dev);
 int odsm_rdma_dial_prepare(struct odsm_rdma_conn *x, struct sockaddr_in dst,
 			   struct rdma_conn_param *p);
 int odsm_rdma_dial_connect(struct odsm_rdma_conn *x,
@@ -79,6 +95,9 @@ int odsm_rdma_atomic(struct odsm_conn *conn, u64 addr, u32 op, u64 operand,
 		     u64 compare, u64 *old);
 bool odsm_rdma_nic_atomics(void);
 void odsm_rdma_counts(struct odsm_conn *conn, u32 *keys, u32 *regs);
+void odsm_rdma_os_init(struct odsm_rdma_conn *x);
+int odsm_rdma_os_setup(struct odsm_rdma_conn *x);
+void odsm_rdma_os_free(struct odsm_rdma_conn *x);
 int odsm_rdma_loop_atomic(u64 addr, u32 op, u64 operand, u64 compare,
 			  u64 *old);
 
@@ -145,12 +164,23 @@ struct odsm_rdma_msgs {
 	wait_queue_head_t rx_wait;
 };
 
-/* One-sided, our side: the bounce buffer, one operation at a time. */
-struct odsm_rdma_initiator {
-	struct mutex lock;		/* one operation at a time */
+/*
+ * One-sided, our side: a slot per operation in flight on the connection,
+ * each with its own DMA-mapped bounce buffer and completion.
+ */
+struct odsm_rdma_slot {
 	void *buf;			/* ODSM_WIRE_MAX_DATA, DMA-mapped */
 	u64 dma;
 	struct odsm_rdma_wait wait;
+};
+
+struct odsm_rdma_initiator {
+	wait_queue_head_t free;		/* for a slot not in use */
+	unsigned long busy;		/* a bit per slot in use */
+	u32 nr;				/* slots with a buffer, set up once */
+	u32 rd_depth;			/* READs the QP keeps in flight */
+	atomic_t reads;			/* one-sided READs in flight */
+	struct odsm_rdma_slot slot[RDMA_OS_SLOTS];
 	struct xarray keys;		/* peer's block (gaddr >> 16) -> key */
 	atomic_t nr_keys;
 	bool no_maps;			/* the peer registers no more */

@@ -18,17 +18,20 @@
  * and unpins (a removed device and rmmod tear down the connection, so
  * them too); a connection registers at most RDMA_MAX_REGS blocks.
  *
- * Operations: READ/WRITE through a per-connection DMA-mapped bounce
- * buffer, an atomic's old value into its first 8 bytes; one operation at
- * a time per connection (os_lock), every work request signalled and
- * waited for at most timeout_ms.  A READ or WRITE that finds os_lock
- * taken does not wait for it: it returns -EBUSY and its caller sends it
- * as a request instead (a spill), which the home's CPU serves side by
- * side with the others, so that the operations of many threads or of an
- * io_uring batch are in flight together.  Atomics wait (a flagged one
- * must be the device's).  A remote access error moves the QP to
- * the error state: the connection fails and the cluster redials, like any
- * other failure.
+ * Operations: READ/WRITE through a DMA-mapped bounce buffer, an atomic's
+ * old value into its first 8 bytes.  A connection has up to
+ * RDMA_OS_SLOTS slots, each a bounce buffer and a completion; an
+ * operation takes a free one (a bit of os.busy), so that several are
+ * posted at once: WRITEs overlap, and the QP keeps its READ depth of
+ * READs and atomics outstanding (odsm_rdma_init_depth()), starting the
+ * next when one is answered.  A READ or WRITE that finds every slot in
+ * use, or a READ that would wait behind the QP's READ depth, does not
+ * wait: it returns -EBUSY and its caller sends it as a request instead (a
+ * spill), which the home's CPU serves side by side with the others.
+ * Atomics wait for a slot (os.free; a flagged one must be the device's).
+ * Every work request is signalled and waited for at most timeout_ms.  A
+ * remote access error moves the QP to the error state: the connection
+ * fails and the cluster redials, like any other failure.
  *
  * Atomics (ODSM_ATOMIC_F_NIC only): devices that report IB_ATOMIC_HCA,
  * Soft-RoCE among them, make RDMA atomics indivisible against the same
@@ -41,8 +44,9 @@
  * Locks: the cache's slot_sem (held for reading by the caller, map_for())
  * -> reg_lock (one MAP at a time) -> res_sem -> heap->lock (pinning
  * takes heap->lock before res_sem and drops it; the teardown holds
- * res_sem for writing and then takes heap->lock to unpin).  os_lock ->
- * res_sem; res_sem is dropped while waiting for completions.
+ * res_sem for writing and then takes heap->lock to unpin).  A slot is
+ * taken before res_sem (a thread waiting for a slot must not hold off the
+ * teardown); res_sem is dropped while waiting for completions.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -84,6 +88,65 @@ void odsm_rdma_regs_free(struct odsm_rdma_conn *x)
 					DMA_BIDIRECTIONAL);
 		odsm_store_unpin(&odsm_heap, g->addr, g->pages);
 		kfree(g);
+	}
+}
+
+void odsm_rdma_os_init(struct odsm_rdma_conn *x)
+{
+	int i;
+
+	init_waitqueue_head(&x->os.free);
+	for (i = 0; i < RDMA_OS_SLOTS; i++) {
+		struct odsm_rdma_wait *w = &x->os.slot[i].wait;
+
+		w->x = x;
+		w->cqe.done = odsm_rdma_wr_done;
+		init_completion(&w->done);
+	}
+}
+
+/*
+ * The bounce buffers, from the connection's setup: the first one is
+ * needed, the others are taken if order-6 pages are there (fewer slots
+ * mean fewer operations in flight, nothing else).
+ */
+int odsm_rdma_os_setup(struct odsm_rdma_conn *x)
+{
+	struct odsm_rdma_slot *s;
+	u32 i;
+
+	for (i = 0; i < RDMA_OS_SLOTS; i++) {
+		s = &x->os.slot[i];
+		s->buf = alloc_pages_exact(ODSM_WIRE_MAX_DATA,
+					   GFP_KERNEL | __GFP_NOWARN);
+		if (!s->buf)
+			break;
+		s->dma = ib_dma_map_single(x->dev, s->buf, ODSM_WIRE_MAX_DATA,
+					   DMA_BIDIRECTIONAL);
+		if (ib_dma_mapping_error(x->dev, s->dma)) {
+			free_pages_exact(s->buf, ODSM_WIRE_MAX_DATA);
+			s->buf = NULL;
+			break;
+		}
+	}
+	x->os.nr = i;
+	/* what we offer; the peer may take less, and then READs queue */
+	x->os.rd_depth = max(1U, odsm_rdma_init_depth(x->dev));
+	return i ? 0 : -ENOMEM;
+}
+
+/* The bounce buffers, from the teardown (res_sem held for writing). */
+void odsm_rdma_os_free(struct odsm_rdma_conn *x)
+{
+	struct odsm_rdma_slot *s;
+	u32 i;
+
+	for (i = 0; i < x->os.nr; i++) {
+		s = &x->os.slot[i];
+		ib_dma_unmap_single(x->dev, s->dma, ODSM_WIRE_MAX_DATA,
+				    DMA_BIDIRECTIONAL);
+		free_pages_exact(s->buf, ODSM_WIRE_MAX_DATA);
+		s->buf = NULL;
 	}
 }
 
@@ -156,15 +219,15 @@ bool odsm_rdma_missing(struct odsm_conn *conn, u64 addr, u32 len, u64 *blk)
 }
 
 /*
- * Post the chain wr of n signalled work requests on os_wait and wait for
- * them.  The caller holds os_lock and res_sem for reading, and still holds
- * both on return; 0 means every request succeeded and the connection's
+ * Post the chain wr of n signalled work requests on slot s and wait for
+ * them.  The caller holds s and res_sem for reading, and still holds both
+ * on return; 0 means every request succeeded and the connection's
  * resources (the bounce buffer) are still there.
  */
-static int os_run(struct odsm_rdma_conn *x, const struct ib_send_wr *wr, u32 n,
-		  const char *what, u32 len)
+static int os_run(struct odsm_rdma_conn *x, struct odsm_rdma_slot *s,
+		  const struct ib_send_wr *wr, u32 n, const char *what, u32 len)
 {
-	struct odsm_rdma_wait *w = &x->os.wait;
+	struct odsm_rdma_wait *w = &s->wait;
 	int ret;
 
 	reinit_completion(&w->done);
@@ -187,29 +250,60 @@ static int os_run(struct odsm_rdma_conn *x, const struct ib_send_wr *wr, u32 n,
 	return ret;
 }
 
-/*
- * Lock the connection for a one-sided operation: 0, -EHOSTDOWN, or
- * -EBUSY when spill and another operation holds it.
- */
-static int os_begin(struct odsm_rdma_conn *x, bool spill)
+/* A free slot of x, now ours, or -1. */
+static int os_take(struct odsm_rdma_conn *x)
 {
-	if (!spill)
-		mutex_lock(&x->os.lock);
-	else if (!mutex_trylock(&x->os.lock))
-		return -EBUSY;
+	u32 i;
+
+	for (i = 0; i < x->os.nr; i++) {
+		if (test_and_set_bit_lock(i, &x->os.busy))
+			continue;
+		if (READ_ONCE(x->os.busy) & ~BIT(i))
+			odsm_stat_inc(ODSM_STAT_onesided_overlaps);
+		return i;
+	}
+	return -1;
+}
+
+static void os_put(struct odsm_rdma_conn *x, int i)
+{
+	clear_bit_unlock(i, &x->os.busy);
+	wake_up(&x->os.free);
+}
+
+/*
+ * A slot of the connection for a one-sided operation, in *sp: 0,
+ * -EHOSTDOWN, or -EBUSY when spill and every slot is in use.  Without
+ * spill, waits while all are in use; each ends within timeout_ms.
+ */
+static int os_begin(struct odsm_rdma_conn *x, struct odsm_rdma_slot **sp,
+		    bool spill)
+{
+	int i;
+
+	if (!READ_ONCE(x->os.nr))
+		return -EHOSTDOWN;	/* never set up */
+	if (spill) {
+		i = os_take(x);
+		if (i < 0)
+			return -EBUSY;
+	} else {
+		wait_event(x->os.free, (i = os_take(x)) >= 0);
+	}
+	*sp = &x->os.slot[i];
 	down_read(&x->res_sem);
 	if (x->torn || READ_ONCE(x->broken) || READ_ONCE(x->conn->dead)) {
 		up_read(&x->res_sem);
-		mutex_unlock(&x->os.lock);
+		os_put(x, i);
 		return -EHOSTDOWN;
 	}
 	return 0;
 }
 
-static void os_end(struct odsm_rdma_conn *x)
+static void os_end(struct odsm_rdma_conn *x, struct odsm_rdma_slot *s)
 {
 	up_read(&x->res_sem);
-	mutex_unlock(&x->os.lock);
+	os_put(x, s - x->os.slot);
 }
 
 int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
@@ -219,16 +313,25 @@ int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 	struct ib_rdma_wr wrs[RDMA_OS_WRS];
 	struct ib_sge sges[RDMA_OS_WRS];
 	u32 off, n = 0, piece, in;
+	struct odsm_rdma_slot *s;
 	struct odsm_rdma_key *k;
 	int ret;
 	u64 a;
 
 	if (!len || len > ODSM_WIRE_MAX_DATA)
 		return -EINVAL;
+	/*
+	 * A READ that would wait on the QP behind rd_depth others goes as a
+	 * request instead: the home's CPU serves requests side by side.
+	 */
+	if (!write && atomic_inc_return(&x->os.reads) > x->os.rd_depth) {
+		atomic_dec(&x->os.reads);
+		return -EBUSY;
+	}
 	memset(wrs, 0, sizeof(wrs));
-	ret = os_begin(x, true);
+	ret = os_begin(x, &s, true);
 	if (ret)
-		return ret;
+		goto out_reads;
 	for (off = 0; off < len; off += piece, n++) {
 		a = addr + off;
 		k = xa_load(&x->os.keys, a >> ODSM_BLOCK_SHIFT);
@@ -238,10 +341,10 @@ int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 		}
 		in = a & (ODSM_WIRE_MAP_LEN - 1);
 		piece = min(len - off, ODSM_WIRE_MAP_LEN - in);
-		sges[n].addr = x->os.dma + off;
+		sges[n].addr = s->dma + off;
 		sges[n].length = piece;
 		sges[n].lkey = x->pd->local_dma_lkey;
-		wrs[n].wr.wr_cqe = &x->os.wait.cqe;
+		wrs[n].wr.wr_cqe = &s->wait.cqe;
 		wrs[n].wr.opcode = write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ;
 		wrs[n].wr.send_flags = IB_SEND_SIGNALED;
 		wrs[n].wr.sg_list = &sges[n];
@@ -252,23 +355,26 @@ int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 			wrs[n - 1].wr.next = &wrs[n].wr;
 	}
 	if (write) {
-		memcpy(x->os.buf, buf, len);
-		ib_dma_sync_single_for_device(x->dev, x->os.dma, len,
+		memcpy(s->buf, buf, len);
+		ib_dma_sync_single_for_device(x->dev, s->dma, len,
 					      DMA_BIDIRECTIONAL);
 	}
-	ret = os_run(x, &wrs[0].wr, n, write ? "WRITE" : "READ", len);
+	ret = os_run(x, s, &wrs[0].wr, n, write ? "WRITE" : "READ", len);
 	if (!ret && !write) {
-		ib_dma_sync_single_for_cpu(x->dev, x->os.dma, len,
+		ib_dma_sync_single_for_cpu(x->dev, s->dma, len,
 					   DMA_BIDIRECTIONAL);
-		memcpy(buf, x->os.buf, len);
+		memcpy(buf, s->buf, len);
 	}
 out:
-	os_end(x);
+	os_end(x, s);
 	if (!ret) {
 		odsm_stat_inc(write ? ODSM_STAT_onesided_writes :
 				      ODSM_STAT_onesided_reads);
 		odsm_stat_add(ODSM_STAT_onesided_bytes, len);
 	}
+out_reads:
+	if (!write)
+		atomic_dec(&x->os.reads);
 	return ret;
 }
 
@@ -277,6 +383,7 @@ int odsm_rdma_atomic(struct odsm_conn *conn, u64 addr, u32 op, u64 operand,
 {
 	struct odsm_rdma_conn *x = rc(conn);
 	struct ib_atomic_wr wr = {};
+	struct odsm_rdma_slot *s;
 	struct odsm_rdma_key *k;
 	struct ib_sge sge;
 	int ret;
@@ -288,13 +395,13 @@ int odsm_rdma_atomic(struct odsm_conn *conn, u64 addr, u32 op, u64 operand,
 		return -ENOKEY;
 	if (!(k->flags & ODSM_WIRE_MAP_F_ATOMIC))
 		return -EOPNOTSUPP;
-	ret = os_begin(x, false);
+	ret = os_begin(x, &s, false);
 	if (ret)
 		return ret;
-	sge.addr = x->os.dma;
+	sge.addr = s->dma;
 	sge.length = sizeof(u64);
 	sge.lkey = x->pd->local_dma_lkey;
-	wr.wr.wr_cqe = &x->os.wait.cqe;
+	wr.wr.wr_cqe = &s->wait.cqe;
 	wr.wr.send_flags = IB_SEND_SIGNALED;
 	wr.wr.sg_list = &sge;
 	wr.wr.num_sge = 1;
@@ -308,14 +415,14 @@ int odsm_rdma_atomic(struct odsm_conn *conn, u64 addr, u32 op, u64 operand,
 		wr.compare_add = compare;
 		wr.swap = operand;
 	}
-	ret = os_run(x, &wr.wr, 1, "atomic", 8);
+	ret = os_run(x, s, &wr.wr, 1, "atomic", 8);
 	if (!ret) {
 		/* the device writes the old value in host byte order */
-		ib_dma_sync_single_for_cpu(x->dev, x->os.dma, sizeof(u64),
+		ib_dma_sync_single_for_cpu(x->dev, s->dma, sizeof(u64),
 					   DMA_BIDIRECTIONAL);
-		*old = *(u64 *)x->os.buf;
+		*old = *(u64 *)s->buf;
 	}
-	os_end(x);
+	os_end(x, s);
 	return ret;
 }
 

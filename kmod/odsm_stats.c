@@ -60,6 +60,7 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_onesided_fallbacks] = "onesided_fallbacks",
 	[ODSM_STAT_onesided_atomics] = "onesided_atomics",
 	[ODSM_STAT_onesided_spills] = "onesided_spills",
+	[ODSM_STAT_onesided_overlaps] = "onesided_overlaps",
 	[ODSM_STAT_loop_atomics] = "loop_atomics",
 	[ODSM_STAT_keys_sent] = "keys_sent",
 	[ODSM_STAT_keys_received] = "keys_received",

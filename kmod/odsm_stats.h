@@ -75,8 +75,12 @@ enum odsm_stat {
 	ODSM_STAT_onesided_fallbacks,	/* requests over RDMA instead */
 	ODSM_STAT_onesided_atomics,	/* one-sided RDMA atomics on peers */
 	ODSM_STAT_onesided_spills,	/* reads/writes sent as requests: the
-					 * connection had another one-sided
-					 * operation in flight
+					 * connection's slots (or its QP's
+					 * READ depth) were all in use
+					 */
+	ODSM_STAT_onesided_overlaps,	/* one-sided operations started while
+					 * another was in flight on the
+					 * connection
 					 */
 	ODSM_STAT_loop_atomics,		/* flagged atomics of our own words,
 					 * run by our device (loopback)

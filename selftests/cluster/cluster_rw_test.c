@@ -322,42 +322,44 @@ TEST_F_TIMEOUT(cl, onesided, 300)
 }
 
 /*
- * Many reads and writes in flight to one peer: four threads each write
- * and read back their own 256 KiB quarter of the successor's 1 MiB
+ * Many reads and writes in flight to one peer: eight threads each write
+ * and read back their own 128 KiB eighth of the successor's 1 MiB
  * object, eight times, with a pattern of their own each time.  Every read
- * gives what that thread wrote last.  Over RDMA a connection runs one
- * one-sided operation at a time; one that finds another in flight goes as
- * a request instead of waiting (a spill, onesided_spills), so every read
- * and write is either one-sided or a spill, and with four threads on one
- * connection some spill.  Over TCP none does.  The object holds its usual
- * pattern again at the end.
+ * gives what that thread wrote last.  Over RDMA a connection has four
+ * one-sided slots (bounce buffers): operations that start while another
+ * is in flight are counted (onesided_overlaps), and one that finds every
+ * slot in use goes as a request instead of waiting (a spill,
+ * onesided_spills), so every read and write is either one-sided or a
+ * spill, some overlap and, with eight threads on four slots, some spill.
+ * Over TCP neither.  The object holds its usual pattern again at the end.
  */
-#define SP_THREADS	4
-#define SP_ROUNDS	8
+#define OV_THREADS	8
+#define OV_ROUNDS	8
+#define OV_PART		KiB(128)
 
-struct sp_arg {
+struct ov_arg {
 	uint64_t at;
 	unsigned int t;
 	int ret;		/* the first failed call's, or 0 */
 	unsigned int bad;	/* reads that differed */
 };
 
-static void *sp_thread(void *p)
+static void *ov_thread(void *p)
 {
-	struct sp_arg *a = p;
-	uint8_t *in = malloc(KiB(256)), *out = malloc(KiB(256));
+	struct ov_arg *a = p;
+	uint8_t *in = malloc(OV_PART), *out = malloc(OV_PART);
 	unsigned int r;
 
 	if (!in || !out) {
 		a->ret = -ENOMEM;
 		goto out;
 	}
-	for (r = 0; r < SP_ROUNDS && !a->ret; r++) {
-		c_fill(in, KiB(256), C.self, 40 + a->t * SP_ROUNDS + r);
-		a->ret = odsm_write(a->at, in, KiB(256));
+	for (r = 0; r < OV_ROUNDS && !a->ret; r++) {
+		c_fill(in, OV_PART, C.self, 40 + a->t * OV_ROUNDS + r);
+		a->ret = odsm_write(a->at, in, OV_PART);
 		if (!a->ret)
-			a->ret = odsm_read(a->at, out, KiB(256));
-		if (!a->ret && memcmp(in, out, KiB(256)))
+			a->ret = odsm_read(a->at, out, OV_PART);
+		if (!a->ret && memcmp(in, out, OV_PART))
 			a->bad++;
 	}
 out:
@@ -366,11 +368,11 @@ out:
 	return NULL;
 }
 
-TEST_F_TIMEOUT(cl, onesided_spill, 300)
+TEST_F_TIMEOUT(cl, onesided_overlap, 300)
 {
-	struct sp_arg a[SP_THREADS] = { 0 };
-	uint64_t big, rd0, rd1, wr0, wr1, sp0, sp1;
-	pthread_t th[SP_THREADS];
+	uint64_t big, rd0, rd1, wr0, wr1, sp0, sp1, ov0, ov1;
+	struct ov_arg a[OV_THREADS] = { 0 };
+	pthread_t th[OV_THREADS];
 	unsigned int next, t;
 	uint8_t *in, *buf;
 	bool rdma;
@@ -382,12 +384,13 @@ TEST_F_TIMEOUT(cl, onesided_spill, 300)
 	rd0 = c_stat("onesided_reads");
 	wr0 = c_stat("onesided_writes");
 	sp0 = c_stat("onesided_spills");
-	for (t = 0; t < SP_THREADS; t++) {
-		a[t].at = big + t * KiB(256);
+	ov0 = c_stat("onesided_overlaps");
+	for (t = 0; t < OV_THREADS; t++) {
+		a[t].at = big + t * OV_PART;
 		a[t].t = t;
-		ASSERT_EQ(0, pthread_create(&th[t], NULL, sp_thread, &a[t]));
+		ASSERT_EQ(0, pthread_create(&th[t], NULL, ov_thread, &a[t]));
 	}
-	for (t = 0; t < SP_THREADS; t++) {
+	for (t = 0; t < OV_THREADS; t++) {
 		pthread_join(th[t], NULL);
 		EXPECT_EQ(0, a[t].ret) {
 			TH_LOG("thread %u: %s", t, odsm_strerror(a[t].ret));
@@ -397,14 +400,19 @@ TEST_F_TIMEOUT(cl, onesided_spill, 300)
 	rd1 = c_stat("onesided_reads");
 	wr1 = c_stat("onesided_writes");
 	sp1 = c_stat("onesided_spills");
+	ov1 = c_stat("onesided_overlaps");
 	TH_LOG("%u threads x %u rounds: one-sided reads +%" PRIu64
-	       " writes +%" PRIu64 ", spilled as requests +%" PRIu64,
-	       SP_THREADS, SP_ROUNDS, rd1 - rd0, wr1 - wr0, sp1 - sp0);
+	       " writes +%" PRIu64 ", started while another was in flight +%"
+	       PRIu64 ", spilled as requests +%" PRIu64,
+	       OV_THREADS, OV_ROUNDS, rd1 - rd0, wr1 - wr0, ov1 - ov0,
+	       sp1 - sp0);
 	if (rdma) {
+		EXPECT_LT(0ULL, ov1 - ov0);
 		EXPECT_LT(0ULL, sp1 - sp0);
-		EXPECT_EQ(2ULL * SP_THREADS * SP_ROUNDS,
+		EXPECT_EQ(2ULL * OV_THREADS * OV_ROUNDS,
 			  (rd1 - rd0) + (wr1 - wr0) + (sp1 - sp0));
 	} else {
+		EXPECT_EQ(0ULL, ov1 - ov0);
 		EXPECT_EQ(0ULL, sp1 - sp0);
 	}
 	/* the usual pattern back, for the tests after this one */

@@ -7,9 +7,9 @@
  * borrows through io_uring, which hit).  Each round drops the
  * idle copies first so that both sides fetch every object; ROUNDS rounds
  * of each, alternating, and the medians.  Then the same 64 objects read
- * (ODSM_IOC_READ: one-sided over RDMA, one at a time per connection, a
- * read that finds it busy sent as a request) one after another against
- * all at once (odsm_read_many()).  Prints
+ * (ODSM_IOC_READ: one-sided over RDMA, up to four at once per
+ * connection, a read that finds all four slots busy sent as a request)
+ * one after another against all at once (odsm_read_many()).  Prints
  * ODSM_BENCH lines; judges nothing.
  *
  *   odsm-abench NODE [ROUNDS [LABEL]]

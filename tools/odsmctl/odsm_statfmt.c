@@ -121,6 +121,7 @@ static const struct {
 	{ "onesided_bytes", G(ONESIDED, ODSM_SF_BYTES) },
 	{ "onesided_atomics", G(ONESIDED, 0) },
 	{ "onesided_spills", G(ONESIDED, 0) },
+	{ "onesided_overlaps", G(ONESIDED, 0) },
 	{ "onesided_fallbacks", G(ONESIDED, 0) },
 	{ "loop_atomics", G(ONESIDED, 0) },
 	{ "keys_sent", G(ONESIDED, 0) },
