@@ -139,12 +139,6 @@ int odsm_heap_alloc(struct odsm_heap *h, u64 size, u32 align, u32 flags,
 	return ret;
 }
 
-/*
- * The live object that starts at cgaddr, with a color it may carry.
- * -ESTALE for a colored address of an object that is gone (moved or
- * freed: the address's colors have passed it), -EINVAL for an address
- * where no object starts.  Caller holds h->lock.
- */
 /* A refusal (ret) of cgaddr: -ESTALE, counted, if it names a gone object. */
 static int refusal(struct odsm_heap *h, u64 cgaddr, int ret)
 {
@@ -155,6 +149,12 @@ static int refusal(struct odsm_heap *h, u64 cgaddr, int ret)
 	return ret;
 }
 
+/*
+ * The live object that starts at cgaddr, with a color it may carry.
+ * -ESTALE for a colored address of an object that is gone (moved or
+ * freed: the address's colors have passed it), -EINVAL for an address
+ * where no object starts.  Caller holds h->lock.
+ */
 static int object_at(struct odsm_heap *h, u64 cgaddr, struct odsm_objinfo *oi)
 {
 	int ret;
@@ -274,45 +274,37 @@ int odsm_heap_obj_info(struct odsm_heap *h, u64 cgaddr,
 }
 
 /*
- * odsm_heap_fetch() and odsm_heap_fetch_alloc() below: into buf, or (buf
- * NULL) into a new buffer of headroom bytes and the span, put in *bufp.
+ * The object at cgaddr and how many bytes from offset a FETCH of it sends
+ * (len, or the whole object if it has at most whole bytes, clipped to its
+ * end).  Caller holds h->lock.
  */
-static int fetch(struct odsm_heap *h, u64 cgaddr, u64 offset, u32 len,
-		 u32 whole, u32 flags, size_t headroom, void *buf, void **bufp,
-		 u64 *size, u16 *color, u32 *got)
+static int fetch_span(struct odsm_heap *h, u64 cgaddr, u64 offset, u32 len,
+		      u32 whole, struct odsm_objinfo *oi, u32 *n)
 {
-	struct odsm_objinfo oi;
-	void *mem = NULL;
-	u32 n = 0;
-	int ret;
+	int ret = object_at(h, cgaddr, oi);
 
-	mutex_lock(&h->lock);
-	ret = object_at(h, cgaddr, &oi);
-	if (!ret && offset > oi.size)
+	if (!ret && offset > oi->size)
 		ret = -EINVAL;
-	if (!ret) {
-		n = odsm_wire_fetch_span(oi.size, offset, len, whole);
-		if (!buf) {
-			mem = kvmalloc(headroom + n, GFP_KERNEL);
-			buf = mem ? mem + headroom : NULL;
-			ret = mem ? 0 : -ENOMEM;
-		}
-	}
-	if (!ret && n)
-		ret = odsm_store_rw_locked(h, oi.addr + offset, buf, n, false);
-	if (!ret && (!(flags & ODSM_FETCH_WHOLE) || n == oi.size))
-		odsm_palloc_set_copied(&h->pa, oi.addr);
-	mutex_unlock(&h->lock);
-	if (ret) {
-		kvfree(mem);
-		return ret;
-	}
-	if (bufp)
-		*bufp = mem;
-	*size = oi.size;
-	*color = oi.color;
-	*got = n;
-	return 0;
+	if (!ret)
+		*n = odsm_wire_fetch_span(oi->size, offset, len, whole);
+	return ret;
+}
+
+/*
+ * Copy the span (n bytes from offset) of the object oi into buf and mark
+ * the object copied (only if the span is all of it, with
+ * ODSM_FETCH_WHOLE).  Caller holds h->lock, taken since oi was looked up.
+ */
+static int fetch_copy(struct odsm_heap *h, const struct odsm_objinfo *oi,
+		      u64 offset, void *buf, u32 n, u32 flags)
+{
+	int ret = 0;
+
+	if (n)
+		ret = odsm_store_rw_locked(h, oi->addr + offset, buf, n, false);
+	if (!ret && (!(flags & ODSM_FETCH_WHOLE) || n == oi->size))
+		odsm_palloc_set_copied(&h->pa, oi->addr);
+	return ret;
 }
 
 /*
@@ -330,23 +322,76 @@ int odsm_heap_fetch(struct odsm_heap *h, u64 cgaddr, u64 offset, void *buf,
 		    u32 len, u32 whole, u32 flags, u64 *size, u16 *color,
 		    u32 *got)
 {
-	return fetch(h, cgaddr, offset, len, whole, flags, 0, buf, NULL, size,
-		     color, got);
+	struct odsm_objinfo oi;
+	u32 n = 0;
+	int ret;
+
+	mutex_lock(&h->lock);
+	ret = fetch_span(h, cgaddr, offset, len, whole, &oi, &n);
+	if (!ret)
+		ret = fetch_copy(h, &oi, offset, buf, n, flags);
+	mutex_unlock(&h->lock);
+	if (ret)
+		return ret;
+	*size = oi.size;
+	*color = oi.color;
+	*got = n;
+	return 0;
 }
+
+/* Lookups of odsm_heap_fetch_alloc() before it gives up on a changing object */
+#define FETCH_ALLOC_TRIES	4
 
 /*
  * odsm_heap_fetch() into a buffer of headroom bytes and then exactly the
- * bytes sent, allocated once the object is found (under the lock: it
- * must not go before its bytes are copied), in *bufp to kvfree().  A
- * home answers a first FETCH of a 512-byte object with 512 bytes, not
- * with the room for the largest object that fits (ODSM_FIRST_WHOLE).
+ * bytes sent, in *bufp to kvfree(): a home answers a first FETCH of a
+ * 512-byte object with 512 bytes, not with the room for the largest
+ * object that fits (ODSM_FIRST_WHOLE).
+ *
+ * The buffer is sized by a first lookup and allocated with the heap's
+ * lock dropped (reclaim in a GFP_KERNEL allocation would hold up every
+ * fault, allocation and FETCH of the node); the bytes are copied under
+ * the lock again, from the object found then.  Only if that object's span
+ * no longer fits (freed, and a larger one at the address with a color the
+ * pointer still matches) is the buffer sized again: -EAGAIN after
+ * FETCH_ALLOC_TRIES lookups.
  */
 int odsm_heap_fetch_alloc(struct odsm_heap *h, u64 cgaddr, u64 offset,
 			  u32 len, u32 whole, size_t headroom, void **bufp,
 			  u64 *size, u16 *color, u32 *got)
 {
-	return fetch(h, cgaddr, offset, len, whole, 0, headroom, NULL, bufp,
-		     size, color, got);
+	struct odsm_objinfo oi;
+	unsigned int tries;
+	u32 room, n = 0;
+	void *mem;
+	int ret;
+
+	for (tries = 0; tries < FETCH_ALLOC_TRIES; tries++) {
+		mutex_lock(&h->lock);
+		ret = fetch_span(h, cgaddr, offset, len, whole, &oi, &room);
+		mutex_unlock(&h->lock);
+		if (ret)
+			return ret;
+		mem = kvmalloc(headroom + room, GFP_KERNEL);
+		if (!mem)
+			return -ENOMEM;
+		mutex_lock(&h->lock);
+		ret = fetch_span(h, cgaddr, offset, len, whole, &oi, &n);
+		if (!ret && n <= room)
+			ret = fetch_copy(h, &oi, offset, mem + headroom, n, 0);
+		mutex_unlock(&h->lock);
+		if (!ret && n <= room) {
+			*bufp = mem;
+			*size = oi.size;
+			*color = oi.color;
+			*got = n;
+			return 0;
+		}
+		kvfree(mem);
+		if (ret)
+			return ret;
+	}
+	return -EAGAIN;
 }
 
 /*
