@@ -22,6 +22,7 @@
 #include "odsm_remote.h"
 #include "odsm_lat.h"
 #include "odsm_trace.h"
+#include "odsm_window.h"
 
 /* ---- frees of moved originals, off the borrower's path --------------- */
 
@@ -231,15 +232,63 @@ static u32 next_batch(const u64 *g, int *home, u32 n, u32 *i, u64 *batch,
 	return k;
 }
 
+/* odsm_ioc_prefetch() in progress: its objects and its FETCH_MANYs out. */
+struct prefetch {
+	const u64 *g;
+	int *home;		/* -1: nothing to fetch, or taken */
+	u32 n, i;
+	u32 fetched;
+	struct odsm_prefetch_call *pcs;
+};
+
+/*
+ * Start the FETCH_MANY of the next batch in slot: 1, or 0 when none is
+ * left (or a fatal signal stops the sending).  A batch that cannot start
+ * (its home down, no memory) leaves its objects to their borrows.
+ */
+static int prefetch_start(void *ctx, unsigned int slot, unsigned int out)
+{
+	struct prefetch *p = ctx;
+	u64 batch[ODSM_WIRE_FETCH_MANY_MAX];
+	u32 k, node;
+
+	while (!fatal_signal_pending(current)) {
+		k = next_batch(p->g, p->home, p->n, &p->i, batch, &node);
+		if (!k)
+			break;
+		if (odsm_cache_prefetch_start(&p->pcs[slot], node, batch,
+					      k) <= 0)
+			continue;
+		if (out)
+			odsm_stat_inc(ODSM_STAT_prefetch_overlapped);
+		return 1;
+	}
+	return 0;
+}
+
+/* Finish the FETCH_MANY in slot; what fails is left to the borrows. */
+static int prefetch_finish(void *ctx, unsigned int slot, bool failed)
+{
+	struct prefetch *p = ctx;
+	int ret = odsm_cache_prefetch_finish(&p->pcs[slot]);
+
+	if (ret > 0)
+		p->fetched += ret;
+	return 0;
+}
+
+static const struct odsm_window_ops prefetch_ops = {
+	.start = prefetch_start, .finish = prefetch_finish,
+};
+
 long odsm_ioc_prefetch(void __user *arg)
 {
-	u64 batch[ODSM_WIRE_FETCH_MANY_MAX], *g;
-	unsigned int head = 0, tail = 0, out = 0;
-	struct odsm_prefetch_call *pcs = NULL;
+	struct prefetch p = { 0 };
 	struct odsm_prefetch pf;
-	u32 i, k, node, fetched = 0;
-	int *home = NULL, ret;
+	u64 *g;
 	bool local;
+	u32 i;
+	int ret;
 
 	if (copy_from_user(&pf, arg, sizeof(pf)))
 		return -EFAULT;
@@ -247,53 +296,33 @@ long odsm_ioc_prefetch(void __user *arg)
 	    !odsm_reserved_zero(pf.reserved, ARRAY_SIZE(pf.reserved)))
 		return -EINVAL;
 	g = kvmalloc_array(pf.n, sizeof(*g), GFP_KERNEL);
-	home = kvmalloc_array(pf.n, sizeof(*home), GFP_KERNEL);
-	pcs = kvcalloc(PREFETCH_WINDOW, sizeof(*pcs), GFP_KERNEL);
+	p.home = kvmalloc_array(pf.n, sizeof(*p.home), GFP_KERNEL);
+	p.pcs = kvcalloc(PREFETCH_WINDOW, sizeof(*p.pcs), GFP_KERNEL);
 	ret = -ENOMEM;
-	if (!g || !home || !pcs)
+	if (!g || !p.home || !p.pcs)
 		goto out;
 	ret = -EFAULT;
 	if (copy_from_user(g, u64_to_user_ptr(pf.gaddrs), pf.n * sizeof(*g)))
 		goto out;
-	/* -1: nothing to fetch (ours, or no object's address), or taken */
+	/* -1: nothing to fetch (ours, or no object's address) */
 	for (i = 0; i < pf.n; i++) {
-		home[i] = home_of_object(g[i], &local);
-		if (home[i] >= 0 && local)
-			home[i] = -1;
+		p.home[i] = home_of_object(g[i], &local);
+		if (p.home[i] >= 0 && local)
+			p.home[i] = -1;
 	}
 	/*
 	 * One FETCH_MANY per home and ODSM_WIRE_FETCH_MANY_MAX objects, up
-	 * to PREFETCH_WINDOW out, finished in the order started.  A batch
-	 * that fails (its home down, no memory) leaves its objects to their
-	 * borrows; a fatal signal stops the sending, not the finishing.
+	 * to PREFETCH_WINDOW out, finished in the order started; a fatal
+	 * signal stops the sending, not the finishing.
 	 */
-	i = 0;
-	for (;;) {
-		while (out < PREFETCH_WINDOW && !fatal_signal_pending(current)) {
-			k = next_batch(g, home, pf.n, &i, batch, &node);
-			if (!k)
-				break;
-			if (odsm_cache_prefetch_start(&pcs[tail], node, batch,
-						      k) <= 0)
-				continue;
-			if (out)
-				odsm_stat_inc(ODSM_STAT_prefetch_overlapped);
-			tail = (tail + 1) % PREFETCH_WINDOW;
-			out++;
-		}
-		if (!out)
-			break;
-		ret = odsm_cache_prefetch_finish(&pcs[head]);
-		if (ret > 0)
-			fetched += ret;
-		head = (head + 1) % PREFETCH_WINDOW;
-		out--;
-	}
-	pf.fetched = fetched;
+	p.g = g;
+	p.n = pf.n;
+	odsm_window_run(&prefetch_ops, &p, PREFETCH_WINDOW);
+	pf.fetched = p.fetched;
 	ret = copy_to_user(arg, &pf, sizeof(pf)) ? -EFAULT : 0;
 out:
-	kvfree(pcs);
-	kvfree(home);
+	kvfree(p.pcs);
+	kvfree(p.home);
 	kvfree(g);
 	return ret;
 }

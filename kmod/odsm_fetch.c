@@ -22,6 +22,7 @@
 #include "odsm_core.h"
 #include "odsm_lat.h"
 #include "odsm_trace.h"
+#include "odsm_window.h"
 
 #define FETCH_REST_DEPTH	4
 #define FETCH_REST_EXTRA	16
@@ -34,7 +35,6 @@ struct fetch_call {
 	struct odsm_rpc_call rc;
 	struct odsm_wire_fetch fe;
 	u8 p[ODSM_WIRE_FETCH_SIZE];
-	u32 node;
 	u64 start;
 };
 
@@ -46,7 +46,6 @@ static int fetch_start(struct fetch_call *f, u32 node, u64 inc, u64 cg,
 
 	f->fe = (struct odsm_wire_fetch){ .gaddr = cg, .offset = offset,
 					  .len = len, .whole = whole };
-	f->node = node;
 	n = odsm_wire_put_fetch(f->p, &f->fe);
 	f->start = ktime_get_ns();
 	ret = odsm_rpc_start(&f->rc, node, inc, ODSM_MSG_FETCH, f->p, n, NULL,
@@ -82,11 +81,11 @@ static int fetch_finish(struct fetch_call *f, u64 *size, u32 *got)
 	*size = fr.size;
 	*got = fr.len;
 	/* only answered fetches: a failure's time is the timeout's */
-	trace_odsm_fetch(f->node, fe->gaddr, fe->offset, fr.len, 0,
+	trace_odsm_fetch(f->rc.peer, fe->gaddr, fe->offset, fr.len, 0,
 			 odsm_lat_record(ODSM_LAT_fetch, f->start));
 	return 0;
 out:
-	trace_odsm_fetch(f->node, fe->gaddr, fe->offset, 0, ret,
+	trace_odsm_fetch(f->rc.peer, fe->gaddr, fe->offset, 0, ret,
 			 ktime_get_ns() - f->start);
 	return ret;
 }
@@ -115,35 +114,73 @@ struct rest_chunk {
 	bool extra;		/* counted in rest_extra */
 };
 
+/* odsm_fetch_rest() in progress: the object, and where the next chunk starts. */
+struct rest {
+	struct rest_chunk *cs;
+	u32 node;
+	u64 inc, cg, next, size, dst;
+	u32 chunk;
+};
+
 /*
- * Start the chunk of c at *next (the first one out always; the others
- * only while the peer's bound on extra chunks allows): 1 started, 0 not
- * now, or -errno.
+ * Start the chunk of slot at r->next (the first one out always; the others
+ * only while the peer's bound on extra chunks allows): 1 started, 0 none
+ * now (all started, or the bound reached), or -errno.
  */
-static int rest_start(struct rest_chunk *c, bool first, u32 node, u64 inc,
-		      u64 cg, u64 *next, u64 size, u32 chunk)
+static int rest_start(void *ctx, unsigned int slot, unsigned int out)
 {
+	struct rest *r = ctx;
+	struct rest_chunk *c = &r->cs[slot];
 	int ret;
 
-	c->extra = !first;
+	if (r->next >= r->size)
+		return 0;
+	c->extra = out > 0;
 	if (c->extra &&
-	    atomic_inc_return(&rest_extra[node]) > FETCH_REST_EXTRA) {
-		atomic_dec(&rest_extra[node]);
+	    atomic_inc_return(&rest_extra[r->node]) > FETCH_REST_EXTRA) {
+		atomic_dec(&rest_extra[r->node]);
 		return 0;
 	}
-	c->from = *next;
-	c->len = min_t(u64, size - *next, chunk);
-	ret = fetch_start(&c->f, node, inc, cg, c->from, c->buf, c->len, 0);
+	c->from = r->next;
+	c->len = min_t(u64, r->size - r->next, r->chunk);
+	ret = fetch_start(&c->f, r->node, r->inc, r->cg, c->from, c->buf,
+			  c->len, 0);
 	if (ret) {
 		if (c->extra)
-			atomic_dec(&rest_extra[node]);
+			atomic_dec(&rest_extra[r->node]);
 		return ret;
 	}
-	*next += c->len;
+	r->next += c->len;
 	if (c->extra)
 		odsm_stat_inc(ODSM_STAT_fetch_chunks_overlapped);
 	return 1;
 }
+
+/* Wait for the chunk of slot and store it, unless the fetch failed already. */
+static int rest_finish(void *ctx, unsigned int slot, bool failed)
+{
+	struct rest *r = ctx;
+	struct rest_chunk *c = &r->cs[slot];
+	u64 osize;
+	u32 got;
+	int ret;
+
+	/* in the order started: a reply that came first waits in its call */
+	ret = fetch_finish(&c->f, &osize, &got);
+	if (c->extra)
+		atomic_dec(&rest_extra[r->node]);
+	if (!ret && (osize != r->size || got != c->len))
+		ret = -EPROTO;	/* the object changed under us */
+	if (!ret && !failed)
+		ret = odsm_store_rw(&odsm_heap, r->dst + c->from,
+				    c->buf + ODSM_WIRE_FETCH_REPLY_SIZE,
+				    c->len, true);
+	return ret;
+}
+
+static const struct odsm_window_ops rest_ops = {
+	.start = rest_start, .finish = rest_finish,
+};
 
 /*
  * Fetch [from, size) of the object into the local range at dst, by chunks,
@@ -152,63 +189,35 @@ static int rest_start(struct rest_chunk *c, bool first, u32 node, u64 inc,
  */
 int odsm_fetch_rest(u32 node, u64 inc, u64 cg, u64 from, u64 size, u64 dst)
 {
-	u32 chunk = min_t(u64, size - from, ODSM_WIRE_MAX_DATA), got;
-	unsigned int depth, head = 0, tail = 0, out = 0, i;
-	struct rest_chunk *cs;
-	u64 next = from, osize;
-	int ret = 0, r;
+	struct rest r = { .node = node, .inc = inc, .cg = cg, .next = from,
+			  .size = size, .dst = dst };
+	unsigned int depth, i;
+	int ret = 0;
 
 	if (from >= size)
 		return 0;
 	if (node >= ODSM_MAX_NODES)
 		return -EINVAL;
-	depth = min_t(u64, FETCH_REST_DEPTH, DIV_ROUND_UP(size - from, chunk));
-	cs = kcalloc(depth, sizeof(*cs), GFP_KERNEL);
-	if (!cs)
+	r.chunk = min_t(u64, size - from, ODSM_WIRE_MAX_DATA);
+	depth = min_t(u64, FETCH_REST_DEPTH, DIV_ROUND_UP(size - from, r.chunk));
+	r.cs = kcalloc(depth, sizeof(*r.cs), GFP_KERNEL);
+	if (!r.cs)
 		return -ENOMEM;
 	for (i = 0; i < depth; i++) {
-		cs[i].buf = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + chunk,
-				     GFP_KERNEL);
+		r.cs[i].buf = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + r.chunk,
+				       GFP_KERNEL);
 		/* fewer buffers: fewer chunks out, not a failure */
-		if (!cs[i].buf) {
+		if (!r.cs[i].buf) {
 			if (!i)
 				ret = -ENOMEM;
 			depth = i;
 			break;
 		}
 	}
-	while (!ret || out) {
-		/* as many out as the depth and the peer's bound allow */
-		while (!ret && next < size && out < depth) {
-			r = rest_start(&cs[tail], !out, node, inc, cg, &next,
-				       size, chunk);
-			if (r <= 0) {
-				ret = r;
-				break;
-			}
-			tail = (tail + 1) % depth;
-			out++;
-		}
-		if (!out)
-			break;
-		/* in the order started: a reply that came first waits in its call */
-		r = fetch_finish(&cs[head].f, &osize, &got);
-		if (cs[head].extra)
-			atomic_dec(&rest_extra[node]);
-		if (!r && (osize != size || got != cs[head].len))
-			r = -EPROTO;	/* the object changed under us */
-		if (!r && !ret)
-			r = odsm_store_rw(&odsm_heap, dst + cs[head].from,
-					  cs[head].buf +
-					  ODSM_WIRE_FETCH_REPLY_SIZE,
-					  cs[head].len, true);
-		if (r && !ret)
-			ret = r;
-		head = (head + 1) % depth;
-		out--;
-	}
+	if (!ret)
+		ret = odsm_window_run(&rest_ops, &r, depth);
 	for (i = 0; i < depth; i++)
-		kvfree(cs[i].buf);
-	kfree(cs);
+		kvfree(r.cs[i].buf);
+	kfree(r.cs);
 	return ret;
 }
