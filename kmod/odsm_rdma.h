@@ -180,6 +180,7 @@ struct odsm_rdma_initiator {
 	u32 nr;				/* slots with a buffer, set up once */
 	u32 rd_depth;			/* READs the QP keeps in flight */
 	atomic_t reads;			/* one-sided READs in flight */
+	atomic_t waiters;		/* atomics waiting for a slot */
 	struct odsm_rdma_slot slot[RDMA_OS_SLOTS];
 	struct xarray keys;		/* peer's block (gaddr >> 16) -> key */
 	atomic_t nr_keys;

@@ -28,7 +28,8 @@
  * use, or a READ that would wait behind the QP's READ depth, does not
  * wait: it returns -EBUSY and its caller sends it as a request instead (a
  * spill), which the home's CPU serves side by side with the others.
- * Atomics wait for a slot (os.free; a flagged one must be the device's).
+ * Atomics wait for a slot (os.free; a flagged one must be the device's),
+ * and READs and WRITEs spill while one waits (os.waiters).
  * Every work request is signalled and waited for at most timeout_ms.  A
  * remote access error moves the QP to the error state: the connection
  * fails and the cluster redials, like any other failure.
@@ -275,6 +276,11 @@ static void os_put(struct odsm_rdma_conn *x, int i)
  * A slot of the connection for a one-sided operation, in *sp: 0,
  * -EHOSTDOWN, or -EBUSY when spill and every slot is in use.  Without
  * spill, waits while all are in use; each ends within timeout_ms.
+ *
+ * An operation that may spill does not take a slot while one that may
+ * not (an atomic) waits for it: READs and WRITEs arriving without pause
+ * would otherwise win every slot that goes free, and the atomic would
+ * wait for as long as they come.  They go as requests meanwhile.
  */
 static int os_begin(struct odsm_rdma_conn *x, struct odsm_rdma_slot **sp,
 		    bool spill)
@@ -284,11 +290,13 @@ static int os_begin(struct odsm_rdma_conn *x, struct odsm_rdma_slot **sp,
 	if (!READ_ONCE(x->os.nr))
 		return -EHOSTDOWN;	/* never set up */
 	if (spill) {
-		i = os_take(x);
+		i = atomic_read(&x->os.waiters) ? -1 : os_take(x);
 		if (i < 0)
 			return -EBUSY;
 	} else {
+		atomic_inc(&x->os.waiters);
 		wait_event(x->os.free, (i = os_take(x)) >= 0);
+		atomic_dec(&x->os.waiters);
 	}
 	*sp = &x->os.slot[i];
 	down_read(&x->res_sem);
@@ -323,6 +331,9 @@ int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 	/*
 	 * A READ that would wait on the QP behind rd_depth others goes as a
 	 * request instead: the home's CPU serves requests side by side.
+	 * Counted in operations: one is up to RDMA_OS_WRS READ work requests
+	 * (a 64 KiB block each), which the QP's own READ depth (the
+	 * max_rd_atomic it was given) keeps in bounds on the wire.
 	 */
 	if (!write && atomic_inc_return(&x->os.reads) > x->os.rd_depth) {
 		atomic_dec(&x->os.reads);
