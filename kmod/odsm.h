@@ -122,6 +122,7 @@ int odsm_store_rw(struct odsm_heap *h, u64 addr, void *buf, u64 len,
 		  bool write);
 int odsm_store_check(struct odsm_heap *h, u64 addr, u64 len);
 int odsm_store_load(struct odsm_heap *h, u64 addr, u32 size, u64 *val);
+int odsm_store_word32(struct odsm_heap *h, u64 addr, bool add, u32 val);
 /* Pins of whole 64 KiB blocks for RDMA registrations (odsm_store.c). */
 #define ODSM_BLOCK_PAGES	(ODSM_BLOCK_SIZE >> PAGE_SHIFT)
 int odsm_store_pin(struct odsm_heap *h, u64 addr, struct page **pages);

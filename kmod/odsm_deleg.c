@@ -40,6 +40,7 @@
 #include "odsm.h"
 #include "odsm_core.h"
 #include "odsm_deleg.h"
+#include "odsm_deleg_lane.h"
 #include "odsm_dslot.h"
 
 /* A runtime serving an endpoint of this node's partition. */
@@ -55,6 +56,7 @@ struct deleg_ep {
 	wait_queue_head_t wq;
 	bool dead;
 	u64 next_ticket;
+	struct deleg_lanes *lanes;	/* NULL: every batch is queued */
 };
 
 /*
@@ -64,7 +66,7 @@ struct deleg_ep {
  */
 struct deleg_item {
 	struct list_head node;
-	const u8 *req;			/* slot_size bytes, validated */
+	u8 *req;			/* slot_size bytes, validated */
 	u32 req_len;
 	u32 count;			/* its records */
 	u32 from;			/* the client's node */
@@ -118,7 +120,10 @@ static void waiting_put(u32 node)
 
 static void ep_free(struct kref *ref)
 {
-	kfree(container_of(ref, struct deleg_ep, ref));
+	struct deleg_ep *ep = container_of(ref, struct deleg_ep, ref);
+
+	odsm_lanes_free(ep->lanes);
+	kfree(ep);
 }
 
 static struct deleg_ep *ep_find(u64 endpoint)
@@ -234,11 +239,44 @@ out:
 }
 
 /*
+ * Through a lane of ep, straight to the batch's trustee (odsm_deleg_lane.c),
+ * when it has one for it: -EAGAIN when it does not (the caller queues the
+ * batch), else as deliver().  The answer is checked as a gateway's is.
+ */
+static int deliver_lane(struct deleg_ep *ep, u8 *req, u32 req_len, u32 count,
+			u32 wait_ms, u8 **resp, u32 *resp_len)
+{
+	u32 lane;
+	int ret;
+
+	if (!ep->lanes)
+		return -EAGAIN;
+	ret = odsm_lanes_take(ep->lanes, req, &lane);
+	if (ret == -EBUSY)
+		odsm_stat_inc(ODSM_STAT_deleg_lane_full);
+	if (ret)
+		return -EAGAIN;
+	ret = odsm_lanes_run(ep->lanes, lane, req, req_len, &ep->dead,
+			     wait_ms, resp, resp_len);
+	if (ret)
+		return ret;
+	odsm_stat_inc(ODSM_STAT_deleg_lane_batches);
+	ret = resp_check(*resp, req, ep->slot_size, *resp_len, count);
+	if (ret == -EBADMSG)
+		odsm_stat_inc(ODSM_STAT_deleg_malformed);
+	if (ret) {
+		kvfree(*resp);
+		*resp = NULL;
+	}
+	return ret;
+}
+
+/*
  * Hand a validated batch (req: slot_size bytes) to the runtime at endpoint
  * of this node and wait for its answer: 0 and *resp (kvmalloc()ed, the
  * caller frees it) and *resp_len, or -errno.
  */
-static int deliver(u64 endpoint, u32 slot_size, const u8 *req, u32 req_len,
+static int deliver(u64 endpoint, u32 slot_size, u8 *req, u32 req_len,
 		   u32 count, u32 from, u8 **resp, u32 *resp_len)
 {
 	struct deleg_item it = {
@@ -254,6 +292,11 @@ static int deliver(u64 endpoint, u32 slot_size, const u8 *req, u32 req_len,
 	ret = -EINVAL;
 	if (ep->slot_size != slot_size)
 		goto out;
+	if (!wait_ms)
+		wait_ms = 1500;
+	ret = deliver_lane(ep, req, req_len, count, wait_ms, resp, resp_len);
+	if (ret != -EAGAIN)
+		goto done;
 	init_completion(&it.done);
 	mutex_lock(&ep->lock);
 	if (ep->dead) {
@@ -272,7 +315,7 @@ static int deliver(u64 endpoint, u32 slot_size, const u8 *req, u32 req_len,
 	 * signal: its wait ends by the timeout.)
 	 */
 	left = wait_for_completion_killable_timeout(&it.done,
-						    msecs_to_jiffies(wait_ms ? wait_ms : 1500));
+						    msecs_to_jiffies(wait_ms));
 	if (left <= 0) {
 		mutex_lock(&ep->lock);
 		if (!list_empty(&it.node))
@@ -285,11 +328,14 @@ static int deliver(u64 endpoint, u32 slot_size, const u8 *req, u32 req_len,
 	if (!ret) {
 		*resp = it.resp;
 		*resp_len = it.resp_len;
-		odsm_stat_inc(ODSM_STAT_deleg_in_batches);
-		odsm_stat_add(ODSM_STAT_deleg_in_requests, count);
-		odsm_stat_add(ODSM_STAT_deleg_in_bytes, req_len + it.resp_len);
 	} else {
 		kvfree(it.resp);
+	}
+done:
+	if (!ret) {
+		odsm_stat_inc(ODSM_STAT_deleg_in_batches);
+		odsm_stat_add(ODSM_STAT_deleg_in_requests, count);
+		odsm_stat_add(ODSM_STAT_deleg_in_bytes, req_len + *resp_len);
 	}
 out:
 	kref_put(&ep->ref, ep_free);
@@ -464,7 +510,8 @@ long odsm_ioc_deleg_bind(struct file *filp, void __user *uarg)
 
 	if (copy_from_user(&b, uarg, sizeof(b)))
 		return -EFAULT;
-	if (b.flags || b.reserved[0] || b.reserved[1] ||
+	if ((b.flags & ~ODSM_DELEG_BIND_LANES) || b.reserved ||
+	    (!(b.flags & ODSM_DELEG_BIND_LANES) && b.lanes) ||
 	    !odsm_dslot_size_ok(b.slot_size))
 		return -EINVAL;
 	/* the endpoint names a runtime of this node: its arena is here */
@@ -473,6 +520,21 @@ long odsm_ioc_deleg_bind(struct file *filp, void __user *uarg)
 	ep = kzalloc(sizeof(*ep), GFP_KERNEL);
 	if (!ep)
 		return -ENOMEM;
+	if (b.flags & ODSM_DELEG_BIND_LANES) {
+		struct odsm_deleg_lanes u;
+		struct deleg_lanes *l;
+
+		if (copy_from_user(&u, u64_to_user_ptr(b.lanes), sizeof(u))) {
+			kfree(ep);
+			return -EFAULT;
+		}
+		l = odsm_lanes_create(&u, b.slot_size);
+		if (IS_ERR(l)) {
+			kfree(ep);
+			return PTR_ERR(l);
+		}
+		ep->lanes = l;
+	}
 	kref_init(&ep->ref);
 	ep->owner = filp;
 	ep->endpoint = b.endpoint;
@@ -486,6 +548,7 @@ long odsm_ioc_deleg_bind(struct file *filp, void __user *uarg)
 	list_for_each_entry(e, &deleg_eps, node) {
 		if (e->endpoint == b.endpoint || e->owner == filp) {
 			mutex_unlock(&deleg_eps_lock);
+			odsm_lanes_free(ep->lanes);
 			kfree(ep);
 			return -EADDRINUSE;
 		}
@@ -671,6 +734,9 @@ found:
 		item_finish(it, -EOWNERDEAD);
 	mutex_unlock(&ep->lock);
 	wake_up_interruptible_all(&ep->wq);
+	/* a deliverer waiting on a lane sees dead now, not at its timeout */
+	if (ep->lanes)
+		odsm_lanes_kick(ep->lanes);
 	kref_put(&ep->ref, ep_free);
 }
 

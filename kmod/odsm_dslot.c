@@ -89,7 +89,7 @@ int odsm_dslot_parse_req(const void *slot, u32 slot_size,
 	if (!odsm_dslot_size_ok(slot_size))
 		return -EBADMSG;
 	memcpy(&h, s, sizeof(h));
-	if (h.flags || h.count > max ||
+	if ((h.flags & ~ODSM_DSLOT_F_GATEWAY) || h.count > max ||
 	    h.count > odsm_dslot_max_count(slot_size) ||
 	    h.len > slot_size - ODSM_DSLOT_HDR || h.len % ODSM_DSLOT_ALIGN)
 		return -EBADMSG;

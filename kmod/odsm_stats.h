@@ -153,6 +153,13 @@ enum odsm_stat {
 	ODSM_STAT_deleg_malformed,	/* batches and answers dropped as
 					 * malformed (odsm_dslot checks)
 					 */
+	ODSM_STAT_deleg_lane_batches,	/* ... of deleg_in_batches, answered
+					 * through a lane (no gateway)
+					 */
+	ODSM_STAT_deleg_lane_full,	/* batches for a runtime with lanes
+					 * queued for its gateway: every lane
+					 * of their trustee was busy
+					 */
 	/* io_uring commands (odsm_uring.c) */
 	ODSM_STAT_uring_cmds,		/* commands taken to run async */
 	ODSM_STAT_uring_done,		/* ... of them, completed */

@@ -736,6 +736,44 @@ out:
 }
 
 /*
+ * Store val into the 4-byte word at addr of the local partition (a
+ * release: what the caller wrote into the partition before is seen
+ * first), or add it atomically (add), as a CPU of this node would: the
+ * processes that map the page see it.  Wakes no waiter: the caller does.
+ */
+int odsm_store_word32(struct odsm_heap *h, u64 addr, bool add, u32 val)
+{
+	struct page *page;
+	void *kaddr;
+	u32 *word;
+	int ret = 0;
+
+	if (addr % 4)
+		return -EINVAL;
+	mutex_lock(&h->lock);
+	if (!range_backed(h, addr, 4)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	page = store_get_locked(h, store_index(h, addr));
+	if (IS_ERR(page)) {
+		ret = PTR_ERR(page);
+		goto out;
+	}
+	kaddr = kmap_local_page(page);
+	word = kaddr + offset_in_page(addr);
+	if (add)
+		atomic_add(val, (atomic_t *)word);
+	else		/* after the caller's writes into the partition */
+		smp_store_release(word, val);
+	kunmap_local(kaddr);
+	put_page(page);
+out:
+	mutex_unlock(&h->lock);
+	return ret;
+}
+
+/*
  * An atomic operation on the 8-byte word at addr of the local partition.
  * Processes of this node that map the page use CPU atomics on the same
  * physical word, so the two stay atomic with each other.

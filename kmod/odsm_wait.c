@@ -135,9 +135,11 @@ void odsm_wait_wake_range(u64 addr, u64 len)
  * Sleep while the size-byte word at addr holds expect.  0 when woken,
  * -EAGAIN when it did not hold expect, -ETIMEDOUT, -EINTR (timed) or
  * -ERESTARTSYS (untimed: restarted whole, as FUTEX_WAIT without a
- * timeout is) on a signal, or the error of reading the word.
+ * timeout is) on a signal (TASK_INTERRUPTIBLE: any; TASK_KILLABLE: a
+ * fatal one), or the error of reading the word.
  */
-static long wait_word(u64 addr, u32 size, u64 expect, u64 timeout_ns)
+static long wait_word(u64 addr, u32 size, u64 expect, u64 timeout_ns,
+		      unsigned int state)
 {
 	struct wait_bucket *b = bucket_of(addr);
 	struct waiter w = { .task = current, .addr = addr, .size = size };
@@ -161,10 +163,10 @@ static long wait_word(u64 addr, u32 size, u64 expect, u64 timeout_ns)
 	if (timeout_ns)
 		expires = ktime_add_safe(ktime_get(), ns_to_ktime(timeout_ns));
 	for (;;) {
-		set_current_state(TASK_INTERRUPTIBLE);
+		set_current_state(state);
 		if (READ_ONCE(w.woken))
 			break;
-		if (signal_pending(current)) {
+		if (signal_pending_state(state, current)) {
 			ret = timeout_ns ? -EINTR : -ERESTARTSYS;
 			break;
 		}
@@ -189,6 +191,11 @@ out:
 	return ret;
 }
 
+long odsm_wait_word_killable(u64 addr, u32 size, u64 expect, u64 timeout_ns)
+{
+	return wait_word(addr, size, expect, timeout_ns, TASK_KILLABLE);
+}
+
 /* a word this node's waits may name: aligned, in our partition */
 static bool word_ok(u64 addr, u32 size)
 {
@@ -211,7 +218,8 @@ long odsm_ioc_wait(void __user *arg)
 		odsm_stat_inc(ODSM_STAT_wait_refused);
 		return -EINVAL;
 	}
-	ret = wait_word(wt.gaddr, wt.size, wt.expect, wt.timeout_ns);
+	ret = wait_word(wt.gaddr, wt.size, wt.expect, wt.timeout_ns,
+			TASK_INTERRUPTIBLE);
 	switch (ret) {
 	case 0:
 		odsm_stat_inc(ODSM_STAT_wait_woken);

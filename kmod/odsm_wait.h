@@ -25,4 +25,12 @@ long odsm_ioc_wake(void __user *arg);
  */
 void odsm_wait_wake_range(u64 addr, u64 len);
 
+/*
+ * The module's own wait on a word of this partition (a lane's response
+ * seq, odsm_deleg_lane.c): as ODSM_IOC_WAIT's, woken the same way, ended
+ * early only by a fatal signal (-EINTR or -ERESTARTSYS).  timeout_ns 0:
+ * none.
+ */
+long odsm_wait_word_killable(u64 addr, u32 size, u64 expect, u64 timeout_ns);
+
 #endif /* _ODSM_WAIT_H */

@@ -32,11 +32,12 @@ int dg_layout(const struct odsm_deleg_config *c, struct dg_hdr *h)
 
 	memset(h, 0, sizeof(*h));
 	h->trustees = c->trustees;
-	h->clients = c->clients;
+	h->lanes = DG_LANES;
+	h->clients = c->clients + DG_LANES;
 	h->slot_size = c->slot_size ? c->slot_size : DG_SLOT_DEFAULT;
 	h->cells = c->cells ? c->cells : DG_CELLS_DEFAULT;
-	if (!h->trustees || h->trustees > DG_MAX_TRUSTEES || !h->clients ||
-	    h->clients > DG_MAX_CLIENTS || !odsm_dslot_size_ok(h->slot_size) ||
+	if (!h->trustees || h->trustees > DG_MAX_TRUSTEES || !c->clients ||
+	    c->clients > DG_MAX_CLIENTS || !odsm_dslot_size_ok(h->slot_size) ||
 	    h->cells > (1U << 20) ||
 	    (uint64_t)h->trustees * h->cells >= UINT32_MAX)
 		return -EINVAL;
@@ -308,8 +309,10 @@ int odsm_deleg_attach(const struct odsm_deleg_arena *a,
 	    h->version != DG_VERSION)
 		return -EINVAL;
 	/* the geometry must be what the offsets say, inside the arena */
+	if (h->lanes != DG_LANES || h->clients < DG_LANES)
+		return -EINVAL;
 	c.trustees = h->trustees;
-	c.clients = h->clients;
+	c.clients = h->clients - DG_LANES;
 	c.slot_size = h->slot_size;
 	c.cells = h->cells;
 	if (dg_layout(&c, &want) || want.size > a->size ||

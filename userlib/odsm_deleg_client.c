@@ -123,7 +123,8 @@ static int dg_claim(struct odsm_deleg *d, struct dg_thread *me)
 	int pass, ret;
 
 	for (pass = 0; pass < 2; pass++) {
-		for (c = 0; c < h->clients; c++) {
+		/* the lanes are the module's */
+		for (c = DG_LANES; c < h->clients; c++) {
 			cl = dg_client(d, c);
 			cur = __atomic_load_n(&cl->tid, __ATOMIC_ACQUIRE);
 			if (cur && !(pass && dg_holder_dead(cl)))
@@ -677,6 +678,8 @@ static int dg_move_there(struct odsm_deleg *d, struct odsm_box *b)
 	if (ret)
 		goto out;
 	odsm_dbatch_seal(&db);
+	/* the gateway answers it: the module must not give it a trustee */
+	((struct odsm_dslot_hdr *)j.req)->flags = ODSM_DSLOT_F_GATEWAY;
 	j.req_len = ODSM_DSLOT_HDR + db.len;
 	dg_rcall(&j);
 	ret = j.status;

@@ -173,6 +173,54 @@ out:
 	return NULL;
 }
 
+/* The global address of p, a byte of d's arena. */
+static uint64_t dg_gaddr(const struct odsm_deleg *d, const void *p)
+{
+	return d->h->gaddr + (uint64_t)((const uint8_t *)p - d->base);
+}
+
+/*
+ * Bind d's address to d->gw_fd, with its lanes (DG_LANES client slots per
+ * trustee that the module fills itself, answered like any slot) when the
+ * module has them: 0 or -errno.
+ */
+static int dg_gateway_bind(struct odsm_deleg *d)
+{
+	struct odsm_deleg_lanes l = {
+		.slots = dg_gaddr(d, dg_req_slot(d, 0, 0)),
+		.trustee_stride = (uint64_t)d->h->clients * 2 * d->h->slot_size,
+		.wake = dg_gaddr(d, &dg_trustee(d, 0)->wake),
+		.wake_stride = sizeof(struct dg_trustee),
+		.trustees = d->h->trustees,
+		.lanes = DG_LANES,
+		.cells = d->h->cells,
+	};
+	struct odsm_deleg_bind b = { .endpoint = d->h->gaddr,
+				     .slot_size = d->h->slot_size,
+				     .flags = ODSM_DELEG_BIND_LANES,
+				     .lanes = (uintptr_t)&l };
+	uint32_t hi = __atomic_load_n(&d->h->clients_hi, __ATOMIC_ACQUIRE);
+	unsigned int c;
+
+	/* the module sleeps on a lane's answer: always woken */
+	for (c = 0; c < DG_LANES; c++)
+		__atomic_store_n(&dg_client(d, c)->waiting, 1, __ATOMIC_RELAXED);
+	/* trustees scan [0, clients_hi): the lanes among them */
+	while (hi < DG_LANES &&
+	       !__atomic_compare_exchange_n(&d->h->clients_hi, &hi, DG_LANES,
+					    false, __ATOMIC_ACQ_REL,
+					    __ATOMIC_ACQUIRE))
+		;
+	if (!ioctl(d->gw_fd, ODSM_IOC_DELEG_BIND, &b))
+		return 0;
+	if (errno != EINVAL)
+		return -errno;
+	/* a module without lanes: every batch comes through the gateway */
+	b.flags = 0;
+	b.lanes = 0;
+	return ioctl(d->gw_fd, ODSM_IOC_DELEG_BIND, &b) ? -errno : 0;
+}
+
 /*
  * Start the gateways of heap runtime d.  Without them the runtime still
  * serves this node (d->gw_err says why not: the module refused the bind,
@@ -180,8 +228,6 @@ out:
  */
 void dg_gateway_start(struct odsm_deleg *d)
 {
-	struct odsm_deleg_bind b = { .endpoint = d->h->gaddr,
-				     .slot_size = d->h->slot_size };
 	unsigned int i;
 
 	d->gw_fd = open("/dev/odsm", O_RDWR | O_CLOEXEC);
@@ -189,8 +235,8 @@ void dg_gateway_start(struct odsm_deleg *d)
 		d->gw_err = -errno;
 		return;
 	}
-	if (ioctl(d->gw_fd, ODSM_IOC_DELEG_BIND, &b)) {
-		d->gw_err = -errno;
+	d->gw_err = dg_gateway_bind(d);
+	if (d->gw_err) {
 		close(d->gw_fd);
 		d->gw_fd = -1;
 		return;

@@ -9,6 +9,7 @@
  *   struct dg_hdr                          identity, geometry, state
  *   struct dg_trustee [trustees]           liveness, wake futex, counters
  *   struct dg_client  [clients]            who holds each client slot
+ *                                          (the first DG_LANES: lanes)
  *   struct dg_cell    [trustees * cells]   the entrusted objects
  *   slots [trustees][clients] { request, response }, slot_size each
  *
@@ -27,12 +28,19 @@
 #include "odsm_dslot.h"
 
 #define DG_MAGIC	0x474c45444d53444fULL	/* "ODSMDELG" */
-#define DG_VERSION	1
+#define DG_VERSION	2
 #define DG_MAX_TRUSTEES	64
 #define DG_MAX_CLIENTS	4096
 #define DG_MAX_ATTACH	8		/* runtimes one process uses at once */
 #define DG_LINE		64
 #define DG_GATEWAYS	2		/* threads relaying remote batches */
+/*
+ * Client slots [0, DG_LANES) of every arena are lanes: the module writes
+ * other nodes' batches there itself (ODSM_DELEG_BIND_LANES), so that they
+ * reach their trustee without a gateway thread.  No client thread takes
+ * them; in an arena outside the heap they stay unused.
+ */
+#define DG_LANES	4
 
 /* dg_hdr.state */
 #define DG_RUNNING	1
@@ -48,6 +56,8 @@ struct dg_hdr {
 	uint32_t trustees, clients, slot_size, cells;
 	uint32_t clients_hi;		/* 1 + the highest client slot used */
 	int32_t owner_pid;		/* the process running the trustees */
+	uint32_t lanes;			/* DG_LANES: clients counts them */
+	uint32_t pad;
 	uint64_t off_trustees, off_clients, off_cells, off_slots;
 } __attribute__((aligned(DG_LINE)));
 

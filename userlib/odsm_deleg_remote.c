@@ -212,11 +212,12 @@ int dg_remote_attach(uint64_t arena, struct odsm_deleg **out)
 	if (ret)
 		goto err;
 	c.trustees = h->trustees;
-	c.clients = h->clients;
+	c.clients = h->clients - DG_LANES;
 	c.slot_size = h->slot_size;
 	c.cells = h->cells;
 	ret = -EINVAL;
 	if (h->magic != DG_MAGIC || h->version != DG_VERSION ||
+	    h->lanes != DG_LANES || h->clients < DG_LANES ||
 	    h->gaddr != odsm_addr_of(arena) || dg_layout(&c, &want) ||
 	    want.size != h->size || want.off_cells != h->off_cells)
 		goto err;

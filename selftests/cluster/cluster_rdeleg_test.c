@@ -548,6 +548,8 @@ TEST_F(cl, apply_across_nodes)
 	odsm_trust mine[2], xctr, h[NOBJ];
 	uint64_t b0 = c_stat("deleg_out_batches");
 	uint64_t r0 = c_stat("deleg_out_requests"), argg = 0, v, want, nb, nr;
+	uint64_t in0 = c_stat("deleg_in_batches");
+	uint64_t lane0 = c_stat("deleg_lane_batches");
 	unsigned int i, bad = 0;
 	size_t len;
 	int ret;
@@ -670,6 +672,19 @@ TEST_F(cl, apply_across_nodes)
 		}
 		TH_LOG("node %u: counter and map exact over %u nodes",
 		       C.self, C.nodes);
+		/*
+		 * Batches of other nodes reached the trustees through the
+		 * module's lanes, not the gateway; the gateway still took
+		 * what needs it (the moves of entrust, arguments brought
+		 * from another node) and what found the lanes busy.
+		 */
+		nb = c_stat("deleg_in_batches") - in0;
+		nr = c_stat("deleg_lane_batches") - lane0;
+		EXPECT_LT(0ULL, nr);
+		EXPECT_LT(nr, nb);
+		TH_LOG("node %u: %llu of %llu batches in through lanes",
+		       C.self, (unsigned long long)nr,
+		       (unsigned long long)nb);
 	}
 	ASSERT_EQ(0, c_barrier(B_HOST, B_RD + 2, C.nodes, SECS));
 	/*

@@ -162,8 +162,20 @@ TEST(malformed_header)
 	h->len += 8;		/* trailing bytes no record accounts for */
 	EXPECT_EQ(-EBADMSG, parse(h));
 	h = (struct odsm_dslot_hdr *)one_apply();
-	h->flags = 1;
+	h->flags = 2;		/* a flag no one defined */
 	EXPECT_EQ(-EBADMSG, parse(h));
+	h = (struct odsm_dslot_hdr *)one_apply();
+	h->flags = ODSM_DSLOT_F_GATEWAY | 0x8000;
+	EXPECT_EQ(-EBADMSG, parse(h));
+}
+
+/* The one request flag: the gateway takes the batch; still a batch. */
+TEST(gateway_flag)
+{
+	struct odsm_dslot_hdr *h = (struct odsm_dslot_hdr *)one_apply();
+
+	h->flags = ODSM_DSLOT_F_GATEWAY;
+	EXPECT_EQ(0, parse(h));
 }
 
 TEST(caller_room_and_slot_size)

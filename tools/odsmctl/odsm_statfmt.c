@@ -134,6 +134,8 @@ static const struct {
 	{ "deleg_out_requests", G(DELEG, 0) },
 	{ "deleg_out_bytes", G(DELEG, ODSM_SF_BYTES) },
 	{ "deleg_in_batches", G(DELEG, 0) },
+	{ "deleg_lane_batches", G(DELEG, 0) },
+	{ "deleg_lane_full", G(DELEG, 0) },
 	{ "deleg_in_requests", G(DELEG, 0) },
 	{ "deleg_in_bytes", G(DELEG, ODSM_SF_BYTES) },
 	/* waits on heap words (ODSM_IOC_WAIT / WAKE), delegation's sleeps */

@@ -494,7 +494,45 @@ struct odsm_hits_page {
 struct odsm_deleg_bind {
 	__u64 endpoint;
 	__u32 slot_size;	/* a power of 2, ODSM_DSLOT_SIZE_MIN..MAX */
-	__u32 flags;		/* 0 */
+	__u32 flags;		/* 0 or ODSM_DELEG_BIND_LANES */
+	__u64 lanes;		/* with ODSM_DELEG_BIND_LANES: the user
+				 * address of a struct odsm_deleg_lanes
+				 */
+	__u64 reserved;		/* 0 */
+};
+
+/*
+ * ODSM_DELEG_BIND_LANES: the runtime also gives the module *lanes*,
+ * request/response slot pairs in its arena (heap memory of this node)
+ * that its trustees poll like any client's.  A batch for the endpoint
+ * then goes straight into a free lane of its trustee (the one of its
+ * first record's cell): the module writes the records, then the request
+ * header's seq, bumps that trustee's wake word and wakes its sleepers,
+ * and waits for the response slot's seq to match.  A batch the gateway
+ * must see (ODSM_DSLOT_F_GATEWAY, or an apply_with argument of another
+ * node), or one that finds every lane of its trustee busy, is queued for
+ * ODSM_IOC_DELEG_SERVE as without lanes.
+ *
+ * Lane l of trustee t: its request slot is at
+ * slots + t * trustee_stride + l * 2 * slot_size, its response slot
+ * follows; trustee t's wake word (a __u32) is at wake + t * wake_stride.
+ * The runtime keeps each lane's response slot's sleepers woken (with
+ * ODSM_IOC_WAKE) whenever it answers in it.  Every address is a global
+ * address of this node's partition; the module reaches them through the
+ * heap, checked at each access like a peer's WRITE.
+ */
+#define ODSM_DELEG_BIND_LANES	1
+#define ODSM_DELEG_LANES_MAX	16	/* per trustee */
+#define ODSM_DELEG_TRUSTEES_MAX	64
+
+struct odsm_deleg_lanes {
+	__u64 slots;
+	__u64 trustee_stride;
+	__u64 wake;
+	__u32 wake_stride;
+	__u32 trustees;		/* 1..ODSM_DELEG_TRUSTEES_MAX */
+	__u32 lanes;		/* per trustee, 1..ODSM_DELEG_LANES_MAX */
+	__u32 cells;		/* a request's trustee: (__u32)obj / cells */
 	__u64 reserved[2];	/* 0 */
 };
 

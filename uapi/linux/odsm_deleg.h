@@ -32,12 +32,21 @@
 struct odsm_dslot_hdr {
 	__u32 seq;		/* the ready flag: see above */
 	__u16 count;		/* records after the header */
-	__u16 flags;		/* 0 */
+	__u16 flags;		/* request: 0 or ODSM_DSLOT_F_GATEWAY;
+				 * response: 0
+				 */
 	__u32 len;		/* bytes of records after the header */
 	__s32 status;		/* response: 0, or the -errno the whole
 				 * batch got (-EBADMSG: malformed, not run)
 				 */
 };
+
+/*
+ * A request batch that the runtime's gateway must take, not a trustee:
+ * across nodes the module then queues it for ODSM_IOC_DELEG_SERVE rather
+ * than write it into a lane (ODSM_DELEG_BIND_LANES).
+ */
+#define ODSM_DSLOT_F_GATEWAY	0x0001
 
 /* Kinds of request. */
 #define ODSM_DREQ_APPLY		1	/* run op on obj with the inline arg */
