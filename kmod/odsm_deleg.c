@@ -15,9 +15,10 @@
  * ODSM_IOC_DELEG_SERVE answers the batch it took last and takes the next,
  * sleeping while there is none: one system call per batch on each side.
  *
- * This is the copy design: the batch is copied into the serving process
- * by the system call that takes it, not written into its slot ring (an
- * RDMA WRITE into the ring is the next step; the format is the same).
+ * A runtime that bound with lanes gets most batches written straight into
+ * its trustees' slots instead (odsm_deleg_lane.c): no gateway thread, no
+ * SERVE.  What the gateway must see, and what finds every lane busy, is
+ * queued as above.
  *
  * Failure: a batch for an endpoint no one serves is refused at once
  * (-ESRCH); a runtime whose file closes fails its queued and taken batches
@@ -66,7 +67,7 @@ struct deleg_ep {
  */
 struct deleg_item {
 	struct list_head node;
-	u8 *req;			/* slot_size bytes, validated */
+	const u8 *req;			/* slot_size bytes, validated */
 	u32 req_len;
 	u32 count;			/* its records */
 	u32 from;			/* the client's node */
@@ -243,13 +244,14 @@ out:
  * when it has one for it: -EAGAIN when it does not (the caller queues the
  * batch), else as deliver().  The answer is checked as a gateway's is.
  */
-static int deliver_lane(struct deleg_ep *ep, u8 *req, u32 req_len, u32 count,
-			u32 wait_ms, u8 **resp, u32 *resp_len)
+static int deliver_lane(struct deleg_ep *ep, const u8 *req, u32 req_len,
+			u32 count, u32 wait_ms, u8 **resp, u32 *resp_len)
 {
 	u32 lane;
 	int ret;
 
-	if (!ep->lanes)
+	/* a runtime that is going: the queue answers -EOWNERDEAD */
+	if (!ep->lanes || READ_ONCE(ep->dead))
 		return -EAGAIN;
 	ret = odsm_lanes_take(ep->lanes, req, &lane);
 	if (ret == -EBUSY)
@@ -259,16 +261,17 @@ static int deliver_lane(struct deleg_ep *ep, u8 *req, u32 req_len, u32 count,
 	ret = odsm_lanes_run(ep->lanes, lane, req, req_len, &ep->dead,
 			     wait_ms, resp, resp_len);
 	if (ret)
-		return ret;
-	odsm_stat_inc(ODSM_STAT_deleg_lane_batches);
+		return ret;	/* -EAGAIN: not published, queued instead */
 	ret = resp_check(*resp, req, ep->slot_size, *resp_len, count);
 	if (ret == -EBADMSG)
 		odsm_stat_inc(ODSM_STAT_deleg_malformed);
 	if (ret) {
 		kvfree(*resp);
 		*resp = NULL;
+		return ret;
 	}
-	return ret;
+	odsm_stat_inc(ODSM_STAT_deleg_lane_batches);
+	return 0;
 }
 
 /*
@@ -276,7 +279,7 @@ static int deliver_lane(struct deleg_ep *ep, u8 *req, u32 req_len, u32 count,
  * of this node and wait for its answer: 0 and *resp (kvmalloc()ed, the
  * caller frees it) and *resp_len, or -errno.
  */
-static int deliver(u64 endpoint, u32 slot_size, u8 *req, u32 req_len,
+static int deliver(u64 endpoint, u32 slot_size, const u8 *req, u32 req_len,
 		   u32 count, u32 from, u8 **resp, u32 *resp_len)
 {
 	struct deleg_item it = {
@@ -736,7 +739,7 @@ found:
 	wake_up_interruptible_all(&ep->wq);
 	/* a deliverer waiting on a lane sees dead now, not at its timeout */
 	if (ep->lanes)
-		odsm_lanes_kick(ep->lanes);
+		odsm_lanes_close(ep->lanes);
 	kref_put(&ep->ref, ep_free);
 }
 

@@ -23,10 +23,19 @@
  * published before that would have its answer mixed up with the old one.
  * A stuck lane is freed by the next take that finds its answer there.
  *
- * The arena is the runtime's heap memory: every access goes through the
- * page store and is checked like a peer's WRITE (a freed arena is an
- * error, never a write into another object), and the addresses are
- * checked at bind to lie in this node's partition.
+ * The arena is the runtime's heap memory, reached through the page store:
+ * the addresses are checked at bind to lie in this node's partition and
+ * be readable, and every write is checked like a peer's WRITE (a block
+ * that holds no object, a cached copy: refused).  The module writes there
+ * only while the runtime is bound: a publish checks *dead under the
+ * gate's read side, and the runtime's end (odsm_lanes_close()) takes the
+ * write side once after setting it, so when the runtime's file is closed
+ * no publish is in flight and none starts; the runtime may free its arena
+ * then.  (A runtime that frees its arena while still bound has the module
+ * write its peers' batches where it said: its own memory, its own bug.)
+ *
+ * Locking: the gate, then the lanes' lock or the cache's slots, then
+ * heap->lock; the lanes' lock and the gate nest with nothing else.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -37,17 +46,13 @@
 #include <linux/mutex.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
+#include <linux/rwsem.h>
 #include "odsm.h"
+#include "odsm_cache.h"
 #include "odsm_deleg_lane.h"
 #include "odsm_dslot.h"
+#include "odsm_stats.h"
 #include "odsm_wait.h"
-
-/*
- * The longest single sleep of a waiter: a runtime that dies between the
- * waiter's look at *dead and its sleep is seen this late, not at the end
- * of the whole wait.
- */
-#define LANE_NAP_MS	50
 
 struct deleg_lanes {
 	u64 slots;		/* trustee 0's lane 0 request slot */
@@ -55,6 +60,7 @@ struct deleg_lanes {
 	u64 wake;		/* trustee 0's wake word */
 	u32 wake_stride;
 	u32 trustees, lanes, cells, slot_size;
+	struct rw_semaphore gate;	/* read: writing into the arena */
 	struct mutex lock;	/* busy, stuck */
 	unsigned long *busy;	/* [trustees * lanes]: taken */
 	unsigned long *stuck;	/* busy, its waiter gone */
@@ -121,6 +127,7 @@ struct deleg_lanes *odsm_lanes_create(const struct odsm_deleg_lanes *u,
 	    !span_local(l->wake, l->wake_stride, l->trustees, sizeof(u32)))
 		goto inval;
 	n = l->trustees * l->lanes;
+	init_rwsem(&l->gate);
 	mutex_init(&l->lock);
 	l->busy = bitmap_zalloc(n, GFP_KERNEL);
 	l->stuck = bitmap_zalloc(n, GFP_KERNEL);
@@ -132,9 +139,16 @@ struct deleg_lanes *odsm_lanes_create(const struct odsm_deleg_lanes *u,
 	/*
 	 * Start where the slots are: a lane whose request is not answered
 	 * yet (a bind again over an arena in use) is stuck until it is.
-	 * Every slot must be readable: an arena that is not (yet) an object
-	 * is refused now rather than at the first batch.
+	 * Every slot and wake word must be readable: an arena that is not
+	 * (yet) an object is refused now rather than at the first batch.
 	 */
+	for (i = 0; i < l->trustees; i++) {
+		if (odsm_store_load(&odsm_heap, lane_wake(l, i * l->lanes), 4,
+				    &seq[0])) {
+			odsm_lanes_free(l);
+			return ERR_PTR(-EINVAL);
+		}
+	}
 	for (i = 0; i < n; i++) {
 		if (odsm_store_load(&odsm_heap, lane_req(l, i), 4, &seq[0]) ||
 		    odsm_store_load(&odsm_heap, lane_req(l, i) + slot_size, 4,
@@ -254,76 +268,138 @@ static int lane_wait(u64 addr, u32 seq, const bool *dead, u32 wait_ms)
 			return -EOWNERDEAD;
 		if ((u32)v == seq)
 			return 0;
-		if (READ_ONCE(*dead))
-			return -EOWNERDEAD;
 		left = (long)(end - jiffies);
 		if (left <= 0)
 			return -ETIMEDOUT;
-		left = min_t(long, left, msecs_to_jiffies(LANE_NAP_MS));
+		/* *dead is looked at once queued: odsm_lanes_close() wakes */
 		ret = odsm_wait_word_killable(addr, 4, v,
-					      jiffies_to_nsecs(left));
+					      jiffies_to_nsecs(left), dead);
+		if (ret == -ECANCELED)
+			return -EOWNERDEAD;
 		if (ret == -EINTR || ret == -ERESTARTSYS)
 			return -EINTR;
 		/* woken, changed, timed out: look again */
 	}
 }
 
-int odsm_lanes_run(struct deleg_lanes *l, u32 lane, u8 *req, u32 req_len,
-		   const bool *dead, u32 wait_ms, u8 **resp, u32 *resp_len)
+/*
+ * Does [addr, addr + len) touch a cached copy (lazily filled or not)?
+ * Under odsm_cache_slots_hold().  Counted as a peer's write there is.
+ */
+static bool lane_on_copy(u64 addr, u64 len)
 {
-	u64 q = lane_req(l, lane), r = q + l->slot_size;
-	u32 seq = l->seq[lane] + 1, len;
-	struct odsm_dslot_hdr h;
-	u8 *buf;
+	if (!odsm_cache_overlaps(addr, len) &&
+	    !odsm_cache_lazy_range(addr, len))
+		return false;
+	odsm_stat_inc(ODSM_STAT_copy_writes_refused);
+	return true;
+}
+
+/*
+ * Write req into lane's request slot, records first and the ready seq
+ * last, and bump its trustee's wake word: 0, -EOWNERDEAD (the runtime's
+ * end began), or the error of the write (nothing was published).
+ */
+static int lane_publish(struct deleg_lanes *l, u32 lane, const u8 *req,
+			u32 req_len, u32 seq, const bool *dead)
+{
+	u64 q = lane_req(l, lane), w = lane_wake(l, lane);
 	int ret;
 
-	/* the records, then the ready seq: the trustee reads in that order */
-	ret = odsm_store_rw(&odsm_heap, q + sizeof(h.seq), req + sizeof(h.seq),
-			    req_len - sizeof(h.seq), true);
+	down_read(&l->gate);
+	ret = -EOWNERDEAD;
+	if (READ_ONCE(*dead))
+		goto out;
+	odsm_cache_slots_hold();
+	ret = -EINVAL;
+	if (lane_on_copy(q, req_len) || lane_on_copy(w, sizeof(u32)))
+		goto release;
+	/* odsm_store_rw() only reads buf when it writes the store */
+	ret = odsm_store_rw(&odsm_heap, q + sizeof(seq),
+			    (void *)(req + sizeof(seq)), req_len - sizeof(seq),
+			    true);
 	if (!ret)
 		ret = odsm_store_word32(&odsm_heap, q, false, seq);
-	if (ret) {
-		lane_put(l, lane, true);	/* nothing was published */
-		return -EOWNERDEAD;
-	}
-	l->seq[lane] = seq;
-	/* its trustee may sleep on its wake word: bump it, then wake */
-	if (!odsm_store_word32(&odsm_heap, lane_wake(l, lane), true, 1))
-		odsm_wait_wake_range(lane_wake(l, lane), sizeof(u32));
-	ret = lane_wait(r, seq, dead, wait_ms);
-	if (ret) {
-		lane_put(l, lane, false);
+	if (!ret)
+		odsm_store_word32(&odsm_heap, w, true, 1);
+release:
+	odsm_cache_slots_release();
+out:
+	up_read(&l->gate);
+	if (ret)
 		return ret;
-	}
+	/* the module's writes wake their words, as a peer's WRITE's do */
+	odsm_wait_wake_range(q, req_len);
+	odsm_wait_wake_range(w, sizeof(u32));
+	return 0;
+}
+
+/* Read lane's answer (seq matched) into a new buffer: 0 or -errno. */
+static int lane_read(struct deleg_lanes *l, u32 lane, const bool *dead,
+		     u8 **resp, u32 *resp_len)
+{
+	u64 r = lane_req(l, lane) + l->slot_size;
+	struct odsm_dslot_hdr h;
+	u8 *buf;
+	u32 len;
+	int ret;
+
 	buf = kvzalloc(l->slot_size, GFP_KERNEL);
-	ret = -ENOMEM;
 	if (!buf)
-		goto fail;
+		return -ENOMEM;
+	down_read(&l->gate);
+	ret = -EOWNERDEAD;
+	if (READ_ONCE(*dead))
+		goto out;
 	/* answered: the trustee writes the slot again only for our next */
 	ret = odsm_store_rw(&odsm_heap, r, &h, sizeof(h), false);
-	if (ret)
-		goto fail;
 	len = min_t(u32, h.len, l->slot_size - ODSM_DSLOT_HDR);
-	ret = odsm_store_rw(&odsm_heap, r, buf, ODSM_DSLOT_HDR + len, false);
-	if (ret)
-		goto fail;
-	lane_put(l, lane, true);
+	if (!ret)
+		ret = odsm_store_rw(&odsm_heap, r, buf, ODSM_DSLOT_HDR + len,
+				    false);
+out:
+	up_read(&l->gate);
+	if (ret) {
+		kvfree(buf);
+		return ret == -ENOMEM ? ret : -EOWNERDEAD;
+	}
 	/* a length past the slot stays visible to the caller's check */
 	memcpy(buf, &h, sizeof(h));
 	*resp = buf;
 	*resp_len = ODSM_DSLOT_HDR + len;
 	return 0;
-
-fail:
-	kvfree(buf);
-	lane_put(l, lane, true);
-	return ret == -ENOMEM ? ret : -EOWNERDEAD;
 }
 
-void odsm_lanes_kick(struct deleg_lanes *l)
+int odsm_lanes_run(struct deleg_lanes *l, u32 lane, const u8 *req,
+		   u32 req_len, const bool *dead, u32 wait_ms, u8 **resp,
+		   u32 *resp_len)
+{
+	u32 seq = l->seq[lane] + 1;
+	int ret;
+
+	ret = lane_publish(l, lane, req, req_len, seq, dead);
+	if (ret) {
+		lane_put(l, lane, true);	/* nothing was published */
+		return ret == -EOWNERDEAD ? ret : -EAGAIN;
+	}
+	l->seq[lane] = seq;
+	ret = lane_wait(lane_req(l, lane) + l->slot_size, seq, dead, wait_ms);
+	if (ret) {
+		lane_put(l, lane, false);
+		return ret;
+	}
+	ret = lane_read(l, lane, dead, resp, resp_len);
+	lane_put(l, lane, true);
+	return ret;
+}
+
+void odsm_lanes_close(struct deleg_lanes *l)
 {
 	u32 i;
 
+	/* every publish and read that began before *dead was set ends */
+	down_write(&l->gate);
+	up_write(&l->gate);
 	mutex_lock(&l->lock);
 	for_each_set_bit(i, l->busy, l->trustees * l->lanes)
 		odsm_wait_wake_range(lane_req(l, i) + l->slot_size,

@@ -30,15 +30,21 @@ int odsm_lanes_take(struct deleg_lanes *l, const u8 *req, u32 *lane);
  * Publish req (req_len bytes) in lane, wake its trustee, and wait up to
  * wait_ms for the answer: 0 with *resp (slot_size bytes, kvmalloc()ed:
  * the caller frees it) and *resp_len, or -ETIMEDOUT, -EINTR (a fatal
- * signal), -EOWNERDEAD (*dead became true, or the arena is gone), -errno.
- * The lane is free again once answered (a lane whose waiter gave up is
- * reused only after its trustee answered).
+ * signal), -EOWNERDEAD (*dead became true, or the arena is gone),
+ * -ENOMEM, or -EAGAIN: it could not be published (the arena's page, a
+ * cached copy there), nothing of it ran, the gateway may take it.  The
+ * lane is free again once answered (a lane whose waiter gave up is reused
+ * only after its trustee answered).
  */
-int odsm_lanes_run(struct deleg_lanes *l, u32 lane, u8 *req,
+int odsm_lanes_run(struct deleg_lanes *l, u32 lane, const u8 *req,
 		   u32 req_len, const bool *dead, u32 wait_ms, u8 **resp,
 		   u32 *resp_len);
 
-/* *dead became true: wake every waiter of a lane, to see it. */
-void odsm_lanes_kick(struct deleg_lanes *l);
+/*
+ * *dead became true (the runtime's file closed): wait for the writes into
+ * the arena in flight to end (none starts after), then wake every waiter
+ * of a lane, to see it.  The arena is the runtime's again on return.
+ */
+void odsm_lanes_close(struct deleg_lanes *l);
 
 #endif /* _ODSM_DELEG_LANE_H */

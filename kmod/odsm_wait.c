@@ -136,10 +136,12 @@ void odsm_wait_wake_range(u64 addr, u64 len)
  * -EAGAIN when it did not hold expect, -ETIMEDOUT, -EINTR (timed) or
  * -ERESTARTSYS (untimed: restarted whole, as FUTEX_WAIT without a
  * timeout is) on a signal (TASK_INTERRUPTIBLE: any; TASK_KILLABLE: a
- * fatal one), or the error of reading the word.
+ * fatal one), or the error of reading the word; -ECANCELED when *stop
+ * (if not NULL) is true once queued: a waker that sets it, then wakes
+ * the word, is never missed.
  */
 static long wait_word(u64 addr, u32 size, u64 expect, u64 timeout_ns,
-		      unsigned int state)
+		      unsigned int state, const bool *stop)
 {
 	struct wait_bucket *b = bucket_of(addr);
 	struct waiter w = { .task = current, .addr = addr, .size = size };
@@ -156,6 +158,8 @@ static long wait_word(u64 addr, u32 size, u64 expect, u64 timeout_ns,
 	ret = odsm_store_load(&odsm_heap, addr, size, &val);
 	if (!ret && val != expect)
 		ret = -EAGAIN;
+	if (!ret && stop && READ_ONCE(*stop))
+		ret = -ECANCELED;
 	if (ret)
 		goto out;
 	/* queued and the word checked: a wake from now on finds us */
@@ -183,7 +187,7 @@ out:
 	spin_lock(&b->lock);
 	/* a wakeup that raced the timeout or the signal is not lost */
 	if (w.woken)
-		ret = ret == -EAGAIN ? ret : 0;
+		ret = ret == -EAGAIN || ret == -ECANCELED ? ret : 0;
 	else
 		list_del(&w.node);
 	spin_unlock(&b->lock);
@@ -191,9 +195,10 @@ out:
 	return ret;
 }
 
-long odsm_wait_word_killable(u64 addr, u32 size, u64 expect, u64 timeout_ns)
+long odsm_wait_word_killable(u64 addr, u32 size, u64 expect, u64 timeout_ns,
+			     const bool *stop)
 {
-	return wait_word(addr, size, expect, timeout_ns, TASK_KILLABLE);
+	return wait_word(addr, size, expect, timeout_ns, TASK_KILLABLE, stop);
 }
 
 /* a word this node's waits may name: aligned, in our partition */
@@ -219,7 +224,7 @@ long odsm_ioc_wait(void __user *arg)
 		return -EINVAL;
 	}
 	ret = wait_word(wt.gaddr, wt.size, wt.expect, wt.timeout_ns,
-			TASK_INTERRUPTIBLE);
+			TASK_INTERRUPTIBLE, NULL);
 	switch (ret) {
 	case 0:
 		odsm_stat_inc(ODSM_STAT_wait_woken);

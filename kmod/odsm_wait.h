@@ -28,9 +28,12 @@ void odsm_wait_wake_range(u64 addr, u64 len);
 /*
  * The module's own wait on a word of this partition (a lane's response
  * seq, odsm_deleg_lane.c): as ODSM_IOC_WAIT's, woken the same way, ended
- * early only by a fatal signal (-EINTR or -ERESTARTSYS).  timeout_ns 0:
- * none.
+ * early only by a fatal signal (-EINTR or -ERESTARTSYS), or with
+ * -ECANCELED when *stop is true: a waker sets *stop, then wakes the
+ * word (odsm_wait_wake_range()), and the waiter sees one or the other.
+ * timeout_ns 0: none.
  */
-long odsm_wait_word_killable(u64 addr, u32 size, u64 expect, u64 timeout_ns);
+long odsm_wait_word_killable(u64 addr, u32 size, u64 expect, u64 timeout_ns,
+			     const bool *stop);
 
 #endif /* _ODSM_WAIT_H */

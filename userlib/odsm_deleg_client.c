@@ -682,6 +682,15 @@ static int dg_move_there(struct odsm_deleg *d, struct odsm_box *b)
 	((struct odsm_dslot_hdr *)j.req)->flags = ODSM_DSLOT_F_GATEWAY;
 	j.req_len = ODSM_DSLOT_HDR + db.len;
 	dg_rcall(&j);
+	if (j.status == -EBADMSG) {
+		/*
+		 * A module without lanes refuses the flag as malformed (it
+		 * has no lanes, so it queues every batch for the gateway):
+		 * once more without it.
+		 */
+		((struct odsm_dslot_hdr *)j.req)->flags = 0;
+		dg_rcall(&j);
+	}
 	ret = j.status;
 	if (ret)
 		goto out;

@@ -56,8 +56,8 @@ static uint64_t stat_of(const char *name)
 
 /*
  * Answer the batch in lane (t, l): one record per request, status 0,
- * 8 bytes of result: t * 100 + l (BAD: more bytes than the request
- * allowed, which the module must refuse).
+ * 8 bytes of result: the batch's seq << 16 | t * 100 + l (BAD: more
+ * bytes than the request allowed, which the module must refuse).
  */
 static void answer(struct rt *r, uint32_t t, uint32_t l, uint32_t seq)
 {
@@ -66,7 +66,7 @@ static void answer(struct rt *r, uint32_t t, uint32_t l, uint32_t seq)
 	struct odsm_dresp rec = { 0 };
 	struct odsm_dreq req;
 	struct odsm_wake wk = { 0 };
-	uint64_t val = t * 100 + l;
+	uint64_t val = (uint64_t)seq << 16 | (t * 100 + l);
 
 	memcpy(&qh, q, sizeof(qh));
 	memcpy(&req, q + sizeof(qh), sizeof(req));
@@ -210,6 +210,7 @@ struct call {
 	int ret;
 	uint64_t val;			/* the answer's result */
 	uint64_t ms;			/* how long the call took */
+	uint64_t end;			/* when it returned (now_ms()) */
 };
 
 static uint64_t now_ms(void)
@@ -233,7 +234,8 @@ static void *do_call(void *arg)
 
 	a.req_len = batch(req, c->cell, c->flags, c->with);
 	c->ret = t_ioctl(c->r->cfd, ODSM_IOC_DELEG_CALL, &a);
-	c->ms = now_ms() - t0;
+	c->end = now_ms();
+	c->ms = c->end - t0;
 	if (!c->ret)
 		memcpy(&c->val, resp + sizeof(struct odsm_dslot_hdr) +
 		       sizeof(struct odsm_dresp), sizeof(c->val));
@@ -322,6 +324,7 @@ TEST_F(lanes, bind_refuses_bad_lanes)
 		EXPECT_EQ(err, bind_lanes(fd, ep, &l)) TH_LOG(#field);	\
 	} while (0)
 	REFUSED(reserved[0], 1, -EINVAL);
+	REFUSED(reserved[1], 1, -EINVAL);
 	REFUSED(trustees, 0, -EINVAL);
 	REFUSED(trustees, ODSM_DELEG_TRUSTEES_MAX + 1, -EINVAL);
 	REFUSED(lanes, 0, -EINVAL);
@@ -338,6 +341,7 @@ TEST_F(lanes, bind_refuses_bad_lanes)
 	REFUSED(slots, 4096, -EINVAL);
 	REFUSED(wake, 4096, -EINVAL);
 	REFUSED(slots, end, -EINVAL);
+	REFUSED(wake, end, -EINVAL);
 #undef REFUSED
 	/* a lanes pointer without the flag, and a bad pointer */
 	memset(&b, 0, sizeof(b));
@@ -351,8 +355,11 @@ TEST_F(lanes, bind_refuses_bad_lanes)
 	b.lanes = (uintptr_t)&good;
 	b.reserved = 1;
 	EXPECT_EQ(-EINVAL, t_ioctl(fd, ODSM_IOC_DELEG_BIND, &b));
-	/* none of those bound it: the good one does */
+	/* none of those bound it: the good one does, once */
 	EXPECT_EQ(0, bind_lanes(fd, ep, &good));
+	r->fd = t_open();
+	ASSERT_LE(0, r->fd);
+	EXPECT_EQ(-EADDRINUSE, bind_lanes(r->fd, ep, &good));
 	close(fd);
 }
 
@@ -373,7 +380,7 @@ TEST_F(lanes, batch_through_lane)
 	w1 = __atomic_load_n(wake_word(r, 1), __ATOMIC_ACQUIRE);
 	do_call(&c);
 	ASSERT_EQ(0, c.ret);
-	EXPECT_EQ(100U, c.val);		/* trustee 1, lane 0 */
+	EXPECT_EQ(1U << 16 | 100, c.val);	/* seq 1, trustee 1, lane 0 */
 	EXPECT_EQ(w0, __atomic_load_n(wake_word(r, 0), __ATOMIC_ACQUIRE));
 	EXPECT_EQ(w1 + 1, __atomic_load_n(wake_word(r, 1), __ATOMIC_ACQUIRE));
 	EXPECT_EQ(lb + 1, stat_of("deleg_lane_batches"));
@@ -381,8 +388,12 @@ TEST_F(lanes, batch_through_lane)
 	c.cell = 0;			/* trustee 0 */
 	do_call(&c);
 	ASSERT_EQ(0, c.ret);
-	EXPECT_EQ(0U, c.val);
-	EXPECT_EQ(lb + 2, stat_of("deleg_lane_batches"));
+	EXPECT_EQ(1U << 16, c.val);
+	/* the same lane again: the next seq */
+	do_call(&c);
+	ASSERT_EQ(0, c.ret);
+	EXPECT_EQ(2U << 16, c.val);
+	EXPECT_EQ(lb + 3, stat_of("deleg_lane_batches"));
 }
 
 /*
@@ -428,7 +439,7 @@ TEST_F(lanes, gateway_batches_are_queued)
 	c.with = r->cg & ODSM_ADDR_MASK;
 	do_call(&c);
 	ASSERT_EQ(0, c.ret);
-	EXPECT_EQ(0U, c.val);
+	EXPECT_EQ(1U << 16, c.val);
 	EXPECT_EQ(lb + 1, stat_of("deleg_lane_batches"));
 }
 
@@ -459,7 +470,7 @@ TEST_F(lanes, full_lanes_go_to_gateway)
 	__atomic_store_n(&r->mode, ANSWER, __ATOMIC_RELEASE);
 	pthread_join(a, NULL);
 	EXPECT_EQ(0, held.ret);
-	EXPECT_EQ(0U, held.val);
+	EXPECT_EQ(1U << 16, held.val);
 }
 
 /* An answer longer than the request's room: -EBADMSG, counted. */
@@ -484,6 +495,7 @@ TEST_F(lanes, runtime_gone_fails_at_once)
 {
 	struct rt *r = &self->r;
 	struct call c = { .r = r };
+	uint64_t closed;
 	pthread_t th;
 	int i;
 
@@ -491,13 +503,15 @@ TEST_F(lanes, runtime_gone_fails_at_once)
 	ASSERT_EQ(0, pthread_create(&th, NULL, do_call, &c));
 	for (i = 0; i < 2000 && !*(volatile uint32_t *)(r->p + LANES_OFF); i++)
 		usleep(1000);
+	usleep(20000);			/* let its worker sleep on the answer */
+	closed = now_ms();
 	close(r->fd);
 	r->fd = -1;
 	pthread_join(th, NULL);
 	EXPECT_EQ(-EOWNERDEAD, c.ret);
-	/* a wait of LANE_NAP_MS at most after the close, not a timeout */
-	EXPECT_GT(1000U, c.ms);
-	TH_LOG("failed %" PRIu64 " ms after it was sent", c.ms);
+	/* woken by the close, not at the end of its wait (1.5 s or more) */
+	EXPECT_GT(1000U, c.end - closed);
+	TH_LOG("failed %" PRIu64 " ms after the close", c.end - closed);
 }
 
 /*
@@ -509,6 +523,8 @@ TEST_F(lanes, unanswered_times_out_lane_reused)
 	struct rt *r = &self->r;
 	struct call c = { .r = r };
 	uint64_t lb, full;
+	uint32_t flags = 1;
+	pthread_t th;
 	uint8_t *q;
 	int i;
 
@@ -517,6 +533,14 @@ TEST_F(lanes, unanswered_times_out_lane_reused)
 	do_call(&c);
 	ASSERT_EQ(-ETIMEDOUT, c.ret);
 	TH_LOG("timed out after %" PRIu64 " ms", c.ms);
+	/* not answered yet: the lane stays taken, the gateway serves */
+	full = stat_of("deleg_lane_full");
+	ASSERT_EQ(0, pthread_create(&th, NULL, do_call, &c));
+	EXPECT_EQ(0, serve_one(r, &flags));
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, c.ret);
+	EXPECT_EQ(999U, c.val);
+	EXPECT_EQ(full + 1, stat_of("deleg_lane_full"));
 	/* answered late */
 	__atomic_store_n(&r->mode, ANSWER, __ATOMIC_RELEASE);
 	for (i = 0; i < 2000 && *(volatile uint32_t *)q !=
@@ -526,6 +550,7 @@ TEST_F(lanes, unanswered_times_out_lane_reused)
 	full = stat_of("deleg_lane_full");
 	do_call(&c);
 	EXPECT_EQ(0, c.ret);
+	EXPECT_EQ(2U << 16, c.val);	/* its own answer, seq 2 */
 	EXPECT_EQ(lb + 1, stat_of("deleg_lane_batches"));
 	EXPECT_EQ(full, stat_of("deleg_lane_full"));
 }
