@@ -75,6 +75,28 @@ if [ "${rig_bench_only:-}" = abench ]; then
 	odsmctl leave
 	exit 0
 fi
+# rig.bench_only=xbench: delegation across nodes with the gateway taking
+# every batch (ODSM_DELEG_NOLANES on the runtime's node), then through the
+# lanes, over TCP and over RDMA two-sided
+if [ "${rig_bench_only:-}" = xbench ]; then
+	xgw() {	# label
+		[ "$rig_node" = 0 ] && ODSM_DELEG_NOLANES=1 odsm-xbench serve 1
+		[ "$rig_node" = 1 ] && odsm-xbench 10.0.0.1 1000 3 2 "$1-gateway"
+		barrier 300
+		[ "$rig_node" = 0 ] && odsm-xbench serve 1
+		[ "$rig_node" = 1 ] && odsm-xbench 10.0.0.1 1000 3 2 "$1"
+		barrier 300
+	}
+	xgw tcp
+	odsmctl leave
+	barrier 60
+	join rdma
+	echo N >/sys/module/odsm/parameters/onesided
+	xgw rdma-twosided
+	echo Y >/sys/module/odsm/parameters/onesided
+	odsmctl leave
+	exit 0
+fi
 # rig.bench_only=gbench: the tied allocation rows only, then the tied
 # list example (odsm-tlist) on node 0
 if [ "${rig_bench_only:-}" = gbench ]; then
