@@ -736,22 +736,19 @@ out:
 }
 
 /*
- * Store val into the 4-byte word at addr of the local partition (a
- * release: what the caller wrote into the partition before is seen
- * first), or add it atomically (add), as a CPU of this node would: the
- * processes that map the page see it.  Wakes no waiter: the caller does.
+ * Run fn(word, arg) on the mapped word of size bytes at addr of the local
+ * partition (its page made present), under heap->lock: 0, -EINVAL (not in
+ * a block holding objects), or the page's allocation error.
  */
-int odsm_store_word32(struct odsm_heap *h, u64 addr, bool add, u32 val)
+static int store_word_do(struct odsm_heap *h, u64 addr, u32 size,
+			 void (*fn)(void *word, void *arg), void *arg)
 {
 	struct page *page;
 	void *kaddr;
-	u32 *word;
 	int ret = 0;
 
-	if (addr % 4)
-		return -EINVAL;
 	mutex_lock(&h->lock);
-	if (!range_backed(h, addr, 4)) {
+	if (!range_backed(h, addr, size)) {
 		ret = -EINVAL;
 		goto out;
 	}
@@ -761,16 +758,58 @@ int odsm_store_word32(struct odsm_heap *h, u64 addr, bool add, u32 val)
 		goto out;
 	}
 	kaddr = kmap_local_page(page);
-	word = kaddr + offset_in_page(addr);
-	if (add)
-		atomic_add(val, (atomic_t *)word);
-	else		/* after the caller's writes into the partition */
-		smp_store_release(word, val);
+	fn(kaddr + offset_in_page(addr), arg);
 	kunmap_local(kaddr);
 	put_page(page);
 out:
 	mutex_unlock(&h->lock);
 	return ret;
+}
+
+struct word32_op {
+	bool add;
+	u32 val;
+};
+
+static void word32_do(void *word, void *arg)
+{
+	struct word32_op *op = arg;
+
+	if (op->add)
+		atomic_add(op->val, (atomic_t *)word);
+	else		/* after the caller's writes into the partition */
+		smp_store_release((u32 *)word, op->val);
+}
+
+/*
+ * Store val into the 4-byte word at addr of the local partition (a
+ * release: what the caller wrote into the partition before is seen
+ * first), or add it atomically (add), as a CPU of this node would: the
+ * processes that map the page see it.  Wakes no waiter: the caller does.
+ */
+int odsm_store_word32(struct odsm_heap *h, u64 addr, bool add, u32 val)
+{
+	struct word32_op op = { .add = add, .val = val };
+
+	if (addr % 4)
+		return -EINVAL;
+	return store_word_do(h, addr, 4, word32_do, &op);
+}
+
+struct atomic_op {
+	u32 op;
+	u64 operand, compare, old;
+};
+
+static void atomic_do(void *word, void *arg)
+{
+	struct atomic_op *a = arg;
+
+	if (a->op == ODSM_ATOMIC_FETCH_ADD)
+		a->old = atomic64_fetch_add(a->operand, (atomic64_t *)word);
+	else
+		a->old = atomic64_cmpxchg((atomic64_t *)word, a->compare,
+					  a->operand);
 }
 
 /*
@@ -781,32 +820,14 @@ out:
 int odsm_store_atomic(struct odsm_heap *h, u64 addr, u32 op, u64 operand,
 		      u64 compare, u64 *old)
 {
-	struct page *page;
-	atomic64_t *word;
-	void *kaddr;
-	int ret = 0;
+	struct atomic_op a = { .op = op, .operand = operand,
+			       .compare = compare };
+	int ret;
 
 	if (addr % 8 || (op != ODSM_ATOMIC_FETCH_ADD && op != ODSM_ATOMIC_CMP_SWAP))
 		return -EINVAL;
-	mutex_lock(&h->lock);
-	if (!range_backed(h, addr, 8)) {
-		ret = -EINVAL;
-		goto out;
-	}
-	page = store_get_locked(h, store_index(h, addr));
-	if (IS_ERR(page)) {
-		ret = PTR_ERR(page);
-		goto out;
-	}
-	kaddr = kmap_local_page(page);
-	word = kaddr + offset_in_page(addr);
-	if (op == ODSM_ATOMIC_FETCH_ADD)
-		*old = atomic64_fetch_add(operand, word);
-	else
-		*old = atomic64_cmpxchg(word, compare, operand);
-	kunmap_local(kaddr);
-	put_page(page);
-out:
-	mutex_unlock(&h->lock);
+	ret = store_word_do(h, addr, 8, atomic_do, &a);
+	if (!ret)
+		*old = a.old;
 	return ret;
 }

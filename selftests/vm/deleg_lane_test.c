@@ -278,6 +278,24 @@ static int serve_one(struct rt *r, uint32_t *flags)
 	return ret == -EAGAIN ? 0 : ret;
 }
 
+/*
+ * Make call c from another thread while this one serves the batch it
+ * sends through DELEG_SERVE (the gateway's way): serve_one()'s result;
+ * c's own in c->ret, c->val.
+ */
+static int call_via_gateway(struct rt *r, struct call *c, uint32_t *flags)
+{
+	pthread_t th;
+	int ret;
+
+	ret = -pthread_create(&th, NULL, do_call, c);
+	if (ret)
+		return ret;
+	ret = serve_one(r, flags);
+	pthread_join(th, NULL);
+	return ret;
+}
+
 FIXTURE(lanes) {
 	struct rt r;
 };
@@ -407,30 +425,23 @@ TEST_F(lanes, gateway_batches_are_queued)
 	uint64_t lb = stat_of("deleg_lane_batches");
 	struct call c = { .r = r };
 	uint32_t flags = 0;
-	pthread_t th;
 
 	ASSERT_EQ(0, rt_start(r, 1, 2, ANSWER));
 	c.flags = ODSM_DSLOT_F_GATEWAY;
-	ASSERT_EQ(0, pthread_create(&th, NULL, do_call, &c));
-	EXPECT_EQ(0, serve_one(r, &flags));
-	pthread_join(th, NULL);
+	EXPECT_EQ(0, call_via_gateway(r, &c, &flags));
 	ASSERT_EQ(0, c.ret);
 	EXPECT_EQ(999U, c.val);
 	EXPECT_EQ((uint32_t)ODSM_DSLOT_F_GATEWAY, flags);
 
 	c.flags = 0;
 	c.cell = CELLS;			/* trustee 1 of 1 */
-	ASSERT_EQ(0, pthread_create(&th, NULL, do_call, &c));
-	EXPECT_EQ(0, serve_one(r, &flags));
-	pthread_join(th, NULL);
+	EXPECT_EQ(0, call_via_gateway(r, &c, &flags));
 	ASSERT_EQ(0, c.ret);
 	EXPECT_EQ(999U, c.val);
 
 	c.cell = 0;
 	c.with = 4096;			/* not this node's */
-	ASSERT_EQ(0, pthread_create(&th, NULL, do_call, &c));
-	EXPECT_EQ(0, serve_one(r, &flags));
-	pthread_join(th, NULL);
+	EXPECT_EQ(0, call_via_gateway(r, &c, &flags));
 	ASSERT_EQ(0, c.ret);
 	EXPECT_EQ(999U, c.val);
 	EXPECT_EQ(lb, stat_of("deleg_lane_batches"));
@@ -450,7 +461,7 @@ TEST_F(lanes, full_lanes_go_to_gateway)
 	uint64_t full = stat_of("deleg_lane_full");
 	struct call held = { .r = r }, next = { .r = r };
 	uint32_t flags = 1;
-	pthread_t a, b;
+	pthread_t a;
 	int i;
 
 	ASSERT_EQ(0, rt_start(r, 1, 1, NONE));
@@ -459,9 +470,7 @@ TEST_F(lanes, full_lanes_go_to_gateway)
 	for (i = 0; i < 2000 && !*(volatile uint32_t *)(r->p + LANES_OFF); i++)
 		usleep(1000);
 	ASSERT_NE(0U, *(volatile uint32_t *)(r->p + LANES_OFF));
-	ASSERT_EQ(0, pthread_create(&b, NULL, do_call, &next));
-	EXPECT_EQ(0, serve_one(r, &flags));
-	pthread_join(b, NULL);
+	EXPECT_EQ(0, call_via_gateway(r, &next, &flags));
 	EXPECT_EQ(0, next.ret);
 	EXPECT_EQ(999U, next.val);
 	EXPECT_EQ(0U, flags);
@@ -524,7 +533,6 @@ TEST_F(lanes, unanswered_times_out_lane_reused)
 	struct call c = { .r = r };
 	uint64_t lb, full;
 	uint32_t flags = 1;
-	pthread_t th;
 	uint8_t *q;
 	int i;
 
@@ -535,9 +543,7 @@ TEST_F(lanes, unanswered_times_out_lane_reused)
 	TH_LOG("timed out after %" PRIu64 " ms", c.ms);
 	/* not answered yet: the lane stays taken, the gateway serves */
 	full = stat_of("deleg_lane_full");
-	ASSERT_EQ(0, pthread_create(&th, NULL, do_call, &c));
-	EXPECT_EQ(0, serve_one(r, &flags));
-	pthread_join(th, NULL);
+	EXPECT_EQ(0, call_via_gateway(r, &c, &flags));
 	EXPECT_EQ(0, c.ret);
 	EXPECT_EQ(999U, c.val);
 	EXPECT_EQ(full + 1, stat_of("deleg_lane_full"));
