@@ -42,6 +42,9 @@ struct odsm_heap {
 	struct odsm_palloc pa;
 	struct xarray pages;		/* partition page index -> page */
 	struct xarray pinned;		/* block index -> pin count (value) */
+	struct xarray pubs;		/* pinned block index -> its page of
+					 * published slot words
+					 */
 	atomic_long_t nr_pages;
 	atomic_t maps;			/* live VMAs of the heap */
 	struct inode *inode;		/* every open file's f_mapping */
@@ -125,8 +128,11 @@ int odsm_store_load(struct odsm_heap *h, u64 addr, u32 size, u64 *val);
 int odsm_store_word32(struct odsm_heap *h, u64 addr, bool add, u32 val);
 /* Pins of whole 64 KiB blocks for RDMA registrations (odsm_store.c). */
 #define ODSM_BLOCK_PAGES	(ODSM_BLOCK_SIZE >> PAGE_SHIFT)
-int odsm_store_pin(struct odsm_heap *h, u64 addr, struct page **pages);
-void odsm_store_unpin(struct odsm_heap *h, u64 addr, struct page **pages);
+int odsm_store_pin(struct odsm_heap *h, u64 addr, struct page **pages,
+		   struct page **pub);
+void odsm_store_unpin(struct odsm_heap *h, u64 addr, struct page **pages,
+		      struct page *pub);
+void odsm_store_publish(struct odsm_heap *h, u64 addr);
 int odsm_store_atomic(struct odsm_heap *h, u64 addr, u32 op, u64 operand,
 		      u64 compare, u64 *old);
 

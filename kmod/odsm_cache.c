@@ -63,6 +63,7 @@
 #include <linux/xarray.h>
 #include "odsm.h"
 #include "odsm_cache.h"
+#include "odsm_onesided.h"
 #include "odsm_cindex.h"
 #include "odsm_core.h"
 #include "odsm_compat.h"
@@ -586,6 +587,33 @@ static int hit_locked(struct odsm_fref *f, struct odsm_centry *e)
 }
 
 /*
+ * The first bytes of a new copy of the object at cg into first (room for
+ * a FETCH reply's fixed part and ODSM_FIRST_WHOLE bytes, the bytes after
+ * it): read one-sided where the home publishes that this is safe
+ * (odsm_onesided_copy()), else a FETCH, whose answer teaches the
+ * one-sided path the class of the object's block.
+ */
+static int copy_first(u32 node, u64 inc, u64 cg, void *first, u64 *size,
+		      u32 *got)
+{
+	int ret;
+
+	ret = odsm_onesided_copy(node, cg, first + ODSM_WIRE_FETCH_REPLY_SIZE,
+				 ODSM_FIRST_WHOLE, size);
+	if (!ret) {
+		*got = *size;
+		return 0;
+	}
+	if (ret != -EOPNOTSUPP)
+		return ret;
+	ret = odsm_fetch_at(node, inc, cg, 0, first, ODSM_FIRST_FETCH,
+			    ODSM_FIRST_WHOLE, size, got);
+	if (!ret)
+		odsm_onesided_learn(cg, *size);
+	return ret;
+}
+
+/*
  * A new copy of the object at cg: allocate a slot, fill it (a lazy one
  * is left for the fault handler), and hand back an entry that is not in
  * the cache yet.
@@ -613,8 +641,7 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 	ret = -EHOSTDOWN;
 	if (!e->inc)
 		goto out;
-	ret = odsm_fetch_at(node, e->inc, cg, 0, first, ODSM_FIRST_FETCH,
-			    ODSM_FIRST_WHOLE, &size, &got);
+	ret = copy_first(node, e->inc, cg, first, &size, &got);
 	if (ret)
 		goto out;
 	ret = slot_new(e, size, &usable);

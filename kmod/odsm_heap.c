@@ -41,6 +41,7 @@ int odsm_heap_init(struct odsm_heap *h, const struct odsm_geom *g)
 	mutex_init(&h->lock);
 	xa_init(&h->pages);
 	xa_init(&h->pinned);
+	xa_init(&h->pubs);
 	atomic_long_set(&h->nr_pages, 0);
 	atomic_set(&h->maps, 0);
 	h->geom = *g;
@@ -68,6 +69,7 @@ void odsm_heap_destroy(struct odsm_heap *h)
 	store_drop_all(h);
 	xa_destroy(&h->pages);
 	xa_destroy(&h->pinned);
+	xa_destroy(&h->pubs);
 	odsm_palloc_destroy(&h->pa);
 }
 
@@ -112,6 +114,8 @@ int odsm_heap_alloc(struct odsm_heap *h, u64 size, u32 align, u32 flags,
 
 	mutex_lock(&h->lock);
 	ret = odsm_palloc_alloc(&h->pa, size, align, cgaddr, usable);
+	if (!ret)
+		odsm_store_publish(h, odsm_clear_color(*cgaddr));
 	mutex_unlock(&h->lock);
 	/*
 	 * Zeroed without the lock held across it (it takes it per batch of
@@ -186,6 +190,8 @@ int odsm_heap_free(struct odsm_heap *h, u64 cgaddr)
 	ret = object_at(h, cgaddr, &oi);
 	if (!ret)
 		ret = odsm_palloc_free(&h->pa, cgaddr, &rel);
+	if (!ret)
+		odsm_store_publish(h, oi.addr);
 	mutex_unlock(&h->lock);
 
 	if (ret) {
@@ -221,6 +227,8 @@ int odsm_heap_move(struct odsm_heap *h, u64 cgaddr, u64 *new_cgaddr)
 	ret = object_at(h, cgaddr, &oi);
 	if (!ret)
 		ret = odsm_palloc_alloc(&h->pa, oi.size, 0, new_cgaddr, &usable);
+	if (!ret)
+		odsm_store_publish(h, odsm_clear_color(*new_cgaddr));
 	mutex_unlock(&h->lock);
 	if (ret)
 		return ret;
@@ -238,10 +246,12 @@ int odsm_heap_move(struct odsm_heap *h, u64 cgaddr, u64 *new_cgaddr)
 	if (!ret) {
 		ret = odsm_palloc_free(&h->pa, cgaddr, &rel);
 		WARN_ON_ONCE(ret);	/* looked up above, under the lock */
+		odsm_store_publish(h, oi.addr);
 	} else if (!odsm_palloc_lookup(&h->pa, new, &now) &&
 		   now.color == odsm_color(*new_cgaddr)) {
 		/* nothing lost: the old object stays, the new one goes */
 		odsm_palloc_free(&h->pa, *new_cgaddr, &rel);
+		odsm_store_publish(h, new);
 	}
 	mutex_unlock(&h->lock);
 	if (!ret)
@@ -302,8 +312,10 @@ static int fetch_copy(struct odsm_heap *h, const struct odsm_objinfo *oi,
 
 	if (n)
 		ret = odsm_store_rw_locked(h, oi->addr + offset, buf, n, false);
-	if (!ret && (!(flags & ODSM_FETCH_WHOLE) || n == oi->size))
+	if (!ret && (!(flags & ODSM_FETCH_WHOLE) || n == oi->size)) {
 		odsm_palloc_set_copied(&h->pa, oi->addr);
+		odsm_store_publish(h, oi->addr);
+	}
 	return ret;
 }
 

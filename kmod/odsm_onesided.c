@@ -17,6 +17,7 @@
 #include "odsm_cache.h"
 #include "odsm_cluster.h"
 #include "odsm_onesided.h"
+#include "odsm_pubword.h"
 
 static bool onesided = true;
 module_param_named(onesided, onesided, bool, 0644);
@@ -313,6 +314,68 @@ int odsm_onesided_atomic(u32 node, u64 addr, u32 op, u64 operand,
 	return ret == -ENOKEY ? -EOPNOTSUPP : ret;
 }
 
+/*
+ * Class hints for one-sided misses: global block index -> the slab class
+ * a FETCH of an object there said (class + 1, as an xarray value).  A
+ * block's class changes only when it empties and is used again, and the
+ * published words then say another class: a stale hint costs one
+ * refused read, never a wrong copy.  One entry per block this node
+ * fetched from, bounded by the heap's geometry; freed at unload.
+ */
+static DEFINE_XARRAY(cls_hints);
+
+void odsm_onesided_learn(u64 cg, u64 size)
+{
+	unsigned long b = odsm_clear_color(cg) >> ODSM_BLOCK_SHIFT;
+	int cls = odsm_pub_class_of_size(size);
+	void *old = xa_load(&cls_hints, b);
+
+	if (cls < 0) {
+		if (old)
+			xa_erase(&cls_hints, b);
+	} else if (!old || xa_to_value(old) != cls + 1) {
+		/* no memory: no hint, that block's misses ask the home */
+		xa_store(&cls_hints, b, xa_mk_value(cls + 1), GFP_KERNEL);
+	}
+}
+
+int odsm_onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
+{
+	u64 addr = odsm_clear_color(cg), off = addr & (ODSM_BLOCK_SIZE - 1);
+	void *hint = xa_load(&cls_hints, addr >> ODSM_BLOCK_SHIFT);
+	struct odsm_conn *conn;
+	u32 cs, before = 0, after = 0;
+	int cls, ret = -EOPNOTSUPP;
+
+	if (!hint)
+		return -EOPNOTSUPP;
+	cls = (int)xa_to_value(hint) - 1;
+	cs = odsm_class_size[cls];
+	if (off % cs || cs > room)
+		return -EOPNOTSUPP;
+	conn = onesided_conn(node, addr, cs);
+	if (IS_ERR_OR_NULL(conn))
+		return conn ? PTR_ERR(conn) : -EOPNOTSUPP;
+	if (odsm_conn_ops(conn)->read_pub)
+		ret = odsm_conn_ops(conn)->read_pub(conn, addr, buf, cs,
+						    (u32)(off / cs), &before,
+						    &after);
+	odsm_peer_conn_put(conn);
+	if (ret == -EBUSY) {
+		odsm_stat_inc(ODSM_STAT_onesided_spills);
+		return -EOPNOTSUPP;
+	}
+	if (ret)
+		return ret == -ENOKEY ? -EOPNOTSUPP : ret;
+	if (!odsm_pub_usable(before, after, cls, odsm_color(cg))) {
+		odsm_stat_inc(ODSM_STAT_onesided_copy_refused);
+		return -EOPNOTSUPP;
+	}
+	odsm_stat_inc(ODSM_STAT_onesided_copies);
+	*size = cs;
+	return 0;
+}
+
 bool odsm_nic_domain_here(void)
 {
 	const struct odsm_transport_ops *t = odsm_cluster_transport();
@@ -372,4 +435,5 @@ void odsm_onesided_exit(void)
 	odsm_peer_events_unregister(&onesided_events);
 	odsm_handler_unregister(&keys_handler);
 	odsm_handler_unregister(&map_handler);
+	xa_destroy(&cls_hints);
 }

@@ -514,3 +514,62 @@ bool odsm_palloc_backed(const struct odsm_palloc *pa, u64 addr)
 	return kind == ODSM_BLK_SLAB || kind == ODSM_BLK_HEAD ||
 	       kind == ODSM_BLK_TAIL;
 }
+
+/* ---- published words (odsm_pubword.h) ---------------------------------- */
+
+/* The slab of block b whose slots have words, or NULL. */
+static const struct odsm_slab *pub_slab(const struct odsm_palloc *pa, u32 b)
+{
+	const struct odsm_block *blk = &pa->blocks[b];
+
+	if (blk->kind != ODSM_BLK_SLAB && blk->kind != ODSM_BLK_FREE)
+		return NULL;
+	if (!blk->slab || odsm_class_size[blk->cls] < ODSM_PUB_MIN_SLOT)
+		return NULL;
+	return blk->slab;
+}
+
+static u32 pub_word_of(const struct odsm_block *blk,
+		       const struct odsm_slab *s, u32 slot)
+{
+	bool live = blk->kind == ODSM_BLK_SLAB && bit_test(s->live, slot) &&
+		    !bit_test(s->retired, slot);
+
+	return odsm_pub_word(blk->cls, live, live && bit_test(s->copied, slot),
+			     s->gen[slot]);
+}
+
+bool odsm_palloc_pub_slot(const struct odsm_palloc *pa, u64 addr, u32 *idx,
+			  u32 *word)
+{
+	const struct odsm_slab *s;
+	s64 b = block_of(pa, addr);
+	u64 rem;
+	u32 slot;
+
+	if (b < 0)
+		return false;
+	s = pub_slab(pa, (u32)b);
+	if (!s)
+		return false;
+	slot = slot_of(pa, (u32)b, addr, &rem);
+	if (rem || slot >= s->nr_slots)
+		return false;
+	*idx = slot;
+	*word = pub_word_of(&pa->blocks[b], s, slot);
+	return true;
+}
+
+void odsm_palloc_pub_fill(const struct odsm_palloc *pa, u64 addr, u32 *words)
+{
+	const struct odsm_slab *s;
+	s64 b = block_of(pa, addr);
+	u32 i;
+
+	memset(words, 0, ODSM_PUB_BYTES);
+	if (b < 0)
+		return;
+	s = pub_slab(pa, (u32)b);
+	for (i = 0; s && i < s->nr_slots; i++)
+		words[i] = pub_word_of(&pa->blocks[b], s, i);
+}

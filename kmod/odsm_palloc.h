@@ -21,6 +21,7 @@
 
 #include "odsm_portable.h"
 #include "odsm_sizeclass.h"
+#include "odsm_pubword.h"
 
 enum odsm_block_kind {
 	ODSM_BLK_FREE = 0,
@@ -138,5 +139,16 @@ bool odsm_palloc_stale(const struct odsm_palloc *pa, u64 cgaddr);
 bool odsm_palloc_backed(const struct odsm_palloc *pa, u64 addr);
 
 u64 odsm_palloc_max_alloc(const struct odsm_palloc *pa);
+
+/*
+ * Published words (odsm_pubword.h), what a peer's one-sided miss checks.
+ * The word of the slot that starts at addr and its index in the block's
+ * page: false when addr is no slot start of a slab (or an emptied slab
+ * kept as history) whose class has words.
+ */
+bool odsm_palloc_pub_slot(const struct odsm_palloc *pa, u64 addr, u32 *idx,
+			  u32 *word);
+/* Every word of the block holding addr into words[ODSM_PUB_WORDS] (0: none). */
+void odsm_palloc_pub_fill(const struct odsm_palloc *pa, u64 addr, u32 *words);
 
 #endif /* _ODSM_PALLOC_H */

@@ -786,18 +786,29 @@ void odsm_rdma_accept_param(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 				   odsm_rdma_init_depth(id->device));
 }
 
+/* Is dev Soft-RoCE? */
+bool odsm_rdma_is_rxe(struct ib_device *dev)
+{
+	return dev->ops.driver_id == RDMA_DRIVER_RXE;
+}
+
 /*
  * RDMA READs and atomics a QP on dev keeps in flight, either way.
- * Soft-RoCE gets 1: with 8 READs of up to 64 KiB outstanding (some 500
- * packets), three rxe guests under TCG lose connections within seconds of
- * reading 1 MiB from each other at once, the QP in error with no error
- * completion of its own (rxe retransmitting READs while several are
- * outstanding); with 1 they never did.  Checked again on 2026-11-29 with
- * the emulator's CMPXCHG16B fault out of the way: the same loss.
+ * Soft-RoCE keeps few large ones: with 8 READs of up to 64 KiB outstanding
+ * (some 500 packets), three rxe guests under TCG lose connections within
+ * seconds of reading 1 MiB from each other at once, the QP in error with
+ * no error completion of its own (rxe retransmitting READs while several
+ * are outstanding); with 1 they never did.  Checked again on 2026-11-29
+ * with the emulator's CMPXCHG16B fault out of the way: the same loss.  So
+ * on rxe a connection runs one READ operation at a time, its block READs
+ * fenced one after another (odsm_rdma_os_setup()), and the QP's depth of
+ * RDMA_RXE_RD_ATOM lets only the small READs around a one-sided miss's
+ * bytes (odsm_rdma_read_pub()) and an atomic go beside it: a few packets,
+ * not hundreds.
  */
 u32 odsm_rdma_rd_atom(struct ib_device *dev)
 {
-	return dev->ops.driver_id == RDMA_DRIVER_RXE ? 1 : RDMA_RD_ATOM;
+	return odsm_rdma_is_rxe(dev) ? RDMA_RXE_RD_ATOM : RDMA_RD_ATOM;
 }
 
 /* The initiator depth offered on dev: READs and atomics we keep going. */
@@ -1221,6 +1232,7 @@ struct odsm_transport_ops odsm_rdma_ops = {
 	.rx_serves = true,	/* credits return on the CQ (see the top) */
 	/* one-sided abilities (odsm_rdma_onesided.c), the loopback pair */
 	.rw = odsm_rdma_rw,
+	.read_pub = odsm_rdma_read_pub,
 	.atomic = odsm_rdma_atomic,
 	.missing = odsm_rdma_missing,
 	.can_map = odsm_rdma_can_map,

@@ -35,11 +35,13 @@
 #define RDMA_OS_WRS		(ODSM_WIRE_MAX_DATA / ODSM_WIRE_MAP_LEN + 1)
 #define RDMA_MAX_REGS		4096	/* 256 MiB registered per connection */
 /*
- * RDMA READs and atomics in flight per QP, both ways: RDMA_RD_ATOM, but 1
- * on Soft-RoCE (odsm_rdma_rd_atom() says why), and no more than the
+ * RDMA READs and atomics in flight per QP, both ways: RDMA_RD_ATOM, but
+ * RDMA_RXE_RD_ATOM on Soft-RoCE, where one operation's READs go one
+ * after another (odsm_rdma_rd_atom() says why), and no more than the
  * device allows.
  */
 #define RDMA_RD_ATOM		8
+#define RDMA_RXE_RD_ATOM	3
 /*
  * One-sided operations in flight per connection, each with a bounce
  * buffer of ODSM_WIRE_MAX_DATA (the first allocated with the connection,
@@ -67,6 +69,7 @@ int odsm_rdma_conn_setup(struct odsm_rdma_conn *x);
 void odsm_rdma_conn_abort(struct odsm_rdma_conn *x, bool keep_id);
 void odsm_rdma_accept_param(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 			    struct rdma_conn_param *p);
+bool odsm_rdma_is_rxe(struct ib_device *dev);
 u32 odsm_rdma_rd_atom(struct ib_device *dev);
 u32 odsm_rdma_init_depth(struct ib_device *dev);
 int odsm_rdma_dial_prepare(struct odsm_rdma_conn *x, struct sockaddr_in dst,
@@ -84,6 +87,8 @@ void odsm_rdma_loop_destroy(void);
  */
 int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 		 bool write);
+int odsm_rdma_read_pub(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
+		       u32 idx, u32 *before, u32 *after);
 bool odsm_rdma_missing(struct odsm_conn *conn, u64 addr, u32 len, u64 *blk);
 int odsm_rdma_add_key(struct odsm_conn *conn,
 		      const struct odsm_wire_map_reply *r);
@@ -115,8 +120,12 @@ struct odsm_rdma_reg {
 	u64 addr;
 	struct ib_mr *mr;
 	int nents;			/* DMA-mapped entries of sg */
-	struct scatterlist sg[ODSM_BLOCK_PAGES];
+	unsigned int nr_sg;		/* sg entries: the block's pages, and
+					 * its page of words if registered
+					 */
+	struct scatterlist sg[ODSM_BLOCK_PAGES + 1];
 	struct page *pages[ODSM_BLOCK_PAGES];
+	struct page *pub;		/* published slot words, or NULL */
 };
 
 /* A block of the peer's partition it registered for us. */
@@ -178,7 +187,10 @@ struct odsm_rdma_initiator {
 	wait_queue_head_t free;		/* for a slot not in use */
 	unsigned long busy;		/* a bit per slot in use */
 	u32 nr;				/* slots with a buffer, set up once */
-	u32 rd_depth;			/* READs the QP keeps in flight */
+	u32 rd_depth;			/* READ operations in flight */
+	bool fence_reads;		/* an operation's block READs go one
+					 * after another (Soft-RoCE)
+					 */
 	atomic_t reads;			/* one-sided READs in flight */
 	atomic_t waiters;		/* atomics waiting for a slot */
 	struct odsm_rdma_slot slot[RDMA_OS_SLOTS];

@@ -85,9 +85,9 @@ void odsm_rdma_regs_free(struct odsm_rdma_conn *x)
 		if (g->mr)
 			ib_dereg_mr(g->mr);
 		if (g->nents)
-			ib_dma_unmap_sg(x->dev, g->sg, ODSM_BLOCK_PAGES,
+			ib_dma_unmap_sg(x->dev, g->sg, g->nr_sg,
 					DMA_BIDIRECTIONAL);
-		odsm_store_unpin(&odsm_heap, g->addr, g->pages);
+		odsm_store_unpin(&odsm_heap, g->addr, g->pages, g->pub);
 		kfree(g);
 	}
 }
@@ -133,6 +133,10 @@ int odsm_rdma_os_setup(struct odsm_rdma_conn *x)
 	x->os.nr = i;
 	/* what we offer; the peer may take less, and then READs queue */
 	x->os.rd_depth = max(1U, odsm_rdma_init_depth(x->dev));
+	/* Soft-RoCE: one READ operation at a time (odsm_rdma_rd_atom()) */
+	x->os.fence_reads = odsm_rdma_is_rxe(x->dev);
+	if (x->os.fence_reads)
+		x->os.rd_depth = 1;
 	return i ? 0 : -ENOMEM;
 }
 
@@ -314,6 +318,26 @@ static void os_end(struct odsm_rdma_conn *x, struct odsm_rdma_slot *s)
 	os_put(x, s - x->os.slot);
 }
 
+/* Work request i of chain wrs: opcode on len bytes at raddr, bounce + boff. */
+static void os_wr(struct ib_rdma_wr *wrs, struct ib_sge *sges, int i,
+		  enum ib_wr_opcode opcode, struct odsm_rdma_conn *x,
+		  struct odsm_rdma_slot *s, u32 boff, u32 len, u64 raddr,
+		  u32 rkey)
+{
+	sges[i].addr = s->dma + boff;
+	sges[i].length = len;
+	sges[i].lkey = x->pd->local_dma_lkey;
+	wrs[i].wr.wr_cqe = &s->wait.cqe;
+	wrs[i].wr.opcode = opcode;
+	wrs[i].wr.send_flags = IB_SEND_SIGNALED;
+	wrs[i].wr.sg_list = &sges[i];
+	wrs[i].wr.num_sge = 1;
+	wrs[i].remote_addr = raddr;
+	wrs[i].rkey = rkey;
+	if (i)
+		wrs[i - 1].wr.next = &wrs[i].wr;
+}
+
 int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 		 bool write)
 {
@@ -352,18 +376,11 @@ int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 		}
 		in = a & (ODSM_WIRE_MAP_LEN - 1);
 		piece = min(len - off, ODSM_WIRE_MAP_LEN - in);
-		sges[n].addr = s->dma + off;
-		sges[n].length = piece;
-		sges[n].lkey = x->pd->local_dma_lkey;
-		wrs[n].wr.wr_cqe = &s->wait.cqe;
-		wrs[n].wr.opcode = write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ;
-		wrs[n].wr.send_flags = IB_SEND_SIGNALED;
-		wrs[n].wr.sg_list = &sges[n];
-		wrs[n].wr.num_sge = 1;
-		wrs[n].remote_addr = k->iova + in;
-		wrs[n].rkey = k->rkey;
-		if (n)
-			wrs[n - 1].wr.next = &wrs[n].wr;
+		os_wr(wrs, sges, n, write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ,
+		      x, s, off, piece, k->iova + in, k->rkey);
+		/* each block's READ after the one before has completed */
+		if (n && !write && x->os.fence_reads)
+			wrs[n].wr.send_flags |= IB_SEND_FENCE;
 	}
 	if (write) {
 		memcpy(s->buf, buf, len);
@@ -386,6 +403,73 @@ out:
 out_reads:
 	if (!write)
 		atomic_dec(&x->os.reads);
+	return ret;
+}
+
+/*
+ * A one-sided borrow miss's read (odsm_pubword.h): the slot's published
+ * word, its len bytes at addr, the word again, as three READs of one
+ * chain, which the responder runs in the order posted (RC ordering), all
+ * three in one round trip.  The bytes land at the start of the bounce
+ * buffer, the words past them.
+ */
+int odsm_rdma_read_pub(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
+		       u32 idx, u32 *before, u32 *after)
+{
+	u32 in = addr & (ODSM_WIRE_MAP_LEN - 1), woff = round_up(len, 8);
+	struct odsm_rdma_conn *x = rc(conn);
+	struct ib_rdma_wr wrs[3] = {};
+	struct ib_sge sges[3];
+	struct odsm_rdma_slot *s;
+	struct odsm_rdma_key *k;
+	__le32 w[2];
+	u64 waddr;
+	int ret;
+
+	if (!len || len > ODSM_WIRE_MAP_LEN - in ||
+	    idx >= ODSM_WIRE_MAP_PUB_LEN / sizeof(u32))
+		return -EINVAL;
+	k = xa_load(&x->os.keys, addr >> ODSM_BLOCK_SHIFT);
+	if (!k)
+		return -ENOKEY;
+	if (!(k->flags & ODSM_WIRE_MAP_F_PUB))
+		return -EOPNOTSUPP;
+	/* a READ behind rd_depth others goes as a request (odsm_rdma_rw) */
+	if (atomic_inc_return(&x->os.reads) > x->os.rd_depth) {
+		atomic_dec(&x->os.reads);
+		return -EBUSY;
+	}
+	ret = os_begin(x, &s, true);
+	if (ret)
+		goto out_reads;
+	waddr = k->iova + ODSM_WIRE_MAP_LEN + idx * sizeof(u32);
+	os_wr(wrs, sges, 0, IB_WR_RDMA_READ, x, s, woff, sizeof(u32), waddr,
+	      k->rkey);
+	os_wr(wrs, sges, 1, IB_WR_RDMA_READ, x, s, 0, len, k->iova + in,
+	      k->rkey);
+	os_wr(wrs, sges, 2, IB_WR_RDMA_READ, x, s, woff + sizeof(u32),
+	      sizeof(u32), waddr, k->rkey);
+	/*
+	 * Only the last is signalled: it completes after the others (RC),
+	 * and a failing one completes (in error) whether signalled or not,
+	 * after which the connection is killed and the slot never reused.
+	 */
+	wrs[0].wr.send_flags = 0;
+	wrs[1].wr.send_flags = 0;
+	ret = os_run(x, s, &wrs[0].wr, 1, "READ", len);
+	if (!ret) {
+		ib_dma_sync_single_for_cpu(x->dev, s->dma, woff + sizeof(w),
+					   DMA_BIDIRECTIONAL);
+		memcpy(buf, s->buf, len);
+		memcpy(w, s->buf + woff, sizeof(w));
+		*before = le32_to_cpu(w[0]);
+		*after = le32_to_cpu(w[1]);
+		odsm_stat_inc(ODSM_STAT_onesided_reads);
+		odsm_stat_add(ODSM_STAT_onesided_bytes, len);
+	}
+	os_end(x, s);
+out_reads:
+	atomic_dec(&x->os.reads);
 	return ret;
 }
 
@@ -461,6 +545,8 @@ int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
 		if (g->mr) {
 			r->iova = g->mr->iova;
 			r->rkey = g->mr->rkey;
+			if (g->nr_sg > ODSM_BLOCK_PAGES)
+				r->flags |= ODSM_WIRE_MAP_F_PUB;
 			ret = 0;
 		}
 		goto out;
@@ -476,9 +562,16 @@ int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
 	if (!g)
 		goto out;
 	g->addr = addr;
-	ret = odsm_store_pin(&odsm_heap, addr, g->pages);
+	ret = odsm_store_pin(&odsm_heap, addr, g->pages, &g->pub);
 	if (ret)
 		goto err_free;
+	g->nr_sg = ODSM_BLOCK_PAGES;
+	/* the page of published words right after the block, if it fits */
+	if (g->pub &&
+	    x->dev->attrs.max_fast_reg_page_list_len > ODSM_BLOCK_PAGES) {
+		g->nr_sg++;
+		r->flags |= ODSM_WIRE_MAP_F_PUB;
+	}
 
 	down_read(&x->res_sem);
 	ret = -EHOSTDOWN;
@@ -489,15 +582,16 @@ int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
 	if (ret)
 		goto err_unpin;
 	x->reg.nr++;
-	sg_init_table(g->sg, ODSM_BLOCK_PAGES);
+	sg_init_table(g->sg, g->nr_sg);
 	for (i = 0; i < ODSM_BLOCK_PAGES; i++)
 		sg_set_page(&g->sg[i], g->pages[i], PAGE_SIZE, 0);
+	if (g->nr_sg > ODSM_BLOCK_PAGES)
+		sg_set_page(&g->sg[i], g->pub, PAGE_SIZE, 0);
 	ret = -ENOMEM;
-	g->nents = ib_dma_map_sg(x->dev, g->sg, ODSM_BLOCK_PAGES,
-				 DMA_BIDIRECTIONAL);
+	g->nents = ib_dma_map_sg(x->dev, g->sg, g->nr_sg, DMA_BIDIRECTIONAL);
 	if (!g->nents)
 		goto err_kill;
-	g->mr = ib_alloc_mr(x->pd, IB_MR_TYPE_MEM_REG, ODSM_BLOCK_PAGES);
+	g->mr = ib_alloc_mr(x->pd, IB_MR_TYPE_MEM_REG, g->nr_sg);
 	if (IS_ERR(g->mr)) {
 		ret = PTR_ERR(g->mr);
 		g->mr = NULL;
@@ -542,7 +636,7 @@ err_kill:
 	goto out;
 err_unpin:
 	up_read(&x->res_sem);
-	odsm_store_unpin(&odsm_heap, addr, g->pages);
+	odsm_store_unpin(&odsm_heap, addr, g->pages, g->pub);
 err_free:
 	kfree(g);
 out:

@@ -82,6 +82,10 @@ enum odsm_stat {
 					 * another was in flight on the
 					 * connection
 					 */
+	ODSM_STAT_onesided_copies,	/* borrow misses read one-sided */
+	ODSM_STAT_onesided_copy_refused,	/* read so, but the published
+						 * words said no: FETCH
+						 */
 	ODSM_STAT_loop_atomics,		/* flagged atomics of our own words,
 					 * run by our device (loopback)
 					 */

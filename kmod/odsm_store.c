@@ -482,6 +482,17 @@ int odsm_store_discard(struct odsm_heap *h, u64 addr, u64 len)
 	return store_drop(h, addr, len, true) ? -EBUSY : 0;
 }
 
+/* A block's page of published words, from the allocator, little-endian. */
+static void pub_fill(struct odsm_heap *h, u64 addr, void *page)
+{
+	u32 *w = page;
+	unsigned int i;
+
+	odsm_palloc_pub_fill(&h->pa, addr, w);
+	for (i = 0; i < ODSM_PUB_WORDS; i++)
+		cpu_to_le32s(&w[i]);
+}
+
 /*
  * Pin the 64 KiB block at addr of the local partition (which must hold an
  * object) for an RDMA registration: every page present (zeroed ones added
@@ -489,21 +500,30 @@ int odsm_store_discard(struct odsm_heap *h, u64 addr, u64 len)
  * count that keeps store_drop from freeing them until odsm_store_unpin.
  * While pinned, a block that empties keeps its pages, zeroed, so a peer's
  * one-sided access never reaches a page the store no longer serves.
- * Under heap->lock.
+ *
+ * *pub: the block's page of published slot words (odsm_pubword.h), with a
+ * reference for the caller, or NULL when there was no memory for one (the
+ * registration then goes without: peers' misses ask the home).  The first
+ * pin fills it from the allocator; odsm_store_publish() keeps it current
+ * while any pin lasts.  Takes heap->lock.
  */
-int odsm_store_pin(struct odsm_heap *h, u64 addr, struct page **pages)
+int odsm_store_pin(struct odsm_heap *h, u64 addr, struct page **pages,
+		   struct page **pub)
 {
+	struct page *page, *fresh;
 	unsigned long n, blk;
-	struct page *page;
 	unsigned int i;
 	pgoff_t idx;
 	int ret;
 
+	*pub = NULL;
 	if (addr % ODSM_BLOCK_SIZE ||
 	    !odsm_range_is_local(&h->geom, addr, ODSM_BLOCK_SIZE))
 		return -EINVAL;
 	idx = store_index(h, addr);
 	blk = idx >> (ODSM_BLOCK_SHIFT - PAGE_SHIFT);
+	/* allocated before the lock: most pins are a block's first */
+	fresh = alloc_page(GFP_KERNEL | __GFP_NOWARN);
 	mutex_lock(&h->lock);
 	ret = -EFAULT;
 	if (!odsm_palloc_backed(&h->pa, addr))
@@ -521,7 +541,19 @@ int odsm_store_pin(struct odsm_heap *h, u64 addr, struct page **pages)
 		}
 		pages[i] = page;
 	}
+	*pub = xa_load(&h->pubs, blk);
+	if (!*pub && fresh &&
+	    !xa_err(xa_store(&h->pubs, blk, fresh, GFP_KERNEL))) {
+		/* the store's reference; the words from now on */
+		pub_fill(h, addr, page_address(fresh));
+		*pub = fresh;
+		fresh = NULL;
+	}
+	if (*pub)
+		get_page(*pub);
 	mutex_unlock(&h->lock);
+	if (fresh)
+		__free_page(fresh);
 	return 0;
 
 err_undo:
@@ -533,27 +565,59 @@ err_undo:
 		xa_erase(&h->pinned, blk);
 out:
 	mutex_unlock(&h->lock);
+	if (fresh)
+		__free_page(fresh);
 	return ret;
 }
 
-/* Undo one odsm_store_pin; an empty block then gives its pages back. */
-void odsm_store_unpin(struct odsm_heap *h, u64 addr, struct page **pages)
+/*
+ * The slot at addr (the start of an object, or of a slot an object just
+ * left) changed in the allocator: rewrite its published word if its block
+ * is pinned with a page of them.  Under heap->lock, as the change was.
+ */
+void odsm_store_publish(struct odsm_heap *h, u64 addr)
+{
+	struct page *pub;
+	u32 idx, w;
+
+	lockdep_assert_held(&h->lock);
+	if (!odsm_range_is_local(&h->geom, addr, 1))
+		return;
+	pub = xa_load(&h->pubs, store_index(h, addr) >>
+				(ODSM_BLOCK_SHIFT - PAGE_SHIFT));
+	if (pub && odsm_palloc_pub_slot(&h->pa, addr, &idx, &w))
+		WRITE_ONCE(((__le32 *)page_address(pub))[idx], cpu_to_le32(w));
+}
+
+/*
+ * Undo one odsm_store_pin (pub as it gave it); an empty block then gives
+ * its pages back, and the last pin takes the page of words with it.
+ */
+void odsm_store_unpin(struct odsm_heap *h, u64 addr, struct page **pages,
+		      struct page *pub)
 {
 	pgoff_t idx = store_index(h, addr);
 	unsigned long n, blk = idx >> (ODSM_BLOCK_SHIFT - PAGE_SHIFT);
+	struct page *words = NULL;
 	bool drop;
 	unsigned int i;
 
 	mutex_lock(&h->lock);
 	n = pin_count(h, idx);
-	if (n > 1)	/* replaces a present entry: allocates nothing */
+	if (n > 1) {	/* replaces a present entry: allocates nothing */
 		xa_store(&h->pinned, blk, xa_mk_value(n - 1), GFP_KERNEL);
-	else
+	} else {
 		xa_erase(&h->pinned, blk);
+		words = xa_erase(&h->pubs, blk);
+	}
 	drop = n <= 1 && !odsm_palloc_backed(&h->pa, addr);
 	mutex_unlock(&h->lock);
 	for (i = 0; i < ODSM_BLOCK_PAGES; i++)
 		put_page(pages[i]);
+	if (pub)
+		put_page(pub);
+	if (words)
+		put_page(words);
 	/* a block allocated meanwhile keeps its pages: store_drop skips it */
 	if (drop)
 		store_drop(h, addr, ODSM_BLOCK_SIZE, false);

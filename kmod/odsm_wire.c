@@ -628,6 +628,10 @@ int odsm_wire_get_map_reply(const u8 *buf, u32 len,
 	if (!wire_map_addr_ok(p->gaddr) || p->len != ODSM_WIRE_MAP_LEN ||
 	    p->iova % 4096 || p->iova > ~0ULL - (ODSM_WIRE_MAP_LEN - 1))
 		return -EPROTO;
+	/* the words past the block must not wrap either */
+	if ((p->flags & ODSM_WIRE_MAP_F_PUB) &&
+	    p->iova > ~0ULL - (ODSM_WIRE_MAP_LEN + ODSM_WIRE_MAP_PUB_LEN - 1))
+		return -EPROTO;
 	return 0;
 }
 

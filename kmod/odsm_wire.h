@@ -19,7 +19,7 @@
 #include "odsm_portable.h"
 
 #define ODSM_WIRE_MAGIC		0x4d53444fU	/* "ODSM" in LE byte order */
-#define ODSM_WIRE_VERSION	9
+#define ODSM_WIRE_VERSION	10
 #define ODSM_WIRE_HDR_SIZE	32
 /* largest payload: one chunk of a read or write, plus its fixed part */
 #define ODSM_WIRE_MAX_DATA	(256U << 10)
@@ -311,7 +311,14 @@ struct odsm_wire_wake_reply {
  * device: the sender may then run F_NIC atomics one-sided.
  */
 #define ODSM_WIRE_MAP_F_ATOMIC	0x1
-#define ODSM_WIRE_MAP_F_ALL	ODSM_WIRE_MAP_F_ATOMIC
+/*
+ * With MAP_F_PUB, the registration goes on for ODSM_WIRE_MAP_PUB_LEN bytes
+ * past the block: the home's published slot words of it (odsm_pubword.h),
+ * at [iova + len, iova + len + ODSM_WIRE_MAP_PUB_LEN).
+ */
+#define ODSM_WIRE_MAP_F_PUB	0x2
+#define ODSM_WIRE_MAP_F_ALL	(ODSM_WIRE_MAP_F_ATOMIC | ODSM_WIRE_MAP_F_PUB)
+#define ODSM_WIRE_MAP_PUB_LEN	4096U
 
 struct odsm_wire_map {
 	u64 gaddr;		/* ODSM_WIRE_MAP_LEN aligned, < 2^48 */

@@ -118,6 +118,9 @@
 #ifdef MUTANT_OVERFLOW_LOSES
 #define OVERFLOW
 #endif
+#ifdef MUTANT_ONESIDED_UNMARKED
+#define ONESIDED
+#endif
 #ifndef MAXC
 #ifdef OVERFLOW
 #define MAXC	1
@@ -382,6 +385,44 @@ inline fetch(gg)
 	sc_t = 0
 }
 
+/*
+ * A one-sided miss (odsm_onesided_copy(), -DONESIDED: every shared-borrow
+ * miss tries it first): the home's published word of the slot, the
+ * slot's bytes, the word again, kept only if both words agree and say
+ * live, copied, and of a color the pointer may carry.  Every allocation,
+ * free and first copy there changes the word, so kept bytes are the
+ * slot's at one instant: one step.  It sets no copied mark (the home's
+ * CPU is not asked), so a slot without one goes to the FETCH.
+ */
+#ifdef MUTANT_ONESIDED_UNMARKED
+#define OS_MARKED(sl)	1
+#else
+#define OS_MARKED(sl)	slot[sl].copied
+#endif
+
+inline osfetch(gg)
+{
+	sc_t = AD(gg);
+	if
+	:: UP(n, HOME(sc_t)) && slot[sc_t].st != SFREE &&
+	   CO(gg) >= slot[sc_t].gen && OS_MARKED(sc_t) ->
+		r = OK;
+		f_field = slot[sc_t].field;
+		f_fu = slot[sc_t].fu;
+		f_obj = slot[sc_t].gobj;
+		f_fresh = slot[sc_t].fresh
+	:: else ->
+		fetch(gg)
+	fi;
+	sc_t = 0
+}
+
+#ifdef ONESIDED
+#define miss_fetch(gg)	osfetch(gg)
+#else
+#define miss_fetch(gg)	fetch(gg)
+#endif
+
 /* ---- the invariants --------------------------------------------------- */
 
 /* node n reads the bytes at slot sl as object o */
@@ -534,7 +575,7 @@ inline ref_borrow1(gg, o, l, lref)
 		:: else ->
 			printf("  node %d borrows %d at %d.%d: miss\n",
 			       n, o, AD(gg), CO(gg));
-			fetch(gg);
+			miss_fetch(gg);
 			if
 			:: r == REFUSED -> refused(gg)
 			:: else -> skip

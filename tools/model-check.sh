@@ -30,16 +30,18 @@ declare -A SCEN=(
 	[q]="-DONLY_Q -DOPS=12"
 	[all]="-DOPS=5"
 	[qo]="-DONLY_Q -DOPS=12 -DOVERFLOW"
+	[pxo]="-DONLY_PX -DOPS=5 -DONESIDED"
 )
 declare -A SCEN_TEXT=(
 	[px]="P and X, 5 operations"
 	[q]="Q, 12 operations"
 	[all]="P, X and Q, 5 operations"
 	[qo]="Q, 12 operations, the move on color overflow (colors 0..1)"
+	[pxo]="P and X, 5 operations, misses one-sided"
 )
-SCENARIOS="px q all qo"
+SCENARIOS="px q all qo pxo"
 # the last three: issue 12's gaps 1, 2 and 3, closed in the code
-MUTANTS="NO_COLOR_BUMP NO_COLOR_FLOOR HEAP_BOX_KEEPS_U NO_FORGET_ON_RESTART NO_OWNER_REFUSAL HIT_WITHOUT_HOME FREE_ANY_INCARNATION OVERFLOW_LOSES"
+MUTANTS="NO_COLOR_BUMP NO_COLOR_FLOOR HEAP_BOX_KEEPS_U NO_FORGET_ON_RESTART NO_OWNER_REFUSAL HIT_WITHOUT_HOME FREE_ANY_INCARNATION OVERFLOW_LOSES ONESIDED_UNMARKED"
 # known gap -> the scenario that shows it (none today: see git history)
 declare -A GAPS=()
 GAP_ORDER=""

@@ -43,6 +43,10 @@
  *                      on before USER forgot the old copies, the model's
  *                      gap 1); once it is up again the copy is forgotten
  *                      and a borrow misses
+ *   onesided_miss      (USER alone, last) over RDMA a miss of an object
+ *                      copied before reads it one-sided, checked by the
+ *                      home's published words: right bytes, a stale
+ *                      color refused, a reused slot's new object right
  *
  * Words of node 0's directory: 400 .. 414 (see odsm_cluster.h).
  */
@@ -667,6 +671,110 @@ TEST(home_rejoin)
 	 * (within the harness's 30 s for the whole test)
 	 */
 	ASSERT_EQ(0, c_barrier(HOME, B_RJ, C.nodes, 20));
+}
+
+/* A borrow of cg that must miss, its bytes c_fill(.., a, b)'s, returned. */
+static void miss_check(struct __test_metadata *_metadata, uint64_t cg,
+		       unsigned int a, unsigned int b)
+{
+	struct odsm_borrow br;
+
+	ASSERT_EQ(0, borrow(odsm_rt.fd, cg, &br));
+	EXPECT_EQ((unsigned int)ODSM_BORROWED_MISS, br.result);
+	EXPECT_EQ(512ULL, br.size);
+	EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)br.addr, 512, a, b));
+	ASSERT_EQ(0, give_back(odsm_rt.fd, cg));
+}
+
+/* USER's objects of 512 bytes on HOME, written with c_fill(.., HOME, tag). */
+static uint64_t home_obj(struct __test_metadata *_metadata, unsigned int tag)
+{
+	uint8_t buf[512];
+	uint64_t cg = 0;
+
+	c_fill(buf, sizeof(buf), HOME, tag);
+	EXPECT_EQ(0, odsm_alloc_on(HOME, 512, 0, 0, &cg));
+	EXPECT_EQ(0, odsm_write(cg, buf, sizeof(buf)));
+	return cg;
+}
+
+/*
+ * onesided_miss (USER alone, after the others' last test): every borrow
+ * misses (cache_budget_bytes 0).  Over RDMA with one-sided access on, a
+ * miss of an object the home sent a copy of before reads it one-sided
+ * (onesided_copies): its published word, its bytes, the word again.
+ *  - the first miss of an object is a FETCH (it sets the copied mark);
+ *    every later one is one-sided, with the right bytes;
+ *  - a never-copied object in a block whose class is known: the word says
+ *    no (onesided_copy_refused), the FETCH gives the bytes;
+ *  - the object freed and its slot reused by a new object: the old
+ *    colored address is -ESTALE (the words refuse it, the FETCH says
+ *    why), the new object's bytes come right, one-sided from its second
+ *    miss on;
+ * Over TCP (or one-sided off) nothing goes one-sided, the bytes are the
+ * same.
+ */
+TEST(onesided_miss)
+{
+	uint64_t c0, r0, cg, cg2, cg3 = 0, extra[256];
+	struct odsm_borrow br;
+	unsigned int i, n;
+	bool os;
+
+	C_BEGIN();
+	if (C.self != USER)
+		return;
+	os = C.transport == ODSM_TRANSPORT_RDMA && c_param_on("onesided");
+	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", 0));
+	cg = home_obj(_metadata, 1);
+	cg2 = home_obj(_metadata, 2);
+	c0 = c_stat("onesided_copies");
+
+	miss_check(_metadata, cg, HOME, 1);		/* the first: a FETCH */
+	EXPECT_EQ(c0, c_stat("onesided_copies"));
+	for (i = 0; i < 8; i++)
+		miss_check(_metadata, cg, HOME, 1);
+	EXPECT_EQ(c0 + (os ? 8 : 0), c_stat("onesided_copies"));
+
+	/* never copied: refused by its word if in the same block */
+	r0 = c_stat("onesided_copy_refused");
+	miss_check(_metadata, cg2, HOME, 2);
+	if (os && (cg2 >> 16) == (cg >> 16))
+		EXPECT_EQ(r0 + 1, c_stat("onesided_copy_refused"));
+	miss_check(_metadata, cg2, HOME, 2);
+	EXPECT_EQ(c0 + (os ? 9 : 0), c_stat("onesided_copies"));
+
+	/* freed, and its slot taken by a new object (the slab's search
+	 * goes on from a hint: at most a slab's 128 slots)
+	 */
+	ASSERT_EQ(0, odsm_free(cg));
+	for (n = 0; n < 256; n++) {
+		extra[n] = home_obj(_metadata, 3);
+		if (odsm_addr_of(extra[n]) == odsm_addr_of(cg))
+			break;
+	}
+	ASSERT_LT(n, 256U);
+	cg3 = extra[n];
+	while (n--)
+		EXPECT_EQ(0, odsm_free(extra[n]));
+	EXPECT_NE(odsm_color_of(cg), odsm_color_of(cg3));
+	r0 = c_stat("onesided_copy_refused");
+	EXPECT_EQ(-ESTALE, borrow(odsm_rt.fd, cg, &br));
+	EXPECT_EQ(r0 + (os ? 1 : 0), c_stat("onesided_copy_refused"));
+	miss_check(_metadata, cg3, HOME, 3);		/* a FETCH again */
+	EXPECT_EQ(c0 + (os ? 9 : 0), c_stat("onesided_copies"));
+	miss_check(_metadata, cg3, HOME, 3);
+	EXPECT_EQ(c0 + (os ? 10 : 0), c_stat("onesided_copies"));
+	if (!os)
+		EXPECT_EQ(c0, c_stat("onesided_copies"));
+
+	EXPECT_EQ(0, odsm_free(cg2));
+	EXPECT_EQ(0, odsm_free(cg3));
+	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", MiB(64)));
+	TH_LOG("%s: %llu misses read one-sided, %llu refused", os ?
+	       "one-sided" : "no one-sided path",
+	       (unsigned long long)(c_stat("onesided_copies") - c0),
+	       (unsigned long long)(c_stat("onesided_copy_refused") - r0));
 }
 
 TEST_HARNESS_MAIN

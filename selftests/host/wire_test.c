@@ -140,7 +140,7 @@ static int ref_check_hdr(const u8 *b, u32 self, u32 nr)
 	u32 min, max;
 
 	if (b[0] != 'O' || b[1] != 'D' || b[2] != 'S' || b[3] != 'M' ||
-	    magic != 0x4d53444f || b[4] != 9)
+	    magic != 0x4d53444f || b[4] != 10)
 		return -EPROTO;
 	if (type < 1 || type > 24 || (flags & ~1) ||
 	    reply != ref_is_reply(type))
@@ -209,7 +209,7 @@ TEST(constants)
 	u8 raw[4];
 
 	ASSERT_EQ(32, ODSM_WIRE_HDR_SIZE);
-	ASSERT_EQ(9, ODSM_WIRE_VERSION);
+	ASSERT_EQ(10, ODSM_WIRE_VERSION);
 	ref_put_le(raw, ODSM_WIRE_MAGIC, 4);
 	ASSERT_EQ(0, memcmp(raw, "ODSM", 4));
 	ASSERT_EQ(262144U, ODSM_WIRE_MAX_DATA);
@@ -253,6 +253,8 @@ TEST(constants)
 	ASSERT_EQ(8, ODSM_WIRE_MAP_SIZE);
 	ASSERT_EQ(32, ODSM_WIRE_MAP_REPLY_SIZE);
 	ASSERT_EQ(1, ODSM_WIRE_MAP_F_ATOMIC);
+	ASSERT_EQ(2, ODSM_WIRE_MAP_F_PUB);
+	ASSERT_EQ(4096U, ODSM_WIRE_MAP_PUB_LEN);
 	ASSERT_EQ(1, ODSM_WIRE_ATOMIC_F_NIC);
 	ASSERT_EQ(65536U, ODSM_WIRE_MAP_LEN);
 
@@ -296,7 +298,7 @@ TEST(hdr_golden)
 {
 	static const u8 golden[ODSM_WIRE_HDR_SIZE] = {
 		'O', 'D', 'S', 'M',		/* magic */
-		0x09,				/* version */
+		0x0a,				/* version */
 		0x05,				/* type: READ_REPLY */
 		0x01, 0x00,			/* flags: REPLY */
 		0x44, 0x33, 0x22, 0x11,		/* src_node */
@@ -307,7 +309,7 @@ TEST(hdr_golden)
 	};
 	struct odsm_wire_hdr h = {
 		.magic = ODSM_WIRE_MAGIC,
-		.version = 9,
+		.version = 10,
 		.type = ODSM_MSG_READ_REPLY,
 		.flags = ODSM_WIRE_F_REPLY,
 		.src_node = 0x11223344,
@@ -331,7 +333,7 @@ TEST(hdr_golden)
 	memset(&out, 0, sizeof(out));
 	ASSERT_EQ(0, odsm_wire_get_hdr(golden, &out, 0x55667788, 0xffffffff));
 	ASSERT_EQ(ODSM_WIRE_MAGIC, out.magic);
-	ASSERT_EQ(9, out.version);
+	ASSERT_EQ(10, out.version);
 	ASSERT_EQ(ODSM_MSG_READ_REPLY, out.type);
 	ASSERT_EQ(ODSM_WIRE_F_REPLY, out.flags);
 	ASSERT_EQ(0x11223344U, out.src_node);
@@ -367,12 +369,12 @@ TEST(hdr_filled_on_failure)
 	u8 raw[ODSM_WIRE_HDR_SIZE];
 	struct odsm_wire_hdr h = mk_hdr(ODSM_MSG_HELLO, ODSM_WIRE_HELLO_SIZE), out;
 
-	h.version = 10;
+	h.version = 11;
 	odsm_wire_put_hdr(raw, &h);
 	memset(&out, 0, sizeof(out));
 	ASSERT_EQ(-EPROTO, odsm_wire_get_hdr(raw, &out, SELF, NR));
 	ASSERT_EQ(ODSM_WIRE_MAGIC, out.magic);
-	ASSERT_EQ(10, out.version);
+	ASSERT_EQ(11, out.version);
 	ASSERT_EQ(ODSM_MSG_HELLO, out.type);
 	ASSERT_EQ(PEER, out.src_node);
 	ASSERT_EQ(SELF, out.dst_node);
@@ -456,7 +458,7 @@ TEST(auth_golden)
 {
 	static const u8 golden[ODSM_WIRE_AUTH_SIZE] = {
 		'O', 'D', 'S', 'M',				/* magic */
-		0x09, 0x00, 0x00, 0x00,				/* version, 0 */
+		0x0a, 0x00, 0x00, 0x00,				/* version, 0 */
 		0x03, 0x00, 0x00, 0x00,				/* step */
 		0x04, 0x03, 0x02, 0x01,				/* prover */
 		0x08, 0x07, 0x06, 0x05,				/* verifier */
@@ -1466,7 +1468,7 @@ TEST(map_fields)
 	ASSERT_EQ(r.flags, ro.flags);
 	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_map_reply(raw, 31, &ro));
 	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_map_reply(raw, 33, &ro));
-	for (i = 1; i < 32; i++) {	/* unknown flags */
+	for (i = 2; i < 32; i++) {	/* unknown flags */
 		r.flags = 1U << i;
 		odsm_wire_put_map_reply(raw, &r);
 		ASSERT_EQ(-EPROTO, odsm_wire_get_map_reply(raw, 32, &ro))
@@ -1490,6 +1492,21 @@ TEST(map_fields)
 	r.iova = ~0ULL - 65535;	/* the last block that fits */
 	odsm_wire_put_map_reply(raw, &r);
 	ASSERT_EQ(0, odsm_wire_get_map_reply(raw, 32, &ro));
+	/* with the published words after it, the block and the page must fit */
+	r.flags = ODSM_WIRE_MAP_F_PUB;
+	odsm_wire_put_map_reply(raw, &r);
+	ASSERT_EQ(-EPROTO, odsm_wire_get_map_reply(raw, 32, &ro));
+	r.iova = ~0ULL - 65535 - 4096;
+	odsm_wire_put_map_reply(raw, &r);
+	ASSERT_EQ(0, odsm_wire_get_map_reply(raw, 32, &ro));
+	ASSERT_EQ((u32)ODSM_WIRE_MAP_F_PUB, ro.flags);
+	r.flags = ODSM_WIRE_MAP_F_ATOMIC | ODSM_WIRE_MAP_F_PUB;
+	odsm_wire_put_map_reply(raw, &r);
+	ASSERT_EQ(0, odsm_wire_get_map_reply(raw, 32, &ro));
+	r.iova += 4096;
+	odsm_wire_put_map_reply(raw, &r);
+	ASSERT_EQ(-EPROTO, odsm_wire_get_map_reply(raw, 32, &ro));
+	r.flags = 0;
 	r.gaddr += 512;
 	odsm_wire_put_map_reply(raw, &r);
 	ASSERT_EQ(-EPROTO, odsm_wire_get_map_reply(raw, 32, &ro));

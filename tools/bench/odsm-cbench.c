@@ -90,6 +90,8 @@ static void uncached_vs_raw(int iters)
 	knob("cache_budget_bytes", 0);	/* every borrow misses */
 	for (s = 0; s < 3; s++) {
 		uint64_t cg = remote_obj(sizes[s]);
+		unsigned long long os0 = stat_of("onesided_copies");
+		unsigned long long rf0 = stat_of("onesided_copy_refused");
 
 		for (i = 0; i < iters; i++) {
 			double t0 = now_us();
@@ -103,8 +105,10 @@ static void uncached_vs_raw(int iters)
 		}
 		stats(tb, iters, &bm, &b9);
 		stats(tr, iters, &rm, &r9);
-		row("coherence %s uncached_borrow_%zu_us=%.1f (p90 %.1f) raw_read_%zu_us=%.1f (p90 %.1f) ratio=%.2f",
-		    xport, sizes[s], bm, b9, sizes[s], rm, r9, bm / rm);
+		row("coherence %s uncached_borrow_%zu_us=%.1f (p90 %.1f) raw_read_%zu_us=%.1f (p90 %.1f) ratio=%.2f (misses read one-sided %llu of %d, refused %llu)",
+		    xport, sizes[s], bm, b9, sizes[s], rm, r9, bm / rm,
+		    stat_of("onesided_copies") - os0, iters,
+		    stat_of("onesided_copy_refused") - rf0);
 		odsm_free(cg);
 	}
 	knob("cache_budget_bytes", MiB(64));

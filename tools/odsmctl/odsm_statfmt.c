@@ -122,6 +122,8 @@ static const struct {
 	{ "onesided_atomics", G(ONESIDED, 0) },
 	{ "onesided_spills", G(ONESIDED, 0) },
 	{ "onesided_overlaps", G(ONESIDED, 0) },
+	{ "onesided_copies", G(ONESIDED, 0) },
+	{ "onesided_copy_refused", G(ONESIDED, 0) },
 	{ "onesided_fallbacks", G(ONESIDED, 0) },
 	{ "loop_atomics", G(ONESIDED, 0) },
 	{ "keys_sent", G(ONESIDED, 0) },
