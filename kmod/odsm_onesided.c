@@ -21,7 +21,7 @@
 
 static bool onesided = true;
 module_param_named(onesided, onesided, bool, 0644);
-MODULE_PARM_DESC(onesided, "Read and write peers' memory with one-sided RDMA over the RDMA transport (default: on)");
+MODULE_PARM_DESC(onesided, "Read and write peers' memory, and read borrow misses of objects copied before, with one-sided RDMA over the RDMA transport (default: on)");
 
 static unsigned int premap_blocks = 256;
 module_param_named(premap_blocks, premap_blocks, uint, 0644);
@@ -372,6 +372,8 @@ int odsm_onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
 		return -EOPNOTSUPP;
 	}
 	odsm_stat_inc(ODSM_STAT_onesided_copies);
+	/* brought into the cache like a FETCH's, so counted with them */
+	odsm_stat_add(ODSM_STAT_bytes_fetched, cs);
 	*size = cs;
 	return 0;
 }

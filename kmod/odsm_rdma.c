@@ -801,7 +801,7 @@ bool odsm_rdma_is_rxe(struct ib_device *dev)
  * are outstanding); with 1 they never did.  Checked again on 2026-11-29
  * with the emulator's CMPXCHG16B fault out of the way: the same loss.  So
  * on rxe a connection runs one READ operation at a time, its block READs
- * fenced one after another (odsm_rdma_os_setup()), and the QP's depth of
+ * posted one after another (odsm_rdma_rw()), and the QP's depth of
  * RDMA_RXE_RD_ATOM lets only the small READs around a one-sided miss's
  * bytes (odsm_rdma_read_pub()) and an atomic go beside it: a few packets,
  * not hundreds.

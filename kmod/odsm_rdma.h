@@ -188,7 +188,7 @@ struct odsm_rdma_initiator {
 	unsigned long busy;		/* a bit per slot in use */
 	u32 nr;				/* slots with a buffer, set up once */
 	u32 rd_depth;			/* READ operations in flight */
-	bool fence_reads;		/* an operation's block READs go one
+	bool serial_reads;		/* an operation's block READs go one
 					 * after another (Soft-RoCE)
 					 */
 	atomic_t reads;			/* one-sided READs in flight */

@@ -134,8 +134,8 @@ int odsm_rdma_os_setup(struct odsm_rdma_conn *x)
 	/* what we offer; the peer may take less, and then READs queue */
 	x->os.rd_depth = max(1U, odsm_rdma_init_depth(x->dev));
 	/* Soft-RoCE: one READ operation at a time (odsm_rdma_rd_atom()) */
-	x->os.fence_reads = odsm_rdma_is_rxe(x->dev);
-	if (x->os.fence_reads)
+	x->os.serial_reads = odsm_rdma_is_rxe(x->dev);
+	if (x->os.serial_reads)
 		x->os.rd_depth = 1;
 	return i ? 0 : -ENOMEM;
 }
@@ -344,7 +344,7 @@ int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 	struct odsm_rdma_conn *x = rc(conn);
 	struct ib_rdma_wr wrs[RDMA_OS_WRS];
 	struct ib_sge sges[RDMA_OS_WRS];
-	u32 off, n = 0, piece, in;
+	u32 off, n = 0, piece, in, i;
 	struct odsm_rdma_slot *s;
 	struct odsm_rdma_key *k;
 	int ret;
@@ -378,16 +378,27 @@ int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 		piece = min(len - off, ODSM_WIRE_MAP_LEN - in);
 		os_wr(wrs, sges, n, write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ,
 		      x, s, off, piece, k->iova + in, k->rkey);
-		/* each block's READ after the one before has completed */
-		if (n && !write && x->os.fence_reads)
-			wrs[n].wr.send_flags |= IB_SEND_FENCE;
 	}
 	if (write) {
 		memcpy(s->buf, buf, len);
 		ib_dma_sync_single_for_device(x->dev, s->dma, len,
 					      DMA_BIDIRECTIONAL);
 	}
-	ret = os_run(x, s, &wrs[0].wr, n, write ? "WRITE" : "READ", len);
+	if (!write && x->os.serial_reads) {
+		/*
+		 * Soft-RoCE: one block READ on the wire at a time, posted
+		 * when the one before completed (odsm_rdma_rd_atom()).  Not
+		 * IB_SEND_FENCE: rxe under TCG stalled a fenced chain until
+		 * the connection timed out.
+		 */
+		for (i = 0; i < n && !ret; i++) {
+			wrs[i].wr.next = NULL;
+			ret = os_run(x, s, &wrs[i].wr, 1, "READ", len);
+		}
+	} else {
+		ret = os_run(x, s, &wrs[0].wr, n, write ? "WRITE" : "READ",
+			     len);
+	}
 	if (!ret && !write) {
 		ib_dma_sync_single_for_cpu(x->dev, s->dma, len,
 					   DMA_BIDIRECTIONAL);
