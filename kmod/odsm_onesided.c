@@ -320,9 +320,22 @@ int odsm_onesided_atomic(u32 node, u64 addr, u32 op, u64 operand,
  * block's class changes only when it empties and is used again, and the
  * published words then say another class: a stale hint costs one
  * refused read, never a wrong copy.  One entry per block this node
- * fetched from, bounded by the heap's geometry; freed at unload.
+ * fetched from, at most CLS_HINTS_MAX (about 4 GiB of blocks): past that
+ * they are all forgotten and learnt again; freed at unload.
  */
+#define CLS_HINTS_MAX	65536
 static DEFINE_XARRAY(cls_hints);
+static atomic_t nr_hints = ATOMIC_INIT(0);
+
+static void hints_forget(void)
+{
+	unsigned long b;
+	void *v;
+
+	xa_for_each(&cls_hints, b, v)
+		if (xa_erase(&cls_hints, b))
+			atomic_dec(&nr_hints);
+}
 
 void odsm_onesided_learn(u64 cg, u64 size)
 {
@@ -330,13 +343,26 @@ void odsm_onesided_learn(u64 cg, u64 size)
 	int cls = odsm_pub_class_of_size(size);
 	void *old = xa_load(&cls_hints, b);
 
+	/* counted: every entry inserted (+1), every entry erased (-1) */
 	if (cls < 0) {
-		if (old)
-			xa_erase(&cls_hints, b);
-	} else if (!old || xa_to_value(old) != cls + 1) {
-		/* no memory: no hint, that block's misses ask the home */
-		xa_store(&cls_hints, b, xa_mk_value(cls + 1), GFP_KERNEL);
+		if (old && xa_erase(&cls_hints, b))
+			atomic_dec(&nr_hints);
+		return;
 	}
+	if (old) {	/* another class now: replaced if still there */
+		if (xa_to_value(old) != cls + 1)
+			xa_cmpxchg(&cls_hints, b, old, xa_mk_value(cls + 1),
+				   GFP_KERNEL);
+		return;
+	}
+	if (atomic_inc_return(&nr_hints) > CLS_HINTS_MAX) {
+		atomic_dec(&nr_hints);
+		hints_forget();
+		return;
+	}
+	/* -EBUSY (a racing learn inserted it) or -ENOMEM: not ours */
+	if (xa_insert(&cls_hints, b, xa_mk_value(cls + 1), GFP_KERNEL))
+		atomic_dec(&nr_hints);
 }
 
 int odsm_onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
