@@ -63,7 +63,6 @@
 #include <linux/xarray.h>
 #include "odsm.h"
 #include "odsm_cache.h"
-#include "odsm_onesided.h"
 #include "odsm_cindex.h"
 #include "odsm_core.h"
 #include "odsm_compat.h"
@@ -586,20 +585,30 @@ static int hit_locked(struct odsm_fref *f, struct odsm_centry *e)
 	return ret;
 }
 
+/* The registered miss reader, or NULL; set at init, cleared at exit. */
+static const struct odsm_miss_reader *miss_reader;
+
+void odsm_cache_set_miss_reader(const struct odsm_miss_reader *r)
+{
+	WRITE_ONCE(miss_reader, r);
+}
+
 /*
  * The first bytes of a new copy of the object at cg into first (room for
  * a FETCH reply's fixed part and ODSM_FIRST_WHOLE bytes, the bytes after
- * it): read one-sided where the home publishes that this is safe
- * (odsm_onesided_copy()), else a FETCH, whose answer teaches the
- * one-sided path the class of the object's block.
+ * it): read by the miss reader where it can (one-sided, where the home
+ * publishes that this is safe), else a FETCH, whose answer the reader
+ * learns from (the class of the object's block).
  */
 static int copy_first(u32 node, u64 inc, u64 cg, void *first, u64 *size,
 		      u32 *got)
 {
-	int ret;
+	const struct odsm_miss_reader *mr = READ_ONCE(miss_reader);
+	int ret = -EOPNOTSUPP;
 
-	ret = odsm_onesided_copy(node, cg, first + ODSM_WIRE_FETCH_REPLY_SIZE,
-				 ODSM_FIRST_WHOLE, size);
+	if (mr)
+		ret = mr->copy(node, cg, first + ODSM_WIRE_FETCH_REPLY_SIZE,
+			       ODSM_FIRST_WHOLE, size);
 	if (!ret) {
 		*got = *size;
 		return 0;
@@ -608,8 +617,8 @@ static int copy_first(u32 node, u64 inc, u64 cg, void *first, u64 *size,
 		return ret;
 	ret = odsm_fetch_at(node, inc, cg, 0, first, ODSM_FIRST_FETCH,
 			    ODSM_FIRST_WHOLE, size, got);
-	if (!ret)
-		odsm_onesided_learn(cg, *size);
+	if (!ret && mr)
+		mr->learn(cg, *size);
 	return ret;
 }
 

@@ -33,6 +33,24 @@ int odsm_cache_init(void);
 /* Every file is closed: free every copy. */
 void odsm_cache_exit(void);
 
+/*
+ * A service that reads a missed object without the home's CPU (the
+ * one-sided service, odsm_onesided.c) registers here at init and leaves
+ * at exit: the cache sits below it and never calls it by name.
+ */
+struct odsm_miss_reader {
+	/*
+	 * The whole object at the colored address cg of node's partition
+	 * into buf (room bytes): 0 with *size; -EOPNOTSUPP to ask with a
+	 * FETCH instead; another -errno: the home is gone.
+	 */
+	int (*copy)(u32 node, u64 cg, void *buf, u32 room, u64 *size);
+	/* a FETCH said the object at cg is size bytes */
+	void (*learn)(u64 cg, u64 size);
+};
+
+void odsm_cache_set_miss_reader(const struct odsm_miss_reader *r);
+
 struct odsm_fref *odsm_fref_new(void);
 /* The file is closing: drop every reference it still holds. */
 void odsm_fref_release(struct odsm_fref *f);

@@ -337,7 +337,8 @@ static void hints_forget(void)
 			atomic_dec(&nr_hints);
 }
 
-void odsm_onesided_learn(u64 cg, u64 size)
+/* A FETCH said the object at cg is size bytes: its block's class, maybe. */
+static void onesided_learn(u64 cg, u64 size)
 {
 	unsigned long b = odsm_clear_color(cg) >> ODSM_BLOCK_SHIFT;
 	int cls = odsm_pub_class_of_size(size);
@@ -365,27 +366,32 @@ void odsm_onesided_learn(u64 cg, u64 size)
 		atomic_dec(&nr_hints);
 }
 
-int odsm_onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
+/*
+ * A shared-borrow miss read one-sided (odsm_pubword.h): the whole object
+ * at cg into buf, when the home publishes that it may (a slab object
+ * copied before, of the class this node learned for its block).  The
+ * cache's miss reader (struct odsm_miss_reader).
+ */
+static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
 {
 	u64 addr = odsm_clear_color(cg), off = addr & (ODSM_BLOCK_SIZE - 1);
 	void *hint = xa_load(&cls_hints, addr >> ODSM_BLOCK_SHIFT);
 	struct odsm_conn *conn;
-	u32 cs, before = 0, after = 0;
+	u32 cs, idx, before = 0, after = 0;
 	int cls, ret = -EOPNOTSUPP;
 
 	if (!hint)
 		return -EOPNOTSUPP;
 	cls = (int)xa_to_value(hint) - 1;
 	cs = odsm_class_size[cls];
-	if (off % cs || cs > room)
+	if (!odsm_pub_slot_of(off, cls, &idx) || cs > room)
 		return -EOPNOTSUPP;
 	conn = onesided_conn(node, addr, cs);
 	if (IS_ERR_OR_NULL(conn))
 		return conn ? PTR_ERR(conn) : -EOPNOTSUPP;
 	if (odsm_conn_ops(conn)->read_pub)
-		ret = odsm_conn_ops(conn)->read_pub(conn, addr, buf, cs,
-						    (u32)(off / cs), &before,
-						    &after);
+		ret = odsm_conn_ops(conn)->read_pub(conn, addr, buf, cs, idx,
+						    &before, &after);
 	odsm_peer_conn_put(conn);
 	if (ret == -EBUSY) {
 		odsm_stat_inc(ODSM_STAT_onesided_spills);
@@ -443,6 +449,10 @@ static struct odsm_peer_events onesided_events = {
 	.up = keys_send,
 };
 
+static const struct odsm_miss_reader onesided_reader = {
+	.copy = onesided_copy, .learn = onesided_learn,
+};
+
 int odsm_onesided_init(void)
 {
 	int ret = odsm_handler_register(&map_handler);
@@ -455,11 +465,14 @@ int odsm_onesided_init(void)
 		return ret;
 	}
 	odsm_peer_events_register(&onesided_events);
+	odsm_cache_set_miss_reader(&onesided_reader);
 	return 0;
 }
 
 void odsm_onesided_exit(void)
 {
+	/* at unload: no file is open, so no miss is under way */
+	odsm_cache_set_miss_reader(NULL);
 	odsm_peer_events_unregister(&onesided_events);
 	odsm_handler_unregister(&keys_handler);
 	odsm_handler_unregister(&map_handler);

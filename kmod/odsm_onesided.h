@@ -21,16 +21,6 @@ bool odsm_onesided_active(void);
  * transport, a block the home does not register, one-sided turned off).
  */
 int odsm_onesided_rw(u32 node, u64 addr, void *buf, u32 len, bool write);
-/*
- * A shared-borrow miss read one-sided (odsm_pubword.h): the whole object
- * at the colored address cg of node's partition into buf (room bytes),
- * its size in *size, when the home publishes that it may (a slab object
- * copied before, of the class this node learned for its block).
- * -EOPNOTSUPP: ask with a FETCH instead; other errors: the home is gone.
- */
-int odsm_onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size);
-/* A FETCH said the object at cg is size bytes: its block's class, maybe. */
-void odsm_onesided_learn(u64 cg, u64 size);
 /* The same for an atomic on a word of node's partition (ODSM_ATOMIC_F_NIC). */
 int odsm_onesided_atomic(u32 node, u64 addr, u32 op, u64 operand,
 			 u64 compare, u64 *old);

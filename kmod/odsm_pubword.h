@@ -80,6 +80,23 @@ static inline bool odsm_pub_usable(u32 before, u32 after, int cls, u16 color)
 }
 
 /*
+ * The slot (and so the word) of the object at offset off of its block, if
+ * the block is a slab of class cls: false when off is no slot start of
+ * that class, or past its last slot (a class need not divide the block:
+ * a stale class guess can name an offset past the end).
+ */
+static inline bool odsm_pub_slot_of(u64 off, int cls, u32 *idx)
+{
+	u32 cs = odsm_class_size[cls];
+
+	if (off >= ODSM_BLOCK_SIZE || off % cs ||
+	    off / cs >= odsm_class_slots(cls))
+		return false;
+	*idx = (u32)(off / cs);
+	return true;
+}
+
+/*
  * The class of a slab whose objects a FETCH says are size bytes (a slab's
  * objects are its slot size), or -1: no class with a word has that size.
  * A guess the words check: a wrong one is a miss that asks the home.

@@ -191,6 +191,10 @@ struct odsm_rdma_initiator {
 	bool serial_reads;		/* an operation's block READs go one
 					 * after another (Soft-RoCE)
 					 */
+	bool ordered_reads;		/* the peer's responder reads memory
+					 * in the order of the READs
+					 * (Soft-RoCE): no fence needed
+					 */
 	atomic_t reads;			/* one-sided READs in flight */
 	atomic_t waiters;		/* atomics waiting for a slot */
 	struct odsm_rdma_slot slot[RDMA_OS_SLOTS];

@@ -135,6 +135,8 @@ int odsm_rdma_os_setup(struct odsm_rdma_conn *x)
 	x->os.rd_depth = max(1U, odsm_rdma_init_depth(x->dev));
 	/* Soft-RoCE: one READ operation at a time (odsm_rdma_rd_atom()) */
 	x->os.serial_reads = odsm_rdma_is_rxe(x->dev);
+	/* its responder reads memory in the order of the READs */
+	x->os.ordered_reads = x->os.serial_reads;
 	if (x->os.serial_reads)
 		x->os.rd_depth = 1;
 	return i ? 0 : -ENOMEM;
@@ -467,6 +469,17 @@ int odsm_rdma_read_pub(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 	 */
 	wrs[0].wr.send_flags = 0;
 	wrs[1].wr.send_flags = 0;
+	/*
+	 * The bracket needs the responder to read memory in the order of
+	 * the READs.  Soft-RoCE's responder is sequential software and
+	 * does; an HCA may pipeline the DMA reads of several READs (and
+	 * PCIe completions may pass each other), so there each READ waits
+	 * for the one before: three round trips, still no home CPU.
+	 */
+	if (!x->os.ordered_reads) {
+		wrs[1].wr.send_flags |= IB_SEND_FENCE;
+		wrs[2].wr.send_flags |= IB_SEND_FENCE;
+	}
 	ret = os_run(x, s, &wrs[0].wr, 1, "READ", len);
 	if (!ret) {
 		ib_dma_sync_single_for_cpu(x->dev, s->dma, woff + sizeof(w),

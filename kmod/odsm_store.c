@@ -523,7 +523,8 @@ int odsm_store_pin(struct odsm_heap *h, u64 addr, struct page **pages,
 	idx = store_index(h, addr);
 	blk = idx >> (ODSM_BLOCK_SHIFT - PAGE_SHIFT);
 	/* allocated before the lock: most pins are a block's first */
-	fresh = alloc_page(GFP_KERNEL | __GFP_NOWARN);
+	/* zeroed: a peer may read all of it, past the words too */
+	fresh = alloc_page(GFP_KERNEL | __GFP_NOWARN | __GFP_ZERO);
 	mutex_lock(&h->lock);
 	ret = -EFAULT;
 	if (!odsm_palloc_backed(&h->pa, addr))

@@ -57,6 +57,30 @@ TEST(word_and_usable)
 	EXPECT_FALSE(odsm_pub_usable(w, w, c512, 7));
 }
 
+/* A slot by offset: starts of the class's slots only, none past the last. */
+TEST(slot_of)
+{
+	int c96 = odsm_pub_class_of_size(96), c12k = odsm_pub_class_of_size(12288);
+	int c512 = odsm_pub_class_of_size(512);
+	u32 idx = 77;
+
+	ASSERT_GE(c96, 0);
+	ASSERT_GE(c12k, 0);
+	EXPECT_TRUE(odsm_pub_slot_of(0, c512, &idx));
+	EXPECT_EQ(0U, idx);
+	EXPECT_TRUE(odsm_pub_slot_of(65536 - 512, c512, &idx));
+	EXPECT_EQ(127U, idx);
+	EXPECT_FALSE(odsm_pub_slot_of(512 + 16, c512, &idx));
+	EXPECT_FALSE(odsm_pub_slot_of(65536, c512, &idx));
+	/* 682 slots of 96 bytes: 65472 is a multiple of 96, past the last */
+	EXPECT_TRUE(odsm_pub_slot_of(681 * 96, c96, &idx));
+	EXPECT_EQ(681U, idx);
+	EXPECT_FALSE(odsm_pub_slot_of(65472, c96, &idx));
+	/* 5 slots of 12 KiB: 61440 is the sixth */
+	EXPECT_TRUE(odsm_pub_slot_of(4 * 12288, c12k, &idx));
+	EXPECT_FALSE(odsm_pub_slot_of(61440, c12k, &idx));
+}
+
 /* The home's side as the module keeps it: pages of words per block. */
 struct mirror {
 	u32 words[NBLK][ODSM_PUB_WORDS];

@@ -273,13 +273,20 @@ TEST_F(hits, move_gives_back)
 static odsm_box objs[3];
 static volatile int stop;
 static int bad;
+static unsigned int bumps;	/* want epochs the wanter moved */
 
 static void *borrower(void *arg)
 {
 	unsigned int seed = (unsigned int)(uintptr_t)arg;
 	int i;
 
-	for (i = 0; i < ROUNDS; i++) {
+	/*
+	 * ROUNDS, and on until the wanter moved the epoch a few times: on a
+	 * loaded machine it may not have run at all by then (a check once
+	 * saw 80000 borrows and no give-back)
+	 */
+	for (i = 0; i < ROUNDS ||
+		    __atomic_load_n(&bumps, __ATOMIC_RELAXED) < 20; i++) {
 		odsm_box b = objs[rand_r(&seed) % 3];
 		const unsigned char *p;
 		odsm_ref r;
@@ -300,6 +307,7 @@ static void *wanter(void *arg)
 {
 	while (!stop) {
 		bump(&page.want_epoch);
+		__atomic_add_fetch(&bumps, 1, __ATOMIC_RELAXED);
 		usleep(50);
 	}
 	return NULL;
@@ -315,6 +323,7 @@ TEST_F(hits, in_use_never_given_back)
 		objs[i].g = fk_new_obj(1, SZ, 0x40 + i);
 	stop = 0;
 	bad = 0;
+	bumps = 0;
 	ASSERT_EQ(0, pthread_create(&w, NULL, wanter, NULL));
 	for (i = 0; i < THREADS; i++)
 		ASSERT_EQ(0, pthread_create(&t[i], NULL, borrower,
