@@ -505,7 +505,8 @@ static int rdma_rx_thread(void *arg)
 
 /* ---- connection resources ------------------------------------------------ */
 
-static void qp_event(struct ib_event *ev, void *ctx)
+/* An event of x's data QP or of its registration QP (ctx is x). */
+void odsm_rdma_qp_event(struct ib_event *ev, void *ctx)
 {
 	struct odsm_rdma_conn *x = ctx;
 
@@ -568,7 +569,7 @@ struct odsm_rdma_conn *odsm_rdma_conn_alloc(u32 peer, bool dialled)
 int odsm_rdma_conn_setup(struct odsm_rdma_conn *x)
 {
 	struct ib_qp_init_attr qa = {
-		.event_handler = qp_event,
+		.event_handler = odsm_rdma_qp_event,
 		.qp_context = x,
 		.sq_sig_type = IB_SIGNAL_REQ_WR,
 		.qp_type = IB_QPT_RC,
@@ -590,7 +591,8 @@ int odsm_rdma_conn_setup(struct odsm_rdma_conn *x)
 	if (IS_ERR(pd))
 		return PTR_ERR(pd);
 	x->pd = pd;
-	cq = ib_alloc_cq(x->dev, x, RDMA_SQ_DEPTH + RDMA_RECVS + 1, 0,
+	cq = ib_alloc_cq(x->dev, x,
+			 RDMA_SQ_DEPTH + RDMA_RECVS + 1 + RDMA_REG_SQ_DEPTH, 0,
 			 IB_POLL_WORKQUEUE);
 	if (IS_ERR(cq))
 		return PTR_ERR(cq);
@@ -641,6 +643,7 @@ static void conn_teardown(struct odsm_rdma_conn *x, bool keep_id)
 		return;
 	}
 	x->torn = true;
+	odsm_rdma_reg_qp_free(x);
 	if (x->qp) {
 		/* every completion handled: no SEND buffer left behind */
 		if (x->live)

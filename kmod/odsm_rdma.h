@@ -50,8 +50,10 @@
  * the waiting thread.
  */
 #define RDMA_OS_SLOTS		4
-/* send queue: SENDs, one-sided work requests, one REG_MR, ib_drain_qp */
-#define RDMA_SQ_DEPTH		(RDMA_SENDS + RDMA_OS_SLOTS * RDMA_OS_WRS + 1 + 1)
+/* send queue: SENDs, one-sided work requests, ib_drain_qp */
+#define RDMA_SQ_DEPTH		(RDMA_SENDS + RDMA_OS_SLOTS * RDMA_OS_WRS + 1)
+/* the registration QP's (odsm_rdma_regs): one REG_MR, ib_drain_sq */
+#define RDMA_REG_SQ_DEPTH	2
 
 struct odsm_rdma_conn;
 
@@ -70,6 +72,8 @@ void odsm_rdma_conn_abort(struct odsm_rdma_conn *x, bool keep_id);
 void odsm_rdma_accept_param(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 			    struct rdma_conn_param *p);
 bool odsm_rdma_is_rxe(struct ib_device *dev);
+void odsm_rdma_qp_event(struct ib_event *ev, void *ctx);
+void odsm_rdma_reg_qp_free(struct odsm_rdma_conn *x);
 u32 odsm_rdma_rd_atom(struct ib_device *dev);
 u32 odsm_rdma_init_depth(struct ib_device *dev);
 int odsm_rdma_dial_prepare(struct odsm_rdma_conn *x, struct sockaddr_in dst,
@@ -206,6 +210,10 @@ struct odsm_rdma_initiator {
 /* One-sided, the peer's side: our blocks registered for it. */
 struct odsm_rdma_regs {
 	struct mutex lock;		/* one MAP at a time */
+	struct ib_qp *qp;		/* for REG_MRs, set up on the first
+					 * (under lock and res_sem), freed by
+					 * the teardown
+					 */
 	struct odsm_rdma_wait wait;
 	struct xarray map;		/* our block (gaddr >> 16) -> reg */
 	u32 nr;				/* under lock */

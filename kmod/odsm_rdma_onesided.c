@@ -13,7 +13,9 @@
  * (ib_alloc_mr + ib_map_mr_sg + IB_WR_REG_MR, REMOTE_READ | REMOTE_WRITE,
  * and REMOTE_ATOMIC where the device has atomics; never a global rkey),
  * and answers with the rkey and iova.  The peer caches block -> (iova,
- * rkey, flags) on its side of the connection.  A registration lives as
+ * rkey, flags) on its side of the connection.  The REG_MR goes on a QP
+ * of its own in the same PD (reg_qp_get()), never behind the data QP's
+ * SENDs and READs.  A registration lives as
  * long as the connection: the teardown drains the QP, then deregisters
  * and unpins (a removed device and rmmod tear down the connection, so
  * them too); a connection registers at most RDMA_MAX_REGS blocks.
@@ -546,6 +548,99 @@ int odsm_rdma_atomic(struct odsm_conn *conn, u64 addr, u32 op, u64 operand,
 }
 
 /*
+ * The connection's registration QP, set up on first use (reg.lock and
+ * res_sem held, the connection up), or an ERR_PTR.
+ *
+ * An RC QP in the connection's PD that carries nothing but local work
+ * requests (REG_MR): in RTS with the data QP's path, which it never uses.
+ * A REG_MR posted on the data QP behind SENDs or READs not yet answered is
+ * run again by Soft-RoCE when a lost packet makes those go again (6.1's
+ * req_retry() rewinds to the oldest unfinished work request, and the
+ * requester redoes the completed local one after it: "rxe_reg_fast_mr:
+ * ... not free", the QP in error, no completion), which stalled the
+ * connection for timeout_ms.  Here nothing precedes a REG_MR but
+ * completed REG_MRs, and nothing is ever sent.
+ */
+static struct ib_qp *reg_qp_get(struct odsm_rdma_conn *x)
+{
+	struct ib_qp_init_attr qa = {
+		.event_handler = odsm_rdma_qp_event,
+		.qp_context = x,
+		.send_cq = x->cq,
+		.recv_cq = x->cq,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.qp_type = IB_QPT_RC,
+		.cap = {
+			.max_send_wr = RDMA_REG_SQ_DEPTH,
+			.max_recv_wr = 1,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+		},
+	};
+	struct ib_qp_init_attr ia;
+	struct ib_qp_attr d, a;
+	struct ib_qp *qp;
+	int ret;
+
+	if (x->reg.qp)
+		return x->reg.qp;
+	ret = ib_query_qp(x->qp, &d, IB_QP_PKEY_INDEX | IB_QP_PORT |
+			  IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN |
+			  IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY |
+			  IB_QP_MIN_RNR_TIMER, &ia);
+	if (ret)
+		return ERR_PTR(ret);
+	qp = ib_create_qp(x->pd, &qa);
+	if (IS_ERR(qp))
+		return qp;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_INIT;
+	a.pkey_index = d.pkey_index;
+	a.port_num = d.port_num;
+	ret = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX |
+			   IB_QP_PORT | IB_QP_ACCESS_FLAGS);
+	if (ret)
+		goto err;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTR;
+	a.ah_attr = d.ah_attr;
+	a.path_mtu = d.path_mtu;
+	a.dest_qp_num = d.dest_qp_num;
+	a.min_rnr_timer = d.min_rnr_timer;
+	ret = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
+			   IB_QP_DEST_QPN | IB_QP_RQ_PSN |
+			   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	if (ret)
+		goto err;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTS;
+	a.timeout = d.timeout;
+	a.retry_cnt = d.retry_cnt;
+	a.rnr_retry = d.rnr_retry;
+	ret = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_SQ_PSN |
+			   IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY |
+			   IB_QP_MAX_QP_RD_ATOMIC);
+	if (ret)
+		goto err;
+	x->reg.qp = qp;
+	return qp;
+err:
+	ib_destroy_qp(qp);
+	return ERR_PTR(ret);
+}
+
+/* The registration QP, from the teardown (res_sem held for writing). */
+void odsm_rdma_reg_qp_free(struct odsm_rdma_conn *x)
+{
+	if (!x->reg.qp)
+		return;
+	/* a REG_MR still posted completes (flushed) before it goes */
+	ib_drain_sq(x->reg.qp);
+	ib_destroy_qp(x->reg.qp);
+	x->reg.qp = NULL;
+}
+
+/*
  * Register the block at addr of our partition (checked by the caller) for
  * the peer of conn; its iova and rkey go to *r.
  */
@@ -557,6 +652,7 @@ int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
 	struct odsm_rdma_wait *w = &x->reg.wait;
 	struct ib_reg_wr wr = {};
 	struct odsm_rdma_reg *g;
+	struct ib_qp *qp;
 	int i, ret;
 
 	if (odsm_rdma_dev_atomics(x->dev))
@@ -611,6 +707,11 @@ int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
 		sg_set_page(&g->sg[i], g->pages[i], PAGE_SIZE, 0);
 	if (g->nr_sg > ODSM_BLOCK_PAGES)
 		sg_set_page(&g->sg[i], g->pub, PAGE_SIZE, 0);
+	qp = reg_qp_get(x);
+	if (IS_ERR(qp)) {
+		ret = PTR_ERR(qp);
+		goto err_kill;
+	}
 	ret = -ENOMEM;
 	g->nents = ib_dma_map_sg(x->dev, g->sg, g->nr_sg, DMA_BIDIRECTIONAL);
 	if (!g->nents)
@@ -640,7 +741,7 @@ int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
 	reinit_completion(&w->done);
 	w->status = 0;
 	atomic_set(&w->pending, 1);
-	if (ib_post_send(x->qp, &wr.wr, NULL)) {
+	if (ib_post_send(qp, &wr.wr, NULL)) {
 		ret = -EHOSTDOWN;
 		goto err_kill;
 	}

@@ -28,8 +28,9 @@ set -euo pipefail
 RIG=$(cd "$(dirname "$0")" && pwd)
 KVER="" OUT="" SCEN=$RIG/scenarios ROOT=""
 EXTRA_KO=() PROGS=() USER_MODS=()
-MODS=(rdma_rxe rdma_cm rdma_ucm ib_uverbs ib_cm iw_cm crc32_generic crc32_pclmul virtio_net virtio_pci)
-BINS=(/usr/bin/ip /usr/bin/rdma
+MODS=(rdma_rxe rdma_cm rdma_ucm ib_uverbs ib_cm iw_cm crc32_generic crc32_pclmul virtio_net virtio_pci
+	sch_netem)
+BINS=(/usr/bin/ip /usr/bin/rdma /usr/sbin/tc
 	/usr/bin/rping /usr/bin/ucmatose /usr/bin/udaddy /usr/bin/rdma_server /usr/bin/rdma_client
 	/usr/bin/ibv_devices /usr/bin/ibv_devinfo /usr/bin/ibv_rc_pingpong /usr/bin/ibv_ud_pingpong)
 PERFTEST=(ib_read_lat ib_write_lat ib_read_bw ib_atomic_lat)

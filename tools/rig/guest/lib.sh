@@ -101,6 +101,16 @@ net_up() {
 	ip addr add "${rig_ip:?rig.ip missing}" dev "$dev" && ip link set "$dev" up
 }
 
+# net_loss PCT [DEV]: DEV (default eth0) drops PCT% of the packets it sends
+# (netem), so that Soft-RoCE retransmits: what a lossy fabric does (the
+# real tc: busybox has an applet of that name, without netem)
+net_loss() {
+	local pct="$1" dev="${2:-eth0}"
+	modprobe sch_netem &&
+		/usr/sbin/tc qdisc add dev "$dev" root netem loss "$pct%" || return 1
+	echo "net_loss: $dev drops $pct% of what it sends"
+}
+
 # rxe_up [NAME] [DEV]: Soft-RoCE device NAME (default rxe0) on DEV (default
 # eth0); waits until its port is ACTIVE
 rxe_up() {

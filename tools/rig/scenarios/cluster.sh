@@ -24,6 +24,8 @@
 #   rig.cluster_tests=a_test,b_test       run only these programs
 #   rig.cluster_skip=a_test,b_test        do not run these programs
 #   rig.odsm_params=a=1,b=2  odsm module parameters (commas become spaces)
+#   rig.loss=P               eth0 drops P% of the packets it sends (netem),
+#                            from before the join: RDMA retransmissions
 #   rig.fake_peer=1          the cluster has one node more than the rig: its
 #                            address is an alias of node 1 (FAKE_IP), where a
 #                            test program speaks for it (fake_peer.h); only
@@ -59,6 +61,7 @@ net_up || fail "net_up failed"
 if [ "$transport" = rdma ]; then
 	rxe_up rxe0 eth0 || fail "rxe_up failed"
 fi
+[ -z "${rig_loss:-}" ] || net_loss "$rig_loss" eth0 || fail "net_loss failed"
 params=$(echo "${rig_odsm_params:-}" | tr ',' ' ')
 # shellcheck disable=SC2086
 modprobe odsm $params || fail "modprobe odsm $params failed"
