@@ -85,10 +85,22 @@ struct odsm_transport_ops {
 	int (*rw)(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 		  bool write);
 	/* an atomic on the word at addr: -ENOKEY as rw, -EOPNOTSUPP when
-	 * the peer's registration takes no atomics
+	 * the peer's registration takes no atomics, -ENOTCONN before the
+	 * atomics QP pair is connected (below)
 	 */
 	int (*atomic)(struct odsm_conn *conn, u64 addr, u32 op, u64 operand,
 		      u64 compare, u64 *old);
+	/*
+	 * With atomic: the QP pair atomics travel on (an AQP exchange).
+	 * The initiator's offer (1 and *o filled when its end is not yet
+	 * connected, 0 when it is), the home's answer (its end connected to
+	 * the offer, into *a), the initiator connecting its end to *a.
+	 */
+	int (*aqp_offer)(struct odsm_conn *conn, struct odsm_wire_aqp *o);
+	int (*aqp_serve)(struct odsm_conn *conn, const struct odsm_wire_aqp *o,
+			 struct odsm_wire_aqp *a);
+	int (*aqp_finish)(struct odsm_conn *conn,
+			  const struct odsm_wire_aqp *a);
 	/*
 	 * READ len bytes at addr (inside one block) between two READs of the
 	 * block's published word idx, into *before and *after, in that order

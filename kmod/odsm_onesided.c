@@ -88,6 +88,25 @@ static int serve_map(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	return ret;
 }
 
+/* The home's side of an AQP: our end of the peer's atomics QP pair. */
+static int serve_aqp(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
+		     const u8 *payload, u8 *reply, u32 *rlen,
+		     const void **data, u32 *dlen)
+{
+	const struct odsm_transport_ops *t = odsm_conn_ops(conn);
+	struct odsm_wire_aqp o, a;
+	int ret;
+
+	if (odsm_wire_get_aqp(payload, h->len, &o))
+		return -EPROTO;
+	if (!t->aqp_serve)
+		return -EOPNOTSUPP;
+	ret = t->aqp_serve(conn, &o, &a);
+	if (!ret)
+		*rlen = odsm_wire_put_aqp(reply, &a);
+	return ret;
+}
+
 /* ---- keys at connect ------------------------------------------------------ */
 
 /*
@@ -237,6 +256,32 @@ static bool home_gone(int err)
 }
 
 /*
+ * Connect conn's atomics QP pair with node's (AQP), unless it is: 0, an
+ * error where the home is gone, else -EOPNOTSUPP (the request path).
+ */
+static int aqp_connect(struct odsm_conn *conn, u32 node)
+{
+	const struct odsm_transport_ops *t = odsm_conn_ops(conn);
+	struct odsm_wire_aqp o, a;
+	u8 p[ODSM_WIRE_AQP_SIZE];
+	u32 got = 0;
+	int ret;
+
+	ret = t->aqp_offer(conn, &o);
+	if (ret > 0) {
+		ret = odsm_rpc(node, ODSM_MSG_AQP, p, odsm_wire_put_aqp(p, &o),
+			       NULL, 0, p, sizeof(p), &got);
+		if (!ret)
+			ret = odsm_wire_get_aqp(p, got, &a);
+		if (ret == -EPROTO)
+			odsm_stat_inc(ODSM_STAT_bad_msgs);
+		if (!ret)
+			ret = t->aqp_finish(conn, &a);
+	}
+	return ret && !home_gone(ret) ? -EOPNOTSUPP : ret;
+}
+
+/*
  * The connection to node with keys for every block of [addr, addr + len),
  * registering them first (MAP) where needed, held (odsm_peer_conn_get());
  * NULL (nothing held) when the request path must do it instead: no
@@ -305,13 +350,15 @@ int odsm_onesided_atomic(u32 node, u64 addr, u32 op, u64 operand,
 
 	if (IS_ERR_OR_NULL(conn))
 		return conn ? PTR_ERR(conn) : -EOPNOTSUPP;
-	if (odsm_conn_ops(conn)->atomic)
+	if (odsm_conn_ops(conn)->atomic && odsm_conn_ops(conn)->aqp_offer)
+		ret = aqp_connect(conn, node);
+	if (!ret)
 		ret = odsm_conn_ops(conn)->atomic(conn, addr, op, operand,
 						  compare, old);
 	odsm_peer_conn_put(conn);
 	if (!ret)
 		odsm_stat_inc(ODSM_STAT_onesided_atomics);
-	return ret == -ENOKEY ? -EOPNOTSUPP : ret;
+	return ret == -ENOKEY || ret == -ENOTCONN ? -EOPNOTSUPP : ret;
 }
 
 /*
@@ -441,6 +488,10 @@ static const struct odsm_msg_handler map_handler = {
 	.type = ODSM_MSG_MAP, .reply = ODSM_MSG_MAP_REPLY, .serve = serve_map,
 };
 
+static const struct odsm_msg_handler aqp_handler = {
+	.type = ODSM_MSG_AQP, .reply = ODSM_MSG_AQP_REPLY, .serve = serve_aqp,
+};
+
 static const struct odsm_msg_handler keys_handler = {
 	.type = ODSM_MSG_KEYS, .rx = on_keys,
 };
@@ -460,13 +511,20 @@ int odsm_onesided_init(void)
 	if (ret)
 		return ret;
 	ret = odsm_handler_register(&keys_handler);
-	if (ret) {
-		odsm_handler_unregister(&map_handler);
-		return ret;
-	}
+	if (ret)
+		goto err_map;
+	ret = odsm_handler_register(&aqp_handler);
+	if (ret)
+		goto err_keys;
 	odsm_peer_events_register(&onesided_events);
 	odsm_cache_set_miss_reader(&onesided_reader);
 	return 0;
+
+err_keys:
+	odsm_handler_unregister(&keys_handler);
+err_map:
+	odsm_handler_unregister(&map_handler);
+	return ret;
 }
 
 void odsm_onesided_exit(void)
@@ -474,6 +532,7 @@ void odsm_onesided_exit(void)
 	/* at unload: no file is open, so no miss is under way */
 	odsm_cache_set_miss_reader(NULL);
 	odsm_peer_events_unregister(&onesided_events);
+	odsm_handler_unregister(&aqp_handler);
 	odsm_handler_unregister(&keys_handler);
 	odsm_handler_unregister(&map_handler);
 	xa_destroy(&cls_hints);

@@ -554,6 +554,7 @@ struct odsm_rdma_conn *odsm_rdma_conn_alloc(u32 peer, bool dialled)
 	INIT_LIST_HEAD(&x->loop.node);
 	INIT_LIST_HEAD(&x->park.node);
 	mutex_init(&x->reg.lock);
+	mutex_init(&x->aqp.lock);
 	xa_init(&x->os.keys);
 	xa_init(&x->reg.map);
 	odsm_rdma_os_init(x);
@@ -592,7 +593,8 @@ int odsm_rdma_conn_setup(struct odsm_rdma_conn *x)
 		return PTR_ERR(pd);
 	x->pd = pd;
 	cq = ib_alloc_cq(x->dev, x,
-			 RDMA_SQ_DEPTH + RDMA_RECVS + 1 + RDMA_REG_SQ_DEPTH, 0,
+			 RDMA_SQ_DEPTH + RDMA_RECVS + 1 + RDMA_REG_SQ_DEPTH +
+			 RDMA_AQP_SQ_DEPTH, 0,
 			 IB_POLL_WORKQUEUE);
 	if (IS_ERR(cq))
 		return PTR_ERR(cq);
@@ -643,7 +645,7 @@ static void conn_teardown(struct odsm_rdma_conn *x, bool keep_id)
 		return;
 	}
 	x->torn = true;
-	odsm_rdma_reg_qp_free(x);
+	odsm_rdma_side_qps_free(x);
 	if (x->qp) {
 		/* every completion handled: no SEND buffer left behind */
 		if (x->live)
@@ -1237,6 +1239,9 @@ struct odsm_transport_ops odsm_rdma_ops = {
 	.rw = odsm_rdma_rw,
 	.read_pub = odsm_rdma_read_pub,
 	.atomic = odsm_rdma_atomic,
+	.aqp_offer = odsm_rdma_aqp_offer,
+	.aqp_serve = odsm_rdma_aqp_serve,
+	.aqp_finish = odsm_rdma_aqp_finish,
 	.missing = odsm_rdma_missing,
 	.can_map = odsm_rdma_can_map,
 	.no_maps = odsm_rdma_no_maps,

@@ -54,6 +54,8 @@
 #define RDMA_SQ_DEPTH		(RDMA_SENDS + RDMA_OS_SLOTS * RDMA_OS_WRS + 1)
 /* the registration QP's (odsm_rdma_regs): one REG_MR, ib_drain_sq */
 #define RDMA_REG_SQ_DEPTH	2
+/* an atomics QP's (odsm_rdma_aqps): an atomic per slot, ib_drain_sq */
+#define RDMA_AQP_SQ_DEPTH	(RDMA_OS_SLOTS + 1)
 
 struct odsm_rdma_conn;
 
@@ -73,7 +75,6 @@ void odsm_rdma_accept_param(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 			    struct rdma_conn_param *p);
 bool odsm_rdma_is_rxe(struct ib_device *dev);
 void odsm_rdma_qp_event(struct ib_event *ev, void *ctx);
-void odsm_rdma_reg_qp_free(struct odsm_rdma_conn *x);
 u32 odsm_rdma_rd_atom(struct ib_device *dev);
 u32 odsm_rdma_init_depth(struct ib_device *dev);
 int odsm_rdma_dial_prepare(struct odsm_rdma_conn *x, struct sockaddr_in dst,
@@ -109,6 +110,14 @@ int odsm_rdma_os_setup(struct odsm_rdma_conn *x);
 void odsm_rdma_os_free(struct odsm_rdma_conn *x);
 int odsm_rdma_loop_atomic(u64 addr, u32 op, u64 operand, u64 compare,
 			  u64 *old);
+/* odsm_rdma_sideqp.c: QPs beside the data QP */
+struct ib_qp *odsm_rdma_reg_qp_get(struct odsm_rdma_conn *x);
+int odsm_rdma_aqp_offer(struct odsm_conn *conn, struct odsm_wire_aqp *o);
+int odsm_rdma_aqp_serve(struct odsm_conn *conn, const struct odsm_wire_aqp *o,
+			struct odsm_wire_aqp *a);
+int odsm_rdma_aqp_finish(struct odsm_conn *conn, const struct odsm_wire_aqp *a);
+int odsm_rdma_aqp_pair(struct odsm_rdma_conn *req, struct odsm_rdma_conn *resp);
+void odsm_rdma_side_qps_free(struct odsm_rdma_conn *x);
 
 /* Signalled work requests waited for together: one-sided ones, REG_MR. */
 struct odsm_rdma_wait {
@@ -219,6 +228,21 @@ struct odsm_rdma_regs {
 	u32 nr;				/* under lock */
 };
 
+/*
+ * One-sided atomics' QP pairs (odsm_rdma_sideqp.c): own carries our
+ * atomics on the peer's memory, served answers the peer's on ours.  Set
+ * up under lock and res_sem, freed by the teardown.
+ */
+struct odsm_rdma_aqps {
+	struct mutex lock;		/* one setup at a time */
+	struct ib_qp *own;		/* created by the first offer */
+	u32 own_psn;			/* its first PSN */
+	bool up;			/* own connected: atomics may go */
+	struct ib_qp *served;		/* connected to the peer's own */
+	u32 served_qpn;			/* ... which is this QP */
+	struct odsm_wire_aqp answer;	/* what we told the peer */
+};
+
 /* An end of the loopback pair (odsm_rdma_loop.c); the accepted one. */
 struct odsm_rdma_loop_end {
 	bool end;
@@ -270,6 +294,7 @@ struct odsm_rdma_conn {
 	struct list_head rm_node;	/* a device removal's list */
 	struct odsm_rdma_initiator os;
 	struct odsm_rdma_regs reg;
+	struct odsm_rdma_aqps aqp;
 	struct odsm_rdma_loop_end loop;
 	struct odsm_rdma_park park;
 };

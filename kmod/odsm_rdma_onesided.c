@@ -14,11 +14,11 @@
  * and REMOTE_ATOMIC where the device has atomics; never a global rkey),
  * and answers with the rkey and iova.  The peer caches block -> (iova,
  * rkey, flags) on its side of the connection.  The REG_MR goes on a QP
- * of its own in the same PD (reg_qp_get()), never behind the data QP's
- * SENDs and READs.  A registration lives as
- * long as the connection: the teardown drains the QP, then deregisters
- * and unpins (a removed device and rmmod tear down the connection, so
- * them too); a connection registers at most RDMA_MAX_REGS blocks.
+ * of its own in the same PD (odsm_rdma_sideqp.c), never behind the data
+ * QP's SENDs and READs.  A registration lives as long as the connection:
+ * the teardown drains the QP, then deregisters and unpins (a removed
+ * device and rmmod tear down the connection, so them too); a connection
+ * registers at most RDMA_MAX_REGS blocks.
  *
  * Operations: READ/WRITE through a DMA-mapped bounce buffer, an atomic's
  * old value into its first 8 bytes.  A connection has up to
@@ -55,6 +55,7 @@
 
 #include <linux/slab.h>
 #include <linux/mm.h>
+#include <linux/random.h>
 #include "odsm_rdma.h"
 
 /* A one-sided or REG_MR work request completed. */
@@ -233,8 +234,9 @@ bool odsm_rdma_missing(struct odsm_conn *conn, u64 addr, u32 len, u64 *blk)
  * on return; 0 means every request succeeded and the connection's
  * resources (the bounce buffer) are still there.
  */
-static int os_run(struct odsm_rdma_conn *x, struct odsm_rdma_slot *s,
-		  const struct ib_send_wr *wr, u32 n, const char *what, u32 len)
+static int os_run_on(struct odsm_rdma_conn *x, struct ib_qp *qp,
+		     struct odsm_rdma_slot *s, const struct ib_send_wr *wr,
+		     u32 n, const char *what, u32 len)
 {
 	struct odsm_rdma_wait *w = &s->wait;
 	int ret;
@@ -242,7 +244,7 @@ static int os_run(struct odsm_rdma_conn *x, struct odsm_rdma_slot *s,
 	reinit_completion(&w->done);
 	w->status = 0;
 	atomic_set(&w->pending, n);
-	ret = ib_post_send(x->qp, wr, NULL);
+	ret = ib_post_send(qp, wr, NULL);
 	if (ret) {
 		/* some may be posted: they flush when the QP goes */
 		pr_notice_ratelimited("rdma %s of %u bytes not posted (%d): connection closed\n",
@@ -257,6 +259,13 @@ static int os_run(struct odsm_rdma_conn *x, struct odsm_rdma_slot *s,
 	if (!ret && x->torn)
 		ret = -EHOSTDOWN;
 	return ret;
+}
+
+/* os_run_on the data QP. */
+static int os_run(struct odsm_rdma_conn *x, struct odsm_rdma_slot *s,
+		  const struct ib_send_wr *wr, u32 n, const char *what, u32 len)
+{
+	return os_run_on(x, x->qp, s, wr, n, what, len);
 }
 
 /* A free slot of x, now ours, or -1. */
@@ -507,6 +516,7 @@ int odsm_rdma_atomic(struct odsm_conn *conn, u64 addr, u32 op, u64 operand,
 	struct odsm_rdma_slot *s;
 	struct odsm_rdma_key *k;
 	struct ib_sge sge;
+	u64 poison;
 	int ret;
 
 	if (addr % 8)
@@ -516,6 +526,12 @@ int odsm_rdma_atomic(struct odsm_conn *conn, u64 addr, u32 op, u64 operand,
 		return -ENOKEY;
 	if (!(k->flags & ODSM_WIRE_MAP_F_ATOMIC))
 		return -EOPNOTSUPP;
+	/*
+	 * On the atomics QP only (odsm_rdma_sideqp.c says why); the acquire
+	 * pairs with the release that set it up: connected when seen so.
+	 */
+	if (!smp_load_acquire(&x->aqp.up))
+		return -ENOTCONN;
 	ret = os_begin(x, &s, false);
 	if (ret)
 		return ret;
@@ -536,108 +552,31 @@ int odsm_rdma_atomic(struct odsm_conn *conn, u64 addr, u32 op, u64 operand,
 		wr.compare_add = compare;
 		wr.swap = operand;
 	}
-	ret = os_run(x, s, &wr.wr, 1, "atomic", 8);
+	/*
+	 * A device that completed the atomic without writing its old value
+	 * (as Soft-RoCE did on the data QP) would leave the poison: one
+	 * chance in 2^64 that the word held it.  Its effect is unknown then,
+	 * so the connection goes rather than hand on a value it never read.
+	 */
+	poison = get_random_u64();
+	*(u64 *)s->buf = poison;
+	ib_dma_sync_single_for_device(x->dev, s->dma, sizeof(u64),
+				      DMA_BIDIRECTIONAL);
+	ret = os_run_on(x, x->aqp.own, s, &wr.wr, 1, "atomic", 8);
 	if (!ret) {
 		/* the device writes the old value in host byte order */
 		ib_dma_sync_single_for_cpu(x->dev, s->dma, sizeof(u64),
 					   DMA_BIDIRECTIONAL);
 		*old = *(u64 *)s->buf;
+		if (unlikely(*old == poison)) {
+			odsm_stat_inc(ODSM_STAT_atomics_unanswered);
+			pr_warn_ratelimited("rdma atomic completed without its old value: connection closed\n");
+			odsm_conn_kill(conn);
+			ret = -EIO;
+		}
 	}
 	os_end(x, s);
 	return ret;
-}
-
-/*
- * The connection's registration QP, set up on first use (reg.lock and
- * res_sem held, the connection up), or an ERR_PTR.
- *
- * An RC QP in the connection's PD that carries nothing but local work
- * requests (REG_MR): in RTS with the data QP's path, which it never uses.
- * A REG_MR posted on the data QP behind SENDs or READs not yet answered is
- * run again by Soft-RoCE when a lost packet makes those go again (6.1's
- * req_retry() rewinds to the oldest unfinished work request, and the
- * requester redoes the completed local one after it: "rxe_reg_fast_mr:
- * ... not free", the QP in error, no completion), which stalled the
- * connection for timeout_ms.  Here nothing precedes a REG_MR but
- * completed REG_MRs, and nothing is ever sent.
- */
-static struct ib_qp *reg_qp_get(struct odsm_rdma_conn *x)
-{
-	struct ib_qp_init_attr qa = {
-		.event_handler = odsm_rdma_qp_event,
-		.qp_context = x,
-		.send_cq = x->cq,
-		.recv_cq = x->cq,
-		.sq_sig_type = IB_SIGNAL_REQ_WR,
-		.qp_type = IB_QPT_RC,
-		.cap = {
-			.max_send_wr = RDMA_REG_SQ_DEPTH,
-			.max_recv_wr = 1,
-			.max_send_sge = 1,
-			.max_recv_sge = 1,
-		},
-	};
-	struct ib_qp_init_attr ia;
-	struct ib_qp_attr d, a;
-	struct ib_qp *qp;
-	int ret;
-
-	if (x->reg.qp)
-		return x->reg.qp;
-	ret = ib_query_qp(x->qp, &d, IB_QP_PKEY_INDEX | IB_QP_PORT |
-			  IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN |
-			  IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY |
-			  IB_QP_MIN_RNR_TIMER, &ia);
-	if (ret)
-		return ERR_PTR(ret);
-	qp = ib_create_qp(x->pd, &qa);
-	if (IS_ERR(qp))
-		return qp;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IB_QPS_INIT;
-	a.pkey_index = d.pkey_index;
-	a.port_num = d.port_num;
-	ret = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX |
-			   IB_QP_PORT | IB_QP_ACCESS_FLAGS);
-	if (ret)
-		goto err;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IB_QPS_RTR;
-	a.ah_attr = d.ah_attr;
-	a.path_mtu = d.path_mtu;
-	a.dest_qp_num = d.dest_qp_num;
-	a.min_rnr_timer = d.min_rnr_timer;
-	ret = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
-			   IB_QP_DEST_QPN | IB_QP_RQ_PSN |
-			   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
-	if (ret)
-		goto err;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IB_QPS_RTS;
-	a.timeout = d.timeout;
-	a.retry_cnt = d.retry_cnt;
-	a.rnr_retry = d.rnr_retry;
-	ret = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_SQ_PSN |
-			   IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY |
-			   IB_QP_MAX_QP_RD_ATOMIC);
-	if (ret)
-		goto err;
-	x->reg.qp = qp;
-	return qp;
-err:
-	ib_destroy_qp(qp);
-	return ERR_PTR(ret);
-}
-
-/* The registration QP, from the teardown (res_sem held for writing). */
-void odsm_rdma_reg_qp_free(struct odsm_rdma_conn *x)
-{
-	if (!x->reg.qp)
-		return;
-	/* a REG_MR still posted completes (flushed) before it goes */
-	ib_drain_sq(x->reg.qp);
-	ib_destroy_qp(x->reg.qp);
-	x->reg.qp = NULL;
 }
 
 /*
@@ -707,7 +646,7 @@ int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
 		sg_set_page(&g->sg[i], g->pages[i], PAGE_SIZE, 0);
 	if (g->nr_sg > ODSM_BLOCK_PAGES)
 		sg_set_page(&g->sg[i], g->pub, PAGE_SIZE, 0);
-	qp = reg_qp_get(x);
+	qp = odsm_rdma_reg_qp_get(x);
 	if (IS_ERR(qp)) {
 		ret = PTR_ERR(qp);
 		goto err_kill;
@@ -791,6 +730,8 @@ int odsm_rdma_loop_atomic(u64 addr, u32 op, u64 operand, u64 compare,
 		if (!ret)
 			ret = odsm_rdma_add_key(lp.req->conn, &r);
 	}
+	if (!ret)
+		ret = odsm_rdma_aqp_pair(lp.req, lp.resp);
 	if (!ret)
 		ret = odsm_rdma_atomic(lp.req->conn, addr, op, operand, compare,
 				       old);

@@ -89,6 +89,10 @@ enum odsm_stat {
 	ODSM_STAT_loop_atomics,		/* flagged atomics of our own words,
 					 * run by our device (loopback)
 					 */
+	ODSM_STAT_atomic_qps,		/* atomics QPs connected for peers */
+	ODSM_STAT_atomics_unanswered,	/* one-sided atomics completed without
+					 * their old value: connection closed
+					 */
 	ODSM_STAT_keys_sent,		/* blocks registered for a peer when
 					 * its connection came up (KEYS)
 					 */

@@ -114,6 +114,10 @@ static const struct wire_type wire_types[ODSM_MSG_TYPE_MAX] = {
 				    false },
 	[ODSM_MSG_WAKE_REPLY]	= { ODSM_WIRE_WAKE_REPLY_SIZE,
 				    ODSM_WIRE_WAKE_REPLY_SIZE, true },
+	[ODSM_MSG_AQP]		= { ODSM_WIRE_AQP_SIZE, ODSM_WIRE_AQP_SIZE,
+				    false },
+	[ODSM_MSG_AQP_REPLY]	= { ODSM_WIRE_AQP_SIZE, ODSM_WIRE_AQP_SIZE,
+				    true },
 };
 
 void odsm_wire_put_hdr(u8 *buf, const struct odsm_wire_hdr *h)
@@ -631,6 +635,30 @@ int odsm_wire_get_map_reply(const u8 *buf, u32 len,
 	/* the words past the block must not wrap either */
 	if ((p->flags & ODSM_WIRE_MAP_F_PUB) &&
 	    p->iova > ~0ULL - (ODSM_WIRE_MAP_LEN + ODSM_WIRE_MAP_PUB_LEN - 1))
+		return -EPROTO;
+	return 0;
+}
+
+u32 odsm_wire_put_aqp(u8 *buf, const struct odsm_wire_aqp *p)
+{
+	wire_put_le32(buf, p->qpn);
+	wire_put_le32(buf + 4, p->psn);
+	wire_put_le32(buf + 8, p->depth);
+	wire_put_le32(buf + 12, p->reserved);
+	return ODSM_WIRE_AQP_SIZE;
+}
+
+int odsm_wire_get_aqp(const u8 *buf, u32 len, struct odsm_wire_aqp *p)
+{
+	if (len != ODSM_WIRE_AQP_SIZE)
+		return -EMSGSIZE;
+	p->qpn = wire_get_le32(buf);
+	p->psn = wire_get_le32(buf + 4);
+	p->depth = wire_get_le32(buf + 8);
+	p->reserved = wire_get_le32(buf + 12);
+	if (!p->qpn || p->qpn > ODSM_WIRE_AQP_24BIT ||
+	    p->psn > ODSM_WIRE_AQP_24BIT || !p->depth ||
+	    p->depth > ODSM_WIRE_AQP_DEPTH_MAX || p->reserved)
 		return -EPROTO;
 	return 0;
 }

@@ -19,7 +19,7 @@
 #include "odsm_portable.h"
 
 #define ODSM_WIRE_MAGIC		0x4d53444fU	/* "ODSM" in LE byte order */
-#define ODSM_WIRE_VERSION	10
+#define ODSM_WIRE_VERSION	11
 #define ODSM_WIRE_HDR_SIZE	32
 /* largest payload: one chunk of a read or write, plus its fixed part */
 #define ODSM_WIRE_MAX_DATA	(256U << 10)
@@ -57,6 +57,7 @@
 #define ODSM_WIRE_WAKE_SIZE		16
 #define ODSM_WIRE_WAKE_REPLY_SIZE	8
 #define ODSM_WIRE_WAKE_NR_MAX		0x7fffffffU	/* INT_MAX */
+#define ODSM_WIRE_AQP_SIZE		16	/* AQP and its reply */
 
 /* A reply's status: 0 or STATUS_MIN..-1; a negative one has no payload. */
 #define ODSM_WIRE_STATUS_MIN	(-4095)
@@ -86,6 +87,8 @@ enum odsm_msg_type {
 	ODSM_MSG_FETCH_MANY_REPLY,
 	ODSM_MSG_WAKE,		/* wake the waiters of a word of the receiver's */
 	ODSM_MSG_WAKE_REPLY,
+	ODSM_MSG_AQP,		/* connect a QP pair for one-sided atomics */
+	ODSM_MSG_AQP_REPLY,
 	ODSM_MSG_TYPE_MAX,
 };
 
@@ -334,6 +337,23 @@ struct odsm_wire_map_reply {
 };
 
 /*
+ * AQP (RDMA transport only): the sender's end of a QP pair that carries
+ * nothing but its one-sided atomics on the receiver's partition (qpn, its
+ * first PSN, the atomics it keeps in flight); the reply is the
+ * receiver's end, connected to it (qpn, first PSN, the atomics in flight
+ * it takes).  One per connection: asked again, the same answer.
+ */
+#define ODSM_WIRE_AQP_24BIT	0xffffffU	/* QPNs and PSNs */
+#define ODSM_WIRE_AQP_DEPTH_MAX	255U
+
+struct odsm_wire_aqp {
+	u32 qpn;		/* 1 .. 2^24 - 1 */
+	u32 psn;		/* < 2^24 */
+	u32 depth;		/* 1 .. ODSM_WIRE_AQP_DEPTH_MAX */
+	u32 reserved;
+};
+
+/*
  * KEYS (RDMA transport only; no reply): the sender registered these blocks
  * of its own partition for the receiver when the connection came up, as
  * if the receiver had sent a MAP for each: nr entries, each laid out like
@@ -469,6 +489,9 @@ u32 odsm_wire_put_map_reply(u8 *buf, const struct odsm_wire_map_reply *p);
  */
 int odsm_wire_get_map_reply(const u8 *buf, u32 len,
 			    struct odsm_wire_map_reply *p);
+u32 odsm_wire_put_aqp(u8 *buf, const struct odsm_wire_aqp *p);
+/* qpn 1 .. 2^24 - 1, psn < 2^24, depth 1 .. 255, reserved 0 */
+int odsm_wire_get_aqp(const u8 *buf, u32 len, struct odsm_wire_aqp *p);
 /* The head; the entries follow at ODSM_WIRE_KEYS_HDR_SIZE + i * 32. */
 u32 odsm_wire_put_keys(u8 *buf, const struct odsm_wire_keys *p);
 /* len == 8 + nr * ODSM_WIRE_MAP_REPLY_SIZE, nr 1 .. KEYS_MAX, reserved 0 */

@@ -126,6 +126,8 @@ static const struct {
 	{ "onesided_copy_refused", G(ONESIDED, 0) },
 	{ "onesided_fallbacks", G(ONESIDED, 0) },
 	{ "loop_atomics", G(ONESIDED, 0) },
+	{ "atomic_qps", G(ONESIDED, 0) },
+	{ "atomics_unanswered", G(ONESIDED, 0) },
 	{ "keys_sent", G(ONESIDED, 0) },
 	{ "keys_received", G(ONESIDED, 0) },
 	{ "map_requests", G(ONESIDED, 0) },
