@@ -152,15 +152,28 @@ struct ib_qp *odsm_rdma_reg_qp_get(struct odsm_rdma_conn *x)
 	return qp;
 }
 
-/* Is the connection up, its resources there?  Takes res_sem on success. */
-static int side_begin(struct odsm_rdma_conn *x)
+/*
+ * aqp.lock and res_sem, the connection up and its device's atomics in use:
+ * 0, or -EOPNOTSUPP / -EHOSTDOWN with nothing held.
+ */
+static int aqp_begin(struct odsm_rdma_conn *x)
 {
+	if (!odsm_rdma_dev_atomics(x->dev))
+		return -EOPNOTSUPP;
+	mutex_lock(&x->aqp.lock);
 	down_read(&x->res_sem);
 	if (x->torn || READ_ONCE(x->broken) || READ_ONCE(x->conn->dead)) {
 		up_read(&x->res_sem);
+		mutex_unlock(&x->aqp.lock);
 		return -EHOSTDOWN;
 	}
 	return 0;
+}
+
+static void aqp_end(struct odsm_rdma_conn *x)
+{
+	up_read(&x->res_sem);
+	mutex_unlock(&x->aqp.lock);
 }
 
 int odsm_rdma_aqp_offer(struct odsm_conn *conn, struct odsm_wire_aqp *o)
@@ -172,13 +185,9 @@ int odsm_rdma_aqp_offer(struct odsm_conn *conn, struct odsm_wire_aqp *o)
 	/* pairs with aqp_finish's release: own is connected when seen up */
 	if (smp_load_acquire(&x->aqp.up))
 		return 0;
-	if (!odsm_rdma_dev_atomics(x->dev))
-		return -EOPNOTSUPP;
-	mutex_lock(&x->aqp.lock);
-	ret = side_begin(x);
+	ret = aqp_begin(x);
 	if (ret)
-		goto out_unlock;
-	ret = 0;
+		return ret;
 	if (x->aqp.up)
 		goto out;
 	if (!x->aqp.own) {
@@ -196,9 +205,7 @@ int odsm_rdma_aqp_offer(struct odsm_conn *conn, struct odsm_wire_aqp *o)
 	o->reserved = 0;
 	ret = 1;
 out:
-	up_read(&x->res_sem);
-out_unlock:
-	mutex_unlock(&x->aqp.lock);
+	aqp_end(x);
 	return ret;
 }
 
@@ -210,12 +217,9 @@ int odsm_rdma_aqp_serve(struct odsm_conn *conn, const struct odsm_wire_aqp *o,
 	struct ib_qp *qp;
 	int ret;
 
-	if (!odsm_rdma_dev_atomics(x->dev))
-		return -EOPNOTSUPP;
-	mutex_lock(&x->aqp.lock);
-	ret = side_begin(x);
+	ret = aqp_begin(x);
 	if (ret)
-		goto out_unlock;
+		return ret;
 	if (x->aqp.served) {
 		/* asked again (a lost reply): the same answer; one per peer */
 		ret = x->aqp.served_qpn == o->qpn ? 0 : -EBUSY;
@@ -246,9 +250,7 @@ int odsm_rdma_aqp_serve(struct odsm_conn *conn, const struct odsm_wire_aqp *o,
 	x->aqp.answer = *a;
 	odsm_stat_inc(ODSM_STAT_atomic_qps);
 out:
-	up_read(&x->res_sem);
-out_unlock:
-	mutex_unlock(&x->aqp.lock);
+	aqp_end(x);
 	return ret;
 }
 
@@ -258,10 +260,9 @@ int odsm_rdma_aqp_finish(struct odsm_conn *conn, const struct odsm_wire_aqp *a)
 	u8 depth;
 	int ret;
 
-	mutex_lock(&x->aqp.lock);
-	ret = side_begin(x);
+	ret = aqp_begin(x);
 	if (ret)
-		goto out_unlock;
+		return ret;
 	if (x->aqp.up)
 		goto out;
 	ret = -EPROTO;
@@ -280,9 +281,7 @@ int odsm_rdma_aqp_finish(struct odsm_conn *conn, const struct odsm_wire_aqp *a)
 	/* own in RTS before anyone posts on it (odsm_rdma_atomic) */
 	smp_store_release(&x->aqp.up, true);
 out:
-	up_read(&x->res_sem);
-out_unlock:
-	mutex_unlock(&x->aqp.lock);
+	aqp_end(x);
 	return ret;
 }
 

@@ -848,8 +848,22 @@ TEST(aqp)
 		0x03, 0x00, 0x00, 0x00,				/* depth */
 		0x00, 0x00, 0x00, 0x00,				/* reserved */
 	};
+	static const struct {
+		struct odsm_wire_aqp a;
+		int ret;
+	} cases[] = {
+		{ { 0, 1, 1, 0 }, -EPROTO },
+		{ { 1U << 24, 1, 1, 0 }, -EPROTO },
+		{ { 0xffffff, 1U << 24, 1, 0 }, -EPROTO },
+		{ { 0xffffff, 0xffffff, 1, 0 }, 0 },
+		{ { 1, 0, 0, 0 }, -EPROTO },
+		{ { 1, 0, 256, 0 }, -EPROTO },
+		{ { 1, 0, 255, 0 }, 0 },
+		{ { 1, 0, 1, 1 }, -EPROTO },
+	};
 	struct odsm_wire_aqp a = { .qpn = 0x123456, .psn = 0xaabbcc,
 				   .depth = 3 }, out;
+	unsigned int i;
 	u8 raw[16];
 
 	ASSERT_EQ(16U, odsm_wire_put_aqp(raw, &a));
@@ -861,31 +875,11 @@ TEST(aqp)
 	EXPECT_EQ(-EMSGSIZE, odsm_wire_get_aqp(golden, 15, &out));
 	EXPECT_EQ(-EMSGSIZE, odsm_wire_get_aqp(golden, 32, &out));
 	/* qpn 0 and past 24 bits; psn past 24 bits; depth 0 and past 255 */
-	a.qpn = 0;
-	odsm_wire_put_aqp(raw, &a);
-	EXPECT_EQ(-EPROTO, odsm_wire_get_aqp(raw, 16, &out));
-	a.qpn = 1U << 24;
-	odsm_wire_put_aqp(raw, &a);
-	EXPECT_EQ(-EPROTO, odsm_wire_get_aqp(raw, 16, &out));
-	a.qpn = 0xffffff;
-	a.psn = 1U << 24;
-	odsm_wire_put_aqp(raw, &a);
-	EXPECT_EQ(-EPROTO, odsm_wire_get_aqp(raw, 16, &out));
-	a.psn = 0xffffff;
-	odsm_wire_put_aqp(raw, &a);
-	EXPECT_EQ(0, odsm_wire_get_aqp(raw, 16, &out));
-	a.depth = 0;
-	odsm_wire_put_aqp(raw, &a);
-	EXPECT_EQ(-EPROTO, odsm_wire_get_aqp(raw, 16, &out));
-	a.depth = 256;
-	odsm_wire_put_aqp(raw, &a);
-	EXPECT_EQ(-EPROTO, odsm_wire_get_aqp(raw, 16, &out));
-	a.depth = 255;
-	odsm_wire_put_aqp(raw, &a);
-	EXPECT_EQ(0, odsm_wire_get_aqp(raw, 16, &out));
-	a.reserved = 1;
-	odsm_wire_put_aqp(raw, &a);
-	EXPECT_EQ(-EPROTO, odsm_wire_get_aqp(raw, 16, &out));
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		odsm_wire_put_aqp(raw, &cases[i].a);
+		EXPECT_EQ(cases[i].ret, odsm_wire_get_aqp(raw, 16, &out))
+			TH_LOG("case %u", i);
+	}
 }
 
 /* FETCH_MANY and its reply: golden bytes, bounds, every malformed reply */
