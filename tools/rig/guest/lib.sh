@@ -159,6 +159,23 @@ wait_peers() {
 # second until it is released (node 0 ignores repeats), and a release is
 # the connection itself (an 8-node run once lost an id that had been
 # answered, and every node waited out the barrier).
+# Release node k from node 0's barrier: 0 once its listener took the
+# connection.  The listener closes as soon as it has accepted, and nc
+# returns 0 when it sees that.  A released node may power off at once
+# (rig.down): its end can vanish before it closes, and an nc without a
+# timeout waits for that close for ever (node 0 of a 3-guest run once
+# did), so the outer timeout (124 coreutils, 143 busybox) also means
+# released -- but only because nc -w 3 gives up connecting first (rc 1,
+# tried again): with packets lost a connect can take longer than a plain
+# timeout, which then released a node that never saw it (2026-11-30,
+# rig.loss=2: the node waited out the last barrier).  Refused (not
+# listening yet): rc 1 at once, tried again.
+barrier_release() {
+	timeout 10 nc -w 3 "$(node_ip "$1")" 6998 </dev/null >/dev/null 2>&1
+	case $? in 0 | 124 | 143) return 0 ;; esac
+	return 1
+}
+
 barrier() {
 	local max="${1:-120}" end msg id seq got left k
 	[ "${rig_nodes:-1}" -gt 1 ] || return 0
@@ -176,15 +193,8 @@ barrier() {
 			case "$got" in *" $id "*) continue ;; esac
 			got="$got$id " left=$((left - 1))
 		done
-		# A released node may power off at once (rig.down): its end of
-		# the connection can vanish before it closes it, and an nc
-		# without a timeout waits for that close for ever (node 0 of a
-		# 3-guest run once did).  Refused (not listening yet): rc 1 at
-		# once, tried again; timed out (124 coreutils, 143 busybox):
-		# connected, so released.
 		for k in $(seq 1 $((rig_nodes - 1))); do
-			until timeout 5 nc "$(node_ip "$k")" 6998 </dev/null >/dev/null 2>&1 ||
-				[ $? = 124 ] || [ $? = 143 ]; do
+			until barrier_release "$k"; do
 				[ "$(date +%s)" -lt "$end" ] || { echo "barrier $seq: cannot release node $k"; return 1; }
 				sleep 0.2
 			done
