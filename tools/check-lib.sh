@@ -113,6 +113,21 @@ rig_net_never_up() {	# SCEN KVER N
 	[ "$lost" = 1 ] && [ "$up" = 0 ]
 }
 
+# Did a guest's virtio NIC stop sending?  The kernel's TX watchdog says so
+# every 5 s for the rest of the run: QEMU stopped taking the guest's
+# transmit queue (seen twice in 3-guest runs behind one vde_switch, over
+# TCP on 2026-11-26 and over RDMA with packets lost on 2026-11-30; the
+# guest's own stack, not odsm, owns that queue).
+rig_nic_stalled() {	# SCEN KVER N
+	local node
+
+	for node in $(seq 0 $(($3 - 1))); do
+		grep -aq 'NETDEV WATCHDOG: .*transmit queue [0-9]* timed out' \
+			"$LOGS/$1-$2-node$node.log" 2>/dev/null && return 0
+	done
+	return 1
+}
+
 # One run of the VM rig, counted into the suite being run (s_pass, s_fail):
 # scenario SCEN on N guests of kernel KVER booted from $img, run.sh's
 # output in RUNLOG, more run.sh options after the fixed arguments.  Each
@@ -128,18 +143,22 @@ run_guests() {	# SCEN KVER N RUNLOG SUMMARY OK NOTOK [run.sh options...]
 	progress_run tools/rig/run.sh -k "$k" -n "$n" -s "$scen" -i "$img" -l "$LOGS" -t 600 "$@" \
 		>"$runlog" 2>&1
 	rc=$?
-	# a guest that hung before its init (run.sh: "did not boot"), or
+	# a guest that hung before its init (run.sh: "did not boot"),
 	# guests that never reached each other over the rig's switch before
 	# any node joined (wait_peers: an 8-guest run lost node 1 so, every
-	# node's ping of it unanswered for 60 s), say nothing of the code:
+	# node's ping of it unanswered for 60 s), or a guest whose virtio
+	# NIC stopped sending (rig_nic_stalled) say nothing of the code:
 	# the run is made once more, and says so
 	if [ "$rc" != 0 ] && { grep -qE '^\[node[0-9]+\] FAIL: did not boot' "$runlog" ||
-			       rig_net_never_up "$scen" "$k" "$n"; }; then
+			       rig_net_never_up "$scen" "$k" "$n" ||
+			       rig_nic_stalled "$scen" "$k" "$n"; }; then
 		grep -E '^\[node[0-9]+\] FAIL: did not boot' "$runlog"
 		rig_net_never_up "$scen" "$k" "$n" && grep -h '^wait_peers: ' \
 			"$LOGS/$scen-$k"-node*.log | tr -d '\r' | head -n 3
-		echo "retry: a guest did not boot or the guests never reached each other; running $scen once more"
-		echo "retry: $notok: a guest did not boot or the guests never reached each other; the second run counts" \
+		rig_nic_stalled "$scen" "$k" "$n" && grep -ah 'NETDEV WATCHDOG' \
+			"$LOGS/$scen-$k"-node*.log | tr -d '\r' | head -n 1
+		echo "retry: a guest did not boot, the guests never reached each other or a guest's NIC stopped sending; running $scen once more"
+		echo "retry: $notok: a guest did not boot, the guests never reached each other or a guest's NIC stopped sending; the second run counts" \
 			>>"$LOGS/failures.txt"
 		progress_run tools/rig/run.sh -k "$k" -n "$n" -s "$scen" -i "$img" -l "$LOGS" -t 600 "$@" \
 			>"$runlog" 2>&1

@@ -70,8 +70,8 @@ check_steps() {	# HOST
 	if [ "$nk" -gt 0 ]; then
 		# packages and fuzz; per kernel: image, selftests, demo, lowmem,
 		# 2 clusters (3 guests), faults; the newest: 2 guests twice,
-		# 8 guests, fake node, rdma-fuzz; the oldest: a lossy link
-		m=$((m + 2 + 7 * nk + 5 + 1))
+		# 8 guests, fake node, rdma-fuzz; the oldest: 2 lossy links
+		m=$((m + 2 + 7 * nk + 5 + 2))
 	fi
 	echo "$m"
 }
@@ -243,18 +243,24 @@ for k in "${KVERS[@]}"; do
 			-t $((n > 3 ? 1200 : 600)) \
 			-a "rig.transport=$xport rig.heartbeat_ms=250 rig.timeout_ms=5000 rig.cluster_skip=$skip $extra"
 	done
-	# Soft-RoCE retransmitting: eth0 drops 2% of what it sends while
-	# one-sided reads, writes, registrations (cluster_rw_test) and NIC
-	# atomics (cluster_atomic_test, cluster_sync_test's mutexes) go;
-	# once, on the oldest kernel, whose rxe replayed a REG_MR queued
-	# behind a retransmitted request (design.rst, "The registration
-	# QP") and completed an atomic on a resent SEND's ACK ("The atomics
-	# QP"); 3 guests, where the second showed in every run, 2 in none
+	# Soft-RoCE retransmitting: eth0 drops 2% of what it sends.  Once,
+	# on the oldest kernel: cluster_rw_test's one-sided reads, writes and
+	# registrations on 2 guests (rxe replayed a REG_MR queued behind a
+	# retransmitted request: design.rst, "The registration QP"); the NIC
+	# atomics and mutexes on 3 (rxe completed an atomic on a resent
+	# SEND's ACK: "The atomics QP"), where that showed in every run and
+	# on 2 guests in none.  Apart: the 1 MiB reads of cluster_rw_test
+	# on 3 guests behind one vde_switch are where a guest's virtio NIC
+	# once stopped sending (testing.rst, "Packet loss").
 	if [ "$k" = "${KVERS[0]}" ]; then
-		step "cluster $k: 3 guests over rdma, 2% of packets lost"
-		run_guests cluster "$k" 3 "$LOGS/run-cluster-loss-$k.txt" "" \
-			"3 guests passed, kernel logs clean" "cluster over a lossy link" \
-			-a "rig.transport=rdma rig.heartbeat_ms=250 rig.timeout_ms=5000 rig.loss=2 rig.cluster_tests=cluster_rw_test,cluster_atomic_test,cluster_sync_test"
+		step "cluster $k: 2 guests over rdma, 2% of packets lost"
+		run_guests cluster "$k" 2 "$LOGS/run-cluster-loss-$k.txt" "" \
+			"2 guests passed, kernel logs clean" "cluster over a lossy link" \
+			-a "rig.transport=rdma rig.heartbeat_ms=250 rig.timeout_ms=5000 rig.loss=2 rig.cluster_tests=cluster_rw_test"
+		step "cluster $k: 3 guests over rdma, NIC atomics, 2% of packets lost"
+		run_guests cluster "$k" 3 "$LOGS/run-cluster-loss-atomics-$k.txt" "" \
+			"3 guests passed, kernel logs clean" "NIC atomics over a lossy link" \
+			-a "rig.transport=rdma rig.heartbeat_ms=250 rig.timeout_ms=5000 rig.loss=2 rig.cluster_tests=cluster_atomic_test,cluster_sync_test"
 	fi
 	# the programs that flood node 0 (connections, a fake node's
 	# requests, two-way load) and the fake home's restart, over TCP with
