@@ -785,8 +785,7 @@ void odsm_rdma_accept_param(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 	memset(p, 0, sizeof(*p));
 	p->rnr_retry_count = 7;
 	p->responder_resources = min3((u32)ev->param.conn.initiator_depth,
-				      odsm_rdma_rd_atom(id->device),
-				      (u32)a->max_qp_rd_atom);
+				      (u32)RDMA_RD_ATOM, (u32)a->max_qp_rd_atom);
 	p->initiator_depth = min_t(u32, ev->param.conn.responder_resources,
 				   odsm_rdma_init_depth(id->device));
 }
@@ -797,30 +796,10 @@ bool odsm_rdma_is_rxe(struct ib_device *dev)
 	return dev->ops.driver_id == RDMA_DRIVER_RXE;
 }
 
-/*
- * RDMA READs and atomics a QP on dev keeps in flight, either way.
- * Soft-RoCE keeps few large ones: with 8 READs of up to 64 KiB outstanding
- * (some 500 packets), three rxe guests under TCG lose connections within
- * seconds of reading 1 MiB from each other at once, the QP in error with
- * no error completion of its own (rxe retransmitting READs while several
- * are outstanding); with 1 they never did.  Checked again on 2026-11-29
- * with the emulator's CMPXCHG16B fault out of the way: the same loss.  So
- * on rxe a connection runs one READ operation at a time, its block READs
- * posted one after another (odsm_rdma_rw()), and the QP's depth of
- * RDMA_RXE_RD_ATOM lets only the small READs around a one-sided miss's
- * bytes (odsm_rdma_read_pub()) and an atomic go beside it: a few packets,
- * not hundreds.
- */
-u32 odsm_rdma_rd_atom(struct ib_device *dev)
-{
-	return odsm_rdma_is_rxe(dev) ? RDMA_RXE_RD_ATOM : RDMA_RD_ATOM;
-}
-
 /* The initiator depth offered on dev: READs and atomics we keep going. */
 u32 odsm_rdma_init_depth(struct ib_device *dev)
 {
-	return min_t(u32, odsm_rdma_rd_atom(dev),
-		     dev->attrs.max_qp_init_rd_atom);
+	return min_t(u32, RDMA_RD_ATOM, dev->attrs.max_qp_init_rd_atom);
 }
 
 /* Is ip the address of a member of the cluster other than this node? */
@@ -1162,7 +1141,7 @@ int odsm_rdma_dial_prepare(struct odsm_rdma_conn *x, struct sockaddr_in dst,
 	p->retry_count = 7;
 	p->rnr_retry_count = 7;
 	p->initiator_depth = odsm_rdma_init_depth(id->device);
-	p->responder_resources = min_t(u32, odsm_rdma_rd_atom(id->device),
+	p->responder_resources = min_t(u32, RDMA_RD_ATOM,
 				       id->device->attrs.max_qp_rd_atom);
 	return odsm_rdma_conn_setup(x);
 }

@@ -35,13 +35,16 @@
 #define RDMA_OS_WRS		(ODSM_WIRE_MAX_DATA / ODSM_WIRE_MAP_LEN + 1)
 #define RDMA_MAX_REGS		4096	/* 256 MiB registered per connection */
 /*
- * RDMA READs and atomics in flight per QP, both ways: RDMA_RD_ATOM, but
- * RDMA_RXE_RD_ATOM on Soft-RoCE, where one operation's READs go one
- * after another (odsm_rdma_rd_atom() says why), and no more than the
- * device allows.
+ * RDMA READs and atomics in flight per QP, both ways, no more than the
+ * device allows.  Soft-RoCE once kept 1 (then 3): with more, three rxe
+ * guests lost connections within seconds of reading 1 MiB from each
+ * other, the QP in error without an error completion of its own.  That
+ * was rxe running a completed REG_MR again when a lost packet made the
+ * READs before it go again (the registration QP fixed it,
+ * odsm_rdma_sideqp.c); since then 8 READs of up to 64 KiB in flight
+ * pass on rxe too, with packets lost (2026-11-30).
  */
 #define RDMA_RD_ATOM		8
-#define RDMA_RXE_RD_ATOM	3
 /*
  * One-sided operations in flight per connection, each with a bounce
  * buffer of ODSM_WIRE_MAX_DATA (the first allocated with the connection,
@@ -75,7 +78,6 @@ void odsm_rdma_accept_param(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 			    struct rdma_conn_param *p);
 bool odsm_rdma_is_rxe(struct ib_device *dev);
 void odsm_rdma_qp_event(struct ib_event *ev, void *ctx);
-u32 odsm_rdma_rd_atom(struct ib_device *dev);
 u32 odsm_rdma_init_depth(struct ib_device *dev);
 int odsm_rdma_dial_prepare(struct odsm_rdma_conn *x, struct sockaddr_in dst,
 			   struct rdma_conn_param *p);
@@ -201,9 +203,6 @@ struct odsm_rdma_initiator {
 	unsigned long busy;		/* a bit per slot in use */
 	u32 nr;				/* slots with a buffer, set up once */
 	u32 rd_depth;			/* READ operations in flight */
-	bool serial_reads;		/* an operation's block READs go one
-					 * after another (Soft-RoCE)
-					 */
 	bool ordered_reads;		/* the peer's responder reads memory
 					 * in the order of the READs
 					 * (Soft-RoCE): no fence needed

@@ -42,10 +42,13 @@
  * registrations take atomics (MAP_F_ATOMIC) runs every flagged atomic on
  * its own words through its own device as well, over the loopback pair
  * (odsm_rdma_loop_atomic), whether its own process asked or a peer's
- * request did; unflagged atomics stay CPU atomics at the home.
+ * request did; unflagged atomics stay CPU atomics at the home.  They go
+ * on the connection's atomics QP pair, never on the data QP
+ * (odsm_rdma_sideqp.c says why).
  *
  * Locks: the cache's slot_sem (held for reading by the caller, map_for())
- * -> reg_lock (one MAP at a time) -> res_sem -> heap->lock (pinning
+ * -> reg_lock (one MAP at a time) or aqp.lock (setting up the atomics
+ * QP) -> res_sem -> heap->lock (pinning
  * takes heap->lock before res_sem and drops it; the teardown holds
  * res_sem for writing and then takes heap->lock to unpin).  A slot is
  * taken before res_sem (a thread waiting for a slot must not hold off the
@@ -136,12 +139,8 @@ int odsm_rdma_os_setup(struct odsm_rdma_conn *x)
 	x->os.nr = i;
 	/* what we offer; the peer may take less, and then READs queue */
 	x->os.rd_depth = max(1U, odsm_rdma_init_depth(x->dev));
-	/* Soft-RoCE: one READ operation at a time (odsm_rdma_rd_atom()) */
-	x->os.serial_reads = odsm_rdma_is_rxe(x->dev);
-	/* its responder reads memory in the order of the READs */
-	x->os.ordered_reads = x->os.serial_reads;
-	if (x->os.serial_reads)
-		x->os.rd_depth = 1;
+	/* Soft-RoCE's responder reads memory in the order of the READs */
+	x->os.ordered_reads = odsm_rdma_is_rxe(x->dev);
 	return i ? 0 : -ENOMEM;
 }
 
@@ -357,7 +356,7 @@ int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 	struct odsm_rdma_conn *x = rc(conn);
 	struct ib_rdma_wr wrs[RDMA_OS_WRS];
 	struct ib_sge sges[RDMA_OS_WRS];
-	u32 off, n = 0, piece, in, i;
+	u32 off, n = 0, piece, in;
 	struct odsm_rdma_slot *s;
 	struct odsm_rdma_key *k;
 	int ret;
@@ -397,21 +396,7 @@ int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 		ib_dma_sync_single_for_device(x->dev, s->dma, len,
 					      DMA_BIDIRECTIONAL);
 	}
-	if (!write && x->os.serial_reads) {
-		/*
-		 * Soft-RoCE: one block READ on the wire at a time, posted
-		 * when the one before completed (odsm_rdma_rd_atom()).  Not
-		 * IB_SEND_FENCE: rxe under TCG stalled a fenced chain until
-		 * the connection timed out.
-		 */
-		for (i = 0; i < n && !ret; i++) {
-			wrs[i].wr.next = NULL;
-			ret = os_run(x, s, &wrs[i].wr, 1, "READ", len);
-		}
-	} else {
-		ret = os_run(x, s, &wrs[0].wr, n, write ? "WRITE" : "READ",
-			     len);
-	}
+	ret = os_run(x, s, &wrs[0].wr, n, write ? "WRITE" : "READ", len);
 	if (!ret && !write) {
 		ib_dma_sync_single_for_cpu(x->dev, s->dma, len,
 					   DMA_BIDIRECTIONAL);

@@ -226,7 +226,7 @@ int odsm_rdma_aqp_serve(struct odsm_conn *conn, const struct odsm_wire_aqp *o,
 		*a = x->aqp.answer;
 		goto out;
 	}
-	depth = min3(o->depth, odsm_rdma_rd_atom(x->dev),
+	depth = min3(o->depth, (u32)RDMA_RD_ATOM,
 		     (u32)x->dev->attrs.max_qp_rd_atom);
 	ret = -EOPNOTSUPP;
 	if (!depth)
