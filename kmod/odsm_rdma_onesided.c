@@ -24,9 +24,9 @@
  * old value into its first 8 bytes.  A connection has up to
  * RDMA_OS_SLOTS slots, each a bounce buffer and a completion; an
  * operation takes a free one (a bit of os.busy), so that several are
- * posted at once: WRITEs overlap, and the QP keeps its READ depth of
- * READs and atomics outstanding (odsm_rdma_init_depth()), starting the
- * next when one is answered.  A READ or WRITE that finds every slot in
+ * posted at once: WRITEs overlap, and the data QP keeps its READ depth
+ * of READs outstanding (odsm_rdma_init_depth()), the atomics QP as many
+ * atomics, starting the next when one is answered.  A READ or WRITE that finds every slot in
  * use, or a READ that would wait behind the QP's READ depth, does not
  * wait: it returns -EBUSY and its caller sends it as a request instead (a
  * spill), which the home's CPU serves side by side with the others.
