@@ -52,7 +52,8 @@
  * takes heap->lock before res_sem and drops it; the teardown holds
  * res_sem for writing and then takes heap->lock to unpin).  A slot is
  * taken before res_sem (a thread waiting for a slot must not hold off the
- * teardown); res_sem is dropped while waiting for completions.
+ * teardown); res_sem is dropped while waiting for completions, and an
+ * operation that failed does not take it again (os_run_on()).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -227,46 +228,6 @@ bool odsm_rdma_missing(struct odsm_conn *conn, u64 addr, u32 len, u64 *blk)
 	return false;
 }
 
-/*
- * Post the chain wr of n signalled work requests on slot s and wait for
- * them.  The caller holds s and res_sem for reading, and still holds both
- * on return; 0 means every request succeeded and the connection's
- * resources (the bounce buffer) are still there.
- */
-static int os_run_on(struct odsm_rdma_conn *x, struct ib_qp *qp,
-		     struct odsm_rdma_slot *s, const struct ib_send_wr *wr,
-		     u32 n, const char *what, u32 len)
-{
-	struct odsm_rdma_wait *w = &s->wait;
-	int ret;
-
-	reinit_completion(&w->done);
-	w->status = 0;
-	atomic_set(&w->pending, n);
-	ret = ib_post_send(qp, wr, NULL);
-	if (ret) {
-		/* some may be posted: they flush when the QP goes */
-		pr_notice_ratelimited("rdma %s of %u bytes not posted (%d): connection closed\n",
-				      what, len, ret);
-		odsm_conn_kill(x->conn);
-		return -EHOSTDOWN;
-	}
-	up_read(&x->res_sem);
-	/* the teardown drains the QP: it need not wait for us */
-	ret = wait_wrs(x, w) ? READ_ONCE(w->status) : -ETIMEDOUT;
-	down_read(&x->res_sem);
-	if (!ret && x->torn)
-		ret = -EHOSTDOWN;
-	return ret;
-}
-
-/* os_run_on the data QP. */
-static int os_run(struct odsm_rdma_conn *x, struct odsm_rdma_slot *s,
-		  const struct ib_send_wr *wr, u32 n, const char *what, u32 len)
-{
-	return os_run_on(x, x->qp, s, wr, n, what, len);
-}
-
 /* A free slot of x, now ours, or -1. */
 static int os_take(struct odsm_rdma_conn *x)
 {
@@ -328,6 +289,59 @@ static void os_end(struct odsm_rdma_conn *x, struct odsm_rdma_slot *s)
 {
 	up_read(&x->res_sem);
 	os_put(x, s - x->os.slot);
+}
+
+/*
+ * Post the chain wr of n signalled work requests on slot s and wait for
+ * them.  The caller holds s and res_sem for reading.  0: every request
+ * succeeded, the connection's resources (the bounce buffer) are still
+ * there, and the caller still holds both (os_end() gives them back).  An
+ * error gives both back here: a failed operation does not wait for the
+ * teardown, which drains every QP of the connection and under load takes
+ * long (a read of a node that had just died once took 6.7 s to fail,
+ * timeout_ms 5000, most of it behind the teardown of its connection).
+ */
+static int os_run_on(struct odsm_rdma_conn *x, struct ib_qp *qp,
+		     struct odsm_rdma_slot *s, const struct ib_send_wr *wr,
+		     u32 n, const char *what, u32 len)
+{
+	struct odsm_rdma_wait *w = &s->wait;
+	int ret;
+
+	reinit_completion(&w->done);
+	w->status = 0;
+	atomic_set(&w->pending, n);
+	ret = ib_post_send(qp, wr, NULL);
+	if (ret) {
+		/* some may be posted: they flush when the QP goes */
+		pr_notice_ratelimited("rdma %s of %u bytes not posted (%d): connection closed\n",
+				      what, len, ret);
+		odsm_conn_kill(x->conn);
+		os_end(x, s);
+		return -EHOSTDOWN;
+	}
+	up_read(&x->res_sem);
+	/* the teardown drains the QP: it need not wait for us */
+	ret = wait_wrs(x, w) ? READ_ONCE(w->status) : -ETIMEDOUT;
+	if (!ret) {
+		down_read(&x->res_sem);
+		if (!x->torn)
+			return 0;
+		up_read(&x->res_sem);
+		ret = -EHOSTDOWN;
+	}
+	/* requests may still be posted on s: the connection is killed,
+	 * and os_begin() hands s to nobody who would post
+	 */
+	os_put(x, s - x->os.slot);
+	return ret;
+}
+
+/* os_run_on the data QP. */
+static int os_run(struct odsm_rdma_conn *x, struct odsm_rdma_slot *s,
+		  const struct ib_send_wr *wr, u32 n, const char *what, u32 len)
+{
+	return os_run_on(x, x->qp, s, wr, n, what, len);
 }
 
 /* Work request i of chain wrs: opcode on len bytes at raddr, bounce + boff. */
@@ -397,18 +411,18 @@ int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 					      DMA_BIDIRECTIONAL);
 	}
 	ret = os_run(x, s, &wrs[0].wr, n, write ? "WRITE" : "READ", len);
-	if (!ret && !write) {
+	if (ret)
+		goto out_reads;
+	if (!write) {
 		ib_dma_sync_single_for_cpu(x->dev, s->dma, len,
 					   DMA_BIDIRECTIONAL);
 		memcpy(buf, s->buf, len);
 	}
+	odsm_stat_inc(write ? ODSM_STAT_onesided_writes :
+			      ODSM_STAT_onesided_reads);
+	odsm_stat_add(ODSM_STAT_onesided_bytes, len);
 out:
 	os_end(x, s);
-	if (!ret) {
-		odsm_stat_inc(write ? ODSM_STAT_onesided_writes :
-				      ODSM_STAT_onesided_reads);
-		odsm_stat_add(ODSM_STAT_onesided_bytes, len);
-	}
 out_reads:
 	if (!write)
 		atomic_dec(&x->os.reads);
@@ -477,16 +491,16 @@ int odsm_rdma_read_pub(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 		wrs[2].wr.send_flags |= IB_SEND_FENCE;
 	}
 	ret = os_run(x, s, &wrs[0].wr, 1, "READ", len);
-	if (!ret) {
-		ib_dma_sync_single_for_cpu(x->dev, s->dma, woff + sizeof(w),
-					   DMA_BIDIRECTIONAL);
-		memcpy(buf, s->buf, len);
-		memcpy(w, s->buf + woff, sizeof(w));
-		*before = le32_to_cpu(w[0]);
-		*after = le32_to_cpu(w[1]);
-		odsm_stat_inc(ODSM_STAT_onesided_reads);
-		odsm_stat_add(ODSM_STAT_onesided_bytes, len);
-	}
+	if (ret)
+		goto out_reads;
+	ib_dma_sync_single_for_cpu(x->dev, s->dma, woff + sizeof(w),
+				   DMA_BIDIRECTIONAL);
+	memcpy(buf, s->buf, len);
+	memcpy(w, s->buf + woff, sizeof(w));
+	*before = le32_to_cpu(w[0]);
+	*after = le32_to_cpu(w[1]);
+	odsm_stat_inc(ODSM_STAT_onesided_reads);
+	odsm_stat_add(ODSM_STAT_onesided_bytes, len);
 	os_end(x, s);
 out_reads:
 	atomic_dec(&x->os.reads);
@@ -548,17 +562,17 @@ int odsm_rdma_atomic(struct odsm_conn *conn, u64 addr, u32 op, u64 operand,
 	ib_dma_sync_single_for_device(x->dev, s->dma, sizeof(u64),
 				      DMA_BIDIRECTIONAL);
 	ret = os_run_on(x, x->aqp.own, s, &wr.wr, 1, "atomic", 8);
-	if (!ret) {
-		/* the device writes the old value in host byte order */
-		ib_dma_sync_single_for_cpu(x->dev, s->dma, sizeof(u64),
-					   DMA_BIDIRECTIONAL);
-		*old = *(u64 *)s->buf;
-		if (unlikely(*old == poison)) {
-			odsm_stat_inc(ODSM_STAT_atomics_unanswered);
-			pr_warn_ratelimited("rdma atomic completed without its old value: connection closed\n");
-			odsm_conn_kill(conn);
-			ret = -EIO;
-		}
+	if (ret)
+		return ret;
+	/* the device writes the old value in host byte order */
+	ib_dma_sync_single_for_cpu(x->dev, s->dma, sizeof(u64),
+				   DMA_BIDIRECTIONAL);
+	*old = *(u64 *)s->buf;
+	if (unlikely(*old == poison)) {
+		odsm_stat_inc(ODSM_STAT_atomics_unanswered);
+		pr_warn_ratelimited("rdma atomic completed without its old value: connection closed\n");
+		odsm_conn_kill(conn);
+		ret = -EIO;
 	}
 	os_end(x, s);
 	return ret;
