@@ -281,6 +281,51 @@ void odsm_fault_hold_lazy(void)
 	hold_while(&fault_hold_lazy);
 }
 
+/*
+ * A slow teardown (TESTS ONLY): the RDMA transport's teardown of a
+ * connection sleeps this long once its QPs are drained, as one with
+ * thousands of registrations to undo does under load.  An operation that
+ * failed on that connection must not wait for it (cluster_down_test).
+ * Bounded: the teardown runs in the cluster's tick.
+ */
+#define SLOW_TEARDOWN_MAX_MS	10000
+static unsigned int fault_slow_teardown_ms;
+
+static int set_slow_teardown(const char *val, const struct kernel_param *kp)
+{
+	unsigned int ms;
+	int ret = kstrtouint(val, 0, &ms);
+
+	if (ret)
+		return ret;
+	if (ms > SLOW_TEARDOWN_MAX_MS)
+		return -ERANGE;
+	if (ms)
+		pr_notice("fault injection on: %s=%u (test use only)\n",
+			  kp->name, ms);
+	WRITE_ONCE(fault_slow_teardown_ms, ms);
+	return 0;
+}
+
+static const struct kernel_param_ops slow_teardown_ops = {
+	.set = set_slow_teardown,
+	.get = param_get_uint,
+};
+
+module_param_cb(fault_slow_teardown_ms, &slow_teardown_ops,
+		&fault_slow_teardown_ms, 0644);
+MODULE_PARM_DESC(fault_slow_teardown_ms, "TESTS ONLY: an RDMA connection's teardown sleeps this long (ms, up to 10000) after draining its QPs (0)");
+
+void odsm_fault_slow_teardown(void)
+{
+	unsigned int ms = READ_ONCE(fault_slow_teardown_ms);
+
+	if (likely(!ms))
+		return;
+	odsm_stat_inc(ODSM_STAT_fault_holds);
+	msleep(ms);
+}
+
 /* ---- the replay window ------------------------------------------------ */
 
 /*

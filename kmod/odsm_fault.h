@@ -49,6 +49,13 @@ void odsm_fault_hold_copy(void);
 void odsm_fault_hold_lazy(void);
 
 /*
+ * The test knob fault_slow_teardown_ms (0, off, by default): a transport's
+ * teardown of a connection sleeps that long once nothing is in flight on
+ * it, counted in fault_holds.  Process context.
+ */
+void odsm_fault_slow_teardown(void);
+
+/*
  * Is the request h, received on conn, new (serve it), or one its sender's
  * incarnation already sent (a replay: refused, counted in dup_requests)?
  * Any context.

@@ -67,6 +67,7 @@
 #include <linux/gfp.h>
 #include <linux/sched/task.h>
 #include "odsm_rdma.h"
+#include "odsm_fault.h"
 
 /* The accepting side: its id is NULL once gone (leave or device removal). */
 struct odsm_rdma_listener {
@@ -653,6 +654,7 @@ static void conn_teardown(struct odsm_rdma_conn *x, bool keep_id)
 		rdma_destroy_qp(x->id);
 		x->qp = NULL;
 	}
+	odsm_fault_slow_teardown();
 	if (x->cq) {
 		ib_free_cq(x->cq);
 		x->cq = NULL;

@@ -124,7 +124,7 @@ enum odsm_stat {
 	ODSM_STAT_fault_drops,		/* messages the injector dropped */
 	ODSM_STAT_fault_delays,		/* ... delayed */
 	ODSM_STAT_fault_dups,		/* ... sent twice */
-	ODSM_STAT_fault_holds,		/* frees, copies, lazy fetches held */
+	ODSM_STAT_fault_holds,		/* holds and slowed teardowns */
 	ODSM_STAT_dup_requests,		/* peers' requests refused as replays */
 	ODSM_STAT_accept_refused,	/* accepted sockets closed at once: not
 					 * from a node that dials us, or too

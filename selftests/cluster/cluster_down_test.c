@@ -10,8 +10,14 @@
  * survivors keep working with each other.  The survivors meet at the end
  * in a barrier on the lowest surviving node, so none unloads its module
  * while another still needs it.
+ *
+ * The first failure is timed with the dead node's connection slow to tear
+ * down (fault_slow_teardown_ms, RDMA's teardown only): an operation that
+ * failed must not wait for the teardown (a read once took 6.7 s to fail
+ * behind one, timeout_ms 5000).
  */
 #include "odsm_cluster.h"
+#include "odsm_faults.h"
 #include "../../kmod/odsm_dslot.h"
 
 FIXTURE(cl)
@@ -25,7 +31,11 @@ FIXTURE_SETUP(cl)
 
 FIXTURE_TEARDOWN(cl)
 {
+	f_param("fault_slow_teardown_ms", 0);
 }
+
+/* Past the 1 s of slack the first failure has (below) */
+#define SLOW_TEARDOWN_MS	2500
 
 /* The lowest surviving node: it hosts the survivors' barrier. */
 static unsigned int host(void)
@@ -49,12 +59,15 @@ static unsigned int host(void)
 
 TEST_F_TIMEOUT(cl, first_failure_in_time, 180)
 {
-	uint64_t v, ms = 0, end, tries = 0;
+	uint64_t v, ms = 0, end, tries = 0, holds0;
 	unsigned int d;
 	int ret;
 
 	DOWN_BEGIN();
 	d = (unsigned int)C.down;
+	holds0 = c_stat("fault_holds");
+	ASSERT_NE(~0ULL, holds0) TH_LOG("no fault_holds counter");
+	ASSERT_EQ(0, f_param("fault_slow_teardown_ms", SLOW_TEARDOWN_MS));
 	/* until the node is really gone, reads of its directory succeed */
 	end = c_now_ms() + 120000;
 	for (;;) {
@@ -74,8 +87,18 @@ TEST_F_TIMEOUT(cl, first_failure_in_time, 180)
 		TH_LOG("a read of a dead node gave %d (%s)", ret, odsm_strerror(ret));
 	}
 	EXPECT_GE(C.timeout_ms + 1000ULL, ms) {
-		TH_LOG("it took %" PRIu64 " ms, timeout_ms is %u", ms, C.timeout_ms);
+		TH_LOG("it took %" PRIu64 " ms, timeout_ms is %u, the teardown %u ms slow",
+		       ms, C.timeout_ms, SLOW_TEARDOWN_MS);
 	}
+	/* RDMA: the teardown was slow indeed (it may still be asleep) */
+	end = c_now_ms() + 2 * SLOW_TEARDOWN_MS;
+	while (C.transport == ODSM_TRANSPORT_RDMA &&
+	       c_stat("fault_holds") == holds0 && c_now_ms() < end)
+		c_sleep_ms(50);
+	if (C.transport == ODSM_TRANSPORT_RDMA)
+		EXPECT_LT(holds0, c_stat("fault_holds"))
+			TH_LOG("the teardown of node %u's connection was not slowed", d);
+	ASSERT_EQ(0, f_param("fault_slow_teardown_ms", 0));
 	ASSERT_EQ(0, c_put(C.self, W_DOWN_SEEN, ms + 1));
 }
 
