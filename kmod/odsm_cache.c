@@ -594,28 +594,61 @@ void odsm_cache_set_miss_reader(const struct odsm_miss_reader *r)
 }
 
 /*
- * The first bytes of a new copy of the object at cg into first (room for
- * a FETCH reply's fixed part and ODSM_FIRST_WHOLE bytes, the bytes after
- * it): read by the miss reader where it can (one-sided, where the home
- * publishes that this is safe), else a FETCH, whose answer the reader
- * learns from (the class of the object's block).
+ * The miss reader's copy of an object of *size bytes, more than the first
+ * buffer holds (a slab slot of 16 to 32 KiB): into a buffer of its own,
+ * which replaces *firstp.  -EOPNOTSUPP (a FETCH then, which needs no
+ * bigger buffer) when there is none.
  */
-static int copy_first(u32 node, u64 inc, u64 cg, void *first, u64 *size,
+static int copy_bigger(const struct odsm_miss_reader *mr, u32 node, u64 cg,
+		       void **firstp, u64 *size)
+{
+	u64 want = *size;
+	void *big;
+	int ret;
+
+	if (want > ODSM_MISS_READ_MAX)
+		return -EOPNOTSUPP;
+	big = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + want, GFP_KERNEL);
+	if (!big)
+		return -EOPNOTSUPP;
+	ret = mr->copy(node, cg, big + ODSM_WIRE_FETCH_REPLY_SIZE, want, size);
+	if (ret) {
+		kvfree(big);
+		/* its block's class changed meanwhile: a FETCH says */
+		return ret == -EMSGSIZE ? -EOPNOTSUPP : ret;
+	}
+	kvfree(*firstp);
+	*firstp = big;
+	return 0;
+}
+
+/*
+ * The first bytes of a new copy of the object at cg into *firstp (room
+ * for a FETCH reply's fixed part and ODSM_FIRST_WHOLE bytes, the bytes
+ * after it): read by the miss reader where it can (one-sided, where the
+ * home publishes that this is safe; the whole object, in a bigger buffer
+ * that replaces *firstp if need be), else a FETCH, whose answer the
+ * reader learns from (the class of the object's block).
+ */
+static int copy_first(u32 node, u64 inc, u64 cg, void **firstp, u64 *size,
 		      u32 *got)
 {
 	const struct odsm_miss_reader *mr = READ_ONCE(miss_reader);
 	int ret = -EOPNOTSUPP;
 
-	if (mr)
-		ret = mr->copy(node, cg, first + ODSM_WIRE_FETCH_REPLY_SIZE,
+	if (mr) {
+		ret = mr->copy(node, cg, *firstp + ODSM_WIRE_FETCH_REPLY_SIZE,
 			       ODSM_FIRST_WHOLE, size);
+		if (ret == -EMSGSIZE)
+			ret = copy_bigger(mr, node, cg, firstp, size);
+	}
 	if (!ret) {
 		*got = *size;
 		return 0;
 	}
 	if (ret != -EOPNOTSUPP)
 		return ret;
-	ret = odsm_fetch_at(node, inc, cg, 0, first, ODSM_FIRST_FETCH,
+	ret = odsm_fetch_at(node, inc, cg, 0, *firstp, ODSM_FIRST_FETCH,
 			    ODSM_FIRST_WHOLE, size, got);
 	if (!ret && mr)
 		mr->learn(cg, *size);
@@ -650,7 +683,7 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 	ret = -EHOSTDOWN;
 	if (!e->inc)
 		goto out;
-	ret = copy_first(node, e->inc, cg, first, &size, &got);
+	ret = copy_first(node, e->inc, cg, &first, &size, &got);
 	if (ret)
 		goto out;
 	ret = slot_new(e, size, &usable);

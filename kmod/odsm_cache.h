@@ -41,13 +41,18 @@ void odsm_cache_exit(void);
 struct odsm_miss_reader {
 	/*
 	 * The whole object at the colored address cg of node's partition
-	 * into buf (room bytes): 0 with *size; -EOPNOTSUPP to ask with a
-	 * FETCH instead; another -errno: the home is gone.
+	 * into buf (room bytes): 0 with *size; -EMSGSIZE with *size when
+	 * the object is more than room bytes (the cache calls again with
+	 * room for it, up to ODSM_MISS_READ_MAX); -EOPNOTSUPP to ask with
+	 * a FETCH instead; another -errno: the home is gone.
 	 */
 	int (*copy)(u32 node, u64 cg, void *buf, u32 room, u64 *size);
 	/* a FETCH said the object at cg is size bytes */
 	void (*learn)(u64 cg, u64 size);
 };
+
+/* The most room a miss reader gets: one block (a slab's slot fits) */
+#define ODSM_MISS_READ_MAX	ODSM_BLOCK_SIZE
 
 void odsm_cache_set_miss_reader(const struct odsm_miss_reader *r);
 

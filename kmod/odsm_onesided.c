@@ -416,8 +416,9 @@ static void onesided_learn(u64 cg, u64 size)
 /*
  * A shared-borrow miss read one-sided (odsm_pubword.h): the whole object
  * at cg into buf, when the home publishes that it may (a slab object
- * copied before, of the class this node learned for its block).  The
- * cache's miss reader (struct odsm_miss_reader).
+ * copied before, of the class this node learned for its block);
+ * -EMSGSIZE with its slot size when that is more than room.  The cache's
+ * miss reader (struct odsm_miss_reader).
  */
 static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
 {
@@ -431,8 +432,12 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
 		return -EOPNOTSUPP;
 	cls = (int)xa_to_value(hint) - 1;
 	cs = odsm_class_size[cls];
-	if (!odsm_pub_slot_of(off, cls, &idx) || cs > room)
+	if (!odsm_pub_slot_of(off, cls, &idx))
 		return -EOPNOTSUPP;
+	if (cs > room) {
+		*size = cs;
+		return -EMSGSIZE;
+	}
 	conn = onesided_conn(node, addr, cs);
 	if (IS_ERR_OR_NULL(conn))
 		return conn ? PTR_ERR(conn) : -EOPNOTSUPP;

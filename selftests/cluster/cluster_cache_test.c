@@ -777,4 +777,46 @@ TEST(onesided_miss)
 	       (unsigned long long)(c_stat("onesided_copy_refused") - r0));
 }
 
+/*
+ * onesided_miss_sizes (USER alone): slab objects past the cache's first
+ * buffer (12 KiB) go one-sided too, whole: 12, 16, 24 and 32 KiB objects
+ * (the largest slab classes), each copied once by a FETCH, then missed
+ * again, one-sided over RDMA, with every byte right.
+ */
+TEST(onesided_miss_sizes)
+{
+	static const uint32_t sizes[] = { 12288, 16384, 24576, 32768 };
+	static uint8_t buf[32768];
+	struct odsm_borrow br;
+	uint64_t c0, cg;
+	unsigned int i, k;
+	bool os;
+
+	C_BEGIN();
+	if (C.self != USER)
+		return;
+	os = C.transport == ODSM_TRANSPORT_RDMA && c_param_on("onesided");
+	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", 0));
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		c_fill(buf, sizes[i], HOME, 20 + i);
+		ASSERT_EQ(0, odsm_alloc_on(HOME, sizes[i], 0, 0, &cg));
+		ASSERT_EQ(0, odsm_write(cg, buf, sizes[i]));
+		c0 = c_stat("onesided_copies");
+		for (k = 0; k < 3; k++) {	/* a FETCH, then one-sided */
+			ASSERT_EQ(0, borrow(odsm_rt.fd, cg, &br));
+			EXPECT_EQ((unsigned int)ODSM_BORROWED_MISS, br.result);
+			EXPECT_EQ((uint64_t)sizes[i], br.size);
+			EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)br.addr,
+					      sizes[i], HOME, 20 + i))
+				TH_LOG("%u bytes, miss %u", sizes[i], k);
+			ASSERT_EQ(0, give_back(odsm_rt.fd, cg));
+		}
+		EXPECT_EQ(c0 + (os ? 2 : 0), c_stat("onesided_copies"))
+			TH_LOG("%u bytes: %llu of 2 later misses one-sided",
+			       sizes[i], (unsigned long long)(c_stat("onesided_copies") - c0));
+		EXPECT_EQ(0, odsm_free(cg));
+	}
+	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", MiB(64)));
+}
+
 TEST_HARNESS_MAIN
