@@ -699,6 +699,18 @@ static uint64_t home_obj(struct __test_metadata *_metadata, unsigned int tag)
 }
 
 /*
+ * The one-sided tests: USER alone, with every borrow a miss
+ * (cache_budget_bytes 0); os: may a miss go one-sided here?
+ */
+#define MISSES_BEGIN(os) do { \
+	C_BEGIN(); \
+	if (C.self != USER) \
+		return; \
+	(os) = C.transport == ODSM_TRANSPORT_RDMA && c_param_on("onesided"); \
+	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", 0)); \
+} while (0)
+
+/*
  * onesided_miss (USER alone, after the others' last test): every borrow
  * misses (cache_budget_bytes 0).  Over RDMA with one-sided access on, a
  * miss of an object the home sent a copy of before reads it one-sided
@@ -721,11 +733,7 @@ TEST(onesided_miss)
 	unsigned int i, n;
 	bool os;
 
-	C_BEGIN();
-	if (C.self != USER)
-		return;
-	os = C.transport == ODSM_TRANSPORT_RDMA && c_param_on("onesided");
-	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", 0));
+	MISSES_BEGIN(os);
 	cg = home_obj(_metadata, 1);
 	cg2 = home_obj(_metadata, 2);
 	c0 = c_stat("onesided_copies");
@@ -792,11 +800,7 @@ TEST(onesided_miss_sizes)
 	unsigned int i, k;
 	bool os;
 
-	C_BEGIN();
-	if (C.self != USER)
-		return;
-	os = C.transport == ODSM_TRANSPORT_RDMA && c_param_on("onesided");
-	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", 0));
+	MISSES_BEGIN(os);
 	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
 		c_fill(buf, sizes[i], HOME, 20 + i);
 		ASSERT_EQ(0, odsm_alloc_on(HOME, sizes[i], 0, 0, &cg));
