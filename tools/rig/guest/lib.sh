@@ -148,17 +148,6 @@ wait_peers() {
 	done
 }
 
-# barrier [SECONDS]: wait until every node has called barrier (default: give
-# up after 120 s).  Use it before a node's scenario ends while others may
-# still need it, and between phases.  TCP over eth0 (net_up first): node 0
-# collects "ID SEQ" from every other node on port 6999, then releases each
-# of them by connecting to its port 6998.  SEQ counts this node's barriers,
-# so a late message of one barrier never counts for the next.  A busybox
-# nc may exit before it has read what the other side sent, so nothing
-# depends on a reply's content: a node sends its id again every half
-# second until it is released (node 0 ignores repeats), and a release is
-# the connection itself (an 8-node run once lost an id that had been
-# answered, and every node waited out the barrier).
 # Release node k from node 0's barrier: 0 once its listener took the
 # connection.  The listener closes as soon as it has accepted, and nc
 # returns 0 when it sees that.  A released node may power off at once
@@ -176,6 +165,17 @@ barrier_release() {
 	return 1
 }
 
+# barrier [SECONDS]: wait until every node has called barrier (default: give
+# up after 120 s).  Use it before a node's scenario ends while others may
+# still need it, and between phases.  TCP over eth0 (net_up first): node 0
+# collects "ID SEQ" from every other node on port 6999, then releases each
+# of them by connecting to its port 6998.  SEQ counts this node's barriers,
+# so a late message of one barrier never counts for the next.  A busybox
+# nc may exit before it has read what the other side sent, so nothing
+# depends on a reply's content: a node sends its id again every half
+# second until it is released (node 0 ignores repeats), and a release is
+# the connection itself (an 8-node run once lost an id that had been
+# answered, and every node waited out the barrier).
 barrier() {
 	local max="${1:-120}" end msg id seq got left k
 	[ "${rig_nodes:-1}" -gt 1 ] || return 0
