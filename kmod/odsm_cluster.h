@@ -104,8 +104,10 @@ struct odsm_transport_ops {
 	/*
 	 * READ len bytes at addr (inside one block) between two READs of the
 	 * block's published word idx, into *before and *after, in that order
-	 * (odsm_pubword.h): -ENOKEY as rw, -EOPNOTSUPP when the peer did not
-	 * register the block's words (MAP_F_PUB), -EBUSY as rw's spill
+	 * (odsm_pubword.h); before NULL: the bytes and the word after them
+	 * only (a word known, odsm_pub_known()).  -ENOKEY as rw, -EOPNOTSUPP
+	 * when the peer did not register the block's words (MAP_F_PUB),
+	 * -EBUSY as rw's spill
 	 */
 	int (*read_pub)(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 			u32 idx, u32 *before, u32 *after);

@@ -414,6 +414,101 @@ static void onesided_learn(u64 cg, u64 size)
 }
 
 /*
+ * Words known: per remote block, the published word of each slot as a
+ * one-sided miss last read it (twice the same, usable), with the home
+ * incarnation it was read from.  A later miss of the same object leaves
+ * out the read before the bytes (odsm_pub_known() says why that is safe):
+ * one READ less per miss, a round trip less where READs are fenced.  A
+ * hint like the class: a lost or stale word costs the read before the
+ * bytes, or one refused read, never a wrong copy.  At most KNOWN_MAX_BYTES
+ * of them (4 KiB per block of 64-byte objects, 512 bytes for 512-byte
+ * ones): past that all are forgotten and learnt again.  Readers under
+ * RCU; a block's words are replaced whole (another incarnation, a class
+ * with more slots), freed after a grace period.
+ */
+struct known_blk {
+	struct rcu_head rcu;
+	u64 inc;		/* the home incarnation they were read from */
+	u32 nr;			/* words */
+	u32 word[];		/* 0: none */
+};
+
+#define KNOWN_MAX_BYTES	(8U << 20)
+static DEFINE_XARRAY(known_blks);
+static atomic_t known_bytes = ATOMIC_INIT(0);
+
+static void known_free(struct known_blk *k)
+{
+	atomic_sub(struct_size(k, word, k->nr), &known_bytes);
+	kfree_rcu(k, rcu);
+}
+
+static void known_forget(void)
+{
+	struct known_blk *k;
+	unsigned long b;
+
+	xa_for_each(&known_blks, b, k) {
+		if (xa_cmpxchg(&known_blks, b, k, NULL, 0) == k)
+			known_free(k);
+	}
+}
+
+/* The word of slot idx of block b read from incarnation inc, or 0. */
+static u32 known_word(unsigned long b, u32 idx, u64 inc)
+{
+	struct known_blk *k;
+	u32 w = 0;
+
+	rcu_read_lock();
+	k = xa_load(&known_blks, b);
+	if (k && k->inc == inc && idx < k->nr)
+		w = READ_ONCE(k->word[idx]);
+	rcu_read_unlock();
+	return w;
+}
+
+/* Remember w as slot idx's word of block b (of nr slots) at incarnation inc. */
+static void known_set(unsigned long b, u32 idx, u32 nr, u64 inc, u32 w)
+{
+	struct known_blk *k, *n, *old;
+	size_t size;
+
+	rcu_read_lock();
+	k = xa_load(&known_blks, b);
+	if (k && k->inc == inc && idx < k->nr) {
+		WRITE_ONCE(k->word[idx], w);
+		rcu_read_unlock();
+		return;
+	}
+	rcu_read_unlock();
+	/* none yet, or of another incarnation or fewer slots: anew */
+	size = struct_size(n, word, nr);
+	if (atomic_add_return(size, &known_bytes) > KNOWN_MAX_BYTES) {
+		atomic_sub(size, &known_bytes);
+		known_forget();
+		return;
+	}
+	n = kzalloc(size, GFP_KERNEL);
+	if (!n) {
+		atomic_sub(size, &known_bytes);
+		return;
+	}
+	n->inc = inc;
+	n->nr = nr;
+	n->word[idx] = w;
+	/* k may be gone by now (a racing set or forget): then not ours */
+	old = xa_cmpxchg(&known_blks, b, k, n, GFP_KERNEL);
+	if (old != k) {
+		atomic_sub(size, &known_bytes);
+		kfree(n);
+		return;
+	}
+	if (k)
+		known_free(k);
+}
+
+/*
  * A shared-borrow miss read one-sided (odsm_pubword.h): the whole object
  * at cg into buf, when the home publishes that it may (a slab object
  * copied before, of the class this node learned for its block);
@@ -423,10 +518,12 @@ static void onesided_learn(u64 cg, u64 size)
 static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
 {
 	u64 addr = odsm_clear_color(cg), off = addr & (ODSM_BLOCK_SIZE - 1);
-	void *hint = xa_load(&cls_hints, addr >> ODSM_BLOCK_SHIFT);
+	unsigned long b = addr >> ODSM_BLOCK_SHIFT;
+	void *hint = xa_load(&cls_hints, b);
+	u32 cs, idx, known, before = 0, after = 0;
 	struct odsm_conn *conn;
-	u32 cs, idx, before = 0, after = 0;
 	int cls, ret = -EOPNOTSUPP;
+	u64 inc;
 
 	if (!hint)
 		return -EOPNOTSUPP;
@@ -441,9 +538,19 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
 	conn = onesided_conn(node, addr, cs);
 	if (IS_ERR_OR_NULL(conn))
 		return conn ? PTR_ERR(conn) : -EOPNOTSUPP;
+	/*
+	 * Read with conn up: a conn to a restarted home comes up after its
+	 * new incarnation is known.  (Should the home restart later, the
+	 * cache finds the copy's incarnation gone: home_same().)
+	 */
+	inc = odsm_peer_incarnation(node, true);
+	known = inc ? known_word(b, idx, inc) : 0;
+	if (!odsm_pub_known(known, cls, odsm_color(cg)))
+		known = 0;
 	if (odsm_conn_ops(conn)->read_pub)
 		ret = odsm_conn_ops(conn)->read_pub(conn, addr, buf, cs, idx,
-						    &before, &after);
+						    known ? NULL : &before,
+						    &after);
 	odsm_peer_conn_put(conn);
 	if (ret == -EBUSY) {
 		odsm_stat_inc(ODSM_STAT_onesided_spills);
@@ -451,10 +558,16 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
 	}
 	if (ret)
 		return ret == -ENOKEY ? -EOPNOTSUPP : ret;
+	if (known)
+		before = known;
 	if (!odsm_pub_usable(before, after, cls, odsm_color(cg))) {
 		odsm_stat_inc(ODSM_STAT_onesided_copy_refused);
 		return -EOPNOTSUPP;
 	}
+	if (known)
+		odsm_stat_inc(ODSM_STAT_onesided_copy_known);
+	else if (inc)
+		known_set(b, idx, odsm_class_slots(cls), inc, before);
 	odsm_stat_inc(ODSM_STAT_onesided_copies);
 	/* brought into the cache like a FETCH's, so counted with them */
 	odsm_stat_add(ODSM_STAT_bytes_fetched, cs);
@@ -541,4 +654,6 @@ void odsm_onesided_exit(void)
 	odsm_handler_unregister(&keys_handler);
 	odsm_handler_unregister(&map_handler);
 	xa_destroy(&cls_hints);
+	known_forget();
+	xa_destroy(&known_blks);
 }

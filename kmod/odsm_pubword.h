@@ -21,7 +21,9 @@
  * may carry", no free, allocation or first copy happened while the bytes
  * were read (every one of them changes the word: colors only grow), and
  * the bytes are what a FETCH would have sent.  Anything else: the reader
- * asks with a FETCH, which also gives the precise error.
+ * asks with a FETCH, which also gives the precise error.  A reader that
+ * read the word so before may leave out the read before the bytes
+ * (odsm_pub_known()).
  *
  * Why only objects already copied: the copied mark makes the home refuse
  * in-place write-backs into boxes the object holds (design.rst, "Owner
@@ -77,6 +79,26 @@ static inline bool odsm_pub_usable(u32 before, u32 after, int cls, u16 color)
 	       odsm_pub_class(before) == cls &&
 	       (before & ODSM_PUB_LIVE) && (before & ODSM_PUB_COPIED) &&
 	       (before & ODSM_PUB_GEN_MASK) <= color;
+}
+
+/*
+ * May a word this node read before (both reads of it equal and usable)
+ * stand for the read before the bytes, when a pointer of the given color
+ * misses the slot again as class cls?  A word never comes back to a live
+ * value it has left (every change of a slot changes it, colors only grow
+ * and an address retires rather than wrapping, and the copied mark goes
+ * only with a free; pubword_test checks it), so if the read after the
+ * bytes finds the known word, the word held it from before the bytes were
+ * read until then, and they are the object's as with both reads.  Only for a word of exactly the
+ * pointer's color: a pointer of another color is more likely an object
+ * that has replaced the known one, and that read would be refused.  The
+ * word must come from the incarnation of the home the bytes come from:
+ * a restarted home starts its colors again.
+ */
+static inline bool odsm_pub_known(u32 known, int cls, u16 color)
+{
+	return odsm_pub_usable(known, known, cls, color) &&
+	       (known & ODSM_PUB_GEN_MASK) == color;
 }
 
 /*

@@ -431,10 +431,11 @@ out_reads:
 
 /*
  * A one-sided borrow miss's read (odsm_pubword.h): the slot's published
- * word, its len bytes at addr, the word again, as three READs of one
- * chain, which the responder runs in the order posted (RC ordering), all
- * three in one round trip.  The bytes land at the start of the bounce
- * buffer, the words past them.
+ * word, its len bytes at addr, the word again, as READs of one chain,
+ * which the responder runs in the order posted (RC ordering), all in one
+ * round trip.  Without before, the caller knows the word already
+ * (odsm_pub_known()): the bytes and the word after them only.  The bytes
+ * land at the start of the bounce buffer, the words past them.
  */
 int odsm_rdma_read_pub(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 		       u32 idx, u32 *before, u32 *after)
@@ -445,6 +446,7 @@ int odsm_rdma_read_pub(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 	struct ib_sge sges[3];
 	struct odsm_rdma_slot *s;
 	struct odsm_rdma_key *k;
+	u32 n = 0, i;
 	__le32 w[2];
 	u64 waddr;
 	int ret;
@@ -466,29 +468,29 @@ int odsm_rdma_read_pub(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 	if (ret)
 		goto out_reads;
 	waddr = k->iova + ODSM_WIRE_MAP_LEN + idx * sizeof(u32);
-	os_wr(wrs, sges, 0, IB_WR_RDMA_READ, x, s, woff, sizeof(u32), waddr,
+	if (before)
+		os_wr(wrs, sges, n++, IB_WR_RDMA_READ, x, s, woff,
+		      sizeof(u32), waddr, k->rkey);
+	os_wr(wrs, sges, n++, IB_WR_RDMA_READ, x, s, 0, len, k->iova + in,
 	      k->rkey);
-	os_wr(wrs, sges, 1, IB_WR_RDMA_READ, x, s, 0, len, k->iova + in,
-	      k->rkey);
-	os_wr(wrs, sges, 2, IB_WR_RDMA_READ, x, s, woff + sizeof(u32),
+	os_wr(wrs, sges, n++, IB_WR_RDMA_READ, x, s, woff + sizeof(u32),
 	      sizeof(u32), waddr, k->rkey);
 	/*
 	 * Only the last is signalled: it completes after the others (RC),
 	 * and a failing one completes (in error) whether signalled or not,
 	 * after which the connection is killed and the slot never reused.
-	 */
-	wrs[0].wr.send_flags = 0;
-	wrs[1].wr.send_flags = 0;
-	/*
+	 *
 	 * The bracket needs the responder to read memory in the order of
 	 * the READs.  Soft-RoCE's responder is sequential software and
 	 * does; an HCA may pipeline the DMA reads of several READs (and
 	 * PCIe completions may pass each other), so there each READ waits
-	 * for the one before: three round trips, still no home CPU.
+	 * for the one before: a round trip each, still no home CPU.
 	 */
-	if (!x->os.ordered_reads) {
-		wrs[1].wr.send_flags |= IB_SEND_FENCE;
-		wrs[2].wr.send_flags |= IB_SEND_FENCE;
+	for (i = 0; i < n; i++) {
+		if (i < n - 1)
+			wrs[i].wr.send_flags = 0;
+		if (i && !x->os.ordered_reads)
+			wrs[i].wr.send_flags |= IB_SEND_FENCE;
 	}
 	ret = os_run(x, s, &wrs[0].wr, 1, "READ", len);
 	if (ret)
@@ -497,7 +499,8 @@ int odsm_rdma_read_pub(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 				   DMA_BIDIRECTIONAL);
 	memcpy(buf, s->buf, len);
 	memcpy(w, s->buf + woff, sizeof(w));
-	*before = le32_to_cpu(w[0]);
+	if (before)
+		*before = le32_to_cpu(w[0]);
 	*after = le32_to_cpu(w[1]);
 	odsm_stat_inc(ODSM_STAT_onesided_reads);
 	odsm_stat_add(ODSM_STAT_onesided_bytes, len);

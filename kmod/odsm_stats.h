@@ -86,6 +86,9 @@ enum odsm_stat {
 	ODSM_STAT_onesided_copy_refused,	/* read so, but the published
 						 * words said no: FETCH
 						 */
+	ODSM_STAT_onesided_copy_known,	/* read so without the word before
+					 * the bytes: known from before
+					 */
 	ODSM_STAT_loop_atomics,		/* flagged atomics of our own words,
 					 * run by our device (loopback)
 					 */

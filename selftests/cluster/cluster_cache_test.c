@@ -714,21 +714,24 @@ static uint64_t home_obj(struct __test_metadata *_metadata, unsigned int tag)
  * onesided_miss (USER alone, after the others' last test): every borrow
  * misses (cache_budget_bytes 0).  Over RDMA with one-sided access on, a
  * miss of an object the home sent a copy of before reads it one-sided
- * (onesided_copies): its published word, its bytes, the word again.
+ * (onesided_copies): its published word, its bytes, the word again;
+ * from the second such miss of an object on, the word known from the one
+ * before is not read again before the bytes (onesided_copy_known).
  *  - the first miss of an object is a FETCH (it sets the copied mark);
  *    every later one is one-sided, with the right bytes;
  *  - a never-copied object in a block whose class is known: the word says
  *    no (onesided_copy_refused), the FETCH gives the bytes;
  *  - the object freed and its slot reused by a new object: the old
- *    colored address is -ESTALE (the words refuse it, the FETCH says
- *    why), the new object's bytes come right, one-sided from its second
- *    miss on;
+ *    colored address is -ESTALE (the words refuse it, though the old
+ *    word is known: the word after the bytes is the new object's; the
+ *    FETCH says why), the new object's bytes come right, one-sided from
+ *    its second miss on, with its own word known from its third;
  * Over TCP (or one-sided off) nothing goes one-sided, the bytes are the
  * same.
  */
 TEST(onesided_miss)
 {
-	uint64_t c0, r0, cg, cg2, cg3 = 0, extra[256];
+	uint64_t c0, k0, r0, cg, cg2, cg3 = 0, extra[256];
 	struct odsm_borrow br;
 	unsigned int i, n;
 	bool os;
@@ -737,12 +740,15 @@ TEST(onesided_miss)
 	cg = home_obj(_metadata, 1);
 	cg2 = home_obj(_metadata, 2);
 	c0 = c_stat("onesided_copies");
+	k0 = c_stat("onesided_copy_known");
 
 	miss_check(_metadata, cg, HOME, 1);		/* the first: a FETCH */
 	EXPECT_EQ(c0, c_stat("onesided_copies"));
 	for (i = 0; i < 8; i++)
 		miss_check(_metadata, cg, HOME, 1);
 	EXPECT_EQ(c0 + (os ? 8 : 0), c_stat("onesided_copies"));
+	/* the second on: the word before the bytes known from the first */
+	EXPECT_EQ(k0 + (os ? 7 : 0), c_stat("onesided_copy_known"));
 
 	/* never copied: refused by its word if in the same block */
 	r0 = c_stat("onesided_copy_refused");
@@ -766,13 +772,18 @@ TEST(onesided_miss)
 	while (n--)
 		EXPECT_EQ(0, odsm_free(extra[n]));
 	EXPECT_NE(odsm_color_of(cg), odsm_color_of(cg3));
+	/* the old word is known, but the word after the bytes is cg3's */
 	r0 = c_stat("onesided_copy_refused");
 	EXPECT_EQ(-ESTALE, borrow(odsm_rt.fd, cg, &br));
 	EXPECT_EQ(r0 + (os ? 1 : 0), c_stat("onesided_copy_refused"));
 	miss_check(_metadata, cg3, HOME, 3);		/* a FETCH again */
 	EXPECT_EQ(c0 + (os ? 9 : 0), c_stat("onesided_copies"));
-	miss_check(_metadata, cg3, HOME, 3);
+	miss_check(_metadata, cg3, HOME, 3);		/* both words */
 	EXPECT_EQ(c0 + (os ? 10 : 0), c_stat("onesided_copies"));
+	EXPECT_EQ(k0 + (os ? 7 : 0), c_stat("onesided_copy_known"));
+	miss_check(_metadata, cg3, HOME, 3);		/* cg3's word known */
+	EXPECT_EQ(c0 + (os ? 11 : 0), c_stat("onesided_copies"));
+	EXPECT_EQ(k0 + (os ? 8 : 0), c_stat("onesided_copy_known"));
 	if (!os)
 		EXPECT_EQ(c0, c_stat("onesided_copies"));
 
@@ -796,7 +807,7 @@ TEST(onesided_miss_sizes)
 	static const uint32_t sizes[] = { 12288, 16384, 24576, 32768 };
 	static uint8_t buf[32768];
 	struct odsm_borrow br;
-	uint64_t c0, cg;
+	uint64_t c0, k0, cg;
 	unsigned int i, k;
 	bool os;
 
@@ -806,6 +817,7 @@ TEST(onesided_miss_sizes)
 		ASSERT_EQ(0, odsm_alloc_on(HOME, sizes[i], 0, 0, &cg));
 		ASSERT_EQ(0, odsm_write(cg, buf, sizes[i]));
 		c0 = c_stat("onesided_copies");
+		k0 = c_stat("onesided_copy_known");
 		for (k = 0; k < 3; k++) {	/* a FETCH, then one-sided */
 			ASSERT_EQ(0, borrow(odsm_rt.fd, cg, &br));
 			EXPECT_EQ((unsigned int)ODSM_BORROWED_MISS, br.result);
@@ -818,6 +830,7 @@ TEST(onesided_miss_sizes)
 		EXPECT_EQ(c0 + (os ? 2 : 0), c_stat("onesided_copies"))
 			TH_LOG("%u bytes: %llu of 2 later misses one-sided",
 			       sizes[i], (unsigned long long)(c_stat("onesided_copies") - c0));
+		EXPECT_EQ(k0 + (os ? 1 : 0), c_stat("onesided_copy_known"));
 		EXPECT_EQ(0, odsm_free(cg));
 	}
 	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", MiB(64)));

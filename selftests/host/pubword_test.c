@@ -51,7 +51,14 @@ TEST(word_and_usable)
 	EXPECT_FALSE(odsm_pub_usable(w, w + 1, c512, 9));	/* changed */
 	EXPECT_FALSE(odsm_pub_usable(w, w, c64, 9));	/* another class */
 	EXPECT_FALSE(odsm_pub_usable(0, 0, -1, 9));
+	/* known: usable, and of exactly the pointer's color */
+	EXPECT_TRUE(odsm_pub_known(w, c512, 7));
+	EXPECT_FALSE(odsm_pub_known(w, c512, 9));
+	EXPECT_FALSE(odsm_pub_known(w, c512, 6));
+	EXPECT_FALSE(odsm_pub_known(w, c64, 7));
+	EXPECT_FALSE(odsm_pub_known(0, c512, 0));
 	w = odsm_pub_word(c512, true, false, 7);	/* never copied */
+	EXPECT_FALSE(odsm_pub_known(w, c512, 7));
 	EXPECT_FALSE(odsm_pub_usable(w, w, c512, 7));
 	w = odsm_pub_word(c512, false, true, 7);	/* free */
 	EXPECT_FALSE(odsm_pub_usable(w, w, c512, 7));
@@ -81,18 +88,51 @@ TEST(slot_of)
 	EXPECT_FALSE(odsm_pub_slot_of(61440, c12k, &idx));
 }
 
-/* The home's side as the module keeps it: pages of words per block. */
+/*
+ * The home's side as the module keeps it: pages of words per block; and
+ * every value a word has left, by its place (an open-addressed set): a
+ * word must never come back to a live one (odsm_pub_known() relies on
+ * it).  A free one may: a slot retired by the free of a recolored pointer
+ * keeps the color its last object had, and its word is the one it had
+ * before that object -- not live, which no reader keeps.
+ */
+#define LEFT_SLOTS	(1U << 17)
+
 struct mirror {
 	u32 words[NBLK][ODSM_PUB_WORDS];
-	u64 checks, usable;
+	u64 left[LEFT_SLOTS];		/* place << 32 | value, + 1; 0: empty */
+	u64 checks, usable, changes, returns;
 };
+
+/* Was (place, w) left before?  With add, it is now. */
+static bool left_before(struct mirror *m, u32 place, u32 w, bool add)
+{
+	u64 key = ((u64)place << 32 | w) + 1;
+	u32 i = (u32)(key * 0x9e3779b97f4a7c15ULL >> 47) & (LEFT_SLOTS - 1);
+
+	for (; m->left[i]; i = (i + 1) & (LEFT_SLOTS - 1))
+		if (m->left[i] == key)
+			return true;
+	if (add)
+		m->left[i] = key;
+	return false;
+}
 
 static void publish(struct odsm_palloc *pa, struct mirror *m, u64 addr)
 {
 	u32 b = (u32)((addr - pa->base) >> ODSM_BLOCK_SHIFT), idx, w;
+	u32 place;
 
-	if (odsm_palloc_pub_slot(pa, addr, &idx, &w))
-		m->words[b][idx] = w;
+	if (!odsm_palloc_pub_slot(pa, addr, &idx, &w))
+		return;
+	place = b * ODSM_PUB_WORDS + idx;
+	if (m->words[b][idx] != w) {
+		m->changes++;
+		left_before(m, place, m->words[b][idx], true);
+		if ((w & ODSM_PUB_LIVE) && left_before(m, place, w, false))
+			m->returns++;
+	}
+	m->words[b][idx] = w;
 }
 
 /*
@@ -216,10 +256,13 @@ TEST(mirror_never_claims_a_wrong_object)
 			check_all(_metadata, &pa, &m);
 	}
 	check_all(_metadata, &pa, &m);
-	ksft_print_msg("%llu words checked, %llu usable\n",
+	ksft_print_msg("%llu words checked, %llu usable, %llu changes, none back to a value left\n",
 		       (unsigned long long)m.checks,
-		       (unsigned long long)m.usable);
+		       (unsigned long long)m.usable,
+		       (unsigned long long)m.changes);
 	ASSERT_GT(m.usable, 0ULL);
+	ASSERT_GT(m.changes, 0ULL);
+	ASSERT_EQ(0ULL, m.returns);
 	odsm_palloc_destroy(&pa);
 }
 
