@@ -595,7 +595,7 @@ void odsm_cache_set_miss_reader(const struct odsm_miss_reader *r)
 
 /*
  * The miss reader's copy of an object of *size bytes, more than the first
- * buffer holds (a slab slot of 16 to 32 KiB): into a buffer of its own,
+ * buffer holds (a slab slot of 16 to 32 KiB, a run): into a buffer of its own,
  * which replaces *firstp.  -EOPNOTSUPP (a FETCH then, which needs no
  * bigger buffer) when there is none.
  */
@@ -650,8 +650,15 @@ static int copy_first(u32 node, u64 inc, u64 cg, void **firstp, u64 *size,
 		return ret;
 	ret = odsm_fetch_at(node, inc, cg, 0, *firstp, ODSM_FIRST_FETCH,
 			    ODSM_FIRST_WHOLE, size, got);
-	if (!ret && mr)
-		mr->learn(cg, *size);
+	if (!ret && mr) {
+		struct odsm_wire_fetch_reply fr;
+
+		/* the reply's fixed part, checked by odsm_fetch_at() */
+		if (!odsm_wire_get_fetch_reply(*firstp,
+					       ODSM_WIRE_FETCH_REPLY_SIZE + *got,
+					       &fr))
+			mr->learn(node, inc, cg, *size, fr.color);
+	}
 	return ret;
 }
 

@@ -47,12 +47,18 @@ struct odsm_miss_reader {
 	 * a FETCH instead; another -errno: the home is gone.
 	 */
 	int (*copy)(u32 node, u64 cg, void *buf, u32 room, u64 *size);
-	/* a FETCH said the object at cg is size bytes */
-	void (*learn)(u64 cg, u64 size);
+	/*
+	 * a FETCH from node's incarnation inc said the object at cg is size
+	 * bytes and was allocated with color
+	 */
+	void (*learn)(u32 node, u64 inc, u64 cg, u64 size, u16 color);
 };
 
-/* The most room a miss reader gets: one block (a slab's slot fits) */
-#define ODSM_MISS_READ_MAX	ODSM_BLOCK_SIZE
+/*
+ * The most room a miss reader gets: a slab's slot or a run of up to three
+ * blocks (odsm_pubword.h, ODSM_PUB_RUN_MAX)
+ */
+#define ODSM_MISS_READ_MAX	(3U * ODSM_BLOCK_SIZE)
 
 void odsm_cache_set_miss_reader(const struct odsm_miss_reader *r);
 

@@ -384,12 +384,102 @@ static void hints_forget(void)
 			atomic_dec(&nr_hints);
 }
 
-/* A FETCH said the object at cg is size bytes: its block's class, maybe. */
-static void onesided_learn(u64 cg, u64 size)
+/*
+ * Run hints: head block index -> the size and allocation color a FETCH
+ * from the home's incarnation inc said the multi-block object starting
+ * there has, for runs of at most ODSM_PUB_RUN_MAX bytes.  The run's word
+ * says neither its size nor its end, so a hint is used only when the word
+ * says "live, copied, allocated with exactly that color" (the same
+ * object: colors at an address only grow within one incarnation).  At
+ * most CLS_HINTS_MAX, then all forgotten; readers under RCU.
+ */
+struct run_hint {
+	struct rcu_head rcu;
+	u64 inc;
+	u32 size;
+	u16 color;
+};
+
+static DEFINE_XARRAY(run_hints);
+static atomic_t nr_runs = ATOMIC_INIT(0);
+
+static void runs_forget(void)
 {
-	unsigned long b = odsm_clear_color(cg) >> ODSM_BLOCK_SHIFT;
+	struct run_hint *r;
+	unsigned long b;
+
+	xa_for_each(&run_hints, b, r) {
+		if (xa_cmpxchg(&run_hints, b, r, NULL, 0) == r) {
+			atomic_dec(&nr_runs);
+			kfree_rcu(r, rcu);
+		}
+	}
+}
+
+static void run_learn(unsigned long b, u64 inc, u64 size, u16 color)
+{
+	struct run_hint *r, *old;
+
+	r = kmalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return;
+	r->inc = inc;
+	r->size = (u32)size;
+	r->color = color;
+	old = xa_store(&run_hints, b, r, GFP_KERNEL);
+	if (xa_is_err(old)) {
+		kfree(r);
+		return;
+	}
+	if (old)
+		kfree_rcu(old, rcu);
+	else if (atomic_inc_return(&nr_runs) > CLS_HINTS_MAX)
+		runs_forget();
+}
+
+static void run_drop(unsigned long b)
+{
+	struct run_hint *r = xa_erase(&run_hints, b);
+
+	if (r) {
+		atomic_dec(&nr_runs);
+		kfree_rcu(r, rcu);
+	}
+}
+
+/* The run hint of block b for incarnation inc: its size and color. */
+static bool run_hint_of(unsigned long b, u64 inc, u32 *size, u16 *color)
+{
+	struct run_hint *r;
+	bool ok = false;
+
+	rcu_read_lock();
+	r = xa_load(&run_hints, b);
+	if (r && r->inc == inc) {
+		*size = r->size;
+		*color = r->color;
+		ok = true;
+	}
+	rcu_read_unlock();
+	return ok;
+}
+
+/*
+ * A FETCH from node's incarnation inc said the object at cg is size bytes,
+ * allocated with color: its block's class, or the run it heads, maybe.
+ */
+static void onesided_learn(u32 node, u64 inc, u64 cg, u64 size, u16 color)
+{
+	u64 addr = odsm_clear_color(cg);
+	unsigned long b = addr >> ODSM_BLOCK_SHIFT;
 	int cls = odsm_pub_class_of_size(size);
 	void *old = xa_load(&cls_hints, b);
+
+	if (cls < 0 && size > odsm_class_size[ODSM_NR_CLASSES - 1] &&
+	    size <= ODSM_PUB_RUN_MAX && !(addr & (ODSM_BLOCK_SIZE - 1)))
+		run_learn(b, inc, size, color);
+	else
+		run_drop(b);
 
 	/* counted: every entry inserted (+1), every entry erased (-1) */
 	if (cls < 0) {
@@ -509,6 +599,57 @@ static void known_set(unsigned long b, u32 idx, u32 nr, u64 inc, u32 w)
 }
 
 /*
+ * onesided_copy() of a run (odsm_pubword.h): its head's word, its bytes
+ * (up to four blocks, a READ each), the word again, when this node learnt
+ * its size from a FETCH of the same incarnation.
+ */
+static int run_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
+{
+	u64 addr = odsm_clear_color(cg), inc;
+	u32 before = 0, after = 0, len;
+	struct odsm_conn *conn;
+	int ret = -EOPNOTSUPP;
+	u16 learnt;
+
+	if (addr & (ODSM_BLOCK_SIZE - 1))
+		return -EOPNOTSUPP;
+	inc = odsm_peer_incarnation(node, true);
+	if (!inc || !run_hint_of(addr >> ODSM_BLOCK_SHIFT, inc, &len, &learnt))
+		return -EOPNOTSUPP;
+	/* a pointer older than the object: the FETCH says -ESTALE */
+	if (odsm_color(cg) < learnt)
+		return -EOPNOTSUPP;
+	if (len > room) {
+		*size = len;
+		return -EMSGSIZE;
+	}
+	conn = onesided_conn(node, addr, len);
+	if (IS_ERR_OR_NULL(conn))
+		return conn ? PTR_ERR(conn) : -EOPNOTSUPP;
+	/* the bytes from the incarnation the size is of (else home_same()) */
+	if (odsm_peer_incarnation(node, true) == inc &&
+	    odsm_conn_ops(conn)->read_pub)
+		ret = odsm_conn_ops(conn)->read_pub(conn, addr, buf, len, 0,
+						    &before, &after);
+	odsm_peer_conn_put(conn);
+	if (ret == -EBUSY) {
+		odsm_stat_inc(ODSM_STAT_onesided_spills);
+		return -EOPNOTSUPP;
+	}
+	if (ret)
+		return ret == -ENOKEY ? -EOPNOTSUPP : ret;
+	if (!odsm_pub_run_usable(before, after, learnt, odsm_color(cg))) {
+		odsm_stat_inc(ODSM_STAT_onesided_copy_refused);
+		return -EOPNOTSUPP;
+	}
+	odsm_stat_inc(ODSM_STAT_onesided_copies);
+	odsm_stat_inc(ODSM_STAT_onesided_run_copies);
+	odsm_stat_add(ODSM_STAT_bytes_fetched, len);
+	*size = len;
+	return 0;
+}
+
+/*
  * A shared-borrow miss read one-sided (odsm_pubword.h): the whole object
  * at cg into buf, when the home publishes that it may (a slab object
  * copied before, of the class this node learned for its block);
@@ -526,7 +667,7 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
 	u64 inc;
 
 	if (!hint)
-		return -EOPNOTSUPP;
+		return run_copy(node, cg, buf, room, size);
 	cls = (int)xa_to_value(hint) - 1;
 	cs = odsm_class_size[cls];
 	if (!odsm_pub_slot_of(off, cls, &idx))
@@ -656,4 +797,6 @@ void odsm_onesided_exit(void)
 	xa_destroy(&cls_hints);
 	known_forget();
 	xa_destroy(&known_blks);
+	runs_forget();
+	xa_destroy(&run_hints);
 }

@@ -539,6 +539,28 @@ static u32 pub_word_of(const struct odsm_block *blk,
 			     s->gen[slot]);
 }
 
+/*
+ * The run word of block b (odsm_pub_run_word()), for a block that is no
+ * slab's and no tail: a head's, or "not live" where a head may have been.
+ */
+static bool pub_run_word(const struct odsm_block *blk, u32 *word)
+{
+	switch (blk->kind) {
+	case ODSM_BLK_HEAD:
+		*word = odsm_pub_run_word(true, blk->copied, blk->color);
+		return true;
+	case ODSM_BLK_FREE:
+		if (blk->slab)
+			return false;
+		*word = odsm_pub_run_word(false, false, (u16)blk->floor);
+		return true;
+	case ODSM_BLK_RETIRED:
+		*word = odsm_pub_run_word(false, false, 0);
+		return true;
+	}
+	return false;
+}
+
 bool odsm_palloc_pub_slot(const struct odsm_palloc *pa, u64 addr, u32 *idx,
 			  u32 *word)
 {
@@ -550,8 +572,13 @@ bool odsm_palloc_pub_slot(const struct odsm_palloc *pa, u64 addr, u32 *idx,
 	if (b < 0)
 		return false;
 	s = pub_slab(pa, (u32)b);
-	if (!s)
-		return false;
+	if (!s) {
+		if (addr != block_addr(pa, (u32)b) ||
+		    !pub_run_word(&pa->blocks[b], word))
+			return false;
+		*idx = 0;
+		return true;
+	}
 	slot = slot_of(pa, (u32)b, addr, &rem);
 	if (rem || slot >= s->nr_slots)
 		return false;
@@ -572,4 +599,6 @@ void odsm_palloc_pub_fill(const struct odsm_palloc *pa, u64 addr, u32 *words)
 	s = pub_slab(pa, (u32)b);
 	for (i = 0; s && i < s->nr_slots; i++)
 		words[i] = pub_word_of(&pa->blocks[b], s, i);
+	if (!s)
+		pub_run_word(&pa->blocks[b], &words[0]);
 }

@@ -144,7 +144,9 @@ u64 odsm_palloc_max_alloc(const struct odsm_palloc *pa);
  * Published words (odsm_pubword.h), what a peer's one-sided miss checks.
  * The word of the slot that starts at addr and its index in the block's
  * page: false when addr is no slot start of a slab (or an emptied slab
- * kept as history) whose class has words.
+ * kept as history) whose class has words.  The start of a block that is
+ * a run's head, free without slab history, or retired has the run word
+ * (odsm_pub_run_word()), index 0.
  */
 bool odsm_palloc_pub_slot(const struct odsm_palloc *pa, u64 addr, u32 *idx,
 			  u32 *word);

@@ -60,6 +60,45 @@ static inline u32 odsm_pub_word(int cls, bool live, bool copied, u16 gen)
 	       (live ? ODSM_PUB_LIVE : 0) | (copied ? ODSM_PUB_COPIED : 0);
 }
 
+/*
+ * A multi-block object (a run of blocks) has one word, the first of its
+ * head block's page, with ODSM_PUB_RUN in place of the class: live and
+ * copied as the object is, and its allocation color.  A block that is
+ * free and no slab's (after a run's free, or never used), or retired,
+ * has the run word "not live" there (with its floor, or 0), so that the
+ * word of a freed head never stays live.  The object's size is not in
+ * the word: a reader learns it from a FETCH, with the allocation color
+ * it was for, and trusts it only for a word of exactly that color (the
+ * same object: colors at an address only grow).
+ */
+#define ODSM_PUB_RUN		(ODSM_PUB_CLS_MASK - 1)	/* "class" of a run */
+/*
+ * The largest run read so, three blocks: with its two words, five READs,
+ * the most one operation of the RDMA transport posts (RDMA_OS_WRS)
+ */
+#define ODSM_PUB_RUN_MAX	(3U * ODSM_BLOCK_SIZE)
+
+static inline u32 odsm_pub_run_word(bool live, bool copied, u16 gen)
+{
+	return gen | (u32)(ODSM_PUB_RUN + 1) << ODSM_PUB_CLS_SHIFT |
+	       (live ? ODSM_PUB_LIVE : 0) | (copied ? ODSM_PUB_COPIED : 0);
+}
+
+/*
+ * May the bytes read between the words before and after be kept as the
+ * copy of the run at a pointer of that color, whose size a FETCH gave for
+ * the object of allocation color learnt?  Only if the words agree and say:
+ * a run, live, copied, allocated with exactly learnt (the object whose
+ * size is known), which is no newer than the pointer's color.
+ */
+static inline bool odsm_pub_run_usable(u32 before, u32 after, u16 learnt,
+				       u16 color)
+{
+	return before == after &&
+	       before == odsm_pub_run_word(true, true, learnt) &&
+	       learnt <= color;
+}
+
 /* The class a word was written for, or -1 (no word). */
 static inline int odsm_pub_class(u32 w)
 {

@@ -430,8 +430,9 @@ out_reads:
 }
 
 /*
- * A one-sided borrow miss's read (odsm_pubword.h): the slot's published
- * word, its len bytes at addr, the word again, as READs of one chain,
+ * A one-sided borrow miss's read (odsm_pubword.h): the published word idx
+ * of addr's block, the len bytes at addr (a READ per block they span, up
+ * to three: a run's), the word again, as READs of one chain,
  * which the responder runs in the order posted (RC ordering), all in one
  * round trip.  Without before, the caller knows the word already
  * (odsm_pub_known()): the bytes and the word after them only.  The bytes
@@ -440,24 +441,26 @@ out_reads:
 int odsm_rdma_read_pub(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 		       u32 idx, u32 *before, u32 *after)
 {
-	u32 in = addr & (ODSM_WIRE_MAP_LEN - 1), woff = round_up(len, 8);
+	u32 woff = round_up(len, 8), n = 0, i, off, in, piece;
 	struct odsm_rdma_conn *x = rc(conn);
-	struct ib_rdma_wr wrs[3] = {};
-	struct ib_sge sges[3];
+	struct ib_rdma_wr wrs[RDMA_OS_WRS] = {};
+	struct ib_sge sges[RDMA_OS_WRS];
+	struct odsm_rdma_key *k, *wk;
 	struct odsm_rdma_slot *s;
-	struct odsm_rdma_key *k;
-	u32 n = 0, i;
 	__le32 w[2];
 	u64 waddr;
 	int ret;
 
-	if (!len || len > ODSM_WIRE_MAP_LEN - in ||
+	/* the words past the bytes; at most RDMA_OS_WRS READs (SQ depth) */
+	in = addr & (ODSM_WIRE_MAP_LEN - 1);
+	if (!len || len > ODSM_WIRE_MAX_DATA - 8 ||
+	    DIV_ROUND_UP(in + len, ODSM_WIRE_MAP_LEN) + 2 > RDMA_OS_WRS ||
 	    idx >= ODSM_WIRE_MAP_PUB_LEN / sizeof(u32))
 		return -EINVAL;
-	k = xa_load(&x->os.keys, addr >> ODSM_BLOCK_SHIFT);
-	if (!k)
+	wk = xa_load(&x->os.keys, addr >> ODSM_BLOCK_SHIFT);
+	if (!wk)
 		return -ENOKEY;
-	if (!(k->flags & ODSM_WIRE_MAP_F_PUB))
+	if (!(wk->flags & ODSM_WIRE_MAP_F_PUB))
 		return -EOPNOTSUPP;
 	/* a READ behind rd_depth others goes as a request (odsm_rdma_rw) */
 	if (atomic_inc_return(&x->os.reads) > x->os.rd_depth) {
@@ -467,14 +470,23 @@ int odsm_rdma_read_pub(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 	ret = os_begin(x, &s, true);
 	if (ret)
 		goto out_reads;
-	waddr = k->iova + ODSM_WIRE_MAP_LEN + idx * sizeof(u32);
+	waddr = wk->iova + ODSM_WIRE_MAP_LEN + idx * sizeof(u32);
 	if (before)
 		os_wr(wrs, sges, n++, IB_WR_RDMA_READ, x, s, woff,
-		      sizeof(u32), waddr, k->rkey);
-	os_wr(wrs, sges, n++, IB_WR_RDMA_READ, x, s, 0, len, k->iova + in,
-	      k->rkey);
+		      sizeof(u32), waddr, wk->rkey);
+	for (off = 0; off < len; off += piece) {
+		k = xa_load(&x->os.keys, (addr + off) >> ODSM_BLOCK_SHIFT);
+		if (!k) {
+			ret = -ENOKEY;
+			goto out;
+		}
+		in = (addr + off) & (ODSM_WIRE_MAP_LEN - 1);
+		piece = min(len - off, ODSM_WIRE_MAP_LEN - in);
+		os_wr(wrs, sges, n++, IB_WR_RDMA_READ, x, s, off, piece,
+		      k->iova + in, k->rkey);
+	}
 	os_wr(wrs, sges, n++, IB_WR_RDMA_READ, x, s, woff + sizeof(u32),
-	      sizeof(u32), waddr, k->rkey);
+	      sizeof(u32), waddr, wk->rkey);
 	/*
 	 * Only the last is signalled: it completes after the others (RC),
 	 * and a failing one completes (in error) whether signalled or not,
@@ -504,6 +516,7 @@ int odsm_rdma_read_pub(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 	*after = le32_to_cpu(w[1]);
 	odsm_stat_inc(ODSM_STAT_onesided_reads);
 	odsm_stat_add(ODSM_STAT_onesided_bytes, len);
+out:
 	os_end(x, s);
 out_reads:
 	atomic_dec(&x->os.reads);

@@ -64,6 +64,7 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_onesided_copies] = "onesided_copies",
 	[ODSM_STAT_onesided_copy_refused] = "onesided_copy_refused",
 	[ODSM_STAT_onesided_copy_known] = "onesided_copy_known",
+	[ODSM_STAT_onesided_run_copies] = "onesided_run_copies",
 	[ODSM_STAT_loop_atomics] = "loop_atomics",
 	[ODSM_STAT_atomic_qps] = "atomic_qps",
 	[ODSM_STAT_atomics_unanswered] = "atomics_unanswered",

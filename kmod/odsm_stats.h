@@ -89,6 +89,7 @@ enum odsm_stat {
 	ODSM_STAT_onesided_copy_known,	/* read so without the word before
 					 * the bytes: known from before
 					 */
+	ODSM_STAT_onesided_run_copies,	/* read so: multi-block objects */
 	ODSM_STAT_loop_atomics,		/* flagged atomics of our own words,
 					 * run by our device (loopback)
 					 */

@@ -57,6 +57,21 @@ TEST(word_and_usable)
 	EXPECT_FALSE(odsm_pub_known(w, c512, 6));
 	EXPECT_FALSE(odsm_pub_known(w, c64, 7));
 	EXPECT_FALSE(odsm_pub_known(0, c512, 0));
+	/* a run's word: no class's, usable only as a run of exactly the color */
+	w = odsm_pub_run_word(true, true, 7);
+	EXPECT_EQ((int)ODSM_PUB_RUN, odsm_pub_class(w));
+	EXPECT_FALSE(odsm_pub_usable(w, w, c512, 7));
+	EXPECT_TRUE(odsm_pub_run_usable(w, w, 7, 7));
+	EXPECT_TRUE(odsm_pub_run_usable(w, w, 7, 9));	/* a newer pointer */
+	EXPECT_FALSE(odsm_pub_run_usable(w, w, 6, 9));	/* another object */
+	EXPECT_FALSE(odsm_pub_run_usable(w, w, 7, 6));	/* an older one */
+	EXPECT_FALSE(odsm_pub_run_usable(w, w + 1, 7, 7));
+	EXPECT_FALSE(odsm_pub_run_usable(odsm_pub_run_word(true, false, 7),
+					 odsm_pub_run_word(true, false, 7),
+					 7, 7));
+	EXPECT_FALSE(odsm_pub_run_usable(odsm_pub_run_word(false, false, 7),
+					 odsm_pub_run_word(false, false, 7),
+					 7, 7));
 	w = odsm_pub_word(c512, true, false, 7);	/* never copied */
 	EXPECT_FALSE(odsm_pub_known(w, c512, 7));
 	EXPECT_FALSE(odsm_pub_usable(w, w, c512, 7));
@@ -173,6 +188,27 @@ static void check_all(struct __test_metadata *_metadata,
 			}
 		}
 	}
+	/* a run's word: usable only for that run, and each copied run's is */
+	for (b = 0; b < NBLK; b++) {
+		const struct odsm_block *blk = &pa->blocks[b];
+		u64 a = pa->base + b * BLK;
+		u32 w = m->words[b][0];
+		u16 gen = w & ODSM_PUB_GEN_MASK;
+
+		if (odsm_pub_run_usable(w, w, gen, gen)) {
+			m->usable++;
+			ASSERT_EQ(ODSM_BLK_HEAD, blk->kind)
+				TH_LOG("block %u: run word %#x, kind %u", b, w,
+				       blk->kind);
+			ASSERT_EQ(0, odsm_palloc_lookup(pa, a, &oi));
+			ASSERT_TRUE(oi.copied);
+			ASSERT_EQ(gen, oi.color);
+		}
+		if (blk->kind == ODSM_BLK_HEAD && blk->copied)
+			ASSERT_TRUE(odsm_pub_run_usable(w, w, blk->color,
+							blk->color))
+				TH_LOG("block %u: copied run, word %#x", b, w);
+	}
 	/* completeness: the live copied slab objects of classes with words */
 	for (b = 0; b < NBLK; b++) {
 		const struct odsm_block *blk = &pa->blocks[b];
@@ -271,6 +307,7 @@ TEST(fill_matches_the_allocator)
 	static u32 words[ODSM_PUB_WORDS];
 	struct odsm_palloc pa;
 	struct odsm_objinfo oi;
+	struct odsm_release rel;
 	u64 a, b2, big, usable;
 	u32 idx, w;
 	int c;
@@ -295,14 +332,33 @@ TEST(fill_matches_the_allocator)
 	EXPECT_FALSE(odsm_palloc_pub_slot(&pa, odsm_clear_color(a) + 16, &idx,
 					  &w));
 
-	/* a multi-block object's blocks: no words, none usable */
+	/* a multi-block object: its head's first word, none in its tails */
 	ASSERT_EQ(0, odsm_palloc_alloc(&pa, 3 * BLK, 0, &big, &usable));
+	ASSERT_TRUE(odsm_palloc_pub_slot(&pa, odsm_clear_color(big), &idx,
+					 &w));
+	EXPECT_EQ(0U, idx);
+	EXPECT_EQ(odsm_pub_run_word(true, false, odsm_color(big)), w);
 	odsm_palloc_set_copied(&pa, odsm_clear_color(big));
-	EXPECT_FALSE(odsm_palloc_pub_slot(&pa, odsm_clear_color(big), &idx,
-					  &w));
+	ASSERT_TRUE(odsm_palloc_pub_slot(&pa, odsm_clear_color(big), &idx,
+					 &w));
+	EXPECT_TRUE(odsm_pub_run_usable(w, w, odsm_color(big),
+					odsm_color(big)));
 	odsm_palloc_pub_fill(&pa, odsm_clear_color(big), words);
+	EXPECT_EQ(w, words[0]);
+	for (idx = 1; idx < ODSM_PUB_WORDS; idx++)
+		ASSERT_EQ(0U, words[idx]);
+	EXPECT_FALSE(odsm_palloc_pub_slot(&pa, odsm_clear_color(big) + 64,
+					  &idx, &w));
+	odsm_palloc_pub_fill(&pa, odsm_clear_color(big) + BLK, words);
 	for (idx = 0; idx < ODSM_PUB_WORDS; idx++)
 		ASSERT_EQ(0U, words[idx]);
+	EXPECT_FALSE(odsm_palloc_pub_slot(&pa, odsm_clear_color(big) + BLK,
+					  &idx, &w));
+	/* freed: the head's word is not live any more */
+	ASSERT_EQ(0, odsm_palloc_free(&pa, big, &rel));
+	ASSERT_TRUE(odsm_palloc_pub_slot(&pa, odsm_clear_color(big), &idx,
+					 &w));
+	EXPECT_EQ(0U, w & ODSM_PUB_LIVE);
 	/* a class too small for words: none */
 	ASSERT_EQ(0, odsm_palloc_alloc(&pa, 16, 0, &a, &usable));
 	odsm_palloc_set_copied(&pa, odsm_clear_color(a));
