@@ -599,17 +599,46 @@ static void known_set(unsigned long b, u32 idx, u32 nr, u64 inc, u32 w)
 }
 
 /*
+ * The read of a one-sided miss on node's connection (its blocks
+ * registered first): transport's read_pub(), the words before (unless
+ * NULL) and after len bytes at addr, word idx of addr's block.  Only
+ * from the home's incarnation inc, which the caller read before: the
+ * words and sizes it knows are of that one (should the home restart
+ * after, the cache finds the copy's incarnation gone: home_same()).
+ * -EOPNOTSUPP when a FETCH must do it; another -errno: the home is gone.
+ */
+static int pub_read(u32 node, u64 inc, u64 addr, void *buf, u32 len,
+		    u32 idx, u32 *before, u32 *after)
+{
+	struct odsm_conn *conn = onesided_conn(node, addr, len);
+	int ret = -EOPNOTSUPP;
+
+	if (IS_ERR_OR_NULL(conn))
+		return conn ? PTR_ERR(conn) : -EOPNOTSUPP;
+	/* a conn to a restarted home comes up after its incarnation is known */
+	if (odsm_peer_incarnation(node, true) == inc &&
+	    odsm_conn_ops(conn)->read_pub)
+		ret = odsm_conn_ops(conn)->read_pub(conn, addr, buf, len, idx,
+						    before, after);
+	odsm_peer_conn_put(conn);
+	if (ret == -EBUSY) {
+		odsm_stat_inc(ODSM_STAT_onesided_spills);
+		return -EOPNOTSUPP;
+	}
+	return ret == -ENOKEY ? -EOPNOTSUPP : ret;
+}
+
+/*
  * onesided_copy() of a run (odsm_pubword.h): its head's word, its bytes
- * (up to four blocks, a READ each), the word again, when this node learnt
+ * (up to three blocks, a READ each), the word again, when this node learnt
  * its size from a FETCH of the same incarnation.
  */
 static int run_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
 {
 	u64 addr = odsm_clear_color(cg), inc;
 	u32 before = 0, after = 0, len;
-	struct odsm_conn *conn;
-	int ret = -EOPNOTSUPP;
 	u16 learnt;
+	int ret;
 
 	if (addr & (ODSM_BLOCK_SIZE - 1))
 		return -EOPNOTSUPP;
@@ -623,21 +652,9 @@ static int run_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
 		*size = len;
 		return -EMSGSIZE;
 	}
-	conn = onesided_conn(node, addr, len);
-	if (IS_ERR_OR_NULL(conn))
-		return conn ? PTR_ERR(conn) : -EOPNOTSUPP;
-	/* the bytes from the incarnation the size is of (else home_same()) */
-	if (odsm_peer_incarnation(node, true) == inc &&
-	    odsm_conn_ops(conn)->read_pub)
-		ret = odsm_conn_ops(conn)->read_pub(conn, addr, buf, len, 0,
-						    &before, &after);
-	odsm_peer_conn_put(conn);
-	if (ret == -EBUSY) {
-		odsm_stat_inc(ODSM_STAT_onesided_spills);
-		return -EOPNOTSUPP;
-	}
+	ret = pub_read(node, inc, addr, buf, len, 0, &before, &after);
 	if (ret)
-		return ret == -ENOKEY ? -EOPNOTSUPP : ret;
+		return ret;
 	if (!odsm_pub_run_usable(before, after, learnt, odsm_color(cg))) {
 		odsm_stat_inc(ODSM_STAT_onesided_copy_refused);
 		return -EOPNOTSUPP;
@@ -652,9 +669,9 @@ static int run_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
 /*
  * A shared-borrow miss read one-sided (odsm_pubword.h): the whole object
  * at cg into buf, when the home publishes that it may (a slab object
- * copied before, of the class this node learned for its block);
- * -EMSGSIZE with its slot size when that is more than room.  The cache's
- * miss reader (struct odsm_miss_reader).
+ * copied before, of the class this node learned for its block; a run:
+ * run_copy()); -EMSGSIZE with its size when that is more than room.  The
+ * cache's miss reader (struct odsm_miss_reader).
  */
 static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
 {
@@ -662,8 +679,7 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
 	unsigned long b = addr >> ODSM_BLOCK_SHIFT;
 	void *hint = xa_load(&cls_hints, b);
 	u32 cs, idx, known, before = 0, after = 0;
-	struct odsm_conn *conn;
-	int cls, ret = -EOPNOTSUPP;
+	int cls, ret;
 	u64 inc;
 
 	if (!hint)
@@ -676,29 +692,16 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
 		*size = cs;
 		return -EMSGSIZE;
 	}
-	conn = onesided_conn(node, addr, cs);
-	if (IS_ERR_OR_NULL(conn))
-		return conn ? PTR_ERR(conn) : -EOPNOTSUPP;
-	/*
-	 * Read with conn up: a conn to a restarted home comes up after its
-	 * new incarnation is known.  (Should the home restart later, the
-	 * cache finds the copy's incarnation gone: home_same().)
-	 */
 	inc = odsm_peer_incarnation(node, true);
-	known = inc ? known_word(b, idx, inc) : 0;
+	if (!inc)
+		return -EOPNOTSUPP;
+	known = known_word(b, idx, inc);
 	if (!odsm_pub_known(known, cls, odsm_color(cg)))
 		known = 0;
-	if (odsm_conn_ops(conn)->read_pub)
-		ret = odsm_conn_ops(conn)->read_pub(conn, addr, buf, cs, idx,
-						    known ? NULL : &before,
-						    &after);
-	odsm_peer_conn_put(conn);
-	if (ret == -EBUSY) {
-		odsm_stat_inc(ODSM_STAT_onesided_spills);
-		return -EOPNOTSUPP;
-	}
+	ret = pub_read(node, inc, addr, buf, cs, idx, known ? NULL : &before,
+		       &after);
 	if (ret)
-		return ret == -ENOKEY ? -EOPNOTSUPP : ret;
+		return ret;
 	if (known)
 		before = known;
 	if (!odsm_pub_usable(before, after, cls, odsm_color(cg))) {
@@ -707,7 +710,7 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
 	}
 	if (known)
 		odsm_stat_inc(ODSM_STAT_onesided_copy_known);
-	else if (inc)
+	else
 		known_set(b, idx, odsm_class_slots(cls), inc, before);
 	odsm_stat_inc(ODSM_STAT_onesided_copies);
 	/* brought into the cache like a FETCH's, so counted with them */

@@ -676,28 +676,45 @@ TEST(home_rejoin)
 }
 
 /* A borrow of cg that must miss, its bytes c_fill(.., a, b)'s, returned. */
-static void miss_check(struct __test_metadata *_metadata, uint64_t cg,
-		       unsigned int a, unsigned int b)
+static void miss_sized(struct __test_metadata *_metadata, uint64_t cg,
+		       uint32_t size, unsigned int a, unsigned int b)
 {
 	struct odsm_borrow br;
 
 	ASSERT_EQ(0, borrow(odsm_rt.fd, cg, &br));
 	EXPECT_EQ((unsigned int)ODSM_BORROWED_MISS, br.result);
-	EXPECT_EQ(512ULL, br.size);
-	EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)br.addr, 512, a, b));
+	EXPECT_EQ((uint64_t)size, br.size);
+	EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)br.addr, size, a, b))
+		TH_LOG("a miss of %u bytes", size);
 	ASSERT_EQ(0, give_back(odsm_rt.fd, cg));
 }
 
-/* USER's objects of 512 bytes on HOME, written with c_fill(.., HOME, tag). */
-static uint64_t home_obj(struct __test_metadata *_metadata, unsigned int tag)
+static void miss_check(struct __test_metadata *_metadata, uint64_t cg,
+		       unsigned int a, unsigned int b)
 {
-	uint8_t buf[512];
+	miss_sized(_metadata, cg, 512, a, b);
+}
+
+/* USER's objects of size bytes on HOME, written with c_fill(.., HOME, tag). */
+static uint64_t home_obj_of(struct __test_metadata *_metadata, uint32_t size,
+			    unsigned int tag)
+{
+	uint8_t *buf = malloc(size);
 	uint64_t cg = 0;
 
-	c_fill(buf, sizeof(buf), HOME, tag);
-	EXPECT_EQ(0, odsm_alloc_on(HOME, 512, 0, 0, &cg));
-	EXPECT_EQ(0, odsm_write(cg, buf, sizeof(buf)));
+	EXPECT_NE(NULL, buf);
+	if (!buf)
+		return 0;
+	c_fill(buf, size, HOME, tag);
+	EXPECT_EQ(0, odsm_alloc_on(HOME, size, 0, 0, &cg));
+	EXPECT_EQ(0, odsm_write(cg, buf, size));
+	free(buf);
 	return cg;
+}
+
+static uint64_t home_obj(struct __test_metadata *_metadata, unsigned int tag)
+{
+	return home_obj_of(_metadata, 512, tag);
 }
 
 /*
@@ -807,28 +824,17 @@ TEST(onesided_miss)
 TEST(onesided_miss_sizes)
 {
 	static const uint32_t sizes[] = { 12288, 16384, 24576, 32768 };
-	static uint8_t buf[32768];
-	struct odsm_borrow br;
 	uint64_t c0, k0, cg;
 	unsigned int i, k;
 	bool os;
 
 	MISSES_BEGIN(os);
 	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
-		c_fill(buf, sizes[i], HOME, 20 + i);
-		ASSERT_EQ(0, odsm_alloc_on(HOME, sizes[i], 0, 0, &cg));
-		ASSERT_EQ(0, odsm_write(cg, buf, sizes[i]));
+		cg = home_obj_of(_metadata, sizes[i], 20 + i);
 		c0 = c_stat("onesided_copies");
 		k0 = c_stat("onesided_copy_known");
-		for (k = 0; k < 3; k++) {	/* a FETCH, then one-sided */
-			ASSERT_EQ(0, borrow(odsm_rt.fd, cg, &br));
-			EXPECT_EQ((unsigned int)ODSM_BORROWED_MISS, br.result);
-			EXPECT_EQ((uint64_t)sizes[i], br.size);
-			EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)br.addr,
-					      sizes[i], HOME, 20 + i))
-				TH_LOG("%u bytes, miss %u", sizes[i], k);
-			ASSERT_EQ(0, give_back(odsm_rt.fd, cg));
-		}
+		for (k = 0; k < 3; k++)		/* a FETCH, then one-sided */
+			miss_sized(_metadata, cg, sizes[i], HOME, 20 + i);
 		EXPECT_EQ(c0 + (os ? 2 : 0), c_stat("onesided_copies"))
 			TH_LOG("%u bytes: %llu of 2 later misses one-sided",
 			       sizes[i], (unsigned long long)(c_stat("onesided_copies") - c0));
@@ -852,7 +858,6 @@ TEST(onesided_miss_runs)
 {
 	static const uint32_t sizes[] = { 40000, 65536, 100000, 196608,
 					  196609 };
-	static uint8_t buf[196609];
 	uint64_t c0, r0, cg, cg2 = 0;
 	struct odsm_borrow br;
 	unsigned int i, k;
@@ -861,19 +866,10 @@ TEST(onesided_miss_runs)
 	MISSES_BEGIN(os);
 	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
 		one = os && sizes[i] <= 196608;
-		c_fill(buf, sizes[i], HOME, 30 + i);
-		ASSERT_EQ(0, odsm_alloc_on(HOME, sizes[i], 0, 0, &cg));
-		ASSERT_EQ(0, odsm_write(cg, buf, sizes[i]));
+		cg = home_obj_of(_metadata, sizes[i], 30 + i);
 		c0 = c_stat("onesided_run_copies");
-		for (k = 0; k < 3; k++) {	/* a FETCH, then one-sided */
-			ASSERT_EQ(0, borrow(odsm_rt.fd, cg, &br));
-			EXPECT_EQ((unsigned int)ODSM_BORROWED_MISS, br.result);
-			EXPECT_EQ((uint64_t)sizes[i], br.size);
-			EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)br.addr,
-					      sizes[i], HOME, 30 + i))
-				TH_LOG("%u bytes, miss %u", sizes[i], k);
-			ASSERT_EQ(0, give_back(odsm_rt.fd, cg));
-		}
+		for (k = 0; k < 3; k++)		/* a FETCH, then one-sided */
+			miss_sized(_metadata, cg, sizes[i], HOME, 30 + i);
 		EXPECT_EQ(c0 + (one ? 2 : 0), c_stat("onesided_run_copies"))
 			TH_LOG("%u bytes: %llu of 2 later misses one-sided",
 			       sizes[i], (unsigned long long)(c_stat("onesided_run_copies") - c0));
@@ -891,17 +887,10 @@ TEST(onesided_miss_runs)
 	EXPECT_EQ(r0 + (os ? 1 : 0), c_stat("onesided_copy_refused"));
 
 	/* a run of another size: learnt from its own FETCH */
-	ASSERT_EQ(0, odsm_alloc_on(HOME, 70000, 0, 0, &cg));
-	c_fill(buf, 70000, HOME, 40);
-	ASSERT_EQ(0, odsm_write(cg, buf, 70000));
+	cg = home_obj_of(_metadata, 70000, 40);
 	c0 = c_stat("onesided_run_copies");
 	for (k = 0; k < 3; k++) {
-		ASSERT_EQ(0, borrow(odsm_rt.fd, cg, &br));
-		EXPECT_EQ(70000ULL, br.size);
-		EXPECT_EQ(-1, c_check((uint8_t *)(uintptr_t)br.addr, 70000,
-				      HOME, 40))
-			TH_LOG("the new run, miss %u", k);
-		ASSERT_EQ(0, give_back(odsm_rt.fd, cg));
+		miss_sized(_metadata, cg, 70000, HOME, 40);
 		if (!k)
 			EXPECT_EQ(c0, c_stat("onesided_run_copies"));
 	}
