@@ -23,6 +23,10 @@ static bool onesided = true;
 module_param_named(onesided, onesided, bool, 0644);
 MODULE_PARM_DESC(onesided, "Read and write peers' memory, and read borrow misses of objects copied before, with one-sided RDMA over the RDMA transport (default: on)");
 
+static bool onesided_known = true;
+module_param_named(onesided_known, onesided_known, bool, 0644);
+MODULE_PARM_DESC(onesided_known, "Leave out the read of an object's published word before its bytes in a one-sided borrow miss when the word is known from its FETCH or an earlier miss (default: on; off: both words, for comparison)");
+
 static unsigned int premap_blocks = 256;
 module_param_named(premap_blocks, premap_blocks, uint, 0644);
 MODULE_PARM_DESC(premap_blocks, "Blocks holding objects that a new RDMA connection registers for its peer up front, keys sent unasked (0: none; at most 4096; default 256)");
@@ -362,6 +366,103 @@ int odsm_onesided_atomic(u32 node, u64 addr, u32 op, u64 operand,
 }
 
 /*
+ * Words known: per remote block, the published word of each slot as a
+ * one-sided miss last read it (twice the same, usable), or as the FETCH
+ * of its first copy left it (the copied mark set, the allocation color
+ * answered), with the home incarnation it is of.  A later miss of the
+ * same object leaves out the read before the bytes (odsm_pub_known()
+ * says why that is safe):
+ * one READ less per miss, a round trip less where READs are fenced.  A
+ * hint like the class: a lost or stale word costs the read before the
+ * bytes, or one refused read, never a wrong copy.  At most KNOWN_MAX_BYTES
+ * of them (4 KiB per block of 64-byte objects, 512 bytes for 512-byte
+ * ones): past that all are forgotten and learnt again.  Readers under
+ * RCU; a block's words are replaced whole (another incarnation, a class
+ * with more slots), freed after a grace period.
+ */
+struct known_blk {
+	struct rcu_head rcu;
+	u64 inc;		/* the home incarnation they were read from */
+	u32 nr;			/* words */
+	u32 word[];		/* 0: none */
+};
+
+#define KNOWN_MAX_BYTES	(8U << 20)
+static DEFINE_XARRAY(known_blks);
+static atomic_t known_bytes = ATOMIC_INIT(0);
+
+static void known_free(struct known_blk *k)
+{
+	atomic_sub(struct_size(k, word, k->nr), &known_bytes);
+	kfree_rcu(k, rcu);
+}
+
+static void known_forget(void)
+{
+	struct known_blk *k;
+	unsigned long b;
+
+	xa_for_each(&known_blks, b, k) {
+		if (xa_cmpxchg(&known_blks, b, k, NULL, 0) == k)
+			known_free(k);
+	}
+}
+
+/* The word of slot idx of block b read from incarnation inc, or 0. */
+static u32 known_word(unsigned long b, u32 idx, u64 inc)
+{
+	struct known_blk *k;
+	u32 w = 0;
+
+	rcu_read_lock();
+	k = xa_load(&known_blks, b);
+	if (k && k->inc == inc && idx < k->nr)
+		w = READ_ONCE(k->word[idx]);
+	rcu_read_unlock();
+	return w;
+}
+
+/* Remember w as slot idx's word of block b (of nr slots) at incarnation inc. */
+static void known_set(unsigned long b, u32 idx, u32 nr, u64 inc, u32 w)
+{
+	struct known_blk *k, *n, *old;
+	size_t size;
+
+	rcu_read_lock();
+	k = xa_load(&known_blks, b);
+	if (k && k->inc == inc && idx < k->nr) {
+		WRITE_ONCE(k->word[idx], w);
+		rcu_read_unlock();
+		return;
+	}
+	rcu_read_unlock();
+	/* none yet, or of another incarnation or fewer slots: anew */
+	size = struct_size(n, word, nr);
+	if (atomic_add_return(size, &known_bytes) > KNOWN_MAX_BYTES) {
+		atomic_sub(size, &known_bytes);
+		known_forget();
+		return;
+	}
+	n = kzalloc(size, GFP_KERNEL);
+	if (!n) {
+		atomic_sub(size, &known_bytes);
+		return;
+	}
+	n->inc = inc;
+	n->nr = nr;
+	n->word[idx] = w;
+	/* k may be gone by now (a racing set or forget): then not ours */
+	old = xa_cmpxchg(&known_blks, b, k, n, GFP_KERNEL);
+	if (old != k) {
+		atomic_sub(size, &known_bytes);
+		kfree(n);
+		return;
+	}
+	if (k)
+		known_free(k);
+}
+
+/*
  * Class hints for one-sided misses: global block index -> the slab class
  * a FETCH of an object there said (class + 1, as an xarray value).  A
  * block's class changes only when it empties and is used again, and the
@@ -474,6 +575,7 @@ static void onesided_learn(u32 node, u64 inc, u64 cg, u64 size, u16 color)
 	unsigned long b = addr >> ODSM_BLOCK_SHIFT;
 	int cls = odsm_pub_class_of_size(size);
 	void *old = xa_load(&cls_hints, b);
+	u32 idx;
 
 	if (cls < 0 && size > odsm_class_size[ODSM_NR_CLASSES - 1] &&
 	    size <= ODSM_PUB_RUN_MAX && !(addr & (ODSM_BLOCK_SIZE - 1)))
@@ -487,6 +589,13 @@ static void onesided_learn(u32 node, u64 inc, u64 cg, u64 size, u16 color)
 			atomic_dec(&nr_hints);
 		return;
 	}
+	/*
+	 * The FETCH marked the object copied under the home's heap lock and
+	 * answered its allocation color: its word was this one then.
+	 */
+	if (odsm_pub_slot_of(addr & (ODSM_BLOCK_SIZE - 1), cls, &idx))
+		known_set(b, idx, odsm_class_slots(cls), inc,
+			  odsm_pub_word(cls, true, true, color));
 	if (old) {	/* another class now: replaced if still there */
 		if (xa_to_value(old) != cls + 1)
 			xa_cmpxchg(&cls_hints, b, old, xa_mk_value(cls + 1),
@@ -501,101 +610,6 @@ static void onesided_learn(u32 node, u64 inc, u64 cg, u64 size, u16 color)
 	/* -EBUSY (a racing learn inserted it) or -ENOMEM: not ours */
 	if (xa_insert(&cls_hints, b, xa_mk_value(cls + 1), GFP_KERNEL))
 		atomic_dec(&nr_hints);
-}
-
-/*
- * Words known: per remote block, the published word of each slot as a
- * one-sided miss last read it (twice the same, usable), with the home
- * incarnation it was read from.  A later miss of the same object leaves
- * out the read before the bytes (odsm_pub_known() says why that is safe):
- * one READ less per miss, a round trip less where READs are fenced.  A
- * hint like the class: a lost or stale word costs the read before the
- * bytes, or one refused read, never a wrong copy.  At most KNOWN_MAX_BYTES
- * of them (4 KiB per block of 64-byte objects, 512 bytes for 512-byte
- * ones): past that all are forgotten and learnt again.  Readers under
- * RCU; a block's words are replaced whole (another incarnation, a class
- * with more slots), freed after a grace period.
- */
-struct known_blk {
-	struct rcu_head rcu;
-	u64 inc;		/* the home incarnation they were read from */
-	u32 nr;			/* words */
-	u32 word[];		/* 0: none */
-};
-
-#define KNOWN_MAX_BYTES	(8U << 20)
-static DEFINE_XARRAY(known_blks);
-static atomic_t known_bytes = ATOMIC_INIT(0);
-
-static void known_free(struct known_blk *k)
-{
-	atomic_sub(struct_size(k, word, k->nr), &known_bytes);
-	kfree_rcu(k, rcu);
-}
-
-static void known_forget(void)
-{
-	struct known_blk *k;
-	unsigned long b;
-
-	xa_for_each(&known_blks, b, k) {
-		if (xa_cmpxchg(&known_blks, b, k, NULL, 0) == k)
-			known_free(k);
-	}
-}
-
-/* The word of slot idx of block b read from incarnation inc, or 0. */
-static u32 known_word(unsigned long b, u32 idx, u64 inc)
-{
-	struct known_blk *k;
-	u32 w = 0;
-
-	rcu_read_lock();
-	k = xa_load(&known_blks, b);
-	if (k && k->inc == inc && idx < k->nr)
-		w = READ_ONCE(k->word[idx]);
-	rcu_read_unlock();
-	return w;
-}
-
-/* Remember w as slot idx's word of block b (of nr slots) at incarnation inc. */
-static void known_set(unsigned long b, u32 idx, u32 nr, u64 inc, u32 w)
-{
-	struct known_blk *k, *n, *old;
-	size_t size;
-
-	rcu_read_lock();
-	k = xa_load(&known_blks, b);
-	if (k && k->inc == inc && idx < k->nr) {
-		WRITE_ONCE(k->word[idx], w);
-		rcu_read_unlock();
-		return;
-	}
-	rcu_read_unlock();
-	/* none yet, or of another incarnation or fewer slots: anew */
-	size = struct_size(n, word, nr);
-	if (atomic_add_return(size, &known_bytes) > KNOWN_MAX_BYTES) {
-		atomic_sub(size, &known_bytes);
-		known_forget();
-		return;
-	}
-	n = kzalloc(size, GFP_KERNEL);
-	if (!n) {
-		atomic_sub(size, &known_bytes);
-		return;
-	}
-	n->inc = inc;
-	n->nr = nr;
-	n->word[idx] = w;
-	/* k may be gone by now (a racing set or forget): then not ours */
-	old = xa_cmpxchg(&known_blks, b, k, n, GFP_KERNEL);
-	if (old != k) {
-		atomic_sub(size, &known_bytes);
-		kfree(n);
-		return;
-	}
-	if (k)
-		known_free(k);
 }
 
 /*
@@ -629,15 +643,16 @@ static int pub_read(u32 node, u64 inc, u64 addr, void *buf, u32 len,
 }
 
 /*
- * onesided_copy() of a run (odsm_pubword.h): its head's word, its bytes
- * (up to three blocks, a READ each), the word again, when this node learnt
- * its size from a FETCH of the same incarnation.
+ * onesided_copy() of a run (odsm_pubword.h): its bytes (up to three
+ * blocks, a READ each) and its head's word after them, when this node
+ * learnt its size from a FETCH of the same incarnation.
  */
 static int run_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
 {
 	u64 addr = odsm_clear_color(cg), inc;
-	u32 before = 0, after = 0, len;
+	u32 before, after = 0, len;
 	u16 learnt;
+	bool known;
 	int ret;
 
 	if (addr & (ODSM_BLOCK_SIZE - 1))
@@ -652,7 +667,15 @@ static int run_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
 		*size = len;
 		return -EMSGSIZE;
 	}
-	ret = pub_read(node, inc, addr, buf, len, 0, &before, &after);
+	/*
+	 * No word before the bytes: the FETCH that taught the size marked the
+	 * run copied and answered its color, so its word was the usable one
+	 * then (odsm_pub_known()).
+	 */
+	known = READ_ONCE(onesided_known);
+	before = odsm_pub_run_word(true, true, learnt);
+	ret = pub_read(node, inc, addr, buf, len, 0, known ? NULL : &before,
+		       &after);
 	if (ret)
 		return ret;
 	if (!odsm_pub_run_usable(before, after, learnt, odsm_color(cg))) {
@@ -660,6 +683,8 @@ static int run_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
 		return -EOPNOTSUPP;
 	}
 	odsm_stat_inc(ODSM_STAT_onesided_copies);
+	if (known)
+		odsm_stat_inc(ODSM_STAT_onesided_copy_known);
 	odsm_stat_inc(ODSM_STAT_onesided_run_copies);
 	odsm_stat_add(ODSM_STAT_bytes_fetched, len);
 	*size = len;
@@ -695,7 +720,7 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
 	inc = odsm_peer_incarnation(node, true);
 	if (!inc)
 		return -EOPNOTSUPP;
-	known = known_word(b, idx, inc);
+	known = READ_ONCE(onesided_known) ? known_word(b, idx, inc) : 0;
 	if (!odsm_pub_known(known, cls, odsm_color(cg)))
 		known = 0;
 	ret = pub_read(node, inc, addr, buf, cs, idx, known ? NULL : &before,

@@ -73,8 +73,10 @@ static inline u32 odsm_pub_word(int cls, bool live, bool copied, u16 gen)
  */
 #define ODSM_PUB_RUN		(ODSM_PUB_CLS_MASK - 1)	/* "class" of a run */
 /*
- * The largest run read so, three blocks: with its two words, five READs,
- * the most one operation of the RDMA transport posts (RDMA_OS_WRS)
+ * The largest run read so, three blocks: with the word after them, four
+ * READs (one operation of the RDMA transport posts at most RDMA_OS_WRS,
+ * five); a fourth block would leave the 256 KiB bounce buffer no room
+ * for the word
  */
 #define ODSM_PUB_RUN_MAX	(3U * ODSM_BLOCK_SIZE)
 
@@ -121,8 +123,10 @@ static inline bool odsm_pub_usable(u32 before, u32 after, int cls, u16 color)
 }
 
 /*
- * May a word this node read before (both reads of it equal and usable)
- * stand for the read before the bytes, when a pointer of the given color
+ * May a word this node read before (both reads of it equal and usable),
+ * or that a FETCH of the object left (the FETCH sets the copied mark under
+ * the home's heap lock and answers the allocation color), stand for the
+ * read before the bytes, when a pointer of the given color
  * misses the slot again as class cls?  A word never comes back to a live
  * value it has left (every change of a slot changes it, colors only grow
  * and an address retires rather than wrapping, and the copied mark goes

@@ -733,9 +733,10 @@ static uint64_t home_obj(struct __test_metadata *_metadata, unsigned int tag)
  * onesided_miss (USER alone, after the others' last test): every borrow
  * misses (cache_budget_bytes 0).  Over RDMA with one-sided access on, a
  * miss of an object the home sent a copy of before reads it one-sided
- * (onesided_copies): its published word, its bytes, the word again;
- * from the second such miss of an object on, the word known from the one
- * before is not read again before the bytes (onesided_copy_known).
+ * (onesided_copies): its bytes and its published word after them, the
+ * word before them known from the FETCH (onesided_copy_known); a miss
+ * without a known word (or with onesided_known off) reads it before the
+ * bytes too.
  *  - the first miss of an object is a FETCH (it sets the copied mark);
  *    every later one is one-sided, with the right bytes;
  *  - a never-copied object in a block whose class is known: the word says
@@ -744,7 +745,7 @@ static uint64_t home_obj(struct __test_metadata *_metadata, unsigned int tag)
  *    colored address is -ESTALE (the words refuse it, though the old
  *    word is known: the word after the bytes is the new object's; the
  *    FETCH says why), the new object's bytes come right, one-sided from
- *    its second miss on, with its own word known from its third;
+ *    its second miss on, with its own word known from its FETCH;
  * Over TCP (or one-sided off) nothing goes one-sided, the bytes are the
  * same.
  */
@@ -766,8 +767,8 @@ TEST(onesided_miss)
 	for (i = 0; i < 8; i++)
 		miss_check(_metadata, cg, HOME, 1);
 	EXPECT_EQ(c0 + (os ? 8 : 0), c_stat("onesided_copies"));
-	/* the second on: the word before the bytes known from the first */
-	EXPECT_EQ(k0 + (os ? 7 : 0), c_stat("onesided_copy_known"));
+	/* the word before the bytes known from the FETCH */
+	EXPECT_EQ(k0 + (os ? 8 : 0), c_stat("onesided_copy_known"));
 
 	/* never copied: refused by its word if in the same block */
 	r0 = c_stat("onesided_copy_refused");
@@ -776,6 +777,7 @@ TEST(onesided_miss)
 		EXPECT_EQ(r0 + 1, c_stat("onesided_copy_refused"));
 	miss_check(_metadata, cg2, HOME, 2);
 	EXPECT_EQ(c0 + (os ? 9 : 0), c_stat("onesided_copies"));
+	EXPECT_EQ(k0 + (os ? 9 : 0), c_stat("onesided_copy_known"));
 
 	/* freed, and its slot taken by a new object (the slab's search
 	 * goes on from a hint: at most a slab's 128 slots)
@@ -797,12 +799,20 @@ TEST(onesided_miss)
 	EXPECT_EQ(r0 + (os ? 1 : 0), c_stat("onesided_copy_refused"));
 	miss_check(_metadata, cg3, HOME, 3);		/* a FETCH again */
 	EXPECT_EQ(c0 + (os ? 9 : 0), c_stat("onesided_copies"));
-	miss_check(_metadata, cg3, HOME, 3);		/* both words */
-	EXPECT_EQ(c0 + (os ? 10 : 0), c_stat("onesided_copies"));
-	EXPECT_EQ(k0 + (os ? 7 : 0), c_stat("onesided_copy_known"));
 	miss_check(_metadata, cg3, HOME, 3);		/* cg3's word known */
+	EXPECT_EQ(c0 + (os ? 10 : 0), c_stat("onesided_copies"));
+	EXPECT_EQ(k0 + (os ? 10 : 0), c_stat("onesided_copy_known"));
+	miss_check(_metadata, cg3, HOME, 3);
 	EXPECT_EQ(c0 + (os ? 11 : 0), c_stat("onesided_copies"));
-	EXPECT_EQ(k0 + (os ? 8 : 0), c_stat("onesided_copy_known"));
+	EXPECT_EQ(k0 + (os ? 11 : 0), c_stat("onesided_copy_known"));
+	if (os) {	/* onesided_known off: both words read, same bytes */
+		ASSERT_EQ(0, c_set_param("onesided_known", false));
+		miss_check(_metadata, cg3, HOME, 3);
+		miss_check(_metadata, cg3, HOME, 3);
+		EXPECT_EQ(0, c_set_param("onesided_known", true));
+		EXPECT_EQ(c0 + 13, c_stat("onesided_copies"));
+		EXPECT_EQ(k0 + 11, c_stat("onesided_copy_known"));
+	}
 	if (!os)
 		EXPECT_EQ(c0, c_stat("onesided_copies"));
 
@@ -838,7 +848,7 @@ TEST(onesided_miss_sizes)
 		EXPECT_EQ(c0 + (os ? 2 : 0), c_stat("onesided_copies"))
 			TH_LOG("%u bytes: %llu of 2 later misses one-sided",
 			       sizes[i], (unsigned long long)(c_stat("onesided_copies") - c0));
-		EXPECT_EQ(k0 + (os ? 1 : 0), c_stat("onesided_copy_known"));
+		EXPECT_EQ(k0 + (os ? 2 : 0), c_stat("onesided_copy_known"));
 		EXPECT_EQ(0, odsm_free(cg));
 	}
 	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", MiB(64)));
@@ -858,7 +868,7 @@ TEST(onesided_miss_runs)
 {
 	static const uint32_t sizes[] = { 40000, 65536, 100000, 196608,
 					  196609 };
-	uint64_t c0, r0, cg, cg2 = 0;
+	uint64_t c0, k0, r0, cg, cg2 = 0;
 	struct odsm_borrow br;
 	unsigned int i, k;
 	bool os, one;
@@ -895,6 +905,14 @@ TEST(onesided_miss_runs)
 			EXPECT_EQ(c0, c_stat("onesided_run_copies"));
 	}
 	EXPECT_EQ(c0 + (os ? 2 : 0), c_stat("onesided_run_copies"));
+	if (os) {	/* onesided_known off: the word before read too */
+		k0 = c_stat("onesided_copy_known");
+		ASSERT_EQ(0, c_set_param("onesided_known", false));
+		miss_sized(_metadata, cg, 70000, HOME, 40);
+		EXPECT_EQ(0, c_set_param("onesided_known", true));
+		EXPECT_EQ(c0 + 3, c_stat("onesided_run_copies"));
+		EXPECT_EQ(k0, c_stat("onesided_copy_known"));
+	}
 	EXPECT_EQ(0, odsm_free(cg));
 	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", MiB(64)));
 }

@@ -217,20 +217,30 @@ static C_UNUSED int64_t c_check(const uint8_t *p, uint64_t n,
 /* ---- this node's counters ------------------------------------------------ */
 
 /* Write v to /sys/kernel/odsm/NAME (a knob): 0 or -errno */
-static C_UNUSED int c_set_knob(const char *name, uint64_t v)
+/* Write val to the file name under the sysfs directory dir; 0 or -errno. */
+static C_UNUSED int c_sysfs_write(const char *dir, const char *name,
+				  const char *val)
 {
 	char path[128];
 	FILE *f;
 	int ret;
 
-	snprintf(path, sizeof(path), "/sys/kernel/odsm/%s", name);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "w");
 	if (!f)
 		return -errno;
-	ret = fprintf(f, "%llu\n", (unsigned long long)v) < 0 ? -EIO : 0;
-	if (fclose(f))
+	ret = fputs(val, f) < 0 ? -EIO : 0;
+	if (fclose(f) && !ret)
 		ret = -errno;
 	return ret;
+}
+
+static C_UNUSED int c_set_knob(const char *name, uint64_t v)
+{
+	char val[24];
+
+	snprintf(val, sizeof(val), "%llu\n", (unsigned long long)v);
+	return c_sysfs_write("/sys/kernel/odsm", name, val);
 }
 
 /* /sys/kernel/odsm/stats/NAME, or ~0 when it cannot be read */
@@ -370,6 +380,13 @@ static C_UNUSED bool c_param_on(const char *name)
 		fclose(f);
 	}
 	return ch == 'Y';
+}
+
+/* Set the odsm module's boolean parameter name (Y or N); 0 or -errno. */
+static C_UNUSED int c_set_param(const char *name, bool on)
+{
+	return c_sysfs_write("/sys/module/odsm/parameters", name,
+			     on ? "Y" : "N");
 }
 
 /* The state of every node as this one sees it; 0 or -errno. */
