@@ -430,15 +430,7 @@ TEST_F_TIMEOUT(cl, onesided_overlap, 300)
 
 static int set_onesided(bool on)
 {
-	FILE *f = fopen("/sys/module/odsm/parameters/onesided", "w");
-	int ret;
-
-	if (!f)
-		return -errno;
-	ret = fputs(on ? "Y" : "N", f) < 0 ? -EIO : 0;
-	if (fclose(f))
-		ret = -errno;
-	return ret;
+	return c_set_param("onesided", on);
 }
 
 /*

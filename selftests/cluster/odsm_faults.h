@@ -35,18 +35,10 @@ enum {
 
 static C_UNUSED int f_param(const char *name, unsigned long long v)
 {
-	char path[128];
-	FILE *f;
-	int ret;
+	char val[24];
 
-	snprintf(path, sizeof(path), "/sys/module/odsm/parameters/%s", name);
-	f = fopen(path, "w");
-	if (!f)
-		return -errno;
-	ret = fprintf(f, "%llu\n", v) < 0 ? -EIO : 0;
-	if (fclose(f) && !ret)
-		ret = -errno;
-	return ret;
+	snprintf(val, sizeof(val), "%llu\n", v);
+	return c_sysfs_write("/sys/module/odsm/parameters", name, val);
 }
 
 /* Arm this node's injector (all 0: disarm); 0 or -errno. */
