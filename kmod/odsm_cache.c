@@ -606,7 +606,9 @@ static int copy_bigger(const struct odsm_miss_reader *mr, u32 node, u64 cg,
 	void *big;
 	int ret;
 
-	if (want > ODSM_MISS_READ_MAX)
+	/* a lazy copy keeps only the FETCH's first bytes (make_copy()) */
+	if (want > ODSM_MISS_READ_MAX ||
+	    (want >= READ_ONCE(odsm_lazy_threshold) && want >= ODSM_LAZY_MIN))
 		return -EOPNOTSUPP;
 	big = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + want, GFP_KERNEL);
 	if (!big)

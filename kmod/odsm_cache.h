@@ -55,10 +55,11 @@ struct odsm_miss_reader {
 };
 
 /*
- * The most room a miss reader gets: a slab's slot or a run of up to three
- * blocks (odsm_pubword.h, ODSM_PUB_RUN_MAX)
+ * The most room a miss reader gets: a slab's slot or a run of up to 16
+ * blocks (odsm_pubword.h, ODSM_PUB_RUN_MAX); never for a copy that will
+ * be filled lazily
  */
-#define ODSM_MISS_READ_MAX	(3U * ODSM_BLOCK_SIZE)
+#define ODSM_MISS_READ_MAX	(16U * ODSM_BLOCK_SIZE)
 
 void odsm_cache_set_miss_reader(const struct odsm_miss_reader *r);
 

@@ -615,7 +615,8 @@ static void onesided_learn(u32 node, u64 inc, u64 cg, u64 size, u16 color)
 /*
  * The read of a one-sided miss on node's connection (its blocks
  * registered first): transport's read_pub(), the words before (unless
- * NULL) and after len bytes at addr, word idx of addr's block.  Only
+ * NULL) and after len bytes at addr, word idx of addr's block; past
+ * ODSM_PUB_RUN_CHAIN bytes (a long run) only with before NULL.  Only
  * from the home's incarnation inc, which the caller read before: the
  * words and sizes it knows are of that one (should the home restart
  * after, the cache finds the copy's incarnation gone: home_same()).
@@ -625,15 +626,30 @@ static int pub_read(u32 node, u64 inc, u64 addr, void *buf, u32 len,
 		    u32 idx, u32 *before, u32 *after)
 {
 	struct odsm_conn *conn = onesided_conn(node, addr, len);
+	const struct odsm_transport_ops *t;
+	u32 off, n, chain = min(len, ODSM_PUB_RUN_CHAIN);
 	int ret = -EOPNOTSUPP;
 
 	if (IS_ERR_OR_NULL(conn))
 		return conn ? PTR_ERR(conn) : -EOPNOTSUPP;
+	t = odsm_conn_ops(conn);
 	/* a conn to a restarted home comes up after its incarnation is known */
-	if (odsm_peer_incarnation(node, true) == inc &&
-	    odsm_conn_ops(conn)->read_pub)
-		ret = odsm_conn_ops(conn)->read_pub(conn, addr, buf, len, idx,
-						    before, after);
+	if (odsm_peer_incarnation(node, true) != inc || !t->read_pub)
+		goto out;
+	/*
+	 * Past one chain (a long run, its word known: before is NULL): the
+	 * blocks after the first chain's first, each operation waited for,
+	 * then the chain and the word after it, which brackets them all.
+	 */
+	ret = 0;
+	for (off = chain; off < len && !ret; off += n) {
+		n = min(len - off, ODSM_WIRE_MAX_DATA);
+		ret = before ? -EOPNOTSUPP :
+			       t->rw(conn, addr + off, buf + off, n, false);
+	}
+	if (!ret)
+		ret = t->read_pub(conn, addr, buf, chain, idx, before, after);
+out:
 	odsm_peer_conn_put(conn);
 	if (ret == -EBUSY) {
 		odsm_stat_inc(ODSM_STAT_onesided_spills);
@@ -643,7 +659,7 @@ static int pub_read(u32 node, u64 inc, u64 addr, void *buf, u32 len,
 }
 
 /*
- * onesided_copy() of a run (odsm_pubword.h): its bytes (up to three
+ * onesided_copy() of a run (odsm_pubword.h): its bytes (up to 16
  * blocks, a READ each) and its head's word after them, when this node
  * learnt its size from a FETCH of the same incarnation.
  */

@@ -73,12 +73,16 @@ static inline u32 odsm_pub_word(int cls, bool live, bool copied, u16 gen)
  */
 #define ODSM_PUB_RUN		(ODSM_PUB_CLS_MASK - 1)	/* "class" of a run */
 /*
- * The largest run read so, three blocks: with the word after them, four
- * READs (one operation of the RDMA transport posts at most RDMA_OS_WRS,
- * five); a fourth block would leave the 256 KiB bounce buffer no room
- * for the word
+ * The part of a run read in one chain with its word after it, three
+ * blocks: four READs (one operation of the RDMA transport posts at most
+ * RDMA_OS_WRS, five; a fourth block would leave the 256 KiB bounce buffer
+ * no room for the word).  A longer run's other blocks are read before,
+ * in operations of their own, and the largest run read one-sided is 1 MiB
+ * (the cache's lazy threshold by default: longer copies are filled page
+ * by page).
  */
-#define ODSM_PUB_RUN_MAX	(3U * ODSM_BLOCK_SIZE)
+#define ODSM_PUB_RUN_CHAIN	(3U * ODSM_BLOCK_SIZE)
+#define ODSM_PUB_RUN_MAX	(16U * ODSM_BLOCK_SIZE)
 
 static inline u32 odsm_pub_run_word(bool live, bool copied, u16 gen)
 {

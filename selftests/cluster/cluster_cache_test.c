@@ -48,7 +48,7 @@
  *                      home's published words: right bytes, a stale
  *                      color refused, a reused slot's new object right
  *   onesided_miss_sizes, onesided_miss_runs  the same for slab objects of
- *                      12-32 KiB and multi-block objects up to 192 KiB
+ *                      12-32 KiB and multi-block objects under 1 MiB
  *
  * Words of node 0's directory: 400 .. 414 (see odsm_cluster.h).
  */
@@ -719,7 +719,8 @@ static uint64_t home_obj(struct __test_metadata *_metadata, unsigned int tag)
 
 /*
  * The one-sided tests: USER alone, with every borrow a miss
- * (cache_budget_bytes 0); os: may a miss go one-sided here?
+ * (cache_budget_bytes 0), copies of 1 MiB and more filled lazily; os: may
+ * a miss go one-sided here?
  */
 #define MISSES_BEGIN(os) do { \
 	C_BEGIN(); \
@@ -727,6 +728,7 @@ static uint64_t home_obj(struct __test_metadata *_metadata, unsigned int tag)
 		return; \
 	(os) = C.transport == ODSM_TRANSPORT_RDMA && c_param_on("onesided"); \
 	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", 0)); \
+	ASSERT_EQ(0, c_set_knob("lazy_threshold", MiB(1))); \
 } while (0)
 
 /*
@@ -855,10 +857,11 @@ TEST(onesided_miss_sizes)
 }
 
 /*
- * onesided_miss_runs (USER alone): multi-block objects (runs) of up to
- * three blocks go one-sided too, whole: their head's word, a READ per
- * block, the word again (onesided_run_copies); one byte more stays a
- * FETCH.  Each copied once by a FETCH (which teaches this node its size),
+ * onesided_miss_runs (USER alone): multi-block objects (runs) under the
+ * lazy threshold (1 MiB) go one-sided too, whole: a READ per block and
+ * the head's word after them, known from the FETCH (onesided_run_copies;
+ * past three blocks, the later blocks in operations of their own first);
+ * a 1 MiB one, filled lazily, stays a FETCH.  Each copied once by a FETCH (which teaches this node its size),
  * then missed twice, every byte and the size right.  Then one is freed:
  * its head's word is not live (refused), the FETCH says -ESTALE.  (A run
  * of another size at the same head, which the allocator's rover does not
@@ -867,7 +870,7 @@ TEST(onesided_miss_sizes)
 TEST(onesided_miss_runs)
 {
 	static const uint32_t sizes[] = { 40000, 65536, 100000, 196608,
-					  196609 };
+					  196609, 500000, 983040, 1048576 };
 	uint64_t c0, k0, r0, cg, cg2 = 0;
 	struct odsm_borrow br;
 	unsigned int i, k;
@@ -875,7 +878,8 @@ TEST(onesided_miss_runs)
 
 	MISSES_BEGIN(os);
 	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
-		one = os && sizes[i] <= 196608;
+		/* 1 MiB: the lazy threshold (MISSES_BEGIN), filled lazily */
+		one = os && sizes[i] < MiB(1);
 		cg = home_obj_of(_metadata, sizes[i], 30 + i);
 		c0 = c_stat("onesided_run_copies");
 		for (k = 0; k < 3; k++)		/* a FETCH, then one-sided */
@@ -909,9 +913,15 @@ TEST(onesided_miss_runs)
 		k0 = c_stat("onesided_copy_known");
 		ASSERT_EQ(0, c_set_param("onesided_known", false));
 		miss_sized(_metadata, cg, 70000, HOME, 40);
-		EXPECT_EQ(0, c_set_param("onesided_known", true));
 		EXPECT_EQ(c0 + 3, c_stat("onesided_run_copies"));
 		EXPECT_EQ(k0, c_stat("onesided_copy_known"));
+		/* past one chain a run needs its word known: a FETCH */
+		cg2 = home_obj_of(_metadata, 500000, 41);
+		miss_sized(_metadata, cg2, 500000, HOME, 41);
+		miss_sized(_metadata, cg2, 500000, HOME, 41);
+		EXPECT_EQ(0, c_set_param("onesided_known", true));
+		EXPECT_EQ(c0 + 3, c_stat("onesided_run_copies"));
+		EXPECT_EQ(0, odsm_free(cg2));
 	}
 	EXPECT_EQ(0, odsm_free(cg));
 	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", MiB(64)));
