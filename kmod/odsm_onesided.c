@@ -517,10 +517,33 @@ static void runs_forget(void)
 	}
 }
 
+/* The run hint of block b for incarnation inc: its size and color. */
+static bool run_hint_of(unsigned long b, u64 inc, u32 *size, u16 *color)
+{
+	struct run_hint *r;
+	bool ok = false;
+
+	rcu_read_lock();
+	r = xa_load(&run_hints, b);
+	if (r && r->inc == inc) {
+		*size = r->size;
+		*color = r->color;
+		ok = true;
+	}
+	rcu_read_unlock();
+	return ok;
+}
+
 static void run_learn(unsigned long b, u64 inc, u64 size, u16 color)
 {
 	struct run_hint *r, *old;
+	u32 osize;
+	u16 ocolor;
 
+	/* each FETCH of the run says it again: nothing to store */
+	if (run_hint_of(b, inc, &osize, &ocolor) && osize == size &&
+	    ocolor == color)
+		return;
 	r = kmalloc(sizeof(*r), GFP_KERNEL);
 	if (!r)
 		return;
@@ -546,23 +569,6 @@ static void run_drop(unsigned long b)
 		atomic_dec(&nr_runs);
 		kfree_rcu(r, rcu);
 	}
-}
-
-/* The run hint of block b for incarnation inc: its size and color. */
-static bool run_hint_of(unsigned long b, u64 inc, u32 *size, u16 *color)
-{
-	struct run_hint *r;
-	bool ok = false;
-
-	rcu_read_lock();
-	r = xa_load(&run_hints, b);
-	if (r && r->inc == inc) {
-		*size = r->size;
-		*color = r->color;
-		ok = true;
-	}
-	rcu_read_unlock();
-	return ok;
 }
 
 /*
