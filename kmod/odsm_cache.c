@@ -593,6 +593,12 @@ void odsm_cache_set_miss_reader(const struct odsm_miss_reader *r)
 	WRITE_ONCE(miss_reader, r);
 }
 
+/* Is a copy of an object of size bytes lazy (the fault handler fills it)? */
+static bool copy_lazy(u64 size)
+{
+	return size >= READ_ONCE(odsm_lazy_threshold) && size >= ODSM_LAZY_MIN;
+}
+
 /*
  * The miss reader's copy of an object of *size bytes, more than the first
  * buffer holds (a slab slot of 16 to 32 KiB, a run): into a buffer of its own,
@@ -607,8 +613,7 @@ static int copy_bigger(const struct odsm_miss_reader *mr, u32 node, u64 cg,
 	int ret;
 
 	/* a lazy copy keeps only the FETCH's first bytes (make_copy()) */
-	if (want > ODSM_MISS_READ_MAX ||
-	    (want >= READ_ONCE(odsm_lazy_threshold) && want >= ODSM_LAZY_MIN))
+	if (want > ODSM_MISS_READ_MAX || copy_lazy(want))
 		return -EOPNOTSUPP;
 	big = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + want, GFP_KERNEL);
 	if (!big)
@@ -707,8 +712,7 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 	e->cn.key = cg;
 	e->cn.bytes = usable;
 	kref_init(&e->kref);
-	e->lazy = size >= READ_ONCE(odsm_lazy_threshold) &&
-		  size >= ODSM_LAZY_MIN;
+	e->lazy = copy_lazy(size);
 	/* a reused block keeps its pages: the fault handler must find
 	 * none, so that every first touch fetches; a block pinned for RDMA
 	 * keeps them, so that copy is filled now instead.  Registered
