@@ -126,6 +126,21 @@ rxe_up() {
 	return 1
 }
 
+# rxe_counters [NAME]: Soft-RoCE's counters that are not zero (retries,
+# RNR NAKs, packets it failed to send, ...) and the send queue's drops, as
+# one line: what the network did to a run, for reading its failures
+rxe_counters() {
+	local d="/sys/class/infiniband/${1:-rxe0}/ports/1/hw_counters" f v line=""
+	[ -d "$d" ] || return 0
+	for f in "$d"/*; do
+		v=$(cat "$f" 2>/dev/null) || continue
+		[ "$v" = 0 ] || line="$line ${f##*/}=$v"
+	done
+	# the root qdisc's line comes first and counts its children's drops
+	v=$(/usr/sbin/tc -s qdisc show dev eth0 2>/dev/null | grep -m 1 -o 'dropped [0-9]*')
+	mark rxe_counters "$line qdisc_dropped=${v#dropped }"
+}
+
 # wait_peers_report PEER: what the node knows of its link when PEER never
 # answered (a rig failure seen once in CI left nothing else to go on)
 wait_peers_report() {

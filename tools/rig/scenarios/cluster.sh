@@ -299,6 +299,7 @@ else
 	barrier || fail "barrier before unloading"
 fi
 mark cluster_tests "programs=$n failed=$failed"
+[ "$transport" != rdma ] || rxe_counters
 
 # unloading leaves the cluster, also with a peer dead: a few seconds at most
 t0=$(now_cs)
