@@ -80,8 +80,10 @@ failure_digest() {	# SCEN KVER N RUNLOG NOTOK
 
 # A failed run's node logs, copied where the next run of the same
 # scenario and kernel does not overwrite them (build/logs/failed/RUN/),
-# and each node's first kernel report with the 40 lines after it (its
-# trace), printed: make check's output keeps what a crash said.
+# and each node's first kernel report with the 20 lines before it (a
+# driver's own complaint often comes just before its WARN) and the 40
+# after it (its trace), printed: make check's output keeps what a crash
+# said.
 keep_failed_logs() {	# SCEN KVER N RUNLOG
 	local dir node log
 
@@ -92,7 +94,12 @@ keep_failed_logs() {	# SCEN KVER N RUNLOG
 		[ -f "$log" ] || continue
 		cp "$log" "$dir/"
 		tr -d '\r' <"$log" |
-			awk '!seen && /(BUG:|Oops|general protection fault|double fault|Kernel panic|WARNING:|KASAN|KFENCE:)/ { seen = 1; n = 41 } n-- > 0' |
+			awk '!seen && /(BUG:|Oops|general protection fault|double fault|Kernel panic|WARNING:|KASAN|KFENCE:)/ {
+				seen = 1; n = 41
+				for (i = NR - 20; i < NR; i++) if (i > 0) print before[i % 20]
+			}
+			{ before[NR % 20] = $0 }
+			n-- > 0' |
 			sed "s/^/[node$node kernel] /"
 	done
 	echo "logs of this run kept in $dir"
