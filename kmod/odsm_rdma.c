@@ -1235,8 +1235,67 @@ struct odsm_transport_ops odsm_rdma_ops = {
 
 /* ---- devices ------------------------------------------------------------- */
 
+static struct ib_client odsm_ib_client;
+
+/*
+ * A Soft-RoCE port that went down: every connection on the device goes at
+ * once, not only the ones that had something to send meanwhile (those
+ * fail on their own: rxe completes a request it cannot route with an
+ * error).  Soft-RoCE keeps the state of a READ response it could not send
+ * (no route: its link is down) and sends the rest of it, a READ_RESPONSE
+ * LAST without its FIRST, in answer to the next request that comes once
+ * the link is back; the peer's 6.1 completer meets that with a WARN and
+ * puts its QP in error (rxe_comp.c, check_ack()).  A killed connection's
+ * QP is put in error here, before the link is back, and sends nothing any
+ * more; the cluster dials again when the route is there.  A device with its own
+ * firmware (an HCA) retries RC for a short flap, and keeps its
+ * connections.
+ */
+static void rdma_port_event(struct ib_event_handler *h, struct ib_event *ev)
+{
+	struct odsm_rdma_conn *x, *tmp;
+	LIST_HEAD(gone);
+	u32 n = 0;
+
+	if (ev->event != IB_EVENT_PORT_ERR || !odsm_rdma_is_rxe(ev->device))
+		return;
+	mutex_lock(&odsm_rdma_lock);
+	list_for_each_entry(x, &odsm_rdma_conns, node)
+		if (x->dev == ev->device && !x->loop.end &&
+		    kref_get_unless_zero(&x->conn->ref))
+			list_add_tail(&x->rm_node, &gone);
+	mutex_unlock(&odsm_rdma_lock);
+	list_for_each_entry_safe(x, tmp, &gone, rm_node) {
+		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+
+		list_del_init(&x->rm_node);
+		odsm_conn_kill(x->conn);
+		/* with no route the kill sends no DREQ (disc_work()), and
+		 * the QP would keep its state until the teardown: in error
+		 * now, which sends nothing, before the link can be back
+		 */
+		down_read(&x->res_sem);
+		if (!x->torn && x->qp)
+			ib_modify_qp(x->qp, &attr, IB_QP_STATE);
+		up_read(&x->res_sem);
+		odsm_conn_put(x->conn);
+		n++;
+	}
+	odsm_stat_add(ODSM_STAT_rdma_port_kills, n);
+	if (n)
+		pr_notice("RDMA device %s port %u down: %u connections closed\n",
+			  dev_name(&ev->device->dev), ev->element.port_num, n);
+}
+
 static int rdma_add_one(struct ib_device *dev)
 {
+	struct ib_event_handler *h = kzalloc(sizeof(*h), GFP_KERNEL);
+
+	if (!h)
+		return -ENOMEM;
+	INIT_IB_EVENT_HANDLER(h, dev, rdma_port_event);
+	ib_register_event_handler(h);
+	ib_set_client_data(dev, &odsm_ib_client, h);
 	return 0;
 }
 
@@ -1248,10 +1307,16 @@ static int rdma_add_one(struct ib_device *dev)
  */
 static void rdma_remove_one(struct ib_device *dev, void *data)
 {
+	struct ib_event_handler *h = data;
 	struct rdma_cm_id *lid = NULL;
 	struct odsm_rdma_conn *x, *tmp;
 	LIST_HEAD(gone);
 
+	/* no port event runs from here on: rm_node is ours alone */
+	if (h) {
+		ib_unregister_event_handler(h);
+		kfree(h);
+	}
 	mutex_lock(&odsm_rdma_lock);
 	if (rdma_lis.id && rdma_lis.id->device == dev) {
 		lid = rdma_lis.id;

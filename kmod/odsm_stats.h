@@ -147,6 +147,9 @@ enum odsm_stat {
 					 * teardown until a route to the peer
 					 * is back (odsm_rdma_park.c)
 					 */
+	ODSM_STAT_rdma_port_kills,	/* connections closed because their
+					 * Soft-RoCE port went down
+					 */
 	ODSM_STAT_deleg_out_batches,	/* delegation batches sent by clients
 					 * here (DELEG_CALL)
 					 */

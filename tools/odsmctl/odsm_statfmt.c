@@ -135,6 +135,7 @@ static const struct {
 	{ "map_requests", G(ONESIDED, 0) },
 	{ "mr_registrations", G(ONESIDED, 0) },
 	{ "rdma_ids_parked", G(ONESIDED, 0) },
+	{ "rdma_port_kills", G(ONESIDED, 0) },
 	/* delegation across nodes */
 	{ "deleg_out_batches", G(DELEG, 0) },
 	{ "deleg_out_requests", G(DELEG, 0) },
