@@ -1242,14 +1242,14 @@ static struct ib_client odsm_ib_client;
  * once, not only the ones that had something to send meanwhile (those
  * fail on their own: rxe completes a request it cannot route with an
  * error).  Soft-RoCE keeps the state of a READ response it could not send
- * (no route: its link is down) and sends the rest of it, a READ_RESPONSE
- * LAST without its FIRST, in answer to the next request that comes once
- * the link is back; the peer's 6.1 completer meets that with a WARN and
- * puts its QP in error (rxe_comp.c, check_ack()).  A killed connection's
- * QP is put in error here, before the link is back, and sends nothing any
- * more; the cluster dials again when the route is there.  A device with its own
- * firmware (an HCA) retries RC for a short flap, and keeps its
- * connections.
+ * (no route: its link is down; send_rnr_err) and sends the rest of it, a
+ * READ_RESPONSE MIDDLE or LAST without its FIRST, in answer to the next
+ * request that comes once the link is back; the peer's 6.1 completer
+ * meets that with a WARN and puts its QP in error (rxe_comp.c,
+ * check_ack()).  A killed connection's QP is put in error here, before
+ * the link is back, and sends nothing any more; the cluster dials again
+ * when the route is there.  A device with its own firmware (an HCA)
+ * retries RC through a short flap, and keeps its connections.
  */
 static void rdma_port_event(struct ib_event_handler *h, struct ib_event *ev)
 {
