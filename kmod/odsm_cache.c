@@ -90,6 +90,8 @@ struct odsm_centry {
 	u64 inc;			/* ... the incarnation it was fetched from */
 	u64 local_cg;			/* the copy: a slot of this partition */
 	u64 size;			/* the object's bytes */
+	u16 color;			/* its allocation color ... */
+	bool color_known;		/* ... if a FETCH said it */
 	bool lazy;			/* filled page by page on first touch */
 	bool orphan;			/* out of the index, still referenced */
 	bool dead;			/* left the cache: the slot goes */
@@ -635,14 +637,17 @@ static int copy_bigger(const struct odsm_miss_reader *mr, u32 node, u64 cg,
  * after it): read by the miss reader where it can (one-sided, where the
  * home publishes that this is safe; the whole object, in a bigger buffer
  * that replaces *firstp if need be), else a FETCH, whose answer the
- * reader learns from (the class of the object's block).
+ * reader learns from (the class of the object's block).  *color: the
+ * object's allocation color, when a FETCH said it (*said).
  */
 static int copy_first(u32 node, u64 inc, u64 cg, void **firstp, u64 *size,
-		      u32 *got)
+		      u32 *got, u16 *color, bool *said)
 {
 	const struct odsm_miss_reader *mr = READ_ONCE(miss_reader);
+	struct odsm_wire_fetch_reply fr;
 	int ret = -EOPNOTSUPP;
 
+	*said = false;
 	if (mr) {
 		ret = mr->copy(node, cg, *firstp + ODSM_WIRE_FETCH_REPLY_SIZE,
 			       ODSM_FIRST_WHOLE, size);
@@ -657,16 +662,17 @@ static int copy_first(u32 node, u64 inc, u64 cg, void **firstp, u64 *size,
 		return ret;
 	ret = odsm_fetch_at(node, inc, cg, 0, *firstp, ODSM_FIRST_FETCH,
 			    ODSM_FIRST_WHOLE, size, got);
-	if (!ret && mr) {
-		struct odsm_wire_fetch_reply fr;
-
-		/* the reply's fixed part, checked by odsm_fetch_at() */
-		if (!odsm_wire_get_fetch_reply(*firstp,
-					       ODSM_WIRE_FETCH_REPLY_SIZE + *got,
-					       &fr))
-			mr->learn(node, inc, cg, *size, fr.color);
-	}
-	return ret;
+	if (ret)
+		return ret;
+	/* the reply's fixed part, checked by odsm_fetch_at() */
+	if (odsm_wire_get_fetch_reply(*firstp,
+				      ODSM_WIRE_FETCH_REPLY_SIZE + *got, &fr))
+		return 0;
+	*color = fr.color;
+	*said = true;
+	if (mr)
+		mr->learn(node, inc, cg, *size, fr.color);
+	return 0;
 }
 
 /*
@@ -697,7 +703,8 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 	ret = -EHOSTDOWN;
 	if (!e->inc)
 		goto out;
-	ret = copy_first(node, e->inc, cg, &first, &size, &got);
+	ret = copy_first(node, e->inc, cg, &first, &size, &got, &e->color,
+			 &e->color_known);
 	if (ret)
 		goto out;
 	ret = slot_new(e, size, &usable);
@@ -1121,6 +1128,7 @@ int odsm_cache_lazy_check(u64 addr)
  */
 static int lazy_fill(struct odsm_centry *e, u64 off)
 {
+	const struct odsm_miss_reader *mr = READ_ONCE(miss_reader);
 	struct odsm_heap *h = &odsm_heap;
 	u64 osize, start = ktime_get_ns();
 	u32 len, got;
@@ -1135,10 +1143,18 @@ static int lazy_fill(struct odsm_centry *e, u64 off)
 		return -ENOMEM;
 	/* a test may keep open the window in which the home restarts */
 	odsm_fault_hold_lazy();
-	ret = odsm_fetch_at(e->node, e->inc, e->cn.key, off, buf, len, 0,
-			    &osize, &got);
-	if (!ret && (osize != e->size || got != len))
-		ret = -EPROTO;
+	/* one-sided where the home lets us (its words say the same object) */
+	ret = -EOPNOTSUPP;
+	if (mr && e->color_known)
+		ret = mr->lazy_read(e->node, e->inc, e->cn.key, e->size,
+				    e->color, off, buf + ODSM_WIRE_FETCH_REPLY_SIZE,
+				    len);
+	if (ret == -EOPNOTSUPP) {
+		ret = odsm_fetch_at(e->node, e->inc, e->cn.key, off, buf, len,
+				    0, &osize, &got);
+		if (!ret && (osize != e->size || got != len))
+			ret = -EPROTO;
+	}
 	if (!ret && !home_same(e)) {
 		odsm_stat_inc(ODSM_STAT_lazy_stale);
 		ret = -EHOSTDOWN;

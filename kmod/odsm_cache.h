@@ -52,6 +52,14 @@ struct odsm_miss_reader {
 	 * bytes and was allocated with color
 	 */
 	void (*learn)(u32 node, u64 inc, u64 cg, u64 size, u16 color);
+	/*
+	 * len bytes at offset off of the object at cg (size bytes, allocated
+	 * with color, as the FETCH of node's incarnation inc that made its
+	 * lazily filled copy said) into buf: 0, -EOPNOTSUPP to ask with a
+	 * FETCH instead, another -errno: the home is gone.
+	 */
+	int (*lazy_read)(u32 node, u64 inc, u64 cg, u64 size, u16 color,
+			 u64 off, void *buf, u32 len);
 };
 
 /*

@@ -102,15 +102,15 @@ struct odsm_transport_ops {
 	int (*aqp_finish)(struct odsm_conn *conn,
 			  const struct odsm_wire_aqp *a);
 	/*
-	 * READ len bytes at addr (inside one block) between two READs of the
-	 * block's published word idx, into *before and *after, in that order
-	 * (odsm_pubword.h); before NULL: the bytes and the word after them
-	 * only (a word known, odsm_pub_known()).  -ENOKEY as rw, -EOPNOTSUPP
-	 * when the peer did not register the block's words (MAP_F_PUB),
-	 * -EBUSY as rw's spill
+	 * READ len bytes at addr (up to three blocks) between two READs of
+	 * the published word idx of the block at wblk, into *before and
+	 * *after, in that order (odsm_pubword.h); before NULL: the bytes and
+	 * the word after them only (a word known, odsm_pub_known()).
+	 * -ENOKEY as rw, -EOPNOTSUPP when the peer did not register wblk's
+	 * words (MAP_F_PUB), -EBUSY as rw's spill
 	 */
 	int (*read_pub)(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
-			u32 idx, u32 *before, u32 *after);
+			u64 wblk, u32 idx, u32 *before, u32 *after);
 	/* the first block of the range we hold no key for, into *blk */
 	bool (*missing)(struct odsm_conn *conn, u64 addr, u32 len, u64 *blk);
 	bool (*can_map)(struct odsm_conn *conn);	/* may we ask for more */

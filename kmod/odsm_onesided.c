@@ -27,6 +27,10 @@ static bool onesided_known = true;
 module_param_named(onesided_known, onesided_known, bool, 0644);
 MODULE_PARM_DESC(onesided_known, "Leave out the read of an object's published word before its bytes in a one-sided borrow miss when the word is known from its FETCH or an earlier miss (default: on; off: both words, for comparison)");
 
+static bool onesided_lazy = true;
+module_param_named(onesided_lazy, onesided_lazy, bool, 0644);
+MODULE_PARM_DESC(onesided_lazy, "Read the pages of lazily filled copies with one-sided RDMA, checked by the object's published word, once the home has registered its blocks (asked with KEYS_ASK; default: on; off: each fault a FETCH, for comparison)");
+
 static unsigned int premap_blocks = 256;
 module_param_named(premap_blocks, premap_blocks, uint, 0644);
 MODULE_PARM_DESC(premap_blocks, "Blocks holding objects that a new RDMA connection registers for its peer up front, keys sent unasked (0: none; at most 4096; default 256)");
@@ -125,15 +129,51 @@ static int serve_aqp(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 struct keys_work {
 	struct work_struct work;
 	struct odsm_conn *conn;
+	u32 node;
+	u64 gaddr;		/* a KEYS_ASK's first block; 0: at connect */
+	u32 nr;			/* ... and its blocks */
 };
+
+/*
+ * Register blks[0 .. n) for conn's peer (a block refused, such as a lazily
+ * filled copy's or one that holds no object, is left out) and send the
+ * keys in one KEYS message: how many were sent.  buf has room for n keys.
+ */
+static u32 keys_send_blocks(struct odsm_conn *conn, const u64 *blks, u32 n,
+			    u8 *buf)
+{
+	struct odsm_wire_map_reply r;
+	struct odsm_wire_keys k = {};
+	u8 *e;
+	u32 i;
+
+	for (i = 0; i < n && !odsm_conn_dead(conn); i++) {
+		if (map_for(conn, blks[i], &r))
+			continue;
+		e = buf + ODSM_WIRE_KEYS_HDR_SIZE +
+		    k.nr * ODSM_WIRE_MAP_REPLY_SIZE;
+		odsm_wire_put_map_reply(e, &r);
+		k.nr++;
+	}
+	if (!k.nr || odsm_conn_dead(conn))
+		return 0;
+	odsm_wire_put_keys(buf, &k);
+	if (odsm_msg_send(conn, ODSM_MSG_KEYS, buf, ODSM_WIRE_KEYS_HDR_SIZE +
+			  k.nr * ODSM_WIRE_MAP_REPLY_SIZE))
+		return 0;
+	odsm_stat_add(ODSM_STAT_keys_sent, k.nr);
+	return k.nr;
+}
+
+/* A peer's KEYS_ASK being served, per peer: at most one at a time. */
+static DECLARE_BITMAP(keys_asks_busy, ODSM_MAX_NODES);
 
 static void keys_send_work(struct work_struct *w)
 {
 	struct keys_work *kw = container_of(w, struct keys_work, work);
-	u32 max = min(READ_ONCE(premap_blocks), ODSM_WIRE_KEYS_MAX);
-	struct odsm_wire_map_reply r;
-	struct odsm_wire_keys k = {};
-	u8 *buf = NULL, *e;
+	u32 max = kw->nr ? kw->nr : min(READ_ONCE(premap_blocks),
+					ODSM_WIRE_KEYS_MAX);
+	u8 *buf = NULL;
 	u64 *blks = NULL;
 	u32 n, i;
 
@@ -144,28 +184,33 @@ static void keys_send_work(struct work_struct *w)
 		       max * ODSM_WIRE_MAP_REPLY_SIZE, GFP_KERNEL);
 	if (!blks || !buf)
 		goto out;
-	n = odsm_heap_backed_blocks(&odsm_heap, blks, max);
-	for (i = 0; i < n && !odsm_conn_dead(kw->conn); i++) {
-		/* a block refused (a lazily filled copy) is left out */
-		if (map_for(kw->conn, blks[i], &r))
-			continue;
-		e = buf + ODSM_WIRE_KEYS_HDR_SIZE +
-		    k.nr * ODSM_WIRE_MAP_REPLY_SIZE;
-		odsm_wire_put_map_reply(e, &r);
-		k.nr++;
+	if (kw->nr) {
+		for (i = 0; i < kw->nr; i++)
+			blks[i] = kw->gaddr + (u64)i * ODSM_WIRE_MAP_LEN;
+		n = kw->nr;
+	} else {
+		n = odsm_heap_backed_blocks(&odsm_heap, blks, max);
 	}
-	if (!k.nr || odsm_conn_dead(kw->conn))
-		goto out;
-	odsm_wire_put_keys(buf, &k);
-	if (!odsm_msg_send(kw->conn, ODSM_MSG_KEYS, buf,
-			   ODSM_WIRE_KEYS_HDR_SIZE +
-			   k.nr * ODSM_WIRE_MAP_REPLY_SIZE))
-		odsm_stat_add(ODSM_STAT_keys_sent, k.nr);
+	keys_send_blocks(kw->conn, blks, n, buf);
 out:
 	kvfree(blks);
 	kvfree(buf);
+	if (kw->nr)
+		clear_bit(kw->node, keys_asks_busy);
 	odsm_conn_put(kw->conn);
 	kfree(kw);
+}
+
+/* Queue kw's registrations on the cluster's workqueue: false if not. */
+static bool keys_queue(struct keys_work *kw, struct odsm_conn *conn)
+{
+	INIT_WORK(&kw->work, keys_send_work);
+	odsm_conn_hold(conn);
+	kw->conn = conn;
+	if (odsm_cluster_queue(&kw->work))
+		return true;
+	odsm_conn_put(conn);
+	return false;
 }
 
 /* The handshake on conn completed: send the peer our keys. */
@@ -178,13 +223,53 @@ static void keys_send(struct odsm_conn *conn, u32 node)
 	kw = kzalloc(sizeof(*kw), GFP_KERNEL);
 	if (!kw)
 		return;		/* the peer asks with MAP instead */
-	INIT_WORK(&kw->work, keys_send_work);
-	odsm_conn_hold(conn);
-	kw->conn = conn;
-	if (!odsm_cluster_queue(&kw->work)) {
-		odsm_conn_put(conn);
+	if (!keys_queue(kw, conn))
 		kfree(kw);
+}
+
+/*
+ * A peer's KEYS_ASK: blocks of our partition it wants to read one-sided
+ * (the pages of a lazily filled copy), registered and answered with KEYS
+ * on the workqueue, since registering waits.  One per peer at a time: an
+ * ask that comes while its sender's last is served is dropped (counted),
+ * and its sender's reads go as requests until it asks again.  So a peer
+ * keeps at most one work item and one KEYS buffer of ours busy.
+ */
+static void on_keys_ask(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
+			const u8 *payload)
+{
+	const struct odsm_geom *g = &odsm_heap.geom;
+	struct odsm_wire_keys_ask a;
+	struct keys_work *kw;
+	u64 span;
+
+	if (!odsm_conn_ops(conn)->map ||
+	    odsm_wire_get_keys_ask(payload, h->len, &a))
+		goto bad;
+	span = (u64)a.nr * ODSM_WIRE_MAP_LEN;
+	if (!odsm_range_is_local(g, a.gaddr, span))
+		goto bad;
+	if (test_and_set_bit(h->src_node, keys_asks_busy)) {
+		odsm_stat_inc(ODSM_STAT_keys_asks_dropped);
+		return;
 	}
+	kw = kzalloc(sizeof(*kw), GFP_KERNEL);
+	if (!kw)
+		goto drop;
+	kw->node = h->src_node;
+	kw->gaddr = a.gaddr;
+	kw->nr = a.nr;
+	if (keys_queue(kw, conn))
+		return;
+	kfree(kw);
+drop:
+	clear_bit(h->src_node, keys_asks_busy);
+	odsm_stat_inc(ODSM_STAT_keys_asks_dropped);
+	return;
+bad:
+	odsm_stat_inc(ODSM_STAT_bad_msgs);
+	pr_notice_ratelimited("a malformed KEYS_ASK from node %u: dropped\n",
+			      h->src_node);
 }
 
 /*
@@ -619,33 +704,34 @@ static void onesided_learn(u32 node, u64 inc, u64 cg, u64 size, u16 color)
 }
 
 /*
- * The read of a one-sided miss on node's connection (its blocks
- * registered first): transport's read_pub(), the words before (unless
- * NULL) and after len bytes at addr, word idx of addr's block; past
- * ODSM_PUB_RUN_CHAIN bytes (a long run) only with before NULL.  Only
- * from the home's incarnation inc, which the caller read before: the
- * words and sizes it knows are of that one (should the home restart
- * after, the cache finds the copy's incarnation gone: home_same()).
- * -EOPNOTSUPP when a FETCH must do it; another -errno: the home is gone.
+ * The read of a one-sided miss on conn, node's connection with keys for
+ * every block it touches (held by the caller): transport's read_pub(),
+ * the words before (unless NULL) and after len bytes at addr, word idx of
+ * the block at wblk; past one chain (three blocks from addr's) only with
+ * before NULL.  Only from the home's incarnation inc, which the caller
+ * read before: the words and sizes it knows are of that one (should the
+ * home restart after, the cache finds the copy's incarnation gone:
+ * home_same()).  -EOPNOTSUPP when a FETCH must do it; another -errno:
+ * the home is gone.
  */
-static int pub_read(u32 node, u64 inc, u64 addr, void *buf, u32 len,
-		    u32 idx, u32 *before, u32 *after)
+static int pub_read_on(struct odsm_conn *conn, u32 node, u64 inc, u64 addr,
+		       void *buf, u32 len, u64 wblk, u32 idx, u32 *before,
+		       u32 *after)
 {
-	struct odsm_conn *conn = onesided_conn(node, addr, len);
-	const struct odsm_transport_ops *t;
-	u32 off, n, chain = min(len, ODSM_PUB_RUN_CHAIN);
-	int ret = -EOPNOTSUPP;
+	const struct odsm_transport_ops *t = odsm_conn_ops(conn);
+	u32 off, n, chain;
+	int ret;
 
-	if (IS_ERR_OR_NULL(conn))
-		return conn ? PTR_ERR(conn) : -EOPNOTSUPP;
-	t = odsm_conn_ops(conn);
 	/* a conn to a restarted home comes up after its incarnation is known */
 	if (odsm_peer_incarnation(node, true) != inc || !t->read_pub)
-		goto out;
+		return -EOPNOTSUPP;
+	chain = min_t(u32, len, ODSM_PUB_RUN_CHAIN -
+				(addr & (ODSM_BLOCK_SIZE - 1)));
 	/*
-	 * Past one chain (a long run, its word known: before is NULL): the
-	 * blocks after the first chain's first, each operation waited for,
-	 * then the chain and the word after it, which brackets them all.
+	 * Past one chain (a long run or a lazy copy's pages, the word known:
+	 * before is NULL): the blocks after the chain's, each operation
+	 * waited for, then the chain and the word after it, which brackets
+	 * them all.
 	 */
 	ret = 0;
 	for (off = chain; off < len && !ret; off += n) {
@@ -654,14 +740,29 @@ static int pub_read(u32 node, u64 inc, u64 addr, void *buf, u32 len,
 			       t->rw(conn, addr + off, buf + off, n, false);
 	}
 	if (!ret)
-		ret = t->read_pub(conn, addr, buf, chain, idx, before, after);
-out:
-	odsm_peer_conn_put(conn);
+		ret = t->read_pub(conn, addr, buf, chain, wblk, idx, before,
+				  after);
 	if (ret == -EBUSY) {
 		odsm_stat_inc(ODSM_STAT_onesided_spills);
 		return -EOPNOTSUPP;
 	}
 	return ret == -ENOKEY ? -EOPNOTSUPP : ret;
+}
+
+/* pub_read_on() node's connection, registering addr's blocks (MAP) first. */
+static int pub_read(u32 node, u64 inc, u64 addr, void *buf, u32 len,
+		    u32 idx, u32 *before, u32 *after)
+{
+	struct odsm_conn *conn = onesided_conn(node, addr, len);
+	int ret;
+
+	if (IS_ERR_OR_NULL(conn))
+		return conn ? PTR_ERR(conn) : -EOPNOTSUPP;
+	ret = pub_read_on(conn, node, inc, addr, buf, len,
+			  addr & ~(u64)(ODSM_BLOCK_SIZE - 1), idx, before,
+			  after);
+	odsm_peer_conn_put(conn);
+	return ret;
 }
 
 /*
@@ -766,6 +867,96 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
 	return 0;
 }
 
+/*
+ * Keys for the pages of lazily filled copies: a copy's blocks are
+ * registered by the home when this node asks (KEYS_ASK, no reply: the
+ * keys come in a KEYS message), in windows of ODSM_WIRE_KEYS_ASK_MAX
+ * blocks from the first one a fault missed; until they come the faults
+ * ask with FETCH, never waiting for a registration.  The window asked
+ * last of each node is not asked again for a second (the home serves
+ * one ask of a peer at a time and drops the others).
+ */
+static struct {
+	u64 blk;
+	unsigned long when;
+} lazy_asked[ODSM_MAX_NODES];
+static DEFINE_SPINLOCK(lazy_asked_lock);
+
+static void lazy_ask(struct odsm_conn *conn, u32 node, u64 blk, u64 end)
+{
+	struct odsm_wire_keys_ask a = { .gaddr = blk };
+	u8 p[ODSM_WIRE_KEYS_ASK_SIZE];
+	bool again;
+
+	a.nr = min_t(u64, DIV_ROUND_UP(end - blk, ODSM_WIRE_MAP_LEN),
+		     ODSM_WIRE_KEYS_ASK_MAX);
+	spin_lock(&lazy_asked_lock);
+	again = lazy_asked[node].blk <= blk &&
+		blk < lazy_asked[node].blk +
+		      (u64)ODSM_WIRE_KEYS_ASK_MAX * ODSM_WIRE_MAP_LEN &&
+		time_before(jiffies, lazy_asked[node].when + HZ);
+	if (!again) {
+		lazy_asked[node].blk = blk;
+		lazy_asked[node].when = jiffies;
+	}
+	spin_unlock(&lazy_asked_lock);
+	if (again || !odsm_conn_ops(conn)->can_map(conn))
+		return;
+	odsm_wire_put_keys_ask(p, &a);
+	if (!odsm_msg_send(conn, ODSM_MSG_KEYS_ASK, p, sizeof(p)))
+		odsm_stat_add(ODSM_STAT_keys_asked, a.nr);
+}
+
+/*
+ * len bytes at offset off of the run at cg (size bytes, allocated with
+ * color, as the FETCH of its lazily filled copy from node's incarnation
+ * inc said) into buf, one-sided: the bytes and the run's word after
+ * them, which must still be the word that FETCH left (live, copied, that
+ * color: odsm_pub_known()'s argument, for any bytes of the run).  The
+ * cache's lazy reader (struct odsm_miss_reader).
+ */
+static int lazy_read(u32 node, u64 inc, u64 cg, u64 size, u16 color, u64 off,
+		     void *buf, u32 len)
+{
+	u64 head = odsm_clear_color(cg), addr = head + off, blk;
+	u32 known = odsm_pub_run_word(true, true, color), after = 0;
+	const struct odsm_transport_ops *t;
+	struct odsm_conn *conn;
+	int ret = -EOPNOTSUPP;
+
+	if (!READ_ONCE(onesided) || !READ_ONCE(onesided_lazy) ||
+	    !odsm_onesided_active() || (head & (ODSM_BLOCK_SIZE - 1)) ||
+	    off >= size || len > size - off || odsm_color(cg) < color)
+		return -EOPNOTSUPP;
+	conn = odsm_peer_conn_get(node);
+	if (!conn)
+		return -EOPNOTSUPP;
+	t = odsm_conn_ops(conn);
+	if (!t->read_pub || !t->missing || !t->can_map)
+		goto out;
+	/* the head's key (its word) and the bytes' keys, else ask for them */
+	if (t->missing(conn, head, 1, &blk) ||
+	    t->missing(conn, addr, len, &blk)) {
+		lazy_ask(conn, node, blk, head + size);
+		goto out;
+	}
+	ret = pub_read_on(conn, node, inc, addr, buf, len, head, 0, NULL,
+			  &after);
+	if (ret)
+		goto out;
+	if (!odsm_pub_run_usable(known, after, color, odsm_color(cg))) {
+		odsm_stat_inc(ODSM_STAT_onesided_copy_refused);
+		ret = -EOPNOTSUPP;
+		goto out;
+	}
+	odsm_stat_inc(ODSM_STAT_lazy_onesided);
+	/* brought into the cache like a FETCH's, so counted with them */
+	odsm_stat_add(ODSM_STAT_bytes_fetched, len);
+out:
+	odsm_peer_conn_put(conn);
+	return ret;
+}
+
 bool odsm_nic_domain_here(void)
 {
 	const struct odsm_transport_ops *t = odsm_cluster_transport();
@@ -805,12 +996,16 @@ static const struct odsm_msg_handler keys_handler = {
 	.type = ODSM_MSG_KEYS, .rx = on_keys,
 };
 
+static const struct odsm_msg_handler keys_ask_handler = {
+	.type = ODSM_MSG_KEYS_ASK, .rx = on_keys_ask,
+};
+
 static struct odsm_peer_events onesided_events = {
 	.up = keys_send,
 };
 
 static const struct odsm_miss_reader onesided_reader = {
-	.copy = onesided_copy, .learn = onesided_learn,
+	.copy = onesided_copy, .learn = onesided_learn, .lazy_read = lazy_read,
 };
 
 int odsm_onesided_init(void)
@@ -825,10 +1020,15 @@ int odsm_onesided_init(void)
 	ret = odsm_handler_register(&aqp_handler);
 	if (ret)
 		goto err_keys;
+	ret = odsm_handler_register(&keys_ask_handler);
+	if (ret)
+		goto err_aqp;
 	odsm_peer_events_register(&onesided_events);
 	odsm_cache_set_miss_reader(&onesided_reader);
 	return 0;
 
+err_aqp:
+	odsm_handler_unregister(&aqp_handler);
 err_keys:
 	odsm_handler_unregister(&keys_handler);
 err_map:
@@ -841,6 +1041,7 @@ void odsm_onesided_exit(void)
 	/* at unload: no file is open, so no miss is under way */
 	odsm_cache_set_miss_reader(NULL);
 	odsm_peer_events_unregister(&onesided_events);
+	odsm_handler_unregister(&keys_ask_handler);
 	odsm_handler_unregister(&aqp_handler);
 	odsm_handler_unregister(&keys_handler);
 	odsm_handler_unregister(&map_handler);

@@ -95,7 +95,7 @@ void odsm_rdma_loop_destroy(void);
 int odsm_rdma_rw(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 		 bool write);
 int odsm_rdma_read_pub(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
-		       u32 idx, u32 *before, u32 *after);
+		       u64 wblk, u32 idx, u32 *before, u32 *after);
 bool odsm_rdma_missing(struct odsm_conn *conn, u64 addr, u32 len, u64 *blk);
 int odsm_rdma_add_key(struct odsm_conn *conn,
 		      const struct odsm_wire_map_reply *r);

@@ -431,15 +431,16 @@ out_reads:
 
 /*
  * A one-sided borrow miss's read (odsm_pubword.h): the published word idx
- * of addr's block, the len bytes at addr (a READ per block they span, up
- * to three: a run's), the word again, as READs of one chain,
+ * of wblk's block (addr's own, or for a page of a run its head's), the len
+ * bytes at addr (a READ per block they span, up to three), the word again,
+ * as READs of one chain,
  * which the responder runs in the order posted (RC ordering), all in one
  * round trip.  Without before, the caller knows the word already
  * (odsm_pub_known()): the bytes and the word after them only.  The bytes
  * land at the start of the bounce buffer, the words past them.
  */
 int odsm_rdma_read_pub(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
-		       u32 idx, u32 *before, u32 *after)
+		       u64 wblk, u32 idx, u32 *before, u32 *after)
 {
 	u32 woff = round_up(len, 8), n = 0, i, off, in, piece;
 	struct odsm_rdma_conn *x = rc(conn);
@@ -457,7 +458,7 @@ int odsm_rdma_read_pub(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 	    DIV_ROUND_UP(in + len, ODSM_WIRE_MAP_LEN) + 2 > RDMA_OS_WRS ||
 	    idx >= ODSM_WIRE_MAP_PUB_LEN / sizeof(u32))
 		return -EINVAL;
-	wk = xa_load(&x->os.keys, addr >> ODSM_BLOCK_SHIFT);
+	wk = xa_load(&x->os.keys, wblk >> ODSM_BLOCK_SHIFT);
 	if (!wk)
 		return -ENOKEY;
 	if (!(wk->flags & ODSM_WIRE_MAP_F_PUB))

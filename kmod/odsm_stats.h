@@ -54,6 +54,7 @@ enum odsm_stat {
 	ODSM_STAT_cache_shrunk,		/* ... of them, taken by the shrinker */
 	ODSM_STAT_lazy_faults,		/* faults that fetched a lazy copy's pages */
 	ODSM_STAT_lazy_pages,		/* pages those faults filled */
+	ODSM_STAT_lazy_onesided,	/* ... of them read one-sided (RDMA) */
 	ODSM_STAT_sigbus_lazy,		/* touches of a lazy copy that failed */
 	ODSM_STAT_lazy_unlocked,	/* lazy fetches made with mmap_lock
 					 * dropped (the fault retried)
@@ -98,9 +99,16 @@ enum odsm_stat {
 					 * their old value: connection closed
 					 */
 	ODSM_STAT_keys_sent,		/* blocks registered for a peer when
-					 * its connection came up (KEYS)
+					 * its connection came up or it asked
+					 * (KEYS)
 					 */
 	ODSM_STAT_keys_received,	/* peers' blocks we got keys for so */
+	ODSM_STAT_keys_asked,		/* blocks we asked peers to register
+					 * (KEYS_ASK)
+					 */
+	ODSM_STAT_keys_asks_dropped,	/* peers' KEYS_ASKs dropped: one of
+					 * theirs was being served
+					 */
 	ODSM_STAT_map_requests,		/* MAP requests sent */
 	ODSM_STAT_mr_registrations,	/* blocks registered for peers */
 	ODSM_STAT_map_refused,		/* MAP requests refused */

@@ -118,6 +118,8 @@ static const struct wire_type wire_types[ODSM_MSG_TYPE_MAX] = {
 				    false },
 	[ODSM_MSG_AQP_REPLY]	= { ODSM_WIRE_AQP_SIZE, ODSM_WIRE_AQP_SIZE,
 				    true },
+	[ODSM_MSG_KEYS_ASK]	= { ODSM_WIRE_KEYS_ASK_SIZE,
+				    ODSM_WIRE_KEYS_ASK_SIZE, false },
 };
 
 void odsm_wire_put_hdr(u8 *buf, const struct odsm_wire_hdr *h)
@@ -680,6 +682,28 @@ int odsm_wire_get_keys(const u8 *buf, u32 len, struct odsm_wire_keys *p)
 		return -EPROTO;
 	if (len != ODSM_WIRE_KEYS_HDR_SIZE + p->nr * ODSM_WIRE_MAP_REPLY_SIZE)
 		return -EMSGSIZE;
+	return 0;
+}
+
+u32 odsm_wire_put_keys_ask(u8 *buf, const struct odsm_wire_keys_ask *p)
+{
+	wire_put_le64(buf, p->gaddr);
+	wire_put_le32(buf + 8, p->nr);
+	wire_put_le32(buf + 12, p->reserved);
+	return ODSM_WIRE_KEYS_ASK_SIZE;
+}
+
+int odsm_wire_get_keys_ask(const u8 *buf, u32 len,
+			   struct odsm_wire_keys_ask *p)
+{
+	if (len != ODSM_WIRE_KEYS_ASK_SIZE)
+		return -EMSGSIZE;
+	p->gaddr = wire_get_le64(buf);
+	p->nr = wire_get_le32(buf + 8);
+	p->reserved = wire_get_le32(buf + 12);
+	if (!wire_map_addr_ok(p->gaddr) || !p->nr ||
+	    p->nr > ODSM_WIRE_KEYS_ASK_MAX || p->reserved)
+		return -EPROTO;
 	return 0;
 }
 

@@ -19,7 +19,7 @@
 #include "odsm_portable.h"
 
 #define ODSM_WIRE_MAGIC		0x4d53444fU	/* "ODSM" in LE byte order */
-#define ODSM_WIRE_VERSION	11
+#define ODSM_WIRE_VERSION	12
 #define ODSM_WIRE_HDR_SIZE	32
 /* largest payload: one chunk of a read or write, plus its fixed part */
 #define ODSM_WIRE_MAX_DATA	(256U << 10)
@@ -58,6 +58,9 @@
 #define ODSM_WIRE_WAKE_REPLY_SIZE	8
 #define ODSM_WIRE_WAKE_NR_MAX		0x7fffffffU	/* INT_MAX */
 #define ODSM_WIRE_AQP_SIZE		16	/* AQP and its reply */
+#define ODSM_WIRE_KEYS_ASK_SIZE		16
+/* KEYS_ASK: blocks asked for at once (16 MiB) */
+#define ODSM_WIRE_KEYS_ASK_MAX		256U
 
 /* A reply's status: 0 or STATUS_MIN..-1; a negative one has no payload. */
 #define ODSM_WIRE_STATUS_MIN	(-4095)
@@ -89,6 +92,7 @@ enum odsm_msg_type {
 	ODSM_MSG_WAKE_REPLY,
 	ODSM_MSG_AQP,		/* connect a QP pair for one-sided atomics */
 	ODSM_MSG_AQP_REPLY,
+	ODSM_MSG_KEYS_ASK,	/* register these blocks for me: KEYS back */
 	ODSM_MSG_TYPE_MAX,
 };
 
@@ -365,6 +369,18 @@ struct odsm_wire_keys {
 };
 
 /*
+ * KEYS_ASK (RDMA transport only; no reply): register for the sender the
+ * blocks [gaddr, gaddr + nr blocks) of the receiver's partition that hold
+ * objects, and send their keys in a KEYS message: the MAPs of a long
+ * object's blocks in one message, asked without waiting.
+ */
+struct odsm_wire_keys_ask {
+	u64 gaddr;		/* ODSM_WIRE_MAP_LEN aligned, < 2^48 */
+	u32 nr;			/* 1 .. ODSM_WIRE_KEYS_ASK_MAX */
+	u32 reserved;
+};
+
+/*
  * DELEG (a request; reply DELEG_REPLY, whose payload is the response batch,
  * 16 .. 65536 bytes): a client's batch for the trustee runtime named by
  * endpoint, on the receiver's partition.  Documentation/odsm/delegation.rst.
@@ -496,6 +512,10 @@ int odsm_wire_get_aqp(const u8 *buf, u32 len, struct odsm_wire_aqp *p);
 u32 odsm_wire_put_keys(u8 *buf, const struct odsm_wire_keys *p);
 /* len == 8 + nr * ODSM_WIRE_MAP_REPLY_SIZE, nr 1 .. KEYS_MAX, reserved 0 */
 int odsm_wire_get_keys(const u8 *buf, u32 len, struct odsm_wire_keys *p);
+u32 odsm_wire_put_keys_ask(u8 *buf, const struct odsm_wire_keys_ask *p);
+/* gaddr as for MAP, nr 1 .. KEYS_ASK_MAX, reserved 0 */
+int odsm_wire_get_keys_ask(const u8 *buf, u32 len,
+			   struct odsm_wire_keys_ask *p);
 /*
  * DELEG's fixed part; the request batch follows it (the rest of the
  * payload: its header and records as they sit in a request slot).

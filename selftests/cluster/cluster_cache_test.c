@@ -49,11 +49,19 @@
  *                      color refused, a reused slot's new object right
  *   onesided_miss_sizes, onesided_miss_runs  the same for slab objects of
  *                      12-32 KiB and multi-block objects under 1 MiB
+ *   onesided_lazy      over RDMA the faults of a lazily filled copy read
+ *                      its pages one-sided once the home registered its
+ *                      blocks (KEYS_ASK), checked by the run's word:
+ *                      every byte right; an object freed under its copy
+ *                      is refused by the word (SIGBUS: the FETCH says
+ *                      -ESTALE); with onesided_lazy off, FETCHes
  *
  * Words of node 0's directory: 400 .. 414 (see odsm_cluster.h).
  */
 #include <arpa/inet.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include "odsm_cluster.h"
 
@@ -579,7 +587,7 @@ static int wait_home(unsigned int want, unsigned int secs)
 }
 
 /*
- * HOME: leave, stay away for ms, join again as the scenario did, with its
+ * Leave, stay away for ms, join again as the scenario did, with its
  * heartbeat and timeout: the module's defaults (200 / 2000 ms) are what
  * rig.timeout_ms=5000 is there to avoid under TCG, and would hold for
  * every later program on this node.
@@ -924,6 +932,145 @@ TEST(onesided_miss_runs)
 		EXPECT_EQ(0, odsm_free(cg2));
 	}
 	EXPECT_EQ(0, odsm_free(cg));
+	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", MiB(64)));
+}
+
+/* ---- onesided_lazy ----------------------------------------------------- */
+
+static sigjmp_buf touch_env;
+
+static void on_sigbus(int sig)
+{
+	siglongjmp(touch_env, 1);
+}
+
+/* The byte at p, or -1 after SIGBUS. */
+static int touch(const volatile uint8_t *p)
+{
+	struct sigaction sa = { .sa_handler = on_sigbus }, old;
+	volatile int v = -1;
+
+	sigaction(SIGBUS, &sa, &old);
+	if (!sigsetjmp(touch_env, 1))
+		v = *p;
+	sigaction(SIGBUS, &old, NULL);
+	return v;
+}
+
+/*
+ * Wait up to 2 s for the keys this node asked for since (asked0,
+ * received0) to come (the home answers an ask with exactly the blocks
+ * asked, which hold the object), and for at least one: true when they
+ * did.
+ */
+static bool asked_keys_came(uint64_t asked0, uint64_t received0)
+{
+	unsigned int i;
+
+	for (i = 0; i < 200; i++) {
+		if (c_stat("keys_received") - received0 >=
+		    c_stat("keys_asked") - asked0 &&
+		    c_stat("keys_received") > received0)
+			return true;
+		c_sleep_ms(10);
+	}
+	return false;
+}
+
+/*
+ * onesided_lazy (USER alone): a 4 MiB object of HOME's, borrowed (a
+ * lazily filled copy, 64 faults of a 64 KiB window each).  Over RDMA,
+ * USER first leaves and joins again, so that its new connection to HOME
+ * has keys only for the blocks that held objects then (KEYS at connect),
+ * and the object is made after (and written by requests, not one-sided
+ * WRITEs, which would MAP its blocks): the first fault finds no keys for its
+ * blocks, asks for all 64 (KEYS_ASK) and is a FETCH; once the keys came,
+ * every other fault reads its window one-sided with the run's word after
+ * it (lazy_onesided), and every byte is right.  Then the object is freed
+ * under a borrowed copy: the next fault's word is not live
+ * (onesided_copy_refused), the FETCH says -ESTALE, the touch gets
+ * SIGBUS.  With onesided_lazy off every fault is a FETCH, the same
+ * bytes.  Over TCP: FETCHes, nothing asked.
+ */
+TEST(onesided_lazy)
+{
+	uint64_t cg, f0, o0, a0, k0, r0, n;
+	const volatile uint8_t *p;
+	struct odsm_borrow br;
+	bool os;
+
+	MISSES_BEGIN(os);
+	os = os && c_param_on("onesided_lazy");
+	ASSERT_EQ(0, c_set_knob("readahead_pages", 16));
+	if (os) {	/* the others wait at the rig's barrier meanwhile */
+		k0 = c_stat("keys_received");
+		ASSERT_EQ(0, leave_and_rejoin(200));
+		ASSERT_EQ(0, wait_home(ODSM_PEER_UP, 15));
+		/* HOME's KEYS of the new connection (it has objects), made
+		 * before the object below exists: it is not among them
+		 */
+		ASSERT_TRUE(asked_keys_came(c_stat("keys_asked"), k0));
+	}
+	/* written by requests: a one-sided WRITE would MAP its blocks */
+	if (os)
+		ASSERT_EQ(0, c_set_param("onesided", false));
+	cg = home_obj_of(_metadata, LAZY_SIZE, 50);
+	if (os)
+		ASSERT_EQ(0, c_set_param("onesided", true));
+	f0 = c_stat("lazy_faults");
+	o0 = c_stat("lazy_onesided");
+	a0 = c_stat("keys_asked");
+	k0 = c_stat("keys_received");
+	ASSERT_EQ(0, borrow(odsm_rt.fd, cg, &br));
+	EXPECT_EQ((unsigned int)ODSM_BORROWED_MISS, br.result);
+	ASSERT_EQ(LAZY_SIZE, br.size);
+	p = (const uint8_t *)(uintptr_t)br.addr;
+	EXPECT_EQ(c_pat(HOME, 50, 5), p[5]);
+	EXPECT_EQ(f0 + 1, c_stat("lazy_faults"));
+	if (os)
+		EXPECT_TRUE(asked_keys_came(a0, k0));
+	/* every other window, and every byte */
+	EXPECT_EQ(-1, c_check((const uint8_t *)p, LAZY_SIZE, HOME, 50));
+	n = c_stat("lazy_faults") - f0;
+	EXPECT_EQ(LAZY_SIZE / KiB(64), n);
+	if (os) {
+		EXPECT_EQ(a0 + LAZY_SIZE / KiB(64), c_stat("keys_asked"));
+		EXPECT_EQ(n - 1, c_stat("lazy_onesided") - o0);
+	} else {
+		EXPECT_EQ(o0, c_stat("lazy_onesided"));
+		EXPECT_EQ(a0, c_stat("keys_asked"));
+	}
+	TH_LOG("%llu faults, %llu read one-sided, %llu blocks asked for",
+	       (unsigned long long)n,
+	       (unsigned long long)(c_stat("lazy_onesided") - o0),
+	       (unsigned long long)(c_stat("keys_asked") - a0));
+	ASSERT_EQ(0, give_back(odsm_rt.fd, cg));
+
+	/* freed under a borrowed copy: the word refuses, the FETCH says */
+	ASSERT_EQ(0, borrow(odsm_rt.fd, cg, &br));
+	p = (const uint8_t *)(uintptr_t)br.addr;
+	EXPECT_EQ(c_pat(HOME, 50, 7), touch(p + 7));
+	ASSERT_EQ(0, odsm_free(cg));
+	r0 = c_stat("onesided_copy_refused");
+	o0 = c_stat("lazy_onesided");
+	EXPECT_EQ(-1, touch(p + MiB(2)));
+	EXPECT_EQ(r0 + (os ? 1 : 0), c_stat("onesided_copy_refused"));
+	EXPECT_EQ(o0, c_stat("lazy_onesided"));
+	EXPECT_EQ(0, give_back(odsm_rt.fd, cg));
+
+	/* onesided_lazy off: FETCHes, the same bytes */
+	if (os) {
+		cg = home_obj_of(_metadata, LAZY_SIZE, 51);
+		o0 = c_stat("lazy_onesided");
+		ASSERT_EQ(0, c_set_param("onesided_lazy", false));
+		ASSERT_EQ(0, borrow(odsm_rt.fd, cg, &br));
+		EXPECT_EQ(-1, c_check((const uint8_t *)(uintptr_t)br.addr,
+				      LAZY_SIZE, HOME, 51));
+		EXPECT_EQ(0, c_set_param("onesided_lazy", true));
+		EXPECT_EQ(o0, c_stat("lazy_onesided"));
+		EXPECT_EQ(0, give_back(odsm_rt.fd, cg));
+		EXPECT_EQ(0, odsm_free(cg));
+	}
 	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", MiB(64)));
 }
 

@@ -84,6 +84,7 @@ static void ref_bounds(unsigned int type, u32 *min, u32 *max)
 	case ODSM_MSG_WAKE:
 	case ODSM_MSG_AQP:
 	case ODSM_MSG_AQP_REPLY:
+	case ODSM_MSG_KEYS_ASK:
 		*min = *max = 16;
 		break;
 	case ODSM_MSG_READ_REPLY:
@@ -143,9 +144,9 @@ static int ref_check_hdr(const u8 *b, u32 self, u32 nr)
 	u32 min, max;
 
 	if (b[0] != 'O' || b[1] != 'D' || b[2] != 'S' || b[3] != 'M' ||
-	    magic != 0x4d53444f || b[4] != 11)
+	    magic != 0x4d53444f || b[4] != 12)
 		return -EPROTO;
-	if (type < 1 || type > 26 || (flags & ~1) ||
+	if (type < 1 || type > 27 || (flags & ~1) ||
 	    reply != ref_is_reply(type))
 		return -EPROTO;
 	if (src >= nr || src == self || dst != self)
@@ -212,7 +213,7 @@ TEST(constants)
 	u8 raw[4];
 
 	ASSERT_EQ(32, ODSM_WIRE_HDR_SIZE);
-	ASSERT_EQ(11, ODSM_WIRE_VERSION);
+	ASSERT_EQ(12, ODSM_WIRE_VERSION);
 	ref_put_le(raw, ODSM_WIRE_MAGIC, 4);
 	ASSERT_EQ(0, memcmp(raw, "ODSM", 4));
 	ASSERT_EQ(262144U, ODSM_WIRE_MAX_DATA);
@@ -245,7 +246,10 @@ TEST(constants)
 	ASSERT_EQ(24, ODSM_MSG_WAKE_REPLY);
 	ASSERT_EQ(25, ODSM_MSG_AQP);
 	ASSERT_EQ(26, ODSM_MSG_AQP_REPLY);
-	ASSERT_EQ(27, ODSM_MSG_TYPE_MAX);
+	ASSERT_EQ(27, ODSM_MSG_KEYS_ASK);
+	ASSERT_EQ(28, ODSM_MSG_TYPE_MAX);
+	ASSERT_EQ(16, ODSM_WIRE_KEYS_ASK_SIZE);
+	ASSERT_EQ(256U, ODSM_WIRE_KEYS_ASK_MAX);
 	ASSERT_EQ(16, ODSM_WIRE_AQP_SIZE);
 	ASSERT_EQ(16, ODSM_WIRE_WAKE_SIZE);
 	ASSERT_EQ(8, ODSM_WIRE_WAKE_REPLY_SIZE);
@@ -304,7 +308,7 @@ TEST(hdr_golden)
 {
 	static const u8 golden[ODSM_WIRE_HDR_SIZE] = {
 		'O', 'D', 'S', 'M',		/* magic */
-		0x0b,				/* version */
+		0x0c,				/* version */
 		0x05,				/* type: READ_REPLY */
 		0x01, 0x00,			/* flags: REPLY */
 		0x44, 0x33, 0x22, 0x11,		/* src_node */
@@ -315,7 +319,7 @@ TEST(hdr_golden)
 	};
 	struct odsm_wire_hdr h = {
 		.magic = ODSM_WIRE_MAGIC,
-		.version = 11,
+		.version = 12,
 		.type = ODSM_MSG_READ_REPLY,
 		.flags = ODSM_WIRE_F_REPLY,
 		.src_node = 0x11223344,
@@ -339,7 +343,7 @@ TEST(hdr_golden)
 	memset(&out, 0, sizeof(out));
 	ASSERT_EQ(0, odsm_wire_get_hdr(golden, &out, 0x55667788, 0xffffffff));
 	ASSERT_EQ(ODSM_WIRE_MAGIC, out.magic);
-	ASSERT_EQ(11, out.version);
+	ASSERT_EQ(12, out.version);
 	ASSERT_EQ(ODSM_MSG_READ_REPLY, out.type);
 	ASSERT_EQ(ODSM_WIRE_F_REPLY, out.flags);
 	ASSERT_EQ(0x11223344U, out.src_node);
@@ -375,12 +379,12 @@ TEST(hdr_filled_on_failure)
 	u8 raw[ODSM_WIRE_HDR_SIZE];
 	struct odsm_wire_hdr h = mk_hdr(ODSM_MSG_HELLO, ODSM_WIRE_HELLO_SIZE), out;
 
-	h.version = 12;
+	h.version = 13;
 	odsm_wire_put_hdr(raw, &h);
 	memset(&out, 0, sizeof(out));
 	ASSERT_EQ(-EPROTO, odsm_wire_get_hdr(raw, &out, SELF, NR));
 	ASSERT_EQ(ODSM_WIRE_MAGIC, out.magic);
-	ASSERT_EQ(12, out.version);
+	ASSERT_EQ(13, out.version);
 	ASSERT_EQ(ODSM_MSG_HELLO, out.type);
 	ASSERT_EQ(PEER, out.src_node);
 	ASSERT_EQ(SELF, out.dst_node);
@@ -464,7 +468,7 @@ TEST(auth_golden)
 {
 	static const u8 golden[ODSM_WIRE_AUTH_SIZE] = {
 		'O', 'D', 'S', 'M',				/* magic */
-		0x0b, 0x00, 0x00, 0x00,				/* version, 0 */
+		0x0c, 0x00, 0x00, 0x00,				/* version, 0 */
 		0x03, 0x00, 0x00, 0x00,				/* step */
 		0x04, 0x03, 0x02, 0x01,				/* prover */
 		0x08, 0x07, 0x06, 0x05,				/* verifier */
@@ -1592,6 +1596,45 @@ TEST(keys_fields)
 	ASSERT_EQ(-EPROTO, odsm_wire_get_keys(raw, sizeof(raw), &ko));
 }
 
+/* KEYS_ASK: golden bytes, its address and count, reserved */
+TEST(keys_ask_fields)
+{
+	static const u8 golden[16] = {
+		0x00, 0x00, 0x05, 0x04, 0x03, 0x02, 0x00, 0x00,
+		0x40, 0x00, 0x00, 0x00, 0, 0, 0, 0,
+	};
+	struct odsm_wire_keys_ask a = { .gaddr = 0x020304050000ULL, .nr = 64 };
+	struct odsm_wire_keys_ask o;
+	u8 raw[16];
+	u32 nr;
+
+	ASSERT_EQ(16U, odsm_wire_put_keys_ask(raw, &a));
+	ASSERT_EQ(0, memcmp(raw, golden, 16));
+	ASSERT_EQ(0, odsm_wire_get_keys_ask(raw, 16, &o));
+	ASSERT_EQ(a.gaddr, o.gaddr);
+	ASSERT_EQ(64U, o.nr);
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_keys_ask(raw, 15, &o));
+	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_keys_ask(raw, 17, &o));
+	for (nr = 0; nr < 300; nr++) {
+		a.nr = nr;
+		odsm_wire_put_keys_ask(raw, &a);
+		ASSERT_EQ(nr == 0 || nr > ODSM_WIRE_KEYS_ASK_MAX ? -EPROTO : 0,
+			  odsm_wire_get_keys_ask(raw, 16, &o))
+			TH_LOG("nr %u", nr);
+	}
+	a.nr = 1;
+	a.gaddr += 4096;		/* not a block's start */
+	odsm_wire_put_keys_ask(raw, &a);
+	ASSERT_EQ(-EPROTO, odsm_wire_get_keys_ask(raw, 16, &o));
+	a.gaddr = 1ULL << 48;		/* past the address space */
+	odsm_wire_put_keys_ask(raw, &a);
+	ASSERT_EQ(-EPROTO, odsm_wire_get_keys_ask(raw, 16, &o));
+	a.gaddr = 0x10000;
+	a.reserved = 1;
+	odsm_wire_put_keys_ask(raw, &a);
+	ASSERT_EQ(-EPROTO, odsm_wire_get_keys_ask(raw, 16, &o));
+}
+
 /* DELEG: golden bytes of the fixed part, and its rules */
 TEST(deleg_fields)
 {
@@ -1901,6 +1944,8 @@ static int decode(const struct odsm_wire_hdr *h, const u8 *p, u32 len,
 		return odsm_wire_get_map_reply(p, len, out);
 	case ODSM_MSG_KEYS:
 		return odsm_wire_get_keys(p, len, out);
+	case ODSM_MSG_KEYS_ASK:
+		return odsm_wire_get_keys_ask(p, len, out);
 	case ODSM_MSG_WAKE:
 		return odsm_wire_get_wake(p, len, out);
 	case ODSM_MSG_WAKE_REPLY:
@@ -1927,6 +1972,7 @@ static bool payload_ok(unsigned int type, const u8 *p, u32 len,
 	const struct odsm_wire_wake *wk = out;
 	const struct odsm_wire_wake_reply *wr = out;
 	const struct odsm_wire_aqp *aq = out;
+	const struct odsm_wire_keys_ask *ka = out;
 
 	switch (type) {
 	case ODSM_MSG_HELLO:
@@ -2023,6 +2069,12 @@ static bool payload_ok(unsigned int type, const u8 *p, u32 len,
 		return ks->nr == ref_le(p, 4) && ks->nr >= 1 && ks->nr <= 4096 &&
 		       ks->reserved == 0 && !ref_le(p + 4, 4) &&
 		       len == 8 + ks->nr * 32;
+	case ODSM_MSG_KEYS_ASK:
+		return len == 16 && ka->gaddr == ref_le(p, 8) &&
+		       ka->gaddr % 65536 == 0 && ka->gaddr < (1ULL << 48) &&
+		       ka->nr == ref_le(p + 8, 4) && ka->nr >= 1 &&
+		       ka->nr <= 256 && !ref_le(p + 12, 4) &&
+		       ka->reserved == 0;
 	}
 	return false;
 }

@@ -81,6 +81,7 @@ static const struct {
 	{ "pages_in_use", G(FAULTS, ODSM_SF_GAUGE | ODSM_SF_PAGES) },
 	{ "lazy_faults", G(FAULTS, 0) },
 	{ "lazy_pages", G(FAULTS, 0) },
+	{ "lazy_onesided", G(FAULTS, 0) },
 	{ "lazy_unlocked", G(FAULTS, 0) },
 	{ "lazy_prefills", G(FAULTS, 0) },
 	/* the node cache of remote objects and the ownership protocol */
@@ -132,6 +133,8 @@ static const struct {
 	{ "atomics_unanswered", G(ONESIDED, 0) },
 	{ "keys_sent", G(ONESIDED, 0) },
 	{ "keys_received", G(ONESIDED, 0) },
+	{ "keys_asked", G(ONESIDED, 0) },
+	{ "keys_asks_dropped", G(ONESIDED, 0) },
 	{ "map_requests", G(ONESIDED, 0) },
 	{ "mr_registrations", G(ONESIDED, 0) },
 	{ "rdma_ids_parked", G(ONESIDED, 0) },
