@@ -22,11 +22,14 @@
  *               lazily (lazy_threshold 1 MiB) and eagerly (threshold above
  *               the object); then the time to touch every page lazily for
  *               readahead_pages 1, 4, 16, 64
+ *   lazy        over RDMA, a 16 MiB lazily filled copy touched whole with
+ *               its pages read one-sided vs with a FETCH per fault
+ *               (onesided_lazy on and off, in turn)
  *
  * Medians (and 90th percentiles) in microseconds, one ODSM_BENCH line per
  * row.  A benchmark: it reports and judges nothing.
  *
- *   odsm-cbench NODE [ITERATIONS] [LABEL] [all|uncached]
+ *   odsm-cbench NODE [ITERATIONS] [LABEL] [all|uncached|move|lazy]
  */
 #include <errno.h>
 #include <stdio.h>
@@ -320,13 +323,80 @@ static void big(void)
 	odsm_free(cg);
 }
 
+/* Set the module parameter /sys/module/odsm/parameters/<name>: 0 or -errno. */
+static int param(const char *name, bool on)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/module/odsm/parameters/%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	if (fprintf(f, "%s\n", on ? "Y" : "N") < 0 || fclose(f))
+		return -EIO;
+	return 0;
+}
+
+/* borrow cg (size bytes, lazily filled) and touch every page: ms */
+static double touch_all(uint64_t cg, uint64_t size)
+{
+	struct odsm_borrow b;
+	double t0 = now_us();
+	uint64_t off;
+	int ret = borrow(cg, &b);
+
+	if (ret)
+		die("borrow 16 MiB", ret);
+	for (off = 0; off < size; off += 4096)
+		(void)*(volatile const char *)(uintptr_t)(b.addr + off);
+	t0 = (now_us() - t0) / 1e3;
+	give_back(cg);
+	return t0;
+}
+
+/*
+ * lazy_onesided: a 16 MiB lazily filled copy touched whole (256 faults of
+ * 64 KiB), its pages read one-sided (onesided_lazy on, the blocks' keys
+ * there from a first pass) against FETCHes (off), in turn, 5 times each;
+ * medians.  Over RDMA only: nothing to compare over TCP.
+ */
+static void lazy_onesided(void)
+{
+	uint64_t size = MiB(16), cg, o0, f0;
+	double on[5], off[5], on_med, off_med, p90;
+	int i;
+
+	if (strcmp(xport, "rdma") || param("onesided_lazy", true))
+		return;
+	cg = remote_obj(size);
+	knob("lazy_threshold", MiB(1));
+	knob("readahead_pages", 16);
+	touch_all(cg, size);		/* the first faults ask for the keys */
+	o0 = stat_of("lazy_onesided");
+	f0 = stat_of("lazy_faults");
+	for (i = 0; i < 5; i++) {
+		param("onesided_lazy", true);
+		on[i] = touch_all(cg, size);
+		param("onesided_lazy", false);
+		off[i] = touch_all(cg, size);
+	}
+	param("onesided_lazy", true);
+	stats(on, 5, &on_med, &p90);
+	stats(off, 5, &off_med, &p90);
+	row("coherence %s lazy_16MiB_onesided_vs_fetch ratio=%.2f (one-sided %.0f ms, FETCH %.0f ms, faults one-sided %llu of %llu)",
+	    xport, on_med / off_med, on_med, off_med,
+	    stat_of("lazy_onesided") - o0, stat_of("lazy_faults") - f0);
+	odsm_free(cg);
+}
+
 int main(int argc, char **argv)
 {
 	const char *rows;
 	int iters, ret;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: odsm-cbench NODE [ITERATIONS] [LABEL] [all|uncached|move]\n");
+		fprintf(stderr, "usage: odsm-cbench NODE [ITERATIONS] [LABEL] [all|uncached|move|lazy]\n");
 		return 2;
 	}
 	node = arg_num(argc, argv, 1, 0);
@@ -343,15 +413,18 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	/* "uncached", "move": that row alone, for a quick comparison of builds */
 	rows = argc > 4 ? argv[4] : "all";
-	if (strcmp(rows, "move"))
+	if (strcmp(rows, "move") && strcmp(rows, "lazy"))
 		uncached_vs_raw(iters);
 	if (!strcmp(rows, "move"))
 		move_bw(8);
+	if (!strcmp(rows, "lazy"))
+		lazy_onesided();
 	if (!strcmp(rows, "all")) {
 		hit_vs_local(iters);
 		mut_vs_raw(iters);
 		move_bw(8);
 		big();
+		lazy_onesided();
 	}
 	odsm_fini();
 	return 0;

@@ -5,8 +5,8 @@
 # (Soft-RoCE) after leaving and joining again, and Debian's perftest
 # ib_read_lat / ib_read_bw on the same rxe link as the raw-link reference.
 # Numbers only; nothing is judged.  rig.cbench_xports (default "tcp rdma",
-# comma-separated) and rig.cbench_rows ("all", or "uncached" or "move":
-# that row alone) narrow it for a quick comparison of two builds.
+# comma-separated) and rig.cbench_rows ("all", or "uncached", "move" or
+# "lazy": that row alone) narrow it for a quick comparison of two builds.
 # shellcheck shell=dash disable=SC1091,SC2154
 . /rig/lib.sh
 set -e
