@@ -60,8 +60,6 @@
  */
 #include <arpa/inet.h>
 #include <pthread.h>
-#include <setjmp.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include "odsm_cluster.h"
 
@@ -937,26 +935,6 @@ TEST(onesided_miss_runs)
 
 /* ---- onesided_lazy ----------------------------------------------------- */
 
-static sigjmp_buf touch_env;
-
-static void on_sigbus(int sig)
-{
-	siglongjmp(touch_env, 1);
-}
-
-/* The byte at p, or -1 after SIGBUS. */
-static int touch(const volatile uint8_t *p)
-{
-	struct sigaction sa = { .sa_handler = on_sigbus }, old;
-	volatile int v = -1;
-
-	sigaction(SIGBUS, &sa, &old);
-	if (!sigsetjmp(touch_env, 1))
-		v = *p;
-	sigaction(SIGBUS, &old, NULL);
-	return v;
-}
-
 /*
  * Wait up to 2 s for the keys this node asked for since (asked0,
  * received0) to come (the home answers an ask with exactly the blocks
@@ -1049,11 +1027,11 @@ TEST(onesided_lazy)
 	/* freed under a borrowed copy: the word refuses, the FETCH says */
 	ASSERT_EQ(0, borrow(odsm_rt.fd, cg, &br));
 	p = (const uint8_t *)(uintptr_t)br.addr;
-	EXPECT_EQ(c_pat(HOME, 50, 7), touch(p + 7));
+	EXPECT_EQ(c_pat(HOME, 50, 7), c_touch(p + 7));
 	ASSERT_EQ(0, odsm_free(cg));
 	r0 = c_stat("onesided_copy_refused");
 	o0 = c_stat("lazy_onesided");
-	EXPECT_EQ(-1, touch(p + MiB(2)));
+	EXPECT_EQ(-1, c_touch(p + MiB(2)));
 	EXPECT_EQ(r0 + (os ? 1 : 0), c_stat("onesided_copy_refused"));
 	EXPECT_EQ(o0, c_stat("lazy_onesided"));
 	EXPECT_EQ(0, give_back(odsm_rt.fd, cg));

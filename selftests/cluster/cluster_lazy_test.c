@@ -42,7 +42,6 @@
  * used once per run).
  */
 #include <pthread.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -173,28 +172,6 @@ TEST(name)								\
 }									\
 static void name##_body(struct __test_metadata *_metadata)
 
-/* ---- a touch that may get SIGBUS -------------------------------------- */
-
-static sigjmp_buf touch_env;
-
-static void on_sigbus(int sig)
-{
-	siglongjmp(touch_env, 1);
-}
-
-/* The byte at p, or -1 after SIGBUS. */
-static int touch(const volatile uint8_t *p)
-{
-	struct sigaction sa = { .sa_handler = on_sigbus }, old;
-	volatile int v = -1;
-
-	sigaction(SIGBUS, &sa, &old);
-	if (!sigsetjmp(touch_env, 1))
-		v = *p;
-	sigaction(SIGBUS, &old, NULL);
-	return v;
-}
-
 /* ---- another thread of the process: mmap and munmap ----------------- */
 
 struct mapper {
@@ -284,7 +261,7 @@ LZ_TEST(fault_drops_mmap_lock, 0)
 	ASSERT_EQ(LAZY_SIZE, b.size);
 	p = (const volatile uint8_t *)(uintptr_t)b.addr;
 	/* a first page, with the link up: the copy works */
-	ASSERT_EQ(c_pat(HOME, 7, 5), touch(p + 5));
+	ASSERT_EQ(c_pat(HOME, 7, 5), c_touch(p + 5));
 	unlocked = c_stat("lazy_unlocked");
 	parked = c_stat("rdma_ids_parked");
 	kills = c_stat("rdma_port_kills");
@@ -301,7 +278,7 @@ LZ_TEST(fault_drops_mmap_lock, 0)
 	ASSERT_EQ(0, pthread_create(&m.t, NULL, mapper_fn, &m));
 	c_sleep_ms(100);
 	t0 = c_now_ms();
-	v = touch(p + at);
+	v = c_touch(p + at);
 	waited_ms = c_now_ms() - t0;
 	c_sleep_ms(100);
 	m.stop = 1;
@@ -339,7 +316,7 @@ LZ_TEST(fault_drops_mmap_lock, 0)
 		EXPECT_LE(kills + C.nodes - 1, c_stat("rdma_port_kills"));
 	}
 	/* (TCP may still be backing off: a few tries) */
-	for (i = 0; i < 5 && (v = touch(p + at)) < 0; i++)
+	for (i = 0; i < 5 && (v = c_touch(p + at)) < 0; i++)
 		c_sleep_ms(500);
 	EXPECT_EQ(c_pat(HOME, 7, at), v);
 	EXPECT_EQ(-1, c_check_at((const uint8_t *)p + MiB(3), KiB(64), MiB(3)));
@@ -402,8 +379,8 @@ static void user_nonfault(struct __test_metadata *_metadata)
 	if (!ret)
 		EXPECT_EQ(want, old);
 	/* and the page the atomic reached is no zero page for the mapping */
-	EXPECT_EQ(c_pat(HOME, 7, at), touch(p + at));
-	EXPECT_EQ(c_pat(HOME, 7, at + 4095), touch(p + at + 4095));
+	EXPECT_EQ(c_pat(HOME, 7, at), c_touch(p + at));
+	EXPECT_EQ(c_pat(HOME, 7, at + 4095), c_touch(p + at + 4095));
 	EXPECT_LT(prefills, c_stat("lazy_prefills"));
 
 	/* HOME reads the copy through the heap meanwhile */
@@ -545,7 +522,7 @@ LZ_TEST(slot_touched_before_cached, 2)
 	}
 	if (slot) {
 		p = (const volatile uint8_t *)(uintptr_t)slot;
-		v = touch(p + at);
+		v = c_touch(p + at);
 	}
 	/* no assertion before the hold is cleared: the borrow would wait */
 	ret = f_param("fault_hold_copies", 0);
@@ -567,7 +544,7 @@ LZ_TEST(slot_touched_before_cached, 2)
 		       c_pat(HOME, 7, at));
 	}
 	/* and now, through the borrow: every byte around it the object's */
-	EXPECT_EQ(c_pat(HOME, 7, at), touch(p + at)) {
+	EXPECT_EQ(c_pat(HOME, 7, at), c_touch(p + at)) {
 		TH_LOG("the copy's page reads zeros: a zero page was inserted before the copy was registered lazy");
 	}
 	EXPECT_EQ(-1, c_check_at((const uint8_t *)p + MiB(2), KiB(64), MiB(2)));

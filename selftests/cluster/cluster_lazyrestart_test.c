@@ -32,7 +32,6 @@
  * Words of the directories: 260 .. 264 (see odsm_cluster.h).
  */
 #include <pthread.h>
-#include <setjmp.h>
 #include <signal.h>
 #include "odsm_cluster.h"
 #include "odsm_faults.h"
@@ -209,26 +208,6 @@ static void fake_home(struct __test_metadata *_metadata)
 
 /* ---- node 0: the module under test ----------------------------------------- */
 
-static sigjmp_buf touch_env;
-
-static void on_sigbus(int sig)
-{
-	siglongjmp(touch_env, 1);
-}
-
-/* The byte at p, or -1 after SIGBUS.  One thread at a time. */
-static int touch(const volatile uint8_t *p)
-{
-	struct sigaction sa = { .sa_handler = on_sigbus }, old;
-	volatile int v = -1;
-
-	sigaction(SIGBUS, &sa, &old);
-	if (!sigsetjmp(touch_env, 1))
-		v = *p;
-	sigaction(SIGBUS, &old, NULL);
-	return v;
-}
-
 struct held_touch {
 	const volatile uint8_t *p;
 	int v;
@@ -238,7 +217,7 @@ static void *touch_fn(void *arg)
 {
 	struct held_touch *ht = arg;
 
-	ht->v = touch(ht->p);
+	ht->v = c_touch(ht->p);
 	return NULL;
 }
 
@@ -307,7 +286,7 @@ static void target(struct __test_metadata *_metadata)
 	ASSERT_EQ(0, ret) TH_LOG("borrow of L: %s", odsm_strerror(ret));
 	ASSERT_EQ(L_SIZE, b.size);
 	p = (const volatile uint8_t *)(uintptr_t)b.addr;
-	ASSERT_EQ(c_pat(C.nodes - 1, TAG_L1, 5), touch(p + 5));
+	ASSERT_EQ(c_pat(C.nodes - 1, TAG_L1, 5), c_touch(p + 5));
 
 	/* 2. a touch of a page not fetched yet, held before its FETCH */
 	ASSERT_EQ(0, f_param("fault_hold_lazy", 1));
@@ -326,7 +305,7 @@ static void target(struct __test_metadata *_metadata)
 	/* 4. the fault goes on (no assertion before: it would wait) */
 	f_param("fault_hold_lazy", 0);
 	pthread_join(th, NULL);
-	v2 = touch(p + AT);
+	v2 = c_touch(p + AT);
 	ASSERT_EQ(0, c_put(C.self, W_LR_DONE, 1));
 	ASSERT_TRUE(held) TH_LOG("the lazy fault was not held (fault_holds)");
 	ASSERT_TRUE(up2) TH_LOG("incarnation 2 of the home did not come up");

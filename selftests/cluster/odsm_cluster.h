@@ -45,6 +45,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,6 +166,32 @@ static C_UNUSED void c_sleep_ms(unsigned int ms)
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
+}
+
+/* ---- a touch that may get SIGBUS ----------------------------------------- */
+
+static sigjmp_buf c_touch_env C_UNUSED;
+
+static C_UNUSED void c_on_sigbus(int sig)
+{
+	siglongjmp(c_touch_env, 1);
+}
+
+/*
+ * The byte at p, or -1 after SIGBUS (a fault the module could not fill:
+ * a lazily filled copy's page that its home refused).  One thread of the
+ * process at a time.
+ */
+static C_UNUSED int c_touch(const volatile uint8_t *p)
+{
+	struct sigaction sa = { .sa_handler = c_on_sigbus }, old;
+	volatile int v = -1;
+
+	sigaction(SIGBUS, &sa, &old);
+	if (!sigsetjmp(c_touch_env, 1))
+		v = *p;
+	sigaction(SIGBUS, &old, NULL);
+	return v;
 }
 
 /* ---- geometry ------------------------------------------------------------ */
