@@ -1251,6 +1251,23 @@ static struct ib_client odsm_ib_client;
  * when the route is there.  A device with its own firmware (an HCA)
  * retries RC through a short flap, and keeps its connections.
  */
+/*
+ * The connections on dev, each referenced, onto out through rm_node; with
+ * links_only, not the loopback pair's ends (they never cross the link).
+ * Under odsm_rdma_lock.
+ */
+static void conns_on_locked(struct ib_device *dev, bool links_only,
+			    struct list_head *out)
+{
+	struct odsm_rdma_conn *x;
+
+	lockdep_assert_held(&odsm_rdma_lock);
+	list_for_each_entry(x, &odsm_rdma_conns, node)
+		if (x->dev == dev && !(links_only && x->loop.end) &&
+		    kref_get_unless_zero(&x->conn->ref))
+			list_add_tail(&x->rm_node, out);
+}
+
 static void rdma_port_event(struct ib_event_handler *h, struct ib_event *ev)
 {
 	struct odsm_rdma_conn *x, *tmp;
@@ -1260,10 +1277,7 @@ static void rdma_port_event(struct ib_event_handler *h, struct ib_event *ev)
 	if (ev->event != IB_EVENT_PORT_ERR || !odsm_rdma_is_rxe(ev->device))
 		return;
 	mutex_lock(&odsm_rdma_lock);
-	list_for_each_entry(x, &odsm_rdma_conns, node)
-		if (x->dev == ev->device && !x->loop.end &&
-		    kref_get_unless_zero(&x->conn->ref))
-			list_add_tail(&x->rm_node, &gone);
+	conns_on_locked(ev->device, true, &gone);
 	mutex_unlock(&odsm_rdma_lock);
 	list_for_each_entry_safe(x, tmp, &gone, rm_node) {
 		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
@@ -1322,9 +1336,7 @@ static void rdma_remove_one(struct ib_device *dev, void *data)
 		lid = rdma_lis.id;
 		rdma_lis.id = NULL;
 	}
-	list_for_each_entry(x, &odsm_rdma_conns, node)
-		if (x->dev == dev && kref_get_unless_zero(&x->conn->ref))
-			list_add_tail(&x->rm_node, &gone);
+	conns_on_locked(dev, false, &gone);
 	mutex_unlock(&odsm_rdma_lock);
 
 	if (lid) {
