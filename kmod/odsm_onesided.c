@@ -129,9 +129,9 @@ static int serve_aqp(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 struct keys_work {
 	struct work_struct work;
 	struct odsm_conn *conn;
-	u32 node;
-	u64 gaddr;		/* a KEYS_ASK's first block; 0: at connect */
-	u32 nr;			/* ... and its blocks */
+	u32 node;		/* a KEYS_ASK's sender, */
+	u64 gaddr;		/* ... its first block */
+	u32 nr;			/* ... and its blocks; 0: at connect */
 };
 
 /*
