@@ -275,8 +275,14 @@ for ((k = 1; k < NODES; k++)); do boot "$k"; done
 # run for its whole time limit.  One that has not said RIG_BOOTED within
 # BOOT_LIMIT seconds ends the run: every guest is stopped and the run is
 # judged "did not boot" (tools/check-lib.sh runs such a run once more).
+# Its sleep is killed with it: left behind, it would hold for up to
+# BOOT_LIMIT seconds whatever the caller passed down (a flock(1) on the
+# lock file that serializes guest runs, which the next run then waits on).
 (
-	sleep "$BOOT_LIMIT"
+	trap 'kill "$s" 2>/dev/null; exit 0' TERM
+	sleep "$BOOT_LIMIT" &
+	s=$!
+	wait "$s"
 	for ((k = 0; k < NODES; k++)); do
 		grep -aq 'RIG_BOOTED ' "$(log_of "$k")" || echo "$k" >>"$RUN/noboot"
 	done
