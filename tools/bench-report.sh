@@ -242,6 +242,10 @@ END {
 	     g("coherence", "rdma", "local_borrow_return_ns"), "ns", "", "")
 	line("lazy_first_byte_64MiB_vs_eager (rdma)", g("coherence", "rdma", "first_byte_64MiB_lazy_us"), "us",
 	     g("coherence", "rdma", "eager_us"), "us", "", "")
+	# a lazily filled copy touched whole: its pages one-sided vs FETCHes
+	line("lazy_16MiB_onesided_vs_fetch (rdma)",
+	     g("coherence", "rdma lazy_16MiB_onesided_vs_fetch", "onesided_ms"), "ms",
+	     g("coherence", "rdma lazy_16MiB_onesided_vs_fetch", "fetch_ms"), "ms", "", "")
 }' "$csv" >"$dir/summary.txt.tmp"
 mv "$dir/summary.txt.tmp" "$dir/summary.txt"
 echo "bench: summary (ratio = odsm / reference; met: the goal holds; - : no goal, or not measured)"

@@ -125,13 +125,16 @@ ok "async_64_borrows_vs_sequential speedup 9.50 >= 8: yes" \
 ok "deleg_remote_vs_cas_lock 4.20 >= 5: no" test "$(met_of deleg_remote_vs_cas_lock "$S")" = no
 ok "ds_auto_vs_best_fixed: the last printed (rdma) 1.04 >= 1.0: yes" \
 	test "$(ratio_of ds_auto_vs_best_fixed "$S") $(met_of ds_auto_vs_best_fixed "$S")" = "1.04 yes"
+ok "lazy_16MiB_onesided_vs_fetch: one-sided ms over FETCH ms, no goal" \
+	test "$(row 'lazy_16MiB_onesided_vs_fetch \(rdma\)' "$S")" = \
+	     "lazy_16MiB_onesided_vs_fetch (rdma) 891 ms 1087 ms 0.82 - -"
 
 # nothing measured at all: every row still named, nothing judged
 : >"$tmp/empty.txt"
 tools/bench-report.sh -d "$tmp/c" "$tmp/empty.txt" >/dev/null 2>&1
 ok "an empty output: exit 0" test $? = 0
-ok "an empty output: 26 rows, none judged" \
-	test "$(tail -n +2 "$tmp/c/summary.txt" | awk '$NF != "-"' | wc -l) $(tail -n +2 "$tmp/c/summary.txt" | wc -l)" = "0 26"
+ok "an empty output: 27 rows, none judged" \
+	test "$(tail -n +2 "$tmp/c/summary.txt" | awk '$NF != "-"' | wc -l) $(tail -n +2 "$tmp/c/summary.txt" | wc -l)" = "0 27"
 # odsm-mbench's row gives the mutex ratio (issue 16)
 printf 'bench: two guests, remote operations over kernel TCP\n  mutex_cas_vs_delegated ratio=2.50 label=tcp\n' >"$tmp/mutex.txt"
 tools/bench-report.sh -d "$tmp/m" "$tmp/mutex.txt" >/dev/null 2>&1

@@ -384,7 +384,7 @@ static void lazy_onesided(void)
 	param("onesided_lazy", true);
 	stats(on, 5, &on_med, &p90);
 	stats(off, 5, &off_med, &p90);
-	row("coherence %s lazy_16MiB_onesided_vs_fetch ratio=%.2f (one-sided %.0f ms, FETCH %.0f ms, faults one-sided %llu of %llu)",
+	row("coherence %s lazy_16MiB_onesided_vs_fetch ratio=%.2f onesided_ms=%.0f fetch_ms=%.0f faults_onesided=%llu faults=%llu",
 	    xport, on_med / off_med, on_med, off_med,
 	    stat_of("lazy_onesided") - o0, stat_of("lazy_faults") - f0);
 	odsm_free(cg);
