@@ -877,7 +877,7 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
  * one ask of a peer at a time and drops the others).
  */
 static struct {
-	u64 blk;
+	u64 blk, end;	/* the window asked: [blk, end) */
 	unsigned long when;
 } lazy_asked[ODSM_MAX_NODES];
 static DEFINE_SPINLOCK(lazy_asked_lock);
@@ -891,12 +891,11 @@ static void lazy_ask(struct odsm_conn *conn, u32 node, u64 blk, u64 end)
 	a.nr = min_t(u64, DIV_ROUND_UP(end - blk, ODSM_WIRE_MAP_LEN),
 		     ODSM_WIRE_KEYS_ASK_MAX);
 	spin_lock(&lazy_asked_lock);
-	again = lazy_asked[node].blk <= blk &&
-		blk < lazy_asked[node].blk +
-		      (u64)ODSM_WIRE_KEYS_ASK_MAX * ODSM_WIRE_MAP_LEN &&
+	again = lazy_asked[node].blk <= blk && blk < lazy_asked[node].end &&
 		time_before(jiffies, lazy_asked[node].when + HZ);
 	if (!again) {
 		lazy_asked[node].blk = blk;
+		lazy_asked[node].end = blk + (u64)a.nr * ODSM_WIRE_MAP_LEN;
 		lazy_asked[node].when = jiffies;
 	}
 	spin_unlock(&lazy_asked_lock);

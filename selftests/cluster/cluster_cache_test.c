@@ -964,7 +964,10 @@ static bool asked_keys_came(uint64_t asked0, uint64_t received0)
  * WRITEs, which would MAP its blocks): the first fault finds no keys for its
  * blocks, asks for all 64 (KEYS_ASK) and is a FETCH; once the keys came,
  * every other fault reads its window one-sided with the run's word after
- * it (lazy_onesided), and every byte is right.  Then the object is freed
+ * it (lazy_onesided), and every byte is right.  A second object made
+ * next to it, borrowed within the second of the first ask, is asked for
+ * too (its blocks lie in the first ask's 256-block window, past its 64
+ * blocks) and read one-sided the same.  Then the object is freed
  * under a borrowed copy: the next fault's word is not live
  * (onesided_copy_refused), the FETCH says -ESTALE, the touch gets
  * SIGBUS.  With onesided_lazy off every fault is a FETCH, the same
@@ -972,9 +975,9 @@ static bool asked_keys_came(uint64_t asked0, uint64_t received0)
  */
 TEST(onesided_lazy)
 {
-	uint64_t cg, f0, o0, a0, k0, r0, n;
-	const volatile uint8_t *p;
-	struct odsm_borrow br;
+	uint64_t cg, cg2, f0, o0, a0, k0, r0, n;
+	const volatile uint8_t *p, *p2;
+	struct odsm_borrow br, br2;
 	bool os;
 
 	MISSES_BEGIN(os);
@@ -993,8 +996,12 @@ TEST(onesided_lazy)
 	if (os)
 		ASSERT_EQ(0, c_set_param("onesided", false));
 	cg = home_obj_of(_metadata, LAZY_SIZE, 50);
+	cg2 = home_obj_of(_metadata, LAZY_SIZE, 52);
 	if (os)
 		ASSERT_EQ(0, c_set_param("onesided", true));
+	TH_LOG("the second object is %lld blocks from the first",
+	       (long long)(odsm_addr_of(cg2) - odsm_addr_of(cg)) /
+	       (long long)KiB(64));
 	f0 = c_stat("lazy_faults");
 	o0 = c_stat("lazy_onesided");
 	a0 = c_stat("keys_asked");
@@ -1005,15 +1012,28 @@ TEST(onesided_lazy)
 	p = (const uint8_t *)(uintptr_t)br.addr;
 	EXPECT_EQ(c_pat(HOME, 50, 5), p[5]);
 	EXPECT_EQ(f0 + 1, c_stat("lazy_faults"));
-	if (os)
-		EXPECT_TRUE(asked_keys_came(a0, k0));
-	/* every other window, and every byte */
-	EXPECT_EQ(-1, c_check((const uint8_t *)p, LAZY_SIZE, HOME, 50));
-	n = c_stat("lazy_faults") - f0;
-	EXPECT_EQ(LAZY_SIZE / KiB(64), n);
 	if (os) {
+		EXPECT_TRUE(asked_keys_came(a0, k0));
 		EXPECT_EQ(a0 + LAZY_SIZE / KiB(64), c_stat("keys_asked"));
-		EXPECT_EQ(n - 1, c_stat("lazy_onesided") - o0);
+	}
+	/* the second object at once: asked for, though near the first */
+	ASSERT_EQ(0, borrow(odsm_rt.fd, cg2, &br2));
+	p2 = (const uint8_t *)(uintptr_t)br2.addr;
+	k0 = c_stat("keys_received");
+	EXPECT_EQ(c_pat(HOME, 52, 5), p2[5]);
+	EXPECT_EQ(f0 + 2, c_stat("lazy_faults"));
+	if (os) {
+		EXPECT_EQ(a0 + 2 * LAZY_SIZE / KiB(64), c_stat("keys_asked"));
+		EXPECT_TRUE(asked_keys_came(a0 + LAZY_SIZE / KiB(64), k0));
+	}
+	/* every other window, and every byte, of both */
+	EXPECT_EQ(-1, c_check((const uint8_t *)p, LAZY_SIZE, HOME, 50));
+	EXPECT_EQ(-1, c_check((const uint8_t *)p2, LAZY_SIZE, HOME, 52));
+	n = c_stat("lazy_faults") - f0;
+	EXPECT_EQ(2 * LAZY_SIZE / KiB(64), n);
+	if (os) {
+		EXPECT_EQ(a0 + 2 * LAZY_SIZE / KiB(64), c_stat("keys_asked"));
+		EXPECT_EQ(n - 2, c_stat("lazy_onesided") - o0);
 	} else {
 		EXPECT_EQ(o0, c_stat("lazy_onesided"));
 		EXPECT_EQ(a0, c_stat("keys_asked"));
@@ -1023,6 +1043,8 @@ TEST(onesided_lazy)
 	       (unsigned long long)(c_stat("lazy_onesided") - o0),
 	       (unsigned long long)(c_stat("keys_asked") - a0));
 	ASSERT_EQ(0, give_back(odsm_rt.fd, cg));
+	ASSERT_EQ(0, give_back(odsm_rt.fd, cg2));
+	ASSERT_EQ(0, odsm_free(cg2));
 
 	/* freed under a borrowed copy: the word refuses, the FETCH says */
 	ASSERT_EQ(0, borrow(odsm_rt.fd, cg, &br));
