@@ -348,9 +348,14 @@ long odsm_ioc_return(struct odsm_fref *f, void __user *arg)
 /*
  * Copy the object at cg from its home into a new object here, whole (a
  * move must not leave the original's bytes behind: its home frees it).
+ * An object the home has handed copies of is read one-sided where a miss
+ * could be (odsm_cache_read_whole()): its copied mark keeps write-backs
+ * into its boxes out until the free, as the mark a move's FETCH sets
+ * does, so its bytes are the object's until then either way.
  */
 static int move_here(u32 node, u64 cg, u64 *new_cg, u64 *size, u64 *inc)
 {
+	bool onesided = false;
 	u64 usable, dst;
 	void *buf;
 	u32 got;
@@ -363,8 +368,19 @@ static int move_here(u32 node, u64 cg, u64 *new_cg, u64 *size, u64 *inc)
 	buf = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + ODSM_FIRST_WHOLE, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
-	ret = odsm_fetch_at(node, *inc, cg, 0, buf, ODSM_FIRST_FETCH,
-			    ODSM_FIRST_WHOLE, size, &got);
+	ret = odsm_cache_read_whole(node, cg, &buf, size);
+	if (!ret) {
+		/* read from that incarnation, like the bytes of a FETCH */
+		if (odsm_peer_incarnation(node, false) != *inc) {
+			ret = -EREMCHG;
+			goto out;
+		}
+		onesided = true;
+		got = *size;
+	} else if (ret == -EOPNOTSUPP) {
+		ret = odsm_fetch_at(node, *inc, cg, 0, buf, ODSM_FIRST_FETCH,
+				    ODSM_FIRST_WHOLE, size, &got);
+	}
 	if (ret)
 		goto out;
 	ret = odsm_heap_alloc(&odsm_heap, *size, 0, 0, new_cg, &usable);
@@ -381,6 +397,8 @@ static int move_here(u32 node, u64 cg, u64 *new_cg, u64 *size, u64 *inc)
 		ret = odsm_fetch_rest(node, *inc, cg, got, *size, dst);
 	if (ret)	/* nothing moved: the original stays the object */
 		odsm_heap_free(&odsm_heap, *new_cg);
+	else if (onesided)
+		odsm_stat_inc(ODSM_STAT_move_onesided);
 out:
 	kvfree(buf);
 	return ret;

@@ -605,22 +605,23 @@ static bool copy_lazy(u64 size)
  * The miss reader's copy of an object of *size bytes, more than the first
  * buffer holds (a slab slot of 16 to 32 KiB, a run): into a buffer of its own,
  * which replaces *firstp.  -EOPNOTSUPP (a FETCH then, which needs no
- * bigger buffer) when there is none.
+ * bigger buffer) when there is none.  whole: see read_whole().
  */
 static int copy_bigger(const struct odsm_miss_reader *mr, u32 node, u64 cg,
-		       void **firstp, u64 *size)
+		       void **firstp, u64 *size, bool whole)
 {
 	u64 want = *size;
 	void *big;
 	int ret;
 
 	/* a lazy copy keeps only the FETCH's first bytes (make_copy()) */
-	if (want > ODSM_MISS_READ_MAX || copy_lazy(want))
+	if (want > ODSM_MISS_READ_MAX || (!whole && copy_lazy(want)))
 		return -EOPNOTSUPP;
 	big = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + want, GFP_KERNEL);
 	if (!big)
 		return -EOPNOTSUPP;
-	ret = mr->copy(node, cg, big + ODSM_WIRE_FETCH_REPLY_SIZE, want, size);
+	ret = mr->copy(node, cg, big + ODSM_WIRE_FETCH_REPLY_SIZE, want, size,
+		       whole);
 	if (ret) {
 		kvfree(big);
 		/* its block's class changed meanwhile: a FETCH says */
@@ -629,6 +630,31 @@ static int copy_bigger(const struct odsm_miss_reader *mr, u32 node, u64 cg,
 	kvfree(*firstp);
 	*firstp = big;
 	return 0;
+}
+
+/*
+ * The whole object at cg, read by the miss reader mr into *firstp after
+ * the room of a FETCH reply's fixed part (a bigger buffer replaces
+ * *firstp if the object is more than ODSM_FIRST_WHOLE bytes): 0 with
+ * *size, -EOPNOTSUPP to FETCH.  whole, for a move: a lazy copy's size
+ * too, and only an object known to be copied (the reader's known_only).
+ */
+static int read_whole(const struct odsm_miss_reader *mr, u32 node, u64 cg,
+		      void **firstp, u64 *size, bool whole)
+{
+	int ret = mr->copy(node, cg, *firstp + ODSM_WIRE_FETCH_REPLY_SIZE,
+			   ODSM_FIRST_WHOLE, size, whole);
+
+	if (ret == -EMSGSIZE)
+		ret = copy_bigger(mr, node, cg, firstp, size, whole);
+	return ret;
+}
+
+int odsm_cache_read_whole(u32 node, u64 cg, void **firstp, u64 *size)
+{
+	const struct odsm_miss_reader *mr = READ_ONCE(miss_reader);
+
+	return mr ? read_whole(mr, node, cg, firstp, size, true) : -EOPNOTSUPP;
 }
 
 /*
@@ -648,12 +674,8 @@ static int copy_first(u32 node, u64 inc, u64 cg, void **firstp, u64 *size,
 	int ret = -EOPNOTSUPP;
 
 	*said = false;
-	if (mr) {
-		ret = mr->copy(node, cg, *firstp + ODSM_WIRE_FETCH_REPLY_SIZE,
-			       ODSM_FIRST_WHOLE, size);
-		if (ret == -EMSGSIZE)
-			ret = copy_bigger(mr, node, cg, firstp, size);
-	}
+	if (mr)
+		ret = read_whole(mr, node, cg, firstp, size, false);
 	if (!ret) {
 		*got = *size;
 		return 0;

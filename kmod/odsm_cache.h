@@ -44,9 +44,12 @@ struct odsm_miss_reader {
 	 * into buf (room bytes): 0 with *size; -EMSGSIZE with *size when
 	 * the object is more than room bytes (the cache calls again with
 	 * room for it, up to ODSM_MISS_READ_MAX); -EOPNOTSUPP to ask with
-	 * a FETCH instead; another -errno: the home is gone.
+	 * a FETCH instead; another -errno: the home is gone.  known_only:
+	 * only an object this node knows to be copied already (from its
+	 * FETCH or an earlier read), else -EOPNOTSUPP without reading.
 	 */
-	int (*copy)(u32 node, u64 cg, void *buf, u32 room, u64 *size);
+	int (*copy)(u32 node, u64 cg, void *buf, u32 room, u64 *size,
+		    bool known_only);
 	/*
 	 * a FETCH from node's incarnation inc said the object at cg is size
 	 * bytes and was allocated with color
@@ -70,6 +73,20 @@ struct odsm_miss_reader {
 #define ODSM_MISS_READ_MAX	(16U * ODSM_BLOCK_SIZE)
 
 void odsm_cache_set_miss_reader(const struct odsm_miss_reader *r);
+
+/*
+ * For a move: the whole object at cg of node's partition, read by the
+ * miss reader (one-sided, where a miss could be, and only an object this
+ * node knows the home has handed copies of, so write-backs into its boxes
+ * are refused until it is freed: another would be a read wasted before
+ * the FETCH) into *firstp, a kvmalloc()ed buffer of ODSM_WIRE_FETCH_REPLY_SIZE
+ * + ODSM_FIRST_WHOLE bytes, after the room of a FETCH reply's fixed part
+ * (a bigger buffer, up to ODSM_MISS_READ_MAX bytes of object, replaces it
+ * if need be): 0 with *size, -EOPNOTSUPP to move it with FETCHes instead,
+ * another -errno: the home is gone.  The caller checks the home's
+ * incarnation after, as for any one-sided miss.
+ */
+int odsm_cache_read_whole(u32 node, u64 cg, void **firstp, u64 *size);
 
 struct odsm_fref *odsm_fref_new(void);
 /* The file is closing: drop every reference it still holds. */

@@ -821,7 +821,8 @@ static int run_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
  * run_copy()); -EMSGSIZE with its size when that is more than room.  The
  * cache's miss reader (struct odsm_miss_reader).
  */
-static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
+static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size,
+			 bool known_only)
 {
 	u64 addr = odsm_clear_color(cg), off = addr & (ODSM_BLOCK_SIZE - 1);
 	unsigned long b = addr >> ODSM_BLOCK_SHIFT;
@@ -846,6 +847,8 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
 	known = READ_ONCE(onesided_known) ? known_word(b, idx, inc) : 0;
 	if (!odsm_pub_known(known, cls, odsm_color(cg)))
 		known = 0;
+	if (known_only && !known)
+		return -EOPNOTSUPP;
 	ret = pub_read(node, inc, addr, buf, cs, idx, known ? NULL : &before,
 		       &after);
 	if (ret)

@@ -41,6 +41,7 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_borrow_returns] = "borrow_returns",
 	[ODSM_STAT_mut_moves] = "mut_moves",
 	[ODSM_STAT_mut_taken] = "mut_taken",
+	[ODSM_STAT_move_onesided] = "move_onesided",
 	[ODSM_STAT_move_free_errors] = "move_free_errors",
 	[ODSM_STAT_writebacks] = "writebacks",
 	[ODSM_STAT_bytes_fetched] = "bytes_fetched",

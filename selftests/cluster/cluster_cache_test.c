@@ -49,6 +49,11 @@
  *                      color refused, a reused slot's new object right
  *   onesided_miss_sizes, onesided_miss_runs  the same for slab objects of
  *                      12-32 KiB and multi-block objects under 1 MiB
+ *   onesided_move      over RDMA a move of an object copied before reads
+ *                      it one-sided (sizes up to 1 MiB), every byte
+ *                      right, the original freed at its home; a never
+ *                      copied one moves by FETCH without a read wasted;
+ *                      a freed one is refused by its word (-ESTALE)
  *   onesided_lazy      over RDMA the faults of a lazily filled copy read
  *                      its pages one-sided once the home registered its
  *                      blocks (KEYS_ASK), checked by the run's word:
@@ -930,6 +935,125 @@ TEST(onesided_miss_runs)
 		EXPECT_EQ(0, odsm_free(cg2));
 	}
 	EXPECT_EQ(0, odsm_free(cg));
+	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", MiB(64)));
+}
+
+/* ---- onesided_move ----------------------------------------------------- */
+
+/* Move cg here (BORROW_MUT): 0 with *m filled, or -errno. */
+static int move_of(uint64_t cg, struct odsm_borrow_mut *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->gaddr = cg;
+	return ioctl(odsm_rt.fd, ODSM_IOC_BORROW_MUT, m) ? -errno : 0;
+}
+
+/*
+ * Wait up to 3 s for the original of a move to be freed at its home (the
+ * free is sent after the move, asynchronously): true once a borrow of
+ * cg says -ESTALE.
+ */
+static bool original_gone(uint64_t cg)
+{
+	struct odsm_borrow br;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < 60; i++) {
+		ret = borrow(odsm_rt.fd, cg, &br);
+		if (ret == -ESTALE)
+			return true;
+		if (!ret)
+			give_back(odsm_rt.fd, cg);
+		c_sleep_ms(50);
+	}
+	return false;
+}
+
+/*
+ * onesided_move (USER alone): a move (BORROW_MUT of a remote object, no
+ * cached copy) of an object this node copied before reads its bytes as a
+ * one-sided miss would (move_onesided): the home had marked it copied,
+ * so write-backs into its boxes stay refused until the move's free.  For
+ * objects of 512 B, 16 KiB (past the cache's first buffer), 192 KiB (a
+ * run of three blocks) and 1 MiB (a run the size of a lazily filled copy,
+ * moved whole):
+ *  - one never copied moves by FETCH, with no read wasted before it (not
+ *    one refused by its word);
+ *  - one copied (borrowed, given back, evicted) moves one-sided over
+ *    RDMA, every byte and the size right, and its original is freed at
+ *    the home (a borrow of it then says -ESTALE).
+ * A copied object freed at its home: the word refuses the read, the
+ * FETCH says -ESTALE.  With onesided off, and over TCP, every move is a
+ * FETCH, the same bytes.
+ */
+TEST(onesided_move)
+{
+	static const uint32_t sizes[] = { 512, 16384, 196608, 1048576 };
+	uint64_t cg, cg2, m0, r0;
+	struct odsm_borrow_mut m;
+	struct odsm_borrow br;
+	unsigned int i;
+	bool os;
+
+	MISSES_BEGIN(os);
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		cg = home_obj_of(_metadata, sizes[i], 60 + i);
+		cg2 = home_obj_of(_metadata, sizes[i], 70 + i);
+		m0 = c_stat("move_onesided");
+		r0 = c_stat("onesided_copy_refused");
+
+		/* never copied: a FETCH, nothing read before it */
+		ASSERT_EQ(0, move_of(cg, &m));
+		EXPECT_EQ((unsigned int)ODSM_BORROWED_MOVED, m.result);
+		EXPECT_EQ((uint64_t)sizes[i], m.size);
+		EXPECT_EQ(-1, c_check(odsm_ptr(m.new_gaddr), sizes[i], HOME,
+				      60 + i));
+		EXPECT_EQ(m0, c_stat("move_onesided"));
+		EXPECT_EQ(r0, c_stat("onesided_copy_refused"));
+		EXPECT_EQ(0, odsm_free(m.new_gaddr));
+		EXPECT_TRUE(original_gone(cg));
+
+		/* copied before: one-sided */
+		ASSERT_EQ(0, borrow(odsm_rt.fd, cg2, &br));
+		ASSERT_EQ(0, give_back(odsm_rt.fd, cg2));
+		r0 = c_stat("onesided_copy_refused");
+		ASSERT_EQ(0, move_of(cg2, &m));
+		EXPECT_EQ((unsigned int)ODSM_BORROWED_MOVED, m.result);
+		EXPECT_EQ((uint64_t)sizes[i], m.size);
+		EXPECT_TRUE(odsm_is_local(m.new_gaddr));
+		EXPECT_EQ(-1, c_check(odsm_ptr(m.new_gaddr), sizes[i], HOME,
+				      70 + i));
+		EXPECT_EQ(m0 + (os ? 1 : 0), c_stat("move_onesided"))
+			TH_LOG("%u bytes: the move of a copied object", sizes[i]);
+		EXPECT_EQ(r0, c_stat("onesided_copy_refused"));
+		EXPECT_EQ(0, odsm_free(m.new_gaddr));
+		EXPECT_TRUE(original_gone(cg2));
+	}
+
+	/* copied, then freed at its home: refused by its word, -ESTALE */
+	cg = home_obj_of(_metadata, 512, 80);
+	ASSERT_EQ(0, borrow(odsm_rt.fd, cg, &br));
+	ASSERT_EQ(0, give_back(odsm_rt.fd, cg));
+	ASSERT_EQ(0, odsm_free(cg));
+	m0 = c_stat("move_onesided");
+	r0 = c_stat("onesided_copy_refused");
+	EXPECT_EQ(-ESTALE, move_of(cg, &m));
+	EXPECT_EQ(r0 + (os ? 1 : 0), c_stat("onesided_copy_refused"));
+	EXPECT_EQ(m0, c_stat("move_onesided"));
+
+	/* onesided off: a FETCH, the same bytes */
+	if (os) {
+		cg = home_obj_of(_metadata, 196608, 81);
+		ASSERT_EQ(0, borrow(odsm_rt.fd, cg, &br));
+		ASSERT_EQ(0, give_back(odsm_rt.fd, cg));
+		ASSERT_EQ(0, c_set_param("onesided", false));
+		ASSERT_EQ(0, move_of(cg, &m));
+		EXPECT_EQ(0, c_set_param("onesided", true));
+		EXPECT_EQ(-1, c_check(odsm_ptr(m.new_gaddr), 196608, HOME, 81));
+		EXPECT_EQ(m0, c_stat("move_onesided"));
+		EXPECT_EQ(0, odsm_free(m.new_gaddr));
+	}
 	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", MiB(64)));
 }
 
