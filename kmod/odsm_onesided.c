@@ -766,11 +766,77 @@ static int pub_read(u32 node, u64 inc, u64 addr, void *buf, u32 len,
 }
 
 /*
+ * Keys for the pages of lazily filled copies, and for moves of runs: a
+ * run's blocks are registered by the home when this node asks (KEYS_ASK,
+ * no reply: the keys come in a KEYS message), in windows of
+ * ODSM_WIRE_KEYS_ASK_MAX blocks from the first one missing; until they
+ * come the faults and moves ask with FETCH, never waiting for a
+ * registration (a MAP per block costs a round trip each).  The window asked
+ * last of each node is not asked again for a second (the home serves
+ * one ask of a peer at a time and drops the others).
+ */
+static struct {
+	u64 blk, end;	/* the window asked: [blk, end) */
+	unsigned long when;
+} keys_asked[ODSM_MAX_NODES];
+static DEFINE_SPINLOCK(keys_asked_lock);
+
+static void ask_keys(struct odsm_conn *conn, u32 node, u64 blk, u64 end)
+{
+	struct odsm_wire_keys_ask a = { .gaddr = blk };
+	u8 p[ODSM_WIRE_KEYS_ASK_SIZE];
+	bool again;
+
+	a.nr = min_t(u64, DIV_ROUND_UP(end - blk, ODSM_WIRE_MAP_LEN),
+		     ODSM_WIRE_KEYS_ASK_MAX);
+	spin_lock(&keys_asked_lock);
+	again = keys_asked[node].blk <= blk && blk < keys_asked[node].end &&
+		time_before(jiffies, keys_asked[node].when + HZ);
+	if (!again) {
+		keys_asked[node].blk = blk;
+		keys_asked[node].end = blk + (u64)a.nr * ODSM_WIRE_MAP_LEN;
+		keys_asked[node].when = jiffies;
+	}
+	spin_unlock(&keys_asked_lock);
+	if (again || !odsm_conn_ops(conn)->can_map(conn))
+		return;
+	odsm_wire_put_keys_ask(p, &a);
+	if (!odsm_msg_send(conn, ODSM_MSG_KEYS_ASK, p, sizeof(p)))
+		odsm_stat_add(ODSM_STAT_keys_asked, a.nr);
+}
+
+/*
+ * For a move of a run: has node's connection the keys of every block of
+ * [addr, addr + len)?  If not, they are asked for, and the move is a
+ * FETCH this time.
+ */
+static bool run_keys_there(u32 node, u64 addr, u64 len)
+{
+	struct odsm_conn *conn = odsm_peer_conn_get(node);
+	const struct odsm_transport_ops *t;
+	bool there = false;
+	u64 blk;
+
+	if (!conn)
+		return false;
+	t = odsm_conn_ops(conn);
+	if (t->missing && t->can_map) {
+		there = !t->missing(conn, addr, len, &blk);
+		if (!there)
+			ask_keys(conn, node, blk, addr + len);
+	}
+	odsm_peer_conn_put(conn);
+	return there;
+}
+
+/*
  * onesided_copy() of a run (odsm_pubword.h): its bytes (up to 16
  * blocks, a READ each) and its head's word after them, when this node
- * learnt its size from a FETCH of the same incarnation.
+ * learnt its size from a FETCH of the same incarnation.  For a move
+ * (known_only), only with the keys of its blocks there already.
  */
-static int run_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
+static int run_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size,
+		    bool known_only)
 {
 	u64 addr = odsm_clear_color(cg), inc;
 	u32 before, after = 0, len;
@@ -785,6 +851,8 @@ static int run_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size)
 		return -EOPNOTSUPP;
 	/* a pointer older than the object: the FETCH says -ESTALE */
 	if (odsm_color(cg) < learnt)
+		return -EOPNOTSUPP;
+	if (known_only && !run_keys_there(node, addr, len))
 		return -EOPNOTSUPP;
 	if (len > room) {
 		*size = len;
@@ -832,7 +900,7 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size,
 	u64 inc;
 
 	if (!hint)
-		return run_copy(node, cg, buf, room, size);
+		return run_copy(node, cg, buf, room, size, known_only);
 	cls = (int)xa_to_value(hint) - 1;
 	cs = odsm_class_size[cls];
 	if (!odsm_pub_slot_of(off, cls, &idx))
@@ -871,45 +939,6 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size,
 }
 
 /*
- * Keys for the pages of lazily filled copies: a copy's blocks are
- * registered by the home when this node asks (KEYS_ASK, no reply: the
- * keys come in a KEYS message), in windows of ODSM_WIRE_KEYS_ASK_MAX
- * blocks from the first one a fault missed; until they come the faults
- * ask with FETCH, never waiting for a registration.  The window asked
- * last of each node is not asked again for a second (the home serves
- * one ask of a peer at a time and drops the others).
- */
-static struct {
-	u64 blk, end;	/* the window asked: [blk, end) */
-	unsigned long when;
-} lazy_asked[ODSM_MAX_NODES];
-static DEFINE_SPINLOCK(lazy_asked_lock);
-
-static void lazy_ask(struct odsm_conn *conn, u32 node, u64 blk, u64 end)
-{
-	struct odsm_wire_keys_ask a = { .gaddr = blk };
-	u8 p[ODSM_WIRE_KEYS_ASK_SIZE];
-	bool again;
-
-	a.nr = min_t(u64, DIV_ROUND_UP(end - blk, ODSM_WIRE_MAP_LEN),
-		     ODSM_WIRE_KEYS_ASK_MAX);
-	spin_lock(&lazy_asked_lock);
-	again = lazy_asked[node].blk <= blk && blk < lazy_asked[node].end &&
-		time_before(jiffies, lazy_asked[node].when + HZ);
-	if (!again) {
-		lazy_asked[node].blk = blk;
-		lazy_asked[node].end = blk + (u64)a.nr * ODSM_WIRE_MAP_LEN;
-		lazy_asked[node].when = jiffies;
-	}
-	spin_unlock(&lazy_asked_lock);
-	if (again || !odsm_conn_ops(conn)->can_map(conn))
-		return;
-	odsm_wire_put_keys_ask(p, &a);
-	if (!odsm_msg_send(conn, ODSM_MSG_KEYS_ASK, p, sizeof(p)))
-		odsm_stat_add(ODSM_STAT_keys_asked, a.nr);
-}
-
-/*
  * len bytes at offset off of the run at cg (size bytes, allocated with
  * color, as the FETCH of its lazily filled copy from node's incarnation
  * inc said) into buf, one-sided: the bytes and the run's word after
@@ -939,7 +968,7 @@ static int lazy_read(u32 node, u64 inc, u64 cg, u64 size, u16 color, u64 off,
 	/* the head's key (its word) and the bytes' keys, else ask for them */
 	if (t->missing(conn, head, 1, &blk) ||
 	    t->missing(conn, addr, len, &blk)) {
-		lazy_ask(conn, node, blk, head + size);
+		ask_keys(conn, node, blk, head + size);
 		goto out;
 	}
 	ret = pub_read_on(conn, node, inc, addr, buf, len, head, 0, NULL,

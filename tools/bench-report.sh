@@ -246,6 +246,13 @@ END {
 	line("lazy_16MiB_onesided_vs_fetch (rdma)",
 	     g("coherence", "rdma lazy_16MiB_onesided_vs_fetch", "onesided_ms"), "ms",
 	     g("coherence", "rdma lazy_16MiB_onesided_vs_fetch", "fetch_ms"), "ms", "", "")
+	# moves of objects copied before: one-sided vs FETCHes
+	line("move_copied_4KiB_onesided_vs_fetch (rdma)",
+	     g("coherence", "rdma move_copied_4KiB_onesided_vs_fetch", "onesided_us"), "us",
+	     g("coherence", "rdma move_copied_4KiB_onesided_vs_fetch", "fetch_us"), "us", "", "")
+	line("move_copied_1MiB_onesided_vs_fetch (rdma)",
+	     g("coherence", "rdma move_copied_1MiB_onesided_vs_fetch", "onesided_us"), "us",
+	     g("coherence", "rdma move_copied_1MiB_onesided_vs_fetch", "fetch_us"), "us", "", "")
 }' "$csv" >"$dir/summary.txt.tmp"
 mv "$dir/summary.txt.tmp" "$dir/summary.txt"
 echo "bench: summary (ratio = odsm / reference; met: the goal holds; - : no goal, or not measured)"

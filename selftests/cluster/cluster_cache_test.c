@@ -982,7 +982,10 @@ static bool original_gone(uint64_t cg)
  *    one refused by its word);
  *  - one copied (borrowed, given back, evicted) moves one-sided over
  *    RDMA, every byte and the size right, and its original is freed at
- *    the home (a borrow of it then says -ESTALE).
+ *    the home (a borrow of it then says -ESTALE);
+ *  - a copied run whose blocks have no keys here (written by requests)
+ *    moves by FETCH and asks for them (KEYS_ASK), rather than a MAP per
+ *    block; unless an earlier object left keys for those blocks.
  * A copied object freed at its home: the word refuses the read, the
  * FETCH says -ESTALE.  With onesided off, and over TCP, every move is a
  * FETCH, the same bytes.
@@ -990,7 +993,7 @@ static bool original_gone(uint64_t cg)
 TEST(onesided_move)
 {
 	static const uint32_t sizes[] = { 512, 16384, 196608, 1048576 };
-	uint64_t cg, cg2, m0, r0;
+	uint64_t cg, cg2, m0, r0, a0;
 	struct odsm_borrow_mut m;
 	struct odsm_borrow br;
 	unsigned int i;
@@ -1029,6 +1032,33 @@ TEST(onesided_move)
 		EXPECT_EQ(r0, c_stat("onesided_copy_refused"));
 		EXPECT_EQ(0, odsm_free(m.new_gaddr));
 		EXPECT_TRUE(original_gone(cg2));
+		if (!os || sizes[i] <= KiB(32))
+			continue;
+
+		/* a run written by requests (a one-sided WRITE would MAP
+		 * its blocks): without its blocks' keys a FETCH that asks
+		 * for them, unless they are there from an earlier object
+		 */
+		ASSERT_EQ(0, c_set_param("onesided", false));
+		cg = home_obj_of(_metadata, sizes[i], 90 + i);
+		ASSERT_EQ(0, c_set_param("onesided", true));
+		ASSERT_EQ(0, borrow(odsm_rt.fd, cg, &br));
+		ASSERT_EQ(0, give_back(odsm_rt.fd, cg));
+		m0 = c_stat("move_onesided");
+		a0 = c_stat("keys_asked");
+		ASSERT_EQ(0, move_of(cg, &m));
+		EXPECT_EQ(-1, c_check(odsm_ptr(m.new_gaddr), sizes[i], HOME,
+				      90 + i));
+		if (c_stat("move_onesided") == m0) {
+			EXPECT_EQ(a0 + (sizes[i] + KiB(64) - 1) / KiB(64),
+				  c_stat("keys_asked"));
+		} else {
+			EXPECT_EQ(a0, c_stat("keys_asked"));
+		}
+		TH_LOG("%u bytes without the keys of its blocks: %s", sizes[i],
+		       c_stat("move_onesided") == m0 ?
+		       "a FETCH, the keys asked for" : "the keys were there");
+		EXPECT_EQ(0, odsm_free(m.new_gaddr));
 	}
 
 	/* copied, then freed at its home: refused by its word, -ESTALE */

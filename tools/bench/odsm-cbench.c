@@ -22,6 +22,9 @@
  *               lazily (lazy_threshold 1 MiB) and eagerly (threshold above
  *               the object); then the time to touch every page lazily for
  *               readahead_pages 1, 4, 16, 64
+ *   move_copied over RDMA, moves of 4 KiB and 1 MiB objects this node
+ *               wrote and copied before, read one-sided vs with FETCHes (module
+ *               parameter onesided on and off, in turn)
  *   lazy        over RDMA, a 16 MiB lazily filled copy touched whole with
  *               its pages read one-sided vs with a FETCH per fault
  *               (onesided_lazy on and off, in turn)
@@ -390,6 +393,84 @@ static void lazy_onesided(void)
 	odsm_free(cg);
 }
 
+/*
+ * A remote object of size bytes (at most 1 MiB), written by this node (a
+ * one-sided WRITE registers its blocks for it: MAP), then copied once
+ * (the home marks it so).
+ */
+static uint64_t copied_obj(uint64_t size)
+{
+	static char bytes[MiB(1)];
+	uint64_t cg = remote_obj(size);
+	struct odsm_borrow b;
+	int ret;
+
+	memset(bytes, 0x5a, size);
+	ret = odsm_write(cg, bytes, size);
+	if (ret)
+		die("write", ret);
+	ret = borrow(cg, &b);
+	if (ret)
+		die("borrow", ret);
+	give_back(cg);
+	return cg;
+}
+
+/* move cg here (BORROW_MUT), free the new object: µs */
+static double timed_move(uint64_t cg)
+{
+	struct odsm_borrow_mut m = { .gaddr = cg };
+	double t0 = now_us(), t;
+
+	if (ioctl(odsm_rt.fd, ODSM_IOC_BORROW_MUT, &m) ||
+	    m.result != ODSM_BORROWED_MOVED)
+		die("move", -errno);
+	t = now_us() - t0;
+	odsm_free(m.new_gaddr);
+	return t;
+}
+
+/*
+ * move_copied: moves of objects this node wrote and copied before (every
+ * copy evicted: cache_budget_bytes 0), read one-sided (move_onesided) against
+ * FETCHes (module parameter onesided off), in turn, n of each; medians.
+ * Over RDMA only.
+ */
+static void move_copied(int n)
+{
+	static const uint64_t sizes[] = { 4096, MiB(1) };
+	double *on = calloc(n, sizeof(double)), *off = calloc(n, sizeof(double));
+	double on_med, off_med, p90;
+	unsigned long long m0;
+	unsigned int s;
+	int i;
+
+	if (strcmp(xport, "rdma") || param("onesided", true))
+		goto out;
+	knob("cache_budget_bytes", 0);
+	knob("lazy_threshold", MiB(1));
+	for (s = 0; s < 2; s++) {
+		m0 = stat_of("move_onesided");
+		for (i = 0; i < n; i++) {
+			uint64_t a = copied_obj(sizes[s]), b = copied_obj(sizes[s]);
+
+			on[i] = timed_move(a);
+			param("onesided", false);
+			off[i] = timed_move(b);
+			param("onesided", true);
+		}
+		stats(on, n, &on_med, &p90);
+		stats(off, n, &off_med, &p90);
+		row("coherence %s move_copied_%s_onesided_vs_fetch ratio=%.2f onesided_us=%.0f fetch_us=%.0f moves_onesided=%llu of %d",
+		    xport, s ? "1MiB" : "4KiB", on_med / off_med, on_med,
+		    off_med, stat_of("move_onesided") - m0, n);
+	}
+	knob("cache_budget_bytes", MiB(64));
+out:
+	free(on);
+	free(off);
+}
+
 int main(int argc, char **argv)
 {
 	const char *rows;
@@ -415,14 +496,17 @@ int main(int argc, char **argv)
 	rows = argc > 4 ? argv[4] : "all";
 	if (strcmp(rows, "move") && strcmp(rows, "lazy"))
 		uncached_vs_raw(iters);
-	if (!strcmp(rows, "move"))
+	if (!strcmp(rows, "move")) {
 		move_bw(8);
+		move_copied(8);
+	}
 	if (!strcmp(rows, "lazy"))
 		lazy_onesided();
 	if (!strcmp(rows, "all")) {
 		hit_vs_local(iters);
 		mut_vs_raw(iters);
 		move_bw(8);
+		move_copied(8);
 		big();
 		lazy_onesided();
 	}
