@@ -812,11 +812,14 @@ static void ask_keys(struct odsm_conn *conn, u32 node, u64 blk, u64 end)
  */
 static bool run_keys_there(u32 node, u64 addr, u64 len)
 {
-	struct odsm_conn *conn = odsm_peer_conn_get(node);
 	const struct odsm_transport_ops *t;
+	struct odsm_conn *conn;
 	bool there = false;
 	u64 blk;
 
+	if (!READ_ONCE(onesided) || !odsm_onesided_active())
+		return false;
+	conn = odsm_peer_conn_get(node);
 	if (!conn)
 		return false;
 	t = odsm_conn_ops(conn);
