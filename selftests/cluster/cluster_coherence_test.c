@@ -267,7 +267,7 @@ static struct fire fire = {
 
 TEST(under_fire)
 {
-	uint64_t os0, rf0;
+	uint64_t os0, rf0, mo0;
 
 	C_BEGIN();
 	if (C.self == 0)
@@ -277,16 +277,20 @@ TEST(under_fire)
 	/*
 	 * Node 1 keeps no idle copies: its readers miss more, and over
 	 * RDMA the misses of versions another node copied first are read
-	 * one-sided (onesided_copies) -- checked like any other read.
+	 * one-sided (onesided_copies) -- checked like any other read.  A
+	 * move of a version its readers copied would be too
+	 * (move_onesided, logged).
 	 */
 	if (C.self == 1)
 		ASSERT_EQ(0, c_set_knob("cache_budget_bytes", 0));
 	os0 = c_stat("onesided_copies");
 	rf0 = c_stat("onesided_copy_refused");
+	mo0 = c_stat("move_onesided");
 	EXPECT_EQ(0, fire_run(&fire, 1000 * (C.self + 1)));
-	TH_LOG("misses read one-sided: %llu (refused %llu)",
+	TH_LOG("misses read one-sided: %llu (refused %llu), moves %llu",
 	       (unsigned long long)(c_stat("onesided_copies") - os0),
-	       (unsigned long long)(c_stat("onesided_copy_refused") - rf0));
+	       (unsigned long long)(c_stat("onesided_copy_refused") - rf0),
+	       (unsigned long long)(c_stat("move_onesided") - mo0));
 	if (C.self == 1)
 		ASSERT_EQ(0, c_set_knob("cache_budget_bytes", MiB(64)));
 	ASSERT_EQ(0, step(_metadata, 14));
