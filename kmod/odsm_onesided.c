@@ -459,17 +459,20 @@ int odsm_onesided_atomic(u32 node, u64 addr, u32 op, u64 operand,
  * says why that is safe):
  * one READ less per miss, a round trip less where READs are fenced.  A
  * hint like the class: a lost or stale word costs the read before the
- * bytes, or one refused read, never a wrong copy.  At most KNOWN_MAX_BYTES
- * of them (4 KiB per block of 64-byte objects, 512 bytes for 512-byte
- * ones): past that all are forgotten and learnt again.  Readers under
- * RCU; a block's words are replaced whole (another incarnation, a class
- * with more slots), freed after a grace period.
+ * bytes, or one refused read, never a wrong copy.  Each is kept with the
+ * color of the pointer it was read through (a written object's pointer
+ * is bumped past its allocation color), which tells a move whether the
+ * word is likely its object's.  At most KNOWN_MAX_BYTES of them (8 KiB
+ * per block of 64-byte objects, 1 KiB for 512-byte ones): past that all
+ * are forgotten and learnt again.  Readers under RCU; a block's words are
+ * replaced whole (another incarnation, a class with more slots), freed
+ * after a grace period.
  */
 struct known_blk {
 	struct rcu_head rcu;
 	u64 inc;		/* the home incarnation they were read from */
-	u32 nr;			/* words */
-	u32 word[];		/* 0: none */
+	u32 nr;			/* entries */
+	u64 word[];		/* the word, the pointer's color << 32; 0: none */
 };
 
 #define KNOWN_MAX_BYTES	(8U << 20)
@@ -493,30 +496,39 @@ static void known_forget(void)
 	}
 }
 
-/* The word of slot idx of block b read from incarnation inc, or 0. */
-static u32 known_word(unsigned long b, u32 idx, u64 inc)
+/*
+ * The word of slot idx of block b read from incarnation inc, or 0; *seen:
+ * the color of the pointer it was read through.
+ */
+static u32 known_word(unsigned long b, u32 idx, u64 inc, u16 *seen)
 {
 	struct known_blk *k;
-	u32 w = 0;
+	u64 e = 0;
 
 	rcu_read_lock();
 	k = xa_load(&known_blks, b);
 	if (k && k->inc == inc && idx < k->nr)
-		w = READ_ONCE(k->word[idx]);
+		e = READ_ONCE(k->word[idx]);
 	rcu_read_unlock();
-	return w;
+	*seen = (u16)(e >> 32);
+	return (u32)e;
 }
 
-/* Remember w as slot idx's word of block b (of nr slots) at incarnation inc. */
-static void known_set(unsigned long b, u32 idx, u32 nr, u64 inc, u32 w)
+/*
+ * Remember w as slot idx's word of block b (of nr slots) at incarnation
+ * inc, read through a pointer of color seen.
+ */
+static void known_set(unsigned long b, u32 idx, u32 nr, u64 inc, u32 w,
+		      u16 seen)
 {
 	struct known_blk *k, *n, *old;
+	u64 e = (u64)seen << 32 | w;
 	size_t size;
 
 	rcu_read_lock();
 	k = xa_load(&known_blks, b);
 	if (k && k->inc == inc && idx < k->nr) {
-		WRITE_ONCE(k->word[idx], w);
+		WRITE_ONCE(k->word[idx], e);
 		rcu_read_unlock();
 		return;
 	}
@@ -535,7 +547,7 @@ static void known_set(unsigned long b, u32 idx, u32 nr, u64 inc, u32 w)
 	}
 	n->inc = inc;
 	n->nr = nr;
-	n->word[idx] = w;
+	n->word[idx] = e;
 	/* k may be gone by now (a racing set or forget): then not ours */
 	old = xa_cmpxchg(&known_blks, b, k, n, GFP_KERNEL);
 	if (old != k) {
@@ -686,7 +698,8 @@ static void onesided_learn(u32 node, u64 inc, u64 cg, u64 size, u16 color)
 	 */
 	if (odsm_pub_slot_of(addr & (ODSM_BLOCK_SIZE - 1), cls, &idx))
 		known_set(b, idx, odsm_class_slots(cls), inc,
-			  odsm_pub_word(cls, true, true, color));
+			  odsm_pub_word(cls, true, true, color),
+			  odsm_color(cg));
 	if (old) {	/* another class now: replaced if still there */
 		if (xa_to_value(old) != cls + 1)
 			xa_cmpxchg(&cls_hints, b, old, xa_mk_value(cls + 1),
@@ -899,6 +912,7 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size,
 	unsigned long b = addr >> ODSM_BLOCK_SHIFT;
 	void *hint = xa_load(&cls_hints, b);
 	u32 cs, idx, known, before = 0, after = 0;
+	u16 seen = 0;
 	int cls, ret;
 	u64 inc;
 
@@ -915,8 +929,18 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size,
 	inc = odsm_peer_incarnation(node, true);
 	if (!inc)
 		return -EOPNOTSUPP;
-	known = READ_ONCE(onesided_known) ? known_word(b, idx, inc) : 0;
-	if (!odsm_pub_known(known, cls, odsm_color(cg)))
+	known = READ_ONCE(onesided_known) ? known_word(b, idx, inc, &seen) : 0;
+	/*
+	 * A move also takes a known word of an older color than the
+	 * pointer's, read through a pointer of the very same color: a
+	 * written object's pointer is bumped past its allocation color (a
+	 * mutable borrow bumps it).  odsm_pub_usable() is the rule that
+	 * keeps the read safe; the colors only tell which words are likely
+	 * the object's, and a move reads no other.
+	 */
+	if (!odsm_pub_known(known, cls, odsm_color(cg)) &&
+	    !(known_only && seen == odsm_color(cg) &&
+	      odsm_pub_usable(known, known, cls, odsm_color(cg))))
 		known = 0;
 	if (known_only && !known)
 		return -EOPNOTSUPP;
@@ -933,7 +957,8 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size,
 	if (known)
 		odsm_stat_inc(ODSM_STAT_onesided_copy_known);
 	else
-		known_set(b, idx, odsm_class_slots(cls), inc, before);
+		known_set(b, idx, odsm_class_slots(cls), inc, before,
+			  odsm_color(cg));
 	odsm_stat_inc(ODSM_STAT_onesided_copies);
 	/* brought into the cache like a FETCH's, so counted with them */
 	odsm_stat_add(ODSM_STAT_bytes_fetched, cs);

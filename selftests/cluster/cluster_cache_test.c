@@ -983,6 +983,8 @@ static bool original_gone(uint64_t cg)
  *  - one copied (borrowed, given back, evicted) moves one-sided over
  *    RDMA, every byte and the size right, and its original is freed at
  *    the home (a borrow of it then says -ESTALE);
+ *  - so does one copied and moved through a pointer whose color was
+ *    bumped past its allocation color (as a written box's is);
  *  - a copied run whose blocks have no keys here (written by requests)
  *    moves by FETCH and asks for them (KEYS_ASK), rather than a MAP per
  *    block; unless an earlier object left keys for those blocks.
@@ -1060,6 +1062,17 @@ TEST(onesided_move)
 		       "a FETCH, the keys asked for" : "the keys were there");
 		EXPECT_EQ(0, odsm_free(m.new_gaddr));
 	}
+
+	/* a pointer bumped past the allocation color, as a written box's */
+	cg = home_obj_of(_metadata, 512, 82) + (1ULL << ODSM_COLOR_SHIFT);
+	ASSERT_EQ(0, borrow(odsm_rt.fd, cg, &br));
+	ASSERT_EQ(0, give_back(odsm_rt.fd, cg));
+	m0 = c_stat("move_onesided");
+	ASSERT_EQ(0, move_of(cg, &m));
+	EXPECT_EQ(-1, c_check(odsm_ptr(m.new_gaddr), 512, HOME, 82));
+	EXPECT_EQ(m0 + (os ? 1 : 0), c_stat("move_onesided"));
+	EXPECT_EQ(0, odsm_free(m.new_gaddr));
+	EXPECT_TRUE(original_gone(cg));
 
 	/* copied, then freed at its home: refused by its word, -ESTALE */
 	cg = home_obj_of(_metadata, 512, 80);

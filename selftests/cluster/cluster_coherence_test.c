@@ -267,7 +267,7 @@ static struct fire fire = {
 
 TEST(under_fire)
 {
-	uint64_t os0, rf0, mo0;
+	uint64_t os0, rf0, mo0, mm0, mt0;
 
 	C_BEGIN();
 	if (C.self == 0)
@@ -286,11 +286,15 @@ TEST(under_fire)
 	os0 = c_stat("onesided_copies");
 	rf0 = c_stat("onesided_copy_refused");
 	mo0 = c_stat("move_onesided");
+	mm0 = c_stat("mut_moves");
+	mt0 = c_stat("mut_taken");
 	EXPECT_EQ(0, fire_run(&fire, 1000 * (C.self + 1)));
-	TH_LOG("misses read one-sided: %llu (refused %llu), moves %llu",
+	TH_LOG("misses read one-sided: %llu (refused %llu); moves %llu, %llu of them one-sided; copies taken over %llu",
 	       (unsigned long long)(c_stat("onesided_copies") - os0),
 	       (unsigned long long)(c_stat("onesided_copy_refused") - rf0),
-	       (unsigned long long)(c_stat("move_onesided") - mo0));
+	       (unsigned long long)(c_stat("mut_moves") - mm0),
+	       (unsigned long long)(c_stat("move_onesided") - mo0),
+	       (unsigned long long)(c_stat("mut_taken") - mt0));
 	if (C.self == 1)
 		ASSERT_EQ(0, c_set_knob("cache_budget_bytes", MiB(64)));
 	ASSERT_EQ(0, step(_metadata, 14));
