@@ -370,6 +370,14 @@ static int aqp_connect(struct odsm_conn *conn, u32 node)
 	return ret && !home_gone(ret) ? -EOPNOTSUPP : ret;
 }
 
+/* node's connection, held, when one-sided access is on and can be; or NULL */
+static struct odsm_conn *active_conn(u32 node)
+{
+	if (!READ_ONCE(onesided) || !odsm_onesided_active())
+		return NULL;
+	return odsm_peer_conn_get(node);
+}
+
 /*
  * The connection to node with keys for every block of [addr, addr + len),
  * registering them first (MAP) where needed, held (odsm_peer_conn_get());
@@ -382,13 +390,10 @@ static int aqp_connect(struct odsm_conn *conn, u32 node)
 static struct odsm_conn *onesided_conn(u32 node, u64 addr, u32 len)
 {
 	const struct odsm_transport_ops *t;
-	struct odsm_conn *conn;
+	struct odsm_conn *conn = active_conn(node);
 	int ret = 0;
 	u64 blk;
 
-	if (!READ_ONCE(onesided) || !odsm_onesided_active())
-		return NULL;
-	conn = odsm_peer_conn_get(node);
 	if (!conn)
 		return NULL;
 	t = odsm_conn_ops(conn);
@@ -825,14 +830,11 @@ static void ask_keys(struct odsm_conn *conn, u32 node, u64 blk, u64 end)
  */
 static bool run_keys_there(u32 node, u64 addr, u64 len)
 {
+	struct odsm_conn *conn = active_conn(node);
 	const struct odsm_transport_ops *t;
-	struct odsm_conn *conn;
 	bool there = false;
 	u64 blk;
 
-	if (!READ_ONCE(onesided) || !odsm_onesided_active())
-		return false;
-	conn = odsm_peer_conn_get(node);
 	if (!conn)
 		return false;
 	t = odsm_conn_ops(conn);
