@@ -824,25 +824,33 @@ static void ask_keys(struct odsm_conn *conn, u32 node, u64 blk, u64 end)
 }
 
 /*
- * For a move of a run: has node's connection the keys of every block of
- * [addr, addr + len)?  If not, they are asked for, and the move is a
- * FETCH this time.
+ * Has conn (node's, whose transport can map) the keys of every block of
+ * [addr, addr + len)?  If not, those from the first missing one up to
+ * end are asked for, and the caller asks with a FETCH this time.
  */
+static bool keys_or_ask(struct odsm_conn *conn, u32 node, u64 addr, u64 len,
+			u64 end)
+{
+	u64 blk;
+
+	if (!odsm_conn_ops(conn)->missing(conn, addr, len, &blk))
+		return true;
+	ask_keys(conn, node, blk, end);
+	return false;
+}
+
+/* For a move of a run: keys_or_ask() node's connection for its blocks. */
 static bool run_keys_there(u32 node, u64 addr, u64 len)
 {
 	struct odsm_conn *conn = active_conn(node);
 	const struct odsm_transport_ops *t;
-	bool there = false;
-	u64 blk;
+	bool there;
 
 	if (!conn)
 		return false;
 	t = odsm_conn_ops(conn);
-	if (t->missing && t->can_map) {
-		there = !t->missing(conn, addr, len, &blk);
-		if (!there)
-			ask_keys(conn, node, blk, addr + len);
-	}
+	there = t->missing && t->can_map &&
+		keys_or_ask(conn, node, addr, len, addr + len);
 	odsm_peer_conn_put(conn);
 	return there;
 }
@@ -979,7 +987,7 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size,
 static int lazy_read(u32 node, u64 inc, u64 cg, u64 size, u16 color, u64 off,
 		     void *buf, u32 len)
 {
-	u64 head = odsm_clear_color(cg), addr = head + off, blk;
+	u64 head = odsm_clear_color(cg), addr = head + off;
 	u32 known = odsm_pub_run_word(true, true, color), after = 0;
 	const struct odsm_transport_ops *t;
 	struct odsm_conn *conn;
@@ -996,11 +1004,9 @@ static int lazy_read(u32 node, u64 inc, u64 cg, u64 size, u16 color, u64 off,
 	if (!t->read_pub || !t->missing || !t->can_map)
 		goto out;
 	/* the head's key (its word) and the bytes' keys, else ask for them */
-	if (t->missing(conn, head, 1, &blk) ||
-	    t->missing(conn, addr, len, &blk)) {
-		ask_keys(conn, node, blk, head + size);
+	if (!keys_or_ask(conn, node, head, 1, head + size) ||
+	    !keys_or_ask(conn, node, addr, len, head + size))
 		goto out;
-	}
 	ret = pub_read_on(conn, node, inc, addr, buf, len, head, 0, NULL,
 			  &after);
 	if (ret)
