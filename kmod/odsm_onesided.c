@@ -466,8 +466,8 @@ int odsm_onesided_atomic(u32 node, u64 addr, u32 op, u64 operand,
  * hint like the class: a lost or stale word costs the read before the
  * bytes, or one refused read, never a wrong copy.  Each is kept with the
  * color of the pointer it was read through (a written object's pointer
- * is bumped past its allocation color), which tells a move whether the
- * word is likely its object's.  At most KNOWN_MAX_BYTES of them (8 KiB
+ * is bumped past its allocation color), which tells a miss or a move
+ * whether the word is likely its object's.  At most KNOWN_MAX_BYTES of them (8 KiB
  * per block of 64-byte objects, 1 KiB for 512-byte ones): past that all
  * are forgotten and learnt again.  Readers under RCU; a block's words are
  * replaced whole (another incarnation, a class with more slots), freed
@@ -941,15 +941,16 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size,
 		return -EOPNOTSUPP;
 	known = READ_ONCE(onesided_known) ? known_word(b, idx, inc, &seen) : 0;
 	/*
-	 * A move also takes a known word of an older color than the
-	 * pointer's, read through a pointer of the very same color: a
+	 * A known word of an older color than the pointer's is taken too
+	 * when it was read through a pointer of the very same color: a
 	 * written object's pointer is bumped past its allocation color (a
-	 * mutable borrow bumps it).  odsm_pub_usable() is the rule that
-	 * keeps the read safe; the colors only tell which words are likely
-	 * the object's, and a move reads no other.
+	 * mutable borrow bumps it), and its misses would otherwise read the
+	 * word before the bytes every time.  odsm_pub_usable() is the rule
+	 * that keeps the read safe; the colors only tell which words are
+	 * likely the object's, and a move reads no other.
 	 */
 	if (!odsm_pub_known(known, cls, odsm_color(cg)) &&
-	    !(known_only && seen == odsm_color(cg) &&
+	    !(seen == odsm_color(cg) &&
 	      odsm_pub_usable(known, known, cls, odsm_color(cg))))
 		known = 0;
 	if (known_only && !known)

@@ -136,11 +136,13 @@ static inline bool odsm_pub_usable(u32 before, u32 after, int cls, u16 color)
  * and an address retires rather than wrapping, and the copied mark goes
  * only with a free; pubword_test checks it), so if the read after the
  * bytes finds the known word, the word held it from before the bytes were
- * read until then, and they are the object's as with both reads.  Only for a word of exactly the
- * pointer's color: a pointer of another color is more likely an object
- * that has replaced the known one, and that read would be refused.  The
- * word must come from the incarnation of the home the bytes come from:
- * a restarted home starts its colors again.
+ * read until then, and they are the object's as with both reads.  For
+ * a word of exactly the pointer's color: a pointer of another color is
+ * more likely an object that has replaced the known one, and that read
+ * would be refused (odsm_onesided.c also takes a usable word it read
+ * through a pointer of the very same color: a written object's, bumped).
+ * The word must come from the incarnation of the home the bytes come
+ * from: a restarted home starts its colors again.
  */
 static inline bool odsm_pub_known(u32 known, int cls, u16 color)
 {

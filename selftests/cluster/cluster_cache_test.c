@@ -759,12 +759,14 @@ static uint64_t home_obj(struct __test_metadata *_metadata, unsigned int tag)
  *    word is known: the word after the bytes is the new object's; the
  *    FETCH says why), the new object's bytes come right, one-sided from
  *    its second miss on, with its own word known from its FETCH;
+ *  - a pointer bumped past the allocation color (a written box's): its
+ *    word is known from its FETCH as well;
  * Over TCP (or one-sided off) nothing goes one-sided, the bytes are the
  * same.
  */
 TEST(onesided_miss)
 {
-	uint64_t c0, k0, r0, cg, cg2, cg3 = 0, extra[256];
+	uint64_t c0, k0, r0, c1, k1, cg, cg2, cg3 = 0, bumped, extra[256];
 	struct odsm_borrow br;
 	unsigned int i, n;
 	bool os;
@@ -828,6 +830,22 @@ TEST(onesided_miss)
 	}
 	if (!os)
 		EXPECT_EQ(c0, c_stat("onesided_copies"));
+
+	/*
+	 * A pointer bumped past the allocation color, as a written box's:
+	 * its word is known too, from the FETCH (of the allocation color,
+	 * read through this pointer), so every later miss leaves out the
+	 * read before the bytes.
+	 */
+	bumped = home_obj(_metadata, 4) + (1ULL << ODSM_COLOR_SHIFT);
+	miss_check(_metadata, bumped, HOME, 4);		/* a FETCH */
+	c1 = c_stat("onesided_copies");
+	k1 = c_stat("onesided_copy_known");
+	for (i = 0; i < 3; i++)
+		miss_check(_metadata, bumped, HOME, 4);
+	EXPECT_EQ(c1 + (os ? 3 : 0), c_stat("onesided_copies"));
+	EXPECT_EQ(k1 + (os ? 3 : 0), c_stat("onesided_copy_known"));
+	EXPECT_EQ(0, odsm_free(bumped - (1ULL << ODSM_COLOR_SHIFT)));
 
 	EXPECT_EQ(0, odsm_free(cg2));
 	EXPECT_EQ(0, odsm_free(cg3));
