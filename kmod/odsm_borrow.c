@@ -365,7 +365,7 @@ static int move_here(u32 node, u64 cg, u64 *new_cg, u64 *size, u64 *inc)
 	*inc = odsm_peer_incarnation(node, true);
 	if (!*inc)
 		return -EHOSTDOWN;
-	buf = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + ODSM_FIRST_WHOLE, GFP_KERNEL);
+	buf = odsm_first_alloc();
 	if (!buf)
 		return -ENOMEM;
 	ret = odsm_cache_read_whole(node, cg, &buf, size);
@@ -378,8 +378,11 @@ static int move_here(u32 node, u64 cg, u64 *new_cg, u64 *size, u64 *inc)
 		onesided = true;
 		got = *size;
 	} else if (ret == -EOPNOTSUPP) {
-		ret = odsm_fetch_at(node, *inc, cg, 0, buf, ODSM_FIRST_FETCH,
-				    ODSM_FIRST_WHOLE, size, &got);
+		ret = odsm_first_grow(&buf);
+		if (!ret)
+			ret = odsm_fetch_at(node, *inc, cg, 0, buf,
+					    ODSM_FIRST_FETCH, ODSM_FIRST_WHOLE,
+					    size, &got);
 	}
 	if (ret)
 		goto out;

@@ -603,9 +603,9 @@ static bool copy_lazy(u64 size)
 
 /*
  * The miss reader's copy of an object of *size bytes, more than the first
- * buffer holds (a slab slot of 16 to 32 KiB, a run): into a buffer of its own,
- * which replaces *firstp.  -EOPNOTSUPP (a FETCH then, which needs no
- * bigger buffer) when there is none.  whole: see read_whole().
+ * buffer holds (a slab slot of 4 KiB and up, a run): into a buffer of its
+ * own, which replaces *firstp.  -EOPNOTSUPP (a FETCH then) when there is
+ * none.  whole: see read_whole().
  */
 static int copy_bigger(const struct odsm_miss_reader *mr, u32 node, u64 cg,
 		       void **firstp, u64 *size, bool whole)
@@ -632,18 +632,37 @@ static int copy_bigger(const struct odsm_miss_reader *mr, u32 node, u64 cg,
 	return 0;
 }
 
+void *odsm_first_alloc(void)
+{
+	return kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + ODSM_FIRST_READ,
+			GFP_KERNEL);
+}
+
+int odsm_first_grow(void **firstp)
+{
+	void *big = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + ODSM_FIRST_WHOLE,
+			     GFP_KERNEL);
+
+	if (!big)
+		return -ENOMEM;
+	kvfree(*firstp);
+	*firstp = big;
+	return 0;
+}
+
 /*
- * The whole object at cg, read by the miss reader mr into *firstp after
- * the room of a FETCH reply's fixed part (a bigger buffer replaces
- * *firstp if the object is more than ODSM_FIRST_WHOLE bytes): 0 with
- * *size, -EOPNOTSUPP to FETCH.  whole, for a move: a lazy copy's size
- * too, and only an object known to be copied (the reader's known_only).
+ * The whole object at cg, read by the miss reader mr into *firstp (from
+ * odsm_first_alloc()) after the room of a FETCH reply's fixed part (a
+ * bigger buffer replaces *firstp if the object is more than
+ * ODSM_FIRST_READ bytes): 0 with *size, -EOPNOTSUPP to FETCH.  whole,
+ * for a move: a lazy copy's size too, and only an object known to be
+ * copied (the reader's known_only).
  */
 static int read_whole(const struct odsm_miss_reader *mr, u32 node, u64 cg,
 		      void **firstp, u64 *size, bool whole)
 {
 	int ret = mr->copy(node, cg, *firstp + ODSM_WIRE_FETCH_REPLY_SIZE,
-			   ODSM_FIRST_WHOLE, size, whole);
+			   ODSM_FIRST_READ, size, whole);
 
 	if (ret == -EMSGSIZE)
 		ret = copy_bigger(mr, node, cg, firstp, size, whole);
@@ -658,13 +677,13 @@ int odsm_cache_read_whole(u32 node, u64 cg, void **firstp, u64 *size)
 }
 
 /*
- * The first bytes of a new copy of the object at cg into *firstp (room
- * for a FETCH reply's fixed part and ODSM_FIRST_WHOLE bytes, the bytes
- * after it): read by the miss reader where it can (one-sided, where the
- * home publishes that this is safe; the whole object, in a bigger buffer
- * that replaces *firstp if need be), else a FETCH, whose answer the
- * reader learns from (the class of the object's block).  *color: the
- * object's allocation color, when a FETCH said it (*said).
+ * The first bytes of a new copy of the object at cg into *firstp (from
+ * odsm_first_alloc(), the bytes after a FETCH reply's fixed part): read
+ * by the miss reader where it can (one-sided, where the home publishes
+ * that this is safe; the whole object, in a bigger buffer that replaces
+ * *firstp if need be), else a FETCH (odsm_first_grow() first), whose
+ * answer the reader learns from (the class of the object's block).
+ * *color: the object's allocation color, when a FETCH said it (*said).
  */
 static int copy_first(u32 node, u64 inc, u64 cg, void **firstp, u64 *size,
 		      u32 *got, u16 *color, bool *said)
@@ -681,6 +700,9 @@ static int copy_first(u32 node, u64 inc, u64 cg, void **firstp, u64 *size,
 		return 0;
 	}
 	if (ret != -EOPNOTSUPP)
+		return ret;
+	ret = odsm_first_grow(firstp);
+	if (ret)
 		return ret;
 	ret = odsm_fetch_at(node, inc, cg, 0, *firstp, ODSM_FIRST_FETCH,
 			    ODSM_FIRST_WHOLE, size, got);
@@ -710,8 +732,7 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 	u32 got;
 	int ret;
 
-	first = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + ODSM_FIRST_WHOLE,
-			 GFP_KERNEL);
+	first = odsm_first_alloc();
 	e = kzalloc(sizeof(*e), GFP_KERNEL);
 	if (!first || !e) {
 		ret = -ENOMEM;

@@ -79,8 +79,8 @@ void odsm_cache_set_miss_reader(const struct odsm_miss_reader *r);
  * miss reader (one-sided, where a miss could be, and only an object this
  * node knows the home has handed copies of, so write-backs into its boxes
  * are refused until it is freed: another would be a read wasted before
- * the FETCH) into *firstp, a kvmalloc()ed buffer of ODSM_WIRE_FETCH_REPLY_SIZE
- * + ODSM_FIRST_WHOLE bytes, after the room of a FETCH reply's fixed part
+ * the FETCH) into *firstp, from odsm_first_alloc(), after the room of a
+ * FETCH reply's fixed part
  * (a bigger buffer, up to ODSM_MISS_READ_MAX bytes of object, replaces it
  * if need be): 0 with *size, -EOPNOTSUPP to move it with FETCHes instead,
  * another -errno: the home is gone.  The caller checks the home's
@@ -213,6 +213,18 @@ int odsm_fetch_at(u32 node, u64 inc, u64 cg, u64 offset, void *buf, u32 len,
  */
 #define ODSM_FIRST_FETCH	(PAGE_SIZE - ODSM_WIRE_FETCH_REPLY_SIZE)
 #define ODSM_FIRST_WHOLE	(4 * PAGE_SIZE - ODSM_WIRE_FETCH_REPLY_SIZE)
+/*
+ * The buffer a miss or a move starts with ("first"): a FETCH reply's
+ * fixed part and ODSM_FIRST_READ bytes, one page, which a one-sided read
+ * fills (a bigger object gets a buffer of its size); before a FETCH,
+ * odsm_first_grow() makes it room for ODSM_FIRST_WHOLE bytes.  One page
+ * comes from the slab's per-CPU lists; four would come from the page
+ * allocator on every miss (past SLUB's largest kmalloc cache), which was
+ * a fifth of a one-sided miss's own work.
+ */
+#define ODSM_FIRST_READ		(PAGE_SIZE - ODSM_WIRE_FETCH_REPLY_SIZE)
+void *odsm_first_alloc(void);
+int odsm_first_grow(void **firstp);
 /* The object's bytes [from, size) into the local range at dst (inc: as
  * odsm_fetch_at()), by chunks, several in flight.
  */
