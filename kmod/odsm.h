@@ -46,6 +46,11 @@ struct odsm_heap {
 					 * published slot words
 					 */
 	atomic_long_t nr_pages;
+	/*
+	 * Per size class, a free block whose pages the cache's free of its
+	 * last copy left in place (odsm_heap_free_kept()), or -1.
+	 */
+	s32 kept[ODSM_NR_CLASSES];
 	atomic_t maps;			/* live VMAs of the heap */
 	struct inode *inode;		/* every open file's f_mapping */
 	/*
@@ -81,6 +86,7 @@ int odsm_heap_set_config(struct odsm_heap *h, const struct odsm_geom *g);
 int odsm_heap_alloc(struct odsm_heap *h, u64 size, u32 align, u32 flags,
 		    u64 *cgaddr, u64 *usable);
 int odsm_heap_free(struct odsm_heap *h, u64 cgaddr);
+int odsm_heap_free_kept(struct odsm_heap *h, u64 cgaddr);
 int odsm_heap_move(struct odsm_heap *h, u64 cgaddr, u64 *new_cgaddr);
 int odsm_heap_obj_info(struct odsm_heap *h, u64 cgaddr,
 		       struct odsm_objinfo *oi);

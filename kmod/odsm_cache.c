@@ -256,10 +256,13 @@ static int slot_new(struct odsm_centry *e, u64 size, u64 *usable)
 	return ret;
 }
 
-/* Free e's slot, then let programs at its address again. */
+/*
+ * Free e's slot (its block's pages kept for the next copies), then let
+ * programs at its address again.
+ */
 static void slot_put(struct odsm_centry *e)
 {
-	odsm_heap_free(&odsm_heap, e->local_cg);
+	odsm_heap_free_kept(&odsm_heap, e->local_cg);
 	xa_erase(&cache.slots, slot_index(slot_addr(e)));
 }
 

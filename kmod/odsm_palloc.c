@@ -515,6 +515,18 @@ bool odsm_palloc_backed(const struct odsm_palloc *pa, u64 addr)
 	       kind == ODSM_BLK_TAIL;
 }
 
+int odsm_palloc_free_class(const struct odsm_palloc *pa, u32 b)
+{
+	const struct odsm_block *blk;
+
+	if (b >= pa->nr_blocks)
+		return -1;
+	blk = &pa->blocks[b];
+	if (blk->kind != ODSM_BLK_FREE || !blk->slab)
+		return -1;
+	return blk->cls;
+}
+
 /* ---- published words (odsm_pubword.h) ---------------------------------- */
 
 /* The slab of block b whose slots have words, or NULL. */

@@ -138,6 +138,12 @@ bool odsm_palloc_stale(const struct odsm_palloc *pa, u64 cgaddr);
 /* Is the byte at addr part of a block that holds objects (fault path)? */
 bool odsm_palloc_backed(const struct odsm_palloc *pa, u64 addr);
 
+/*
+ * The size class of the slab that block b, now free, held last (the one a
+ * slab of that class forms in first): -1 when b is not free or held none.
+ */
+int odsm_palloc_free_class(const struct odsm_palloc *pa, u32 b);
+
 u64 odsm_palloc_max_alloc(const struct odsm_palloc *pa);
 
 /*

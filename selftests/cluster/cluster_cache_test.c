@@ -751,7 +751,8 @@ static uint64_t home_obj(struct __test_metadata *_metadata, unsigned int tag)
  * without a known word (or with onesided_known off) reads it before the
  * bytes too.
  *  - the first miss of an object is a FETCH (it sets the copied mark);
- *    every later one is one-sided, with the right bytes;
+ *    every later one is one-sided, with the right bytes, and makes its
+ *    copy in the pages the last one's free kept (no page allocated);
  *  - a never-copied object in a block whose class is known: the word says
  *    no (onesided_copy_refused), the FETCH gives the bytes;
  *  - the object freed and its slot reused by a new object: the old
@@ -766,7 +767,7 @@ static uint64_t home_obj(struct __test_metadata *_metadata, unsigned int tag)
  */
 TEST(onesided_miss)
 {
-	uint64_t c0, k0, r0, c1, k1, cg, cg2, cg3 = 0, bumped, extra[256];
+	uint64_t c0, k0, r0, c1, k1, p0, cg, cg2, cg3 = 0, bumped, extra[256];
 	struct odsm_borrow br;
 	unsigned int i, n;
 	bool os;
@@ -779,9 +780,12 @@ TEST(onesided_miss)
 
 	miss_check(_metadata, cg, HOME, 1);		/* the first: a FETCH */
 	EXPECT_EQ(c0, c_stat("onesided_copies"));
+	p0 = c_stat("page_allocs");
 	for (i = 0; i < 8; i++)
 		miss_check(_metadata, cg, HOME, 1);
 	EXPECT_EQ(c0 + (os ? 8 : 0), c_stat("onesided_copies"));
+	/* each copy made where the last one was freed, in pages kept */
+	EXPECT_EQ(p0, c_stat("page_allocs"));
 	/* the word before the bytes known from the FETCH */
 	EXPECT_EQ(k0 + (os ? 8 : 0), c_stat("onesided_copy_known"));
 
