@@ -426,10 +426,18 @@ TEST_F(pa, slab_keeps_block_until_empty)
 		EXPECT_EQ(0U, rel.nr_blocks);
 		EXPECT_TRUE(odsm_palloc_backed(pa, cg_addr(cg[i])));
 	}
+	/* a slab's block is not free: no class of a free slab */
+	EXPECT_EQ(-1, odsm_palloc_free_class(pa, block_index(pa, cg[0])));
 	do_free(_metadata, pa, cg[9], cg_color(cg[9]), &rel);
 	EXPECT_EQ(1U, rel.nr_blocks);
 	EXPECT_EQ(block_index(pa, cg[0]), rel.first_block);
 	EXPECT_EQ(pa->nr_blocks, pa->free_blocks);
+	/* the free block tells the class of the slab it held (the heap's
+	 * kept blocks), and a block past the partition none
+	 */
+	EXPECT_EQ(odsm_size_to_class(100, 0),
+		  odsm_palloc_free_class(pa, rel.first_block));
+	EXPECT_EQ(-1, odsm_palloc_free_class(pa, pa->nr_blocks));
 }
 
 TEST_F(pa, every_class)
@@ -529,6 +537,8 @@ TEST_F(pa, large_round_trip)
 		ASSERT_EQ(block_index(pa, cg[i]), rel.first_block);
 		ASSERT_EQ(tab[i].nr, rel.nr_blocks);
 		ASSERT_EQ(pa->nr_blocks - used, pa->free_blocks);
+		/* a run's free blocks held no slab */
+		ASSERT_EQ(-1, odsm_palloc_free_class(pa, rel.first_block));
 		for (j = 0; j < tab[i].nr; j++)
 			ASSERT_FALSE(odsm_palloc_backed(pa, a + j * BLK));
 	}
