@@ -608,23 +608,23 @@ static bool copy_lazy(u64 size)
  * The miss reader's copy of an object of *size bytes, more than the first
  * buffer holds (a slab slot of 4 KiB and up, a run): into a buffer of its
  * own, which replaces *firstp.  -EOPNOTSUPP (a FETCH then) when there is
- * none.  whole: see read_whole().
+ * none.  move: see read_whole().
  */
 static int copy_bigger(const struct odsm_miss_reader *mr, u32 node, u64 cg,
-		       void **firstp, u64 *size, bool whole)
+		       void **firstp, u64 *size, bool move)
 {
 	u64 want = *size;
 	void *big;
 	int ret;
 
 	/* a lazy copy keeps only the FETCH's first bytes (make_copy()) */
-	if (want > ODSM_MISS_READ_MAX || (!whole && copy_lazy(want)))
+	if (want > ODSM_MISS_READ_MAX || (!move && copy_lazy(want)))
 		return -EOPNOTSUPP;
 	big = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + want, GFP_KERNEL);
 	if (!big)
 		return -EOPNOTSUPP;
 	ret = mr->copy(node, cg, big + ODSM_WIRE_FETCH_REPLY_SIZE, want, size,
-		       whole);
+		       move);
 	if (ret) {
 		kvfree(big);
 		/* its block's class changed meanwhile: a FETCH says */
@@ -657,18 +657,19 @@ int odsm_first_grow(void **firstp)
  * The whole object at cg, read by the miss reader mr into *firstp (from
  * odsm_first_alloc()) after the room of a FETCH reply's fixed part (a
  * bigger buffer replaces *firstp if the object is more than
- * ODSM_FIRST_READ bytes): 0 with *size, -EOPNOTSUPP to FETCH.  whole,
- * for a move: a lazy copy's size too, and only an object known to be
- * copied (the reader's known_only).
+ * ODSM_FIRST_READ bytes): 0 with *size, -EOPNOTSUPP to FETCH.  move,
+ * for a move: the object whole even at a lazily filled copy's size (a
+ * move leaves nothing behind to fetch), and only if known to be copied
+ * (the reader's known_only: any other would likely be refused).
  */
 static int read_whole(const struct odsm_miss_reader *mr, u32 node, u64 cg,
-		      void **firstp, u64 *size, bool whole)
+		      void **firstp, u64 *size, bool move)
 {
 	int ret = mr->copy(node, cg, *firstp + ODSM_WIRE_FETCH_REPLY_SIZE,
-			   ODSM_FIRST_READ, size, whole);
+			   ODSM_FIRST_READ, size, move);
 
 	if (ret == -EMSGSIZE)
-		ret = copy_bigger(mr, node, cg, firstp, size, whole);
+		ret = copy_bigger(mr, node, cg, firstp, size, move);
 	return ret;
 }
 
