@@ -139,6 +139,8 @@ int odsm_store_pin(struct odsm_heap *h, u64 addr, struct page **pages,
 void odsm_store_unpin(struct odsm_heap *h, u64 addr, struct page **pages,
 		      struct page *pub);
 void odsm_store_publish(struct odsm_heap *h, u64 addr);
+/* Is block blk of the partition pinned?  Under heap->lock. */
+bool odsm_store_block_pinned(struct odsm_heap *h, u32 blk);
 int odsm_store_atomic(struct odsm_heap *h, u64 addr, u32 op, u64 operand,
 		      u64 compare, u64 *old);
 

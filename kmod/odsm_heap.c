@@ -192,14 +192,18 @@ int odsm_heap_object(struct odsm_heap *h, u64 cgaddr, struct odsm_objinfo *oi)
 
 /*
  * A slab block rel frees keeps its pages as its class's kept block; the
- * one kept before goes instead, unless it is the same.  Under heap->lock.
+ * one kept before goes instead, unless it is the same.  Not a block
+ * pinned for an RDMA registration: its pages stay anyway, and its release
+ * zeroes them (a peer's one-sided READ of a free block finds zeros, never
+ * a freed copy's bytes).  Under heap->lock.
  */
 static void keep_block(struct odsm_heap *h, struct odsm_release *rel)
 {
 	int cls;
 	s32 old;
 
-	if (rel->nr_blocks != 1)
+	if (rel->nr_blocks != 1 ||
+	    odsm_store_block_pinned(h, rel->first_block))
 		return;
 	cls = odsm_palloc_free_class(&h->pa, rel->first_block);
 	if (cls < 0)
@@ -259,7 +263,9 @@ int odsm_heap_free(struct odsm_heap *h, u64 cgaddr)
  * slab forms again first where one of its class was): each miss paid a
  * page allocated and zeroed, and each free an unmap, about 60 us of a
  * 512 B one-sided miss that took 1 ms under TCG.  At most
- * ODSM_NR_CLASSES blocks (1.4 MiB).  A program's free still gives the
+ * ODSM_NR_CLASSES blocks (1.4 MiB), which stay until then, or until the
+ * heap's configuration changes or the module goes (the shrinker does not
+ * take them: it cannot take heap->lock).  A program's free still gives the
  * pages back at once.  Bytes a kept page holds are those of copies the
  * node's programs could borrow: nothing a slab's free slot does not
  * keep as well; a zeroed object is zeroed by its allocation, and a

@@ -18,6 +18,10 @@
  * zaps the PTEs, all before it drops heap->lock, so no PTE to a released
  * page survives and none is left when the block can be handed out again
  * (a write through a stale PTE would land in a page about to be dropped).
+ * A block the cache emptied may instead keep its pages, and with them any
+ * PTE to them, until it is released (odsm_heap_free_kept()): those pages
+ * stay the store's, and a stale PTE reaches them as one reaches a free
+ * slot of a slab that holds other objects.
  * Lock order: heap->lock -> page lock -> i_mmap_rwsem -> page table lock;
  * the fault handler takes the page lock only after dropping heap->lock.
  */
@@ -398,6 +402,11 @@ static unsigned long pin_count(struct odsm_heap *h, pgoff_t idx)
 	void *v = xa_load(&h->pinned, idx >> (ODSM_BLOCK_SHIFT - PAGE_SHIFT));
 
 	return v ? xa_to_value(v) : 0;
+}
+
+bool odsm_store_block_pinned(struct odsm_heap *h, u32 blk)
+{
+	return xa_load(&h->pinned, blk);
 }
 
 /*
