@@ -406,7 +406,7 @@ static unsigned long pin_count(struct odsm_heap *h, pgoff_t idx)
 
 bool odsm_store_block_pinned(struct odsm_heap *h, u32 blk)
 {
-	return xa_load(&h->pinned, blk);
+	return pin_count(h, (pgoff_t)blk << (ODSM_BLOCK_SHIFT - PAGE_SHIFT));
 }
 
 /*
