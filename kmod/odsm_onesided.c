@@ -940,19 +940,9 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size,
 	if (!inc)
 		return -EOPNOTSUPP;
 	known = READ_ONCE(onesided_known) ? known_word(b, idx, inc, &seen) : 0;
-	/*
-	 * A known word of an older color than the pointer's is taken too
-	 * when it was read through a pointer of the very same color: a
-	 * written object's pointer is bumped past its allocation color (a
-	 * mutable borrow bumps it), and its misses would otherwise read the
-	 * word before the bytes every time.  odsm_pub_usable() is the rule
-	 * that keeps the read safe; the colors only tell which words are
-	 * likely the object's, and a move reads no other.
-	 */
-	if (!odsm_pub_known(known, cls, odsm_color(cg)) &&
-	    !(seen == odsm_color(cg) &&
-	      odsm_pub_usable(known, known, cls, odsm_color(cg))))
+	if (!odsm_pub_known(known, seen, cls, odsm_color(cg)))
 		known = 0;
+	/* a move reads only an object whose word is known (copied) */
 	if (known_only && !known)
 		return -EOPNOTSUPP;
 	ret = pub_read(node, inc, addr, buf, cs, idx, known ? NULL : &before,

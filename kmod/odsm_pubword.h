@@ -137,17 +137,19 @@ static inline bool odsm_pub_usable(u32 before, u32 after, int cls, u16 color)
  * only with a free; pubword_test checks it), so if the read after the
  * bytes finds the known word, the word held it from before the bytes were
  * read until then, and they are the object's as with both reads.  For
- * a word of exactly the pointer's color: a pointer of another color is
- * more likely an object that has replaced the known one, and that read
- * would be refused (odsm_onesided.c also takes a usable word it read
- * through a pointer of the very same color: a written object's, bumped).
- * The word must come from the incarnation of the home the bytes come
- * from: a restarted home starts its colors again.
+ * a word of exactly the pointer's color, or one read through a pointer of
+ * exactly this color (seen: a written object's pointer is bumped past its
+ * allocation color, a mutable borrow bumps it): a pointer of another
+ * color is more likely an object that has replaced the known one, and
+ * that read would be refused.  The colors only pick the words likely the
+ * object's; odsm_pub_usable() is what keeps the read safe.  The word must
+ * come from the incarnation of the home the bytes come from: a restarted
+ * home starts its colors again.
  */
-static inline bool odsm_pub_known(u32 known, int cls, u16 color)
+static inline bool odsm_pub_known(u32 known, u16 seen, int cls, u16 color)
 {
 	return odsm_pub_usable(known, known, cls, color) &&
-	       (known & ODSM_PUB_GEN_MASK) == color;
+	       ((known & ODSM_PUB_GEN_MASK) == color || seen == color);
 }
 
 /*

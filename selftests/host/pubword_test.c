@@ -52,11 +52,16 @@ TEST(word_and_usable)
 	EXPECT_FALSE(odsm_pub_usable(w, w, c64, 9));	/* another class */
 	EXPECT_FALSE(odsm_pub_usable(0, 0, -1, 9));
 	/* known: usable, and of exactly the pointer's color */
-	EXPECT_TRUE(odsm_pub_known(w, c512, 7));
-	EXPECT_FALSE(odsm_pub_known(w, c512, 9));
-	EXPECT_FALSE(odsm_pub_known(w, c512, 6));
-	EXPECT_FALSE(odsm_pub_known(w, c64, 7));
-	EXPECT_FALSE(odsm_pub_known(0, c512, 0));
+	EXPECT_TRUE(odsm_pub_known(w, 0, c512, 7));
+	EXPECT_FALSE(odsm_pub_known(w, 0, c512, 9));
+	EXPECT_FALSE(odsm_pub_known(w, 0, c512, 6));
+	EXPECT_FALSE(odsm_pub_known(w, 0, c64, 7));
+	EXPECT_FALSE(odsm_pub_known(0, 0, c512, 0));
+	/* ... or read through a pointer of exactly this (bumped) color */
+	EXPECT_TRUE(odsm_pub_known(w, 9, c512, 9));
+	EXPECT_FALSE(odsm_pub_known(w, 9, c512, 8));
+	EXPECT_FALSE(odsm_pub_known(w, 6, c512, 6));	/* an older object */
+	EXPECT_FALSE(odsm_pub_known(w, 9, c64, 9));
 	/* a run's word: no class's, usable only as a run of exactly the color */
 	w = odsm_pub_run_word(true, true, 7);
 	EXPECT_EQ((int)ODSM_PUB_RUN, odsm_pub_class(w));
@@ -73,7 +78,7 @@ TEST(word_and_usable)
 					 odsm_pub_run_word(false, false, 7),
 					 7, 7));
 	w = odsm_pub_word(c512, true, false, 7);	/* never copied */
-	EXPECT_FALSE(odsm_pub_known(w, c512, 7));
+	EXPECT_FALSE(odsm_pub_known(w, 0, c512, 7));
 	EXPECT_FALSE(odsm_pub_usable(w, w, c512, 7));
 	w = odsm_pub_word(c512, false, true, 7);	/* free */
 	EXPECT_FALSE(odsm_pub_usable(w, w, c512, 7));
