@@ -920,12 +920,16 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size,
 {
 	u64 addr = odsm_clear_color(cg), off = addr & (ODSM_BLOCK_SIZE - 1);
 	unsigned long b = addr >> ODSM_BLOCK_SHIFT;
-	void *hint = xa_load(&cls_hints, b);
 	u32 cs, idx, known, before = 0, after = 0;
 	u16 seen = 0;
 	int cls, ret;
+	void *hint;
 	u64 inc;
 
+	/* off (a move asks too): no lookup, as pub_read() would refuse */
+	if (!READ_ONCE(onesided) || !odsm_onesided_active())
+		return -EOPNOTSUPP;
+	hint = xa_load(&cls_hints, b);
 	if (!hint)
 		return run_copy(node, cg, buf, room, size, known_only);
 	cls = (int)xa_to_value(hint) - 1;
