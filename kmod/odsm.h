@@ -51,6 +51,10 @@ struct odsm_heap {
 	 * last copy left in place (odsm_heap_free_kept()), or -1.
 	 */
 	s32 kept[ODSM_NR_CLASSES];
+	u32 nr_kept;			/* kept[] that are blocks; written under
+					 * the lock, read without it (the
+					 * shrinker's count)
+					 */
 	atomic_t maps;			/* live VMAs of the heap */
 	struct inode *inode;		/* every open file's f_mapping */
 	/*
@@ -87,6 +91,14 @@ int odsm_heap_alloc(struct odsm_heap *h, u64 size, u32 align, u32 flags,
 		    u64 *cgaddr, u64 *usable);
 int odsm_heap_free(struct odsm_heap *h, u64 cgaddr);
 int odsm_heap_free_kept(struct odsm_heap *h, u64 cgaddr);
+u32 odsm_heap_drop_kept(struct odsm_heap *h);
+
+/* How many blocks odsm_heap_free_kept() keeps now; no lock taken. */
+static inline u32 odsm_heap_kept_blocks(struct odsm_heap *h)
+{
+	return READ_ONCE(h->nr_kept);
+}
+
 int odsm_heap_move(struct odsm_heap *h, u64 cgaddr, u64 *new_cgaddr);
 int odsm_heap_obj_info(struct odsm_heap *h, u64 cgaddr,
 		       struct odsm_objinfo *oi);

@@ -119,6 +119,9 @@ static struct {
 					 * freed yet (indexed, orphans, doomed)
 					 */
 	struct work_struct reaper;
+	atomic_t drop_kept;		/* the shrinker asks the reaper to give
+					 * back the heap's kept blocks
+					 */
 #ifdef ODSM_HAVE_SHRINKER_ALLOC
 	struct shrinker *shrinker;
 #else
@@ -408,9 +411,17 @@ static void reap(void)
 	}
 }
 
+/* The kept blocks' pages given back (odsm_heap_drop_kept()), counted. */
+static void drop_kept(void)
+{
+	odsm_stat_add(ODSM_STAT_kept_dropped, odsm_heap_drop_kept(&odsm_heap));
+}
+
 static void reaper_fn(struct work_struct *work)
 {
 	reap();
+	if (atomic_xchg(&cache.drop_kept, 0))
+		drop_kept();
 }
 
 /* Evict idle entries, oldest first, while over budget.  Under the lock. */
@@ -1299,6 +1310,7 @@ int odsm_cache_lazy_fill_range(u64 addr, u64 len)
 
 /* ---- the shrinker, gauges, init ------------------------------------------ */
 
+/* Idle copies, and the blocks the heap keeps for the next ones. */
 static unsigned long cache_count(struct shrinker *s, struct shrink_control *sc)
 {
 	unsigned long idle = READ_ONCE(cache.ci.idle_entries);
@@ -1306,21 +1318,27 @@ static unsigned long cache_count(struct shrinker *s, struct shrink_control *sc)
 	/* every copy referenced: some may be idle in processes' tables */
 	if (!idle && READ_ONCE(cache.ci.entries))
 		odsm_hits_want();
-	return idle;
+	return idle + odsm_heap_kept_blocks(&odsm_heap);
 }
 
 /*
  * Called from reclaim, inside any allocation, perhaps one made under
- * cache.lock or heap->lock: so only a try-lock, and the slots are freed by
- * the reaper, not here.
+ * cache.lock or heap->lock: so only a try-lock, and the slots and the kept
+ * blocks are freed by the reaper, not here.
  */
 static unsigned long cache_scan(struct shrinker *s, struct shrink_control *sc)
 {
-	unsigned long freed = 0;
+	u32 kept = odsm_heap_kept_blocks(&odsm_heap);
+	unsigned long freed = 0, asked = 0;
 	struct odsm_cnode *v;
 
+	/* the reaper frees the slots first: their blocks may be kept too */
+	if (kept && !atomic_xchg(&cache.drop_kept, 1)) {
+		schedule_work(&cache.reaper);
+		asked = kept;	/* counted once, by the scan that asked */
+	}
 	if (!mutex_trylock(&cache.lock))
-		return SHRINK_STOP;
+		return asked ? asked : SHRINK_STOP;
 	odsm_hits_want();	/* memory is short: idle references too */
 	while (freed < sc->nr_to_scan && (v = odsm_cindex_victim(&cache.ci))) {
 		evict_locked(container_of(v, struct odsm_centry, cn));
@@ -1332,7 +1350,7 @@ static unsigned long cache_scan(struct shrinker *s, struct shrink_control *sc)
 		odsm_stat_add(ODSM_STAT_cache_shrunk, freed);
 		schedule_work(&cache.reaper);
 	}
-	return freed ? freed : SHRINK_STOP;
+	return freed + asked ? freed + asked : SHRINK_STOP;
 }
 
 u64 odsm_cache_entries(void)
@@ -1365,6 +1383,7 @@ long odsm_ioc_drop_copies(void __user *arg)
 	d.kept = cache.ci.entries;
 	mutex_unlock(&cache.lock);
 	reap();
+	drop_kept();	/* no copy needs their pages now */
 	d.dropped = before - d.kept;
 	odsm_stat_add(ODSM_STAT_copies_dropped, d.dropped);
 	return copy_to_user(arg, &d, sizeof(d)) ? -EFAULT : 0;

@@ -38,6 +38,7 @@ static void kept_reset(struct odsm_heap *h)
 
 	for (i = 0; i < ODSM_NR_CLASSES; i++)
 		h->kept[i] = -1;
+	WRITE_ONCE(h->nr_kept, 0);
 }
 
 int odsm_heap_init(struct odsm_heap *h, const struct odsm_geom *g)
@@ -211,6 +212,8 @@ static void keep_block(struct odsm_heap *h, struct odsm_release *rel)
 	old = h->kept[cls];
 	h->kept[cls] = rel->first_block;
 	rel->nr_blocks = 0;
+	if (old < 0)
+		WRITE_ONCE(h->nr_kept, h->nr_kept + 1);
 	if (old >= 0 && old != rel->first_block) {
 		rel->first_block = old;
 		rel->nr_blocks = 1;
@@ -263,17 +266,43 @@ int odsm_heap_free(struct odsm_heap *h, u64 cgaddr)
  * slab forms again first where one of its class was): each miss paid a
  * page allocated and zeroed, and each free an unmap, about 60 us of a
  * 512 B one-sided miss that took 1 ms under TCG.  At most
- * ODSM_NR_CLASSES blocks (1.4 MiB), which stay until then, or until the
- * heap's configuration changes or the module goes (the shrinker does not
- * take them: it cannot take heap->lock).  A program's free still gives the
- * pages back at once.  Bytes a kept page holds are those of copies the
- * node's programs could borrow: nothing a slab's free slot does not
- * keep as well; a zeroed object is zeroed by its allocation, and a
+ * ODSM_NR_CLASSES blocks (1.4 MiB), which stay until then, until memory
+ * is short or the admin drops the node's copies (odsm_heap_drop_kept()),
+ * or until the heap's configuration changes or the module goes.  A
+ * program's free still gives the pages back at once.  Bytes a kept page
+ * holds are those of copies the node's programs could borrow: nothing a
+ * slab's free slot does not keep as well; a zeroed object is zeroed by its allocation, and a
  * lazily filled copy discards what it finds (odsm_store_discard()).
  */
 int odsm_heap_free_kept(struct odsm_heap *h, u64 cgaddr)
 {
 	return heap_free(h, cgaddr, true);
+}
+
+/*
+ * Give back the pages of every block odsm_heap_free_kept() keeps: memory
+ * is short (the cache's shrinker, through its reaper: reclaim may run
+ * under heap->lock) or the admin drops the node's copies.  How many
+ * blocks went.  One handed out again meanwhile keeps its pages for its
+ * new objects, as at any release (store_drop() skips backed blocks).
+ */
+u32 odsm_heap_drop_kept(struct odsm_heap *h)
+{
+	struct odsm_release rel = { .nr_blocks = 1 };
+	s32 blk[ODSM_NR_CLASSES];
+	u32 i, n = 0;
+
+	mutex_lock(&h->lock);
+	for (i = 0; i < ODSM_NR_CLASSES; i++)
+		if (h->kept[i] >= 0)
+			blk[n++] = h->kept[i];
+	kept_reset(h);
+	mutex_unlock(&h->lock);
+	for (i = 0; i < n; i++) {
+		rel.first_block = blk[i];
+		release_blocks(h, &rel);
+	}
+	return n;
 }
 
 /*

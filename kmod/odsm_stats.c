@@ -47,6 +47,7 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_bytes_fetched] = "bytes_fetched",
 	[ODSM_STAT_cache_evictions] = "cache_evictions",
 	[ODSM_STAT_cache_shrunk] = "cache_shrunk",
+	[ODSM_STAT_kept_dropped] = "kept_dropped",
 	[ODSM_STAT_lazy_faults] = "lazy_faults",
 	[ODSM_STAT_lazy_pages] = "lazy_pages",
 	[ODSM_STAT_lazy_onesided] = "lazy_onesided",

@@ -156,7 +156,7 @@ static const struct attribute_group config_group = {
 
 enum gauge { G_PAGES, G_OBJECTS, G_BYTES, G_FREE_BLOCKS, G_SLOTS_RETIRED,
 	     G_BLOCKS_RETIRED, G_MAPPINGS, G_CACHE_ENTRIES, G_CACHE_BYTES,
-	     G_COPIES, G_NR };
+	     G_COPIES, G_KEPT_BLOCKS, G_NR };
 
 static const char * const gauge_names[G_NR] = {
 	[G_PAGES] = "pages_in_use",
@@ -169,6 +169,7 @@ static const char * const gauge_names[G_NR] = {
 	[G_CACHE_ENTRIES] = "cache_entries",
 	[G_CACHE_BYTES] = "cache_bytes",
 	[G_COPIES] = "copies_in_use",
+	[G_KEPT_BLOCKS] = "kept_blocks",
 };
 
 static u64 gauge_read(enum gauge g)
@@ -206,6 +207,9 @@ static u64 gauge_read(enum gauge g)
 		break;
 	case G_MAPPINGS:
 		v = atomic_read(&h->maps);
+		break;
+	case G_KEPT_BLOCKS:
+		v = h->nr_kept;
 		break;
 	case G_CACHE_ENTRIES:
 	case G_CACHE_BYTES:

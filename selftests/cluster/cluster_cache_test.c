@@ -861,6 +861,53 @@ TEST(onesided_miss)
 }
 
 /*
+ * kept_blocks (USER alone, every copy evicted on its return): the free of
+ * a copy that empties its slab block keeps the block's pages for the next
+ * copy (kept_blocks); memory short (every shrinker asked: drop_caches)
+ * gives them back, through the cache's reaper, and so does DROP_COPIES,
+ * at once (kept_dropped, page_frees).  Over both transports: the cache's
+ * own, as the budget is.
+ */
+TEST(kept_blocks)
+{
+	struct odsm_drop_copies d = { 0 };
+	uint64_t cg, f0, k0;
+	bool os;
+	int dc, i;
+
+	MISSES_BEGIN(os);
+	TH_LOG("misses %s one-sided", os ? "may go" : "do not go");
+	cg = home_obj(_metadata, 7);
+	miss_check(_metadata, cg, HOME, 7);
+	ASSERT_EQ(0U, c_stat("cache_entries"));
+	ASSERT_LE(1U, c_stat("kept_blocks"));
+	f0 = c_stat("page_frees");
+	k0 = c_stat("kept_dropped");
+	dc = open("/proc/sys/vm/drop_caches", O_WRONLY);
+	ASSERT_LE(0, dc);
+	ASSERT_EQ(2, write(dc, "2\n", 2));
+	close(dc);
+	/* the reaper gives them back in the background */
+	for (i = 0; i < 100 && c_stat("kept_blocks"); i++)
+		c_sleep_ms(20);
+	EXPECT_EQ(0U, c_stat("kept_blocks"));
+	EXPECT_LT(k0, c_stat("kept_dropped"));
+	EXPECT_LT(f0, c_stat("page_frees"));
+
+	/* kept again by the next miss's free; DROP_COPIES, at once */
+	miss_check(_metadata, cg, HOME, 7);
+	ASSERT_LE(1U, c_stat("kept_blocks"));
+	f0 = c_stat("page_frees");
+	k0 = c_stat("kept_dropped");
+	ASSERT_EQ(0, ioctl(odsm_rt.fd, ODSM_IOC_DROP_COPIES, &d));
+	EXPECT_EQ(0U, c_stat("kept_blocks"));
+	EXPECT_LT(k0, c_stat("kept_dropped"));
+	EXPECT_LT(f0, c_stat("page_frees"));
+	EXPECT_EQ(0, odsm_free(cg));
+	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", MiB(64)));
+}
+
+/*
  * onesided_miss_sizes (USER alone): slab objects past the cache's first
  * buffer (12 KiB) go one-sided too, whole: 12, 16, 24 and 32 KiB objects
  * (the largest slab classes), each copied once by a FETCH, then missed

@@ -98,6 +98,8 @@ static const struct {
 	{ "cache_evictions", G(CACHE, 0) },
 	{ "cache_shrunk", G(CACHE, 0) },
 	{ "copies_dropped", G(CACHE, 0) },
+	{ "kept_dropped", G(CACHE, 0) },
+	{ "kept_blocks", G(CACHE, ODSM_SF_GAUGE) },
 	{ "cache_entries", G(CACHE, ODSM_SF_GAUGE) },
 	{ "cache_bytes", G(CACHE, ODSM_SF_GAUGE | ODSM_SF_BYTES) },
 	{ "copies_in_use", G(CACHE, ODSM_SF_GAUGE) },

@@ -427,8 +427,10 @@ struct odsm_write_back {
 
 /*
  * ODSM_IOC_DROP_COPIES: drop every idle copy in this node's cache (copies
- * no open file references).  out: dropped, how many went; kept, the
- * copies still referenced by borrows.
+ * no open file references), and give back the pages of the blocks the
+ * cache keeps for its next copies (the stats' kept_blocks).  out:
+ * dropped, how many copies went; kept, the copies still referenced by
+ * borrows.
  */
 struct odsm_drop_copies {
 	__u64 dropped;
