@@ -96,6 +96,16 @@ static vm_fault_t odsm_vm_fault(struct vm_fault *vmf)
 				 */
 		odsm_stat_inc(ODSM_STAT_sigbus_lazy);
 		return VM_FAULT_SIGBUS;
+	case -ENOSPC:
+		/*
+		 * The store keeps its reserve to the rest of the machine:
+		 * the heap is full, as a tmpfs at its size is.  Not
+		 * VM_FAULT_OOM: since Linux 5.16 that runs no OOM killer
+		 * outside a cgroup and retries the fault, for ever while
+		 * memory stays short.
+		 */
+		odsm_stat_inc(ODSM_STAT_fault_enomem);
+		return VM_FAULT_SIGBUS;
 	default:
 		odsm_stat_inc(ODSM_STAT_fault_enomem);
 		return VM_FAULT_OOM;

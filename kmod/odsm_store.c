@@ -101,7 +101,7 @@ static bool store_fill_only(struct odsm_heap *h, pgoff_t idx)
  */
 static uint store_reserve_mb;
 module_param(store_reserve_mb, uint, 0644);
-MODULE_PARM_DESC(store_reserve_mb, "MiB of available memory the page store leaves to the rest of the machine: past it, new heap pages get -ENOMEM (default 0: 1/16 of RAM, at least 16)");
+MODULE_PARM_DESC(store_reserve_mb, "MiB of available memory the page store leaves to the rest of the machine: past it, new heap pages get -ENOMEM (a fault: SIGBUS; default 0: 1/16 of RAM, at least 16)");
 
 static bool store_room(void)
 {
@@ -180,9 +180,10 @@ static bool store_obj_live(struct odsm_heap *h, u64 addr, u16 color)
 /*
  * The page of the local partition at addr for a fault: the store's page,
  * inserted on first touch, returned locked and referenced (*page).  -EFAULT
- * for an address in blocks that hold no object, -ENOMEM, or -EAGAIN when
- * the page was released meanwhile (the access faults again), -ENODATA for
- * a page of a lazily filled copy that was not fetched (store_fill_only()).
+ * for an address in blocks that hold no object, -ENOSPC when the store
+ * keeps its reserve (store_room()), -ENOMEM, or -EAGAIN when the page was
+ * released meanwhile (the access faults again), -ENODATA for a page of a
+ * lazily filled copy that was not fetched (store_fill_only()).
  */
 int odsm_store_fault(struct odsm_heap *h, u64 addr, struct page **pagep)
 {
@@ -217,6 +218,10 @@ int odsm_store_fault(struct odsm_heap *h, u64 addr, struct page **pagep)
 		 * another fault inserted the page.
 		 */
 		mutex_unlock(&h->lock);
+		if (!store_room()) {
+			odsm_stat_inc(ODSM_STAT_store_enomem);
+			return -ENOSPC;
+		}
 		fresh = store_alloc_page(STORE_GFP_FAULT);
 		if (!fresh)
 			return -ENOMEM;

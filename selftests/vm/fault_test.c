@@ -264,6 +264,55 @@ TEST_F(heap, freed_block_sigbus)
 	EXPECT_DELTA(s0, s1, "page_allocs", 0);
 }
 
+#define RESERVE_PARAM	"/sys/module/odsm/parameters/store_reserve_mb"
+
+static int write_reserve(const char *v)
+{
+	int fd = open(RESERVE_PARAM, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, v, strlen(v));
+	close(fd);
+	return n == (ssize_t)strlen(v) ? 0 : -EIO;
+}
+
+/*
+ * A fault that finds no page, because the store keeps store_reserve_mb of
+ * memory to the rest of the machine (set here past all of it): SIGBUS at
+ * once, counted in fault_enomem and store_enomem.  Never VM_FAULT_OOM,
+ * which since Linux 5.16 runs no OOM killer outside a cgroup and retries
+ * the fault for as long as memory stays short: this test would hang.  The
+ * same page faults in once the reserve is back.
+ */
+TEST_F(heap, fault_past_reserve_sigbus)
+{
+	uint64_t cg, old = t_read_u64(RESERVE_PARAM);
+	struct t_stats s0, s1;
+	uint8_t v = 0x5a, *p;
+	char buf[32];
+	int sig;
+
+	ASSERT_NE(UINT64_MAX, old);
+	/* a block of its own: no page there yet (a slab's might be) */
+	T_ALLOC(self->fd, &self->objs, T_BLOCK, 0, 0, &cg, NULL);
+	p = t_p(cg);
+	SNAP(s0);
+	ASSERT_EQ(0, write_reserve("4194304"));	/* 4 TiB */
+	sig = t_touch(p, 1, &v);
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)old);
+	ASSERT_EQ(0, write_reserve(buf));
+	SNAP(s1);
+	EXPECT_EQ(SIGBUS, sig);
+	EXPECT_EQ((void *)p, t_sigaddr);
+	EXPECT_DELTA(s0, s1, "fault_enomem", 1);
+	EXPECT_DELTA(s0, s1, "store_enomem", 1);
+	EXPECT_DELTA(s0, s1, "page_allocs", 0);
+	EXPECT_EQ(0, t_touch(p, 1, &v));
+	EXPECT_EQ(0x5a, p[0]);
+}
+
 /* A free unmaps the pages from every process, not only the caller. */
 TEST_F(heap, free_unmaps_other_process)
 {
