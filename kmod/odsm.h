@@ -92,8 +92,12 @@ int odsm_heap_alloc(struct odsm_heap *h, u64 size, u32 align, u32 flags,
 int odsm_heap_free(struct odsm_heap *h, u64 cgaddr);
 int odsm_heap_free_kept(struct odsm_heap *h, u64 cgaddr);
 u32 odsm_heap_drop_kept(struct odsm_heap *h);
+u32 odsm_heap_kept_free(struct odsm_heap *h);	/* under heap->lock */
 
-/* How many blocks odsm_heap_free_kept() keeps now; no lock taken. */
+/*
+ * How many blocks odsm_heap_free_kept() keeps now, at most (some may be
+ * handed out again: odsm_heap_kept_free()); no lock taken.
+ */
 static inline u32 odsm_heap_kept_blocks(struct odsm_heap *h)
 {
 	return READ_ONCE(h->nr_kept);

@@ -119,8 +119,9 @@ static struct {
 					 * freed yet (indexed, orphans, doomed)
 					 */
 	struct work_struct reaper;
-	atomic_t drop_kept;		/* the shrinker asks the reaper to give
-					 * back the heap's kept blocks
+	atomic_t kept_asked;		/* the heap's kept blocks are to be
+					 * given back (kept_give_back());
+					 * until then freed slots keep none
 					 */
 #ifdef ODSM_HAVE_SHRINKER_ALLOC
 	struct shrinker *shrinker;
@@ -260,12 +261,15 @@ static int slot_new(struct odsm_centry *e, u64 size, u64 *usable)
 }
 
 /*
- * Free e's slot (its block's pages kept for the next copies), then let
- * programs at its address again.
+ * Free e's slot (its block's pages kept for the next copies, unless
+ * memory is short), then let programs at its address again.
  */
 static void slot_put(struct odsm_centry *e)
 {
-	odsm_heap_free_kept(&odsm_heap, e->local_cg);
+	if (atomic_read(&cache.kept_asked))
+		odsm_heap_free(&odsm_heap, e->local_cg);
+	else
+		odsm_heap_free_kept(&odsm_heap, e->local_cg);
 	xa_erase(&cache.slots, slot_index(slot_addr(e)));
 }
 
@@ -411,17 +415,25 @@ static void reap(void)
 	}
 }
 
-/* The kept blocks' pages given back (odsm_heap_drop_kept()), counted. */
-static void drop_kept(void)
+/*
+ * The kept blocks' pages given back (odsm_heap_drop_kept()), if asked
+ * (kept_asked), counted: after the slots evicted before were freed.
+ */
+static void kept_give_back(void)
 {
-	odsm_stat_add(ODSM_STAT_kept_dropped, odsm_heap_drop_kept(&odsm_heap));
+	u32 n;
+
+	if (!atomic_read(&cache.kept_asked))
+		return;
+	n = odsm_heap_drop_kept(&odsm_heap);
+	atomic_set(&cache.kept_asked, 0);
+	odsm_stat_add(ODSM_STAT_kept_dropped, n);
 }
 
 static void reaper_fn(struct work_struct *work)
 {
 	reap();
-	if (atomic_xchg(&cache.drop_kept, 0))
-		drop_kept();
+	kept_give_back();
 }
 
 /* Evict idle entries, oldest first, while over budget.  Under the lock. */
@@ -1329,28 +1341,30 @@ static unsigned long cache_count(struct shrinker *s, struct shrink_control *sc)
 static unsigned long cache_scan(struct shrinker *s, struct shrink_control *sc)
 {
 	u32 kept = odsm_heap_kept_blocks(&odsm_heap);
-	unsigned long freed = 0, asked = 0;
+	unsigned long freed = 0;
 	struct odsm_cnode *v;
 
-	/* the reaper frees the slots first: their blocks may be kept too */
-	if (kept && !atomic_xchg(&cache.drop_kept, 1)) {
-		schedule_work(&cache.reaper);
-		asked = kept;	/* counted once, by the scan that asked */
-	}
-	if (!mutex_trylock(&cache.lock))
-		return asked ? asked : SHRINK_STOP;
-	odsm_hits_want();	/* memory is short: idle references too */
-	while (freed < sc->nr_to_scan && (v = odsm_cindex_victim(&cache.ci))) {
-		evict_locked(container_of(v, struct odsm_centry, cn));
-		if (!(++freed % RESCHED_EVERY))
-			cond_resched();
-	}
-	mutex_unlock(&cache.lock);
-	if (freed) {
+	if (mutex_trylock(&cache.lock)) {
+		odsm_hits_want();	/* memory is short: idle references too */
+		while (freed < sc->nr_to_scan &&
+		       (v = odsm_cindex_victim(&cache.ci))) {
+			evict_locked(container_of(v, struct odsm_centry, cn));
+			if (!(++freed % RESCHED_EVERY))
+				cond_resched();
+		}
+		mutex_unlock(&cache.lock);
 		odsm_stat_add(ODSM_STAT_cache_shrunk, freed);
-		schedule_work(&cache.reaper);
 	}
-	return freed + asked ? freed + asked : SHRINK_STOP;
+	/*
+	 * Asked after the evictions: the reaper frees their slots (keeping
+	 * no block from now on), then gives the kept blocks back.  Counted
+	 * once, by the scan that asked.
+	 */
+	if (kept && !atomic_xchg(&cache.kept_asked, 1))
+		freed += kept;
+	if (freed)
+		schedule_work(&cache.reaper);
+	return freed ? freed : SHRINK_STOP;
 }
 
 u64 odsm_cache_entries(void)
@@ -1377,13 +1391,14 @@ long odsm_ioc_drop_copies(void __user *arg)
 		return -EFAULT;
 	if (!odsm_reserved_zero(d.reserved, ARRAY_SIZE(d.reserved)))
 		return -EINVAL;
+	atomic_set(&cache.kept_asked, 1);	/* the slots freed keep none */
 	mutex_lock(&cache.lock);
 	before = cache.ci.entries;
 	trim_locked(0);
 	d.kept = cache.ci.entries;
 	mutex_unlock(&cache.lock);
 	reap();
-	drop_kept();	/* no copy needs their pages now */
+	kept_give_back();	/* no copy needs their pages now */
 	d.dropped = before - d.kept;
 	odsm_stat_add(ODSM_STAT_copies_dropped, d.dropped);
 	return copy_to_user(arg, &d, sizeof(d)) ? -EFAULT : 0;

@@ -200,7 +200,7 @@ int odsm_heap_object(struct odsm_heap *h, u64 cgaddr, struct odsm_objinfo *oi)
  */
 static void keep_block(struct odsm_heap *h, struct odsm_release *rel)
 {
-	int cls;
+	int cls, i;
 	s32 old;
 
 	if (rel->nr_blocks != 1 ||
@@ -209,6 +209,13 @@ static void keep_block(struct odsm_heap *h, struct odsm_release *rel)
 	cls = odsm_palloc_free_class(&h->pa, rel->first_block);
 	if (cls < 0)
 		return;
+	/* kept for another class before, then handed out as this one's */
+	for (i = 0; i < ODSM_NR_CLASSES; i++) {
+		if (i != cls && h->kept[i] == rel->first_block) {
+			h->kept[i] = -1;
+			WRITE_ONCE(h->nr_kept, h->nr_kept - 1);
+		}
+	}
 	old = h->kept[cls];
 	h->kept[cls] = rel->first_block;
 	rel->nr_blocks = 0;
@@ -280,19 +287,47 @@ int odsm_heap_free_kept(struct odsm_heap *h, u64 cgaddr)
 }
 
 /*
+ * Is kept[cls] a block that is still free?  The allocator may have
+ * handed it out again since (as a slab of any class, or in a run): it
+ * stays named until another block replaces it, and its release then
+ * leaves its pages to its objects.  Under heap->lock.
+ */
+static bool kept_free(struct odsm_heap *h, int cls)
+{
+	s32 b = h->kept[cls];
+
+	return b >= 0 && !odsm_palloc_backed(&h->pa, h->pa.base +
+					     ((u64)b << ODSM_BLOCK_SHIFT));
+}
+
+u32 odsm_heap_kept_free(struct odsm_heap *h)
+{
+	u32 n = 0;
+	int i;
+
+	lockdep_assert_held(&h->lock);
+	for (i = 0; i < ODSM_NR_CLASSES; i++)
+		n += kept_free(h, i);
+	return n;
+}
+
+/*
  * Give back the pages of every block odsm_heap_free_kept() keeps: memory
  * is short (the cache's shrinker, through its reaper: reclaim may run
- * under heap->lock) or the admin drops the node's copies.  How many
+ * under heap->lock) or the admin drops the node's copies.  How many free
  * blocks went.  One handed out again meanwhile keeps its pages for its
- * new objects, as at any release (store_drop() skips backed blocks).
+ * new objects, as at any release (store_drop() skips backed blocks, and
+ * checks under the lock: a configuration set since the blocks were read
+ * finds none backed, as heap_free()'s release after its unlock does).
  */
 u32 odsm_heap_drop_kept(struct odsm_heap *h)
 {
 	struct odsm_release rel = { .nr_blocks = 1 };
 	s32 blk[ODSM_NR_CLASSES];
-	u32 i, n = 0;
+	u32 i, n = 0, nfree;
 
 	mutex_lock(&h->lock);
+	nfree = odsm_heap_kept_free(h);
 	for (i = 0; i < ODSM_NR_CLASSES; i++)
 		if (h->kept[i] >= 0)
 			blk[n++] = h->kept[i];
@@ -302,7 +337,7 @@ u32 odsm_heap_drop_kept(struct odsm_heap *h)
 		rel.first_block = blk[i];
 		release_blocks(h, &rel);
 	}
-	return n;
+	return nfree;
 }
 
 /*

@@ -53,7 +53,7 @@ enum odsm_stat {
 	ODSM_STAT_bytes_fetched,	/* object bytes fetched from homes */
 	ODSM_STAT_cache_evictions,	/* cached copies that left the cache */
 	ODSM_STAT_cache_shrunk,		/* ... of them, taken by the shrinker */
-	ODSM_STAT_kept_dropped,		/* kept blocks given back (memory short) */
+	ODSM_STAT_kept_dropped,		/* kept blocks given back (reclaim, drop) */
 	ODSM_STAT_lazy_faults,		/* faults that fetched a lazy copy's pages */
 	ODSM_STAT_lazy_pages,		/* pages those faults filled */
 	ODSM_STAT_lazy_onesided,	/* ... of them read one-sided (RDMA) */

@@ -209,7 +209,7 @@ static u64 gauge_read(enum gauge g)
 		v = atomic_read(&h->maps);
 		break;
 	case G_KEPT_BLOCKS:
-		v = h->nr_kept;
+		v = odsm_heap_kept_free(h);
 		break;
 	case G_CACHE_ENTRIES:
 	case G_CACHE_BYTES:
