@@ -266,18 +266,6 @@ TEST_F(heap, freed_block_sigbus)
 
 #define RESERVE_PARAM	"/sys/module/odsm/parameters/store_reserve_mb"
 
-static int write_reserve(const char *v)
-{
-	int fd = open(RESERVE_PARAM, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, v, strlen(v));
-	close(fd);
-	return n == (ssize_t)strlen(v) ? 0 : -EIO;
-}
-
 /*
  * A fault that finds no page, because the store keeps store_reserve_mb of
  * memory to the rest of the machine (set here past all of it): SIGBUS at
@@ -299,10 +287,10 @@ TEST_F(heap, fault_past_reserve_sigbus)
 	T_ALLOC(self->fd, &self->objs, T_BLOCK, 0, 0, &cg, NULL);
 	p = t_p(cg);
 	SNAP(s0);
-	ASSERT_EQ(0, write_reserve("4194304"));	/* 4 TiB */
+	ASSERT_EQ(0, t_write_str(RESERVE_PARAM, "4194304"));	/* 4 TiB */
 	sig = t_touch(p, 1, &v);
 	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)old);
-	ASSERT_EQ(0, write_reserve(buf));
+	ASSERT_EQ(0, t_write_str(RESERVE_PARAM, buf));
 	SNAP(s1);
 	EXPECT_EQ(SIGBUS, sig);
 	EXPECT_EQ((void *)p, t_sigaddr);

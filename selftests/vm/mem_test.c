@@ -27,18 +27,6 @@
 #define CG_DIR		CG_ROOT "/odsm_mem_test"
 #define PIECE		KiB(256)	/* one WRITE, as odsm_rw allows */
 
-static int write_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, s, strlen(s));
-	close(fd);
-	return n == (ssize_t)strlen(s) ? 0 : -errno;
-}
-
 static uint64_t cg_current(void)
 {
 	return t_read_u64(CG_DIR "/memory.current");
@@ -95,7 +83,7 @@ FIXTURE_TEARDOWN(mem)
 	munmap(self->base, self->in.heap_size);
 	close(self->fd);
 	if (self->moved)
-		write_str(CG_ROOT "/cgroup.procs", "0");
+		t_write_str(CG_ROOT "/cgroup.procs", "0");
 	if (self->made)
 		rmdir(CG_DIR);
 	if (self->mounted)
@@ -116,12 +104,12 @@ static void cg_enter(struct __test_metadata *_metadata, FIXTURE_DATA(mem) *self,
 		}
 		self->mounted = 1;
 	}
-	ASSERT_EQ(0, write_str(CG_ROOT "/cgroup.subtree_control", "+memory"));
+	ASSERT_EQ(0, t_write_str(CG_ROOT "/cgroup.subtree_control", "+memory"));
 	rmdir(CG_DIR);	/* a leftover of an earlier run */
 	ASSERT_EQ(0, mkdir(CG_DIR, 0755));
 	self->made = 1;
-	ASSERT_EQ(0, write_str(CG_DIR "/memory.max", max));
-	ASSERT_EQ(0, write_str(CG_DIR "/cgroup.procs", "0"));
+	ASSERT_EQ(0, t_write_str(CG_DIR "/memory.max", max));
+	ASSERT_EQ(0, t_write_str(CG_DIR "/cgroup.procs", "0"));
 	self->moved = 1;
 	ASSERT_NE(UINT64_MAX, cg_current());
 }

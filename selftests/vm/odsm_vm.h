@@ -79,6 +79,19 @@ static T_UNUSED uint64_t t_read_u64(const char *path)
 	return v;
 }
 
+/* Write s to a one-value file (sysfs, cgroupfs): 0 or -errno. */
+static T_UNUSED int t_write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, s, strlen(s));
+	close(fd);
+	return n == (ssize_t)strlen(s) ? 0 : -errno;
+}
+
 static T_UNUSED uint64_t t_sysfs(const char *name)
 {
 	char path[128];
