@@ -114,12 +114,24 @@ static bool store_room(void)
 	return si_mem_available() > (long)reserve;
 }
 
+/*
+ * A fresh page for the store, or ERR_PTR(): -ENOSPC when the store keeps
+ * its reserve (store_room()), -ENOMEM when the allocation failed; both
+ * counted in store_enomem.
+ */
 static struct page *store_alloc_page(gfp_t gfp)
 {
-	struct page *page = store_room() ? alloc_page(gfp) : NULL;
+	struct page *page;
 
-	if (!page)
+	if (!store_room()) {
 		odsm_stat_inc(ODSM_STAT_store_enomem);
+		return ERR_PTR(-ENOSPC);
+	}
+	page = alloc_page(gfp);
+	if (!page) {
+		odsm_stat_inc(ODSM_STAT_store_enomem);
+		return ERR_PTR(-ENOMEM);
+	}
 	return page;
 }
 
@@ -160,8 +172,8 @@ static struct page *store_get_locked(struct odsm_heap *h, pgoff_t idx)
 	if (store_fill_only(h, idx))
 		return ERR_PTR(-ENODATA);
 	page = store_alloc_page(STORE_GFP);
-	if (!page)
-		return ERR_PTR(-ENOMEM);
+	if (IS_ERR(page))
+		return ERR_PTR(-ENOMEM);	/* what the ioctls say */
 	return store_insert_locked(h, idx, page, STORE_XA_GFP);
 }
 
@@ -218,13 +230,9 @@ int odsm_store_fault(struct odsm_heap *h, u64 addr, struct page **pagep)
 		 * another fault inserted the page.
 		 */
 		mutex_unlock(&h->lock);
-		if (!store_room()) {
-			odsm_stat_inc(ODSM_STAT_store_enomem);
-			return -ENOSPC;
-		}
 		fresh = store_alloc_page(STORE_GFP_FAULT);
-		if (!fresh)
-			return -ENOMEM;
+		if (IS_ERR(fresh))
+			return PTR_ERR(fresh);
 		mutex_lock(&h->lock);
 	}
 	mutex_unlock(&h->lock);
@@ -658,7 +666,7 @@ int odsm_store_fill_locked(struct odsm_heap *h, u64 addr, const void *buf,
 		if (xa_load(&h->pages, idx))
 			continue;
 		page = store_alloc_page(STORE_GFP);
-		if (!page)
+		if (IS_ERR(page))
 			return -ENOMEM;
 		memcpy_to_page(page, 0, buf + done, n);
 		page = store_insert_locked(h, idx, page, STORE_XA_GFP);
