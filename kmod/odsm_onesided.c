@@ -370,12 +370,16 @@ static int aqp_connect(struct odsm_conn *conn, u32 node)
 	return ret && !home_gone(ret) ? -EOPNOTSUPP : ret;
 }
 
+/* Is one-sided access on, and can it be (a transport that has it)? */
+static bool onesided_on(void)
+{
+	return READ_ONCE(onesided) && odsm_onesided_active();
+}
+
 /* node's connection, held, when one-sided access is on and can be; or NULL */
 static struct odsm_conn *active_conn(u32 node)
 {
-	if (!READ_ONCE(onesided) || !odsm_onesided_active())
-		return NULL;
-	return odsm_peer_conn_get(node);
+	return onesided_on() ? odsm_peer_conn_get(node) : NULL;
 }
 
 /*
@@ -927,7 +931,7 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size,
 	u64 inc;
 
 	/* off (a move asks too): no lookup, as pub_read() would refuse */
-	if (!READ_ONCE(onesided) || !odsm_onesided_active())
+	if (!onesided_on())
 		return -EOPNOTSUPP;
 	hint = xa_load(&cls_hints, b);
 	if (!hint)
@@ -988,8 +992,8 @@ static int lazy_read(u32 node, u64 inc, u64 cg, u64 size, u16 color, u64 off,
 	struct odsm_conn *conn;
 	int ret = -EOPNOTSUPP;
 
-	if (!READ_ONCE(onesided) || !READ_ONCE(onesided_lazy) ||
-	    !odsm_onesided_active() || (head & (ODSM_BLOCK_SIZE - 1)) ||
+	if (!onesided_on() || !READ_ONCE(onesided_lazy) ||
+	    (head & (ODSM_BLOCK_SIZE - 1)) ||
 	    off >= size || len > size - off || odsm_color(cg) < color)
 		return -EOPNOTSUPP;
 	conn = odsm_peer_conn_get(node);
