@@ -48,13 +48,10 @@ struct odsm_heap {
 	atomic_long_t nr_pages;
 	/*
 	 * Per size class, a free block whose pages the cache's free of its
-	 * last copy left in place (odsm_heap_free_kept()), or -1.
+	 * last copy left in place (odsm_heap_free_kept()), or -1.  Written
+	 * under the lock, counted without it (odsm_heap_kept_blocks()).
 	 */
 	s32 kept[ODSM_NR_CLASSES];
-	u32 nr_kept;			/* kept[] that are blocks; written under
-					 * the lock, read without it (the
-					 * shrinker's count)
-					 */
 	atomic_t maps;			/* live VMAs of the heap */
 	struct inode *inode;		/* every open file's f_mapping */
 	/*
@@ -93,15 +90,7 @@ int odsm_heap_free(struct odsm_heap *h, u64 cgaddr);
 int odsm_heap_free_kept(struct odsm_heap *h, u64 cgaddr);
 u32 odsm_heap_drop_kept(struct odsm_heap *h);
 u32 odsm_heap_kept_free(struct odsm_heap *h);	/* under heap->lock */
-
-/*
- * How many blocks odsm_heap_free_kept() keeps now, at most (some may be
- * handed out again: odsm_heap_kept_free()); no lock taken.
- */
-static inline u32 odsm_heap_kept_blocks(struct odsm_heap *h)
-{
-	return READ_ONCE(h->nr_kept);
-}
+u32 odsm_heap_kept_blocks(struct odsm_heap *h);
 
 int odsm_heap_move(struct odsm_heap *h, u64 cgaddr, u64 *new_cgaddr);
 int odsm_heap_obj_info(struct odsm_heap *h, u64 cgaddr,

@@ -37,8 +37,7 @@ static void kept_reset(struct odsm_heap *h)
 	int i;
 
 	for (i = 0; i < ODSM_NR_CLASSES; i++)
-		h->kept[i] = -1;
-	WRITE_ONCE(h->nr_kept, 0);
+		WRITE_ONCE(h->kept[i], -1);
 }
 
 int odsm_heap_init(struct odsm_heap *h, const struct odsm_geom *g)
@@ -210,17 +209,12 @@ static void keep_block(struct odsm_heap *h, struct odsm_release *rel)
 	if (cls < 0)
 		return;
 	/* kept for another class before, then handed out as this one's */
-	for (i = 0; i < ODSM_NR_CLASSES; i++) {
-		if (i != cls && h->kept[i] == rel->first_block) {
-			h->kept[i] = -1;
-			WRITE_ONCE(h->nr_kept, h->nr_kept - 1);
-		}
-	}
+	for (i = 0; i < ODSM_NR_CLASSES; i++)
+		if (i != cls && h->kept[i] == rel->first_block)
+			WRITE_ONCE(h->kept[i], -1);
 	old = h->kept[cls];
-	h->kept[cls] = rel->first_block;
+	WRITE_ONCE(h->kept[cls], rel->first_block);
 	rel->nr_blocks = 0;
-	if (old < 0)
-		WRITE_ONCE(h->nr_kept, h->nr_kept + 1);
 	if (old >= 0 && old != rel->first_block) {
 		rel->first_block = old;
 		rel->nr_blocks = 1;
@@ -278,8 +272,9 @@ int odsm_heap_free(struct odsm_heap *h, u64 cgaddr)
  * or until the heap's configuration changes or the module goes.  A
  * program's free still gives the pages back at once.  Bytes a kept page
  * holds are those of copies the node's programs could borrow: nothing a
- * slab's free slot does not keep as well; a zeroed object is zeroed by its allocation, and a
- * lazily filled copy discards what it finds (odsm_store_discard()).
+ * slab's free slot does not keep as well; a zeroed object is zeroed by
+ * its allocation, and a lazily filled copy discards what it finds
+ * (odsm_store_discard()).
  */
 int odsm_heap_free_kept(struct odsm_heap *h, u64 cgaddr)
 {
@@ -298,6 +293,21 @@ static bool kept_free(struct odsm_heap *h, int cls)
 
 	return b >= 0 && !odsm_palloc_backed(&h->pa, h->pa.base +
 					     ((u64)b << ODSM_BLOCK_SHIFT));
+}
+
+/*
+ * How many blocks odsm_heap_free_kept() keeps now, at most (some may be
+ * handed out again: odsm_heap_kept_free()), for the cache's shrinker: no
+ * lock taken (reclaim may run under heap->lock).
+ */
+u32 odsm_heap_kept_blocks(struct odsm_heap *h)
+{
+	u32 n = 0;
+	int i;
+
+	for (i = 0; i < ODSM_NR_CLASSES; i++)
+		n += READ_ONCE(h->kept[i]) >= 0;
+	return n;
 }
 
 u32 odsm_heap_kept_free(struct odsm_heap *h)
