@@ -1000,12 +1000,30 @@ static void op_fork(struct worker *w)
 	}
 	if (!pid) {
 		/* the child: a few operations on the inherited files and
-		 * mapping, then exit holding whatever it holds
+		 * mapping, then exit holding whatever borrows it holds
 		 */
+		struct obj had[POOL];
+		int nhad = w->npool, j;
+
+		memcpy(had, w->pool, sizeof(had));
 		w->rng = splitmix(w->rng);
 		n = 1 + (int)below(w, 16);
 		for (i = 0; i < n; i++)
 			run_op(w, true);
+		/*
+		 * Objects outlive the process that allocated them: what the
+		 * child allocated goes with it, or a long run fills the heap
+		 * with objects nobody knows of
+		 */
+		for (i = 0; i < w->npool; i++) {
+			struct odsm_free f = { .gaddr = w->pool[i].cg };
+
+			for (j = 0; j < nhad; j++)
+				if (addr_of(had[j].cg) == addr_of(f.gaddr))
+					break;
+			if (j == nhad)
+				ioctl(w->fd, ODSM_IOC_FREE, &f);
+		}
 		if (chance(w, 30))
 			munmap((void *)(uintptr_t)G.heap_base, G.heap_size);
 		_exit(0);
