@@ -597,9 +597,10 @@ struct odsm_deleg_serve {
  * -errno); its out fields (and a READ's bytes) are in place before that
  * CQE is posted.  The argument and every buffer it names must stay valid
  * until then.
- * Taken: ODSM_IOC_READ, WRITE, ATOMIC, ALLOC, FREE, BORROW, RETURN,
- * BORROW_MUT, WRITE_BACK, READ_OWNER and DELEG_CALL.  A reference a BORROW
- * takes belongs to the /dev/odsm file the SQE names, as with the ioctl.
+ * Taken: ODSM_IOC_READ, WRITE, ATOMIC, ALLOC, FREE, BORROW, PREFETCH,
+ * RETURN, BORROW_MUT, WRITE_BACK, READ_OWNER and DELEG_CALL.  A reference
+ * a BORROW takes belongs to the /dev/odsm file the SQE names, as with the
+ * ioctl.
  * Refused at submission: any other cmd_op (-ENOTTY); flags or reserved
  * not zero, arg 0, or (128-byte SQEs) the rest of the area not zero
  * (-EINVAL).  A ring set up with IORING_SETUP_IOPOLL gets -EOPNOTSUPP
