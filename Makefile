@@ -223,7 +223,7 @@ $(patsubst tools/bench/%.c,$(BUILD)/bin/%,$(wildcard tools/bench/*.c)): tools/be
 # ---- tests ------------------------------------------------------------------
 tests: $(HOST_TESTS) $(LIB_TESTS) $(VM_TESTS) $(CLUSTER_TESTS) $(RDMA_TESTS) $(FUZZERS) $(HBENCH)
 
-$(BUILD)/bin/odsm-%: selftests/fuzz/odsm_%.c $(wildcard selftests/fuzz/*.h) \
+$(BUILD)/bin/odsm-%: selftests/fuzz/odsm_%.c $(wildcard selftests/fuzz/*.h) selftests/vm/uring_raw.h \
 		$(wildcard selftests/cluster/fake_peer.h) $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -Iselftests/cluster -static -pthread -o $@ $<

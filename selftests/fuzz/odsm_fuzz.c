@@ -66,6 +66,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/odsm.h>
+#include <linux/odsm_deleg.h>
+#include "../vm/uring_raw.h"
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #define KiB(x)		((uint64_t)(x) << 10)
@@ -83,18 +85,22 @@
 
 /* The directory: a 4 KiB object at the start of each node's partition,
  * allocated first, never freed: word 0 the magic ^ node, word 1 a
- * generation, words 2.. the colored addresses of the published objects.
+ * generation, words 2.. the colored addresses of the published objects;
+ * from word 64, two per worker, the delegation endpoint it serves and its
+ * slot size (0: none).
  */
 #define DIR_SIZE	KiB(4)
 #define DIR_MAGIC	0x5a5a55464d53444fULL	/* "ODSMFUZZ" */
 #define DIR_OBJS	2
+#define DIR_EPS		64
 
 enum cat {
 	C_ALLOC, C_FREE, C_MOVE, C_OBJINFO, C_READ, C_WRITE, C_ATOMIC,
 	C_BORROW, C_RETURN, C_BORROW_MUT, C_WRITE_BACK, C_READ_OWNER,
 	C_DROP, C_STATUS, C_TOUCH, C_MUNMAP, C_REMAP, C_FORK, C_CLOSE,
 	C_SETCONFIG, C_JOIN, C_LEAVE, C_KNOBS, C_PUBLISH, C_PEER,
-	C_MMAP_RACE, C_WAIT, C_WAKE, C_PREFETCH, NCAT
+	C_MMAP_RACE, C_WAIT, C_WAKE, C_PREFETCH, C_DBIND, C_DSERVE, C_DCALL,
+	C_URING, C_URING_EXIT, NCAT
 };
 
 static const char *const cat_name[NCAT] = {
@@ -102,7 +108,8 @@ static const char *const cat_name[NCAT] = {
 	"borrow", "return", "borrow_mut", "write_back", "read_owner",
 	"drop_copies", "status", "touch", "munmap", "remap", "fork", "close",
 	"set_config", "join", "leave", "knobs", "publish", "peer_dir",
-	"mmap_race", "wait", "wake", "prefetch",
+	"mmap_race", "wait", "wake", "prefetch", "deleg_bind", "deleg_serve",
+	"deleg_call", "uring_cmd", "uring_exit",
 };
 
 /* errnos each category may answer with (0-terminated); EINVAL and EFAULT
@@ -138,6 +145,14 @@ static const int allowed[NCAT][12] = {
 	[C_WAIT]	= { EAGAIN, ETIMEDOUT, EINTR },
 	/* a peer's word is woken by its home: down, or not answering */
 	[C_WAKE]	= { NET },
+	/* EADDRINUSE: this file or that endpoint is bound already */
+	[C_DBIND]	= { EADDRINUSE, ENOMEM },
+	/* EAGAIN: no batch in time; EBADMSG: the answer was malformed */
+	[C_DSERVE]	= { EAGAIN, EBADMSG, EBADF, EINTR, ENOMEM },
+	[C_DCALL]	= { EBADMSG, ESRCH, EOWNERDEAD, EBUSY, EMSGSIZE,
+			    ENOMEM, NET },
+	/* a command's own errors are judged as its ioctl's (uring_judge) */
+	[C_URING]	= { ENOTTY, ENOMEM },
 };
 
 struct wstat {
@@ -156,6 +171,9 @@ struct shared {
 	uint32_t nplog;
 	char plog[PLOG][240];
 	struct wstat w[MAX_WORKERS];
+	/* the delegation endpoint each worker serves (0: none) */
+	volatile uint64_t ep[MAX_WORKERS];
+	volatile uint32_t ep_slot[MAX_WORKERS];
 };
 
 struct obj {
@@ -186,6 +204,23 @@ struct worker {
 	uint8_t *buf;
 	bool chaos;		/* does SET_CONFIG, knobs, leave/join */
 	bool publisher;
+	/* delegation: the endpoint this worker serves, on a file of its own */
+	int dfd;		/* -1: it serves none */
+	uint64_t dep;
+	uint32_t dslot;
+	struct odsm_deleg_lanes dl;	/* dl.trustees 0: bound without */
+	uint64_t dticket;	/* a batch taken and not answered yet */
+	uint32_t dreq_len;	/* its bytes, in dreq */
+	uint8_t *dreq, *dresp;	/* ODSM_DSLOT_SIZE_MAX bytes each */
+	uint8_t *uresp;		/* the io_uring calls' answers land here */
+	uint64_t reps[REMOTE];	/* endpoints other nodes publish */
+	uint32_t reps_slot[REMOTE];
+	int nreps;
+	/* io_uring: a ring of its own, and its commands' arguments */
+	struct t_ring ring;
+	bool have_ring, no_uring;
+	struct uarg *uargs;
+	unsigned int abandoned;
 };
 
 /* ---- options and geometry ------------------------------------------------- */
@@ -552,7 +587,7 @@ static uint64_t pick_size(struct worker *w)
 	}
 }
 
-static void op_alloc(struct worker *w)
+static void fill_alloc(struct worker *w, struct odsm_alloc *ap)
 {
 	static const uint32_t aligns[] = { 0, 1, 2, 3, 16, 64, 4096, 8192, 1U << 31 };
 	struct odsm_alloc a = { 0 };
@@ -581,8 +616,14 @@ static void op_alloc(struct worker *w)
 		a.reserved = 1;
 	if (chance(w, 2))
 		a.reserved0 = 1;
-	if (!ioc(C_ALLOC, w->fd, ODSM_IOC_ALLOC, &a))
-		return;
+	*ap = a;
+}
+
+/* What an ALLOC that succeeded answered: checked, and kept or given back. */
+static void alloc_keep(struct worker *w, const struct odsm_alloc *ap)
+{
+	struct odsm_alloc a = *ap;
+
 	if (a.reserved || a.reserved0)
 		problem("alloc: accepted non-zero reserved fields");
 	if (addr_of(a.gaddr) < G.heap_base ||
@@ -610,6 +651,15 @@ static void op_alloc(struct worker *w)
 		if (ioc(C_BORROW_MUT, w->fd, ODSM_IOC_BORROW_MUT, &m))
 			pool_add(w, m.new_gaddr, m.size);
 	}
+}
+
+static void op_alloc(struct worker *w)
+{
+	struct odsm_alloc a;
+
+	fill_alloc(w, &a);
+	if (ioc(C_ALLOC, w->fd, ODSM_IOC_ALLOC, &a))
+		alloc_keep(w, &a);
 }
 
 static void op_free(struct worker *w)
@@ -677,7 +727,7 @@ static uint64_t pick_buf(struct worker *w, uint64_t len)
 	}
 }
 
-static void op_rw(struct worker *w, bool wr)
+static void fill_rw(struct worker *w, struct odsm_rw *rp)
 {
 	struct odsm_rw r = { 0 };
 	uint64_t size, a, pe, lens[9];
@@ -703,11 +753,19 @@ static void op_rw(struct worker *w, bool wr)
 	r.buf = pick_buf(w, r.len);
 	if (chance(w, 3))
 		r.reserved[below(w, 2)] = 1;
+	*rp = r;
+}
+
+static void op_rw(struct worker *w, bool wr)
+{
+	struct odsm_rw r;
+
+	fill_rw(w, &r);
 	ioc(wr ? C_WRITE : C_READ, w->fd, wr ? ODSM_IOC_WRITE : ODSM_IOC_READ,
 	    &r);
 }
 
-static void op_atomic(struct worker *w)
+static void fill_atomic(struct worker *w, struct odsm_atomic *ap)
 {
 	struct odsm_atomic at = { 0 };
 	uint64_t size, a;
@@ -725,6 +783,14 @@ static void op_atomic(struct worker *w)
 	at.compare = chance(w, 50) ? 0 : rnd(w);
 	if (chance(w, 3))
 		at.reserved[below(w, 2)] = 1;
+	*ap = at;
+}
+
+static void op_atomic(struct worker *w)
+{
+	struct odsm_atomic at;
+
+	fill_atomic(w, &at);
 	ioc(C_ATOMIC, w->fd, ODSM_IOC_ATOMIC, &at);
 }
 
@@ -768,25 +834,39 @@ static void op_wait(struct worker *w)
 	ioc(C_WAIT, w->fd, ODSM_IOC_WAIT, &wt);
 }
 
-static void op_borrow(struct worker *w)
+static void fill_borrow(struct worker *w, struct odsm_borrow *b)
 {
-	struct odsm_borrow b = { 0 };
-	bool sh;
-	int fd = bfd(w, &sh);
+	memset(b, 0, sizeof(*b));
+	b->gaddr = pick_target(w, NULL);
+	if (chance(w, 3))
+		b->flags = 1U << below(w, 32);
+	if (chance(w, 3))
+		b->reserved[below(w, 2)] = 1;
+}
 
-	b.gaddr = pick_target(w, NULL);
-	if (chance(w, 3))
-		b.flags = 1U << below(w, 32);
-	if (chance(w, 3))
-		b.reserved[below(w, 2)] = 1;
-	if (!ioc(C_BORROW, fd, ODSM_IOC_BORROW, &b))
-		return;
+/* A BORROW that succeeded through fd (the process's own when sh). */
+static void borrow_keep(struct worker *w, const struct odsm_borrow *bp,
+			bool sh)
+{
+	struct odsm_borrow b = *bp;
+
 	if (b.result > ODSM_BORROWED_MISS)
 		problem("borrow: result %u", b.result);
 	if (b.result == ODSM_BORROWED_LOCAL || w->nheld == HELD)
 		return;
 	w->held[w->nheld++] = (struct bor){ b.gaddr, b.addr, b.size,
 					    sh ? pfdgen : w->fdgen, sh };
+}
+
+static void op_borrow(struct worker *w)
+{
+	struct odsm_borrow b;
+	bool sh;
+	int fd = bfd(w, &sh);
+
+	fill_borrow(w, &b);
+	if (ioc(C_BORROW, fd, ODSM_IOC_BORROW, &b))
+		borrow_keep(w, &b, sh);
 }
 
 static void op_return(struct worker *w)
@@ -840,7 +920,7 @@ static void op_borrow_mut(struct worker *w)
 		pool_add(w, m.new_gaddr, m.size);
 }
 
-static void op_owner(struct worker *w, bool wr)
+static void fill_owner(struct worker *w, struct odsm_write_back *bp)
 {
 	struct odsm_write_back b = { 0 };
 	uint64_t size, a = addr_of(pick_target(w, &size));
@@ -856,6 +936,14 @@ static void op_owner(struct worker *w, bool wr)
 					(uint32_t)rnd(w));
 	if (chance(w, 3))
 		b.reserved = 1;
+	*bp = b;
+}
+
+static void op_owner(struct worker *w, bool wr)
+{
+	struct odsm_write_back b;
+
+	fill_owner(w, &b);
 	if (wr)
 		ioc(C_WRITE_BACK, w->fd, ODSM_IOC_WRITE_BACK, &b);
 	else
@@ -1007,6 +1095,9 @@ static void op_fork(struct worker *w)
 
 		memcpy(had, w->pool, sizeof(had));
 		w->rng = splitmix(w->rng);
+		/* the parent's ring is not the child's to submit on */
+		w->have_ring = false;
+		w->uargs = NULL;
 		n = 1 + (int)below(w, 16);
 		for (i = 0; i < n; i++)
 			run_op(w, true);
@@ -1259,7 +1350,7 @@ static void op_peer(struct worker *w)
 {
 	unsigned int node = G.nr_nodes > 1 && cluster ?
 		(G.node_id + 1 + below(w, G.nr_nodes - 1)) % G.nr_nodes : G.node_id;
-	uint64_t words[DIR_OBJS + REMOTE];
+	uint64_t words[DIR_EPS + 2 * MAX_WORKERS];
 	struct odsm_rw r = { 0 };
 	int i;
 
@@ -1274,6 +1365,629 @@ static void op_peer(struct worker *w)
 	for (i = 0; i < REMOTE; i++)
 		if (words[DIR_OBJS + i])
 			w->remote[w->nremote++] = words[DIR_OBJS + i];
+	if (node == G.node_id)
+		return;
+	w->nreps = 0;
+	for (i = 0; i < MAX_WORKERS && w->nreps < REMOTE; i++) {
+		if (!words[DIR_EPS + 2 * i])
+			continue;
+		w->reps[w->nreps] = words[DIR_EPS + 2 * i];
+		w->reps_slot[w->nreps++] = (uint32_t)words[DIR_EPS + 2 * i + 1];
+	}
+}
+
+/* ---- delegation: BIND, SERVE and CALL ------------------------------------- */
+
+static const uint32_t dslots[] = { 256, 512, 1024, 4096, 65536 };
+
+static uint32_t pick_dslot(struct worker *w)
+{
+	static const uint32_t bad[] = { 0, 8, 255, 257, 3000, 131072, ~0U };
+
+	return chance(w, 90) ? PICK(w, dslots) : PICK(w, bad);
+}
+
+/*
+ * A request batch for a slot of slot bytes at buf: mostly well formed
+ * (records of every kind, inline arguments, apply_with and entrust
+ * arguments naming targets), sometimes lying in its counts, lengths,
+ * kinds or flags, or random bytes.  Returns the bytes to send.
+ */
+static uint32_t gen_batch(struct worker *w, uint8_t *buf, uint32_t slot)
+{
+	struct odsm_dslot_hdr h = { 0 };
+	uint32_t off = sizeof(h), n, i, room;
+
+	if (slot < sizeof(h) || slot > ODSM_DSLOT_SIZE_MAX)
+		slot = 256;
+	memset(buf, 0, slot);
+	if (chance(w, 5)) {
+		for (i = 0; i < slot; i++)
+			buf[i] = (uint8_t)rnd(w);
+		return sizeof(h) + (uint32_t)below(w, slot - sizeof(h) + 1);
+	}
+	n = chance(w, 90) ? (uint32_t)below(w, 5) : (uint32_t)below(w, 70000);
+	for (i = 0; i < n; i++) {
+		struct odsm_dreq r = { 0 };
+		uint32_t arg = 0;
+
+		r.op = chance(w, 95) ? 1 + below(w, 8) : rnd(w) * chance(w, 50);
+		r.obj = chance(w, 80) ? below(w, 4096) : rnd(w);
+		r.kind = chance(w, 90) ? 1 + (uint16_t)below(w, 5) :
+					 (uint16_t)rnd(w);
+		if (r.kind == ODSM_DREQ_APPLY_WITH)
+			arg = sizeof(struct odsm_dwith);
+		else if (r.kind == ODSM_DREQ_ENTRUST)
+			arg = sizeof(struct odsm_dentrust);
+		else if (r.kind == ODSM_DREQ_APPLY || r.kind == ODSM_DREQ_LAUNCH)
+			arg = (uint32_t)below(w, 48);
+		r.arg_len = chance(w, 95) ? arg : (uint32_t)rnd(w);
+		r.ret_max = chance(w, 90) ? (uint32_t)below(w, 64) : (uint32_t)rnd(w);
+		r.flags = chance(w, 97) ? 0 : (uint16_t)rnd(w);
+		r.tag = i;
+		room = (arg + 7) & ~7u;
+		if (off + sizeof(r) + room > slot)
+			break;
+		memcpy(buf + off, &r, sizeof(r));
+		if (r.kind == ODSM_DREQ_APPLY_WITH) {
+			struct odsm_dwith a = { pick_target(w, NULL),
+						1 + below(w, KiB(8)) };
+
+			memcpy(buf + off + sizeof(r), &a, sizeof(a));
+		} else if (r.kind == ODSM_DREQ_ENTRUST) {
+			struct odsm_dentrust e = { pick_target(w, NULL),
+						   below(w, 3) };
+
+			memcpy(buf + off + sizeof(r), &e, sizeof(e));
+		} else {
+			memset(buf + off + sizeof(r), (int)i, arg);
+		}
+		off += sizeof(r) + room;
+	}
+	h.seq = (uint32_t)rnd(w);
+	h.count = chance(w, 95) ? (uint16_t)i : (uint16_t)rnd(w);
+	h.flags = chance(w, 80) ? 0 : (chance(w, 80) ? ODSM_DSLOT_F_GATEWAY :
+					(uint16_t)rnd(w));
+	h.len = chance(w, 95) ? off - sizeof(h) : (uint32_t)rnd(w);
+	h.status = chance(w, 97) ? 0 : (int32_t)rnd(w);
+	memcpy(buf, &h, sizeof(h));
+	if (chance(w, 5))	/* a byte of it flipped */
+		buf[below(w, off)] ^= (uint8_t)(1 + below(w, 255));
+	return chance(w, 95) ? off : (uint32_t)below(w, slot + 64);
+}
+
+/*
+ * The answer to the request batch req (req_len bytes) in resp: a record
+ * per request with its tag, results within its ret_max; sometimes a
+ * status for the whole batch, or lies.  Returns the answer's length.
+ */
+static uint32_t gen_answer(struct worker *w, const uint8_t *req,
+			   uint32_t req_len, uint8_t *resp, uint32_t slot)
+{
+	struct odsm_dslot_hdr q, h = { 0 };
+	uint32_t off = sizeof(h), roff = sizeof(q), i;
+
+	memset(resp, 0, slot);
+	if (req_len < sizeof(q))
+		return sizeof(h);
+	memcpy(&q, req, sizeof(q));
+	h.seq = q.seq;
+	h.count = q.count;
+	if (chance(w, 10)) {
+		h.count = 0;
+		h.status = -(int32_t)(1 + below(w, 130));
+	}
+	for (i = 0; i < h.count; i++) {
+		struct odsm_dresp a = { 0 };
+		struct odsm_dreq r;
+		uint32_t rl;
+
+		if (roff + sizeof(r) > req_len)
+			break;
+		memcpy(&r, req + roff, sizeof(r));
+		roff += sizeof(r) + ((r.arg_len + 7) & ~7u);
+		rl = r.ret_max < 32 ? r.ret_max : 32;
+		a.status = chance(w, 80) ? 0 : -(int32_t)below(w, 130);
+		a.ret_len = chance(w, 95) ? (uint32_t)below(w, rl + 1) :
+					    (uint32_t)rnd(w);
+		a.tag = chance(w, 97) ? r.tag : (uint32_t)rnd(w);
+		if (off + sizeof(a) + ((rl + 7) & ~7u) > slot)
+			break;
+		memcpy(resp + off, &a, sizeof(a));
+		off += sizeof(a) + ((a.ret_len < rl ? a.ret_len : rl) + 7) / 8 * 8;
+	}
+	h.len = off - sizeof(h);
+	memcpy(resp, &h, sizeof(h));
+	if (chance(w, 5))
+		resp[below(w, off)] ^= (uint8_t)(1 + below(w, 255));
+	return chance(w, 95) ? off : (uint32_t)below(w, slot + 64);
+}
+
+/* Publish (or clear) the endpoint this worker serves in its directory. */
+static void dir_endpoint(struct worker *w)
+{
+	uint64_t v[2] = { w->dfd >= 0 ? w->dep : 0, w->dfd >= 0 ? w->dslot : 0 };
+
+	S->ep_slot[w->wid] = (uint32_t)v[1];
+	S->ep[w->wid] = v[0];
+	rw_local(w->fd, ODSM_IOC_WRITE,
+			 part_start(G.node_id) + 8 * (DIR_EPS + 2 * w->wid), v,
+			 sizeof(v));
+}
+
+/*
+ * Lanes for an endpoint: request/response slot pairs in an object of the
+ * worker's (which it may free under them later), a wake word beside
+ * them, and now and then a geometry that lies.
+ */
+static void gen_lanes(struct worker *w, struct odsm_deleg_lanes *l,
+		      uint32_t slot)
+{
+	uint64_t base = w->npool ? addr_of(w->pool[below(w, w->npool)].cg) :
+				   addr_of(boundary_addr(w));
+
+	memset(l, 0, sizeof(*l));
+	l->trustees = chance(w, 95) ? 1 + (uint32_t)below(w, 2) :
+				      (uint32_t)below(w, 100);
+	l->lanes = chance(w, 95) ? 1 + (uint32_t)below(w, 2) :
+				   (uint32_t)below(w, 20);
+	l->slots = base;
+	l->trustee_stride = chance(w, 90) ? (uint64_t)l->lanes * 2 * slot :
+					    rnd(w) & 0xffffff;
+	l->wake = base + (uint64_t)l->trustees * l->trustee_stride;
+	l->wake_stride = chance(w, 90) ? 4 : (uint32_t)rnd(w);
+	l->cells = chance(w, 95) ? 1 + (uint32_t)below(w, 2048) :
+				   (uint32_t)rnd(w) * chance(w, 50);
+	if (chance(w, 3))
+		l->reserved[below(w, 2)] = 1;
+	if (chance(w, 5))
+		l->slots = boundary_addr(w);
+}
+
+static void op_dbind(struct worker *w)
+{
+	struct odsm_deleg_bind b = { 0 };
+	struct odsm_deleg_lanes l;
+	int fd;
+
+	/* the endpoint that was: its queued and taken batches fail */
+	if (w->dfd >= 0 && chance(w, 70)) {
+		close(w->dfd);
+		w->dfd = -1;
+		w->dticket = 0;
+		dir_endpoint(w);
+	}
+	fd = w->dfd >= 0 ? w->dfd : open(ODSM_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		problem("open %s: %s", ODSM_DEVICE_PATH, strerror(errno));
+		return;
+	}
+	switch (below(w, 10)) {
+	case 0:
+		b.endpoint = boundary_addr(w);
+		break;
+	case 1:
+		b.endpoint = part_start(G.node_id) + (below(w, MiB(64)) & ~7ULL);
+		break;
+	default:
+		b.endpoint = w->npool ? w->pool[below(w, w->npool)].cg :
+					boundary_addr(w);
+	}
+	b.slot_size = pick_dslot(w);
+	if (chance(w, 25)) {
+		b.flags = ODSM_DELEG_BIND_LANES;
+		gen_lanes(w, &l, b.slot_size);
+		b.lanes = chance(w, 95) ? (uintptr_t)&l : 8;
+	} else if (chance(w, 4)) {
+		b.flags = (uint32_t)rnd(w);
+		b.lanes = rnd(w);
+	}
+	if (chance(w, 3))
+		b.reserved = 1;
+	if (!ioc(C_DBIND, fd, ODSM_IOC_DELEG_BIND, &b)) {
+		if (fd != w->dfd)
+			close(fd);
+		return;
+	}
+	if (fd == w->dfd) {
+		problem("deleg_bind: a second endpoint on one file");
+		return;
+	}
+	w->dfd = fd;
+	w->dep = b.endpoint;
+	w->dslot = b.slot_size;
+	w->dticket = 0;
+	if (b.flags & ODSM_DELEG_BIND_LANES)
+		w->dl = l;
+	else
+		w->dl.trustees = 0;
+	dir_endpoint(w);
+}
+
+/*
+ * Answer what the module published in this worker's lanes, as a trustee
+ * would: the response's records, then its seq, then a wake of the word.
+ * Through READ and WRITE, which say when the object under them went.
+ */
+static void answer_lanes(struct worker *w)
+{
+	struct odsm_deleg_lanes *l = &w->dl;
+	uint8_t *lreq = w->buf + KiB(256), *lresp = w->buf + KiB(384);
+	struct odsm_dslot_hdr q, r;
+	struct odsm_wake wk = { 0 };
+	uint32_t t, i, len, n;
+	uint64_t req;
+
+	if (l->trustees > 4 || l->lanes > 4 || w->dslot > ODSM_DSLOT_SIZE_MAX)
+		return;
+	for (t = 0; t < l->trustees; t++) {
+		for (i = 0; i < l->lanes; i++) {
+			req = l->slots + t * l->trustee_stride +
+			      (uint64_t)i * 2 * w->dslot;
+			if (rw_local(w->fd, ODSM_IOC_READ, req, &q, sizeof(q)) ||
+			    rw_local(w->fd, ODSM_IOC_READ, req + w->dslot, &r,
+				     sizeof(r)) || q.seq == r.seq)
+				continue;
+			len = sizeof(q) + (q.len < w->dslot - sizeof(q) ?
+					   q.len : w->dslot - sizeof(q));
+			if (rw_local(w->fd, ODSM_IOC_READ, req, lreq, len))
+				continue;
+			n = gen_answer(w, lreq, len, lresp, w->dslot);
+			if (n < sizeof(r) || n > w->dslot)
+				n = sizeof(r);
+			/* the records, then the header with the seq last */
+			rw_local(w->fd, ODSM_IOC_WRITE, req + w->dslot + 4,
+				 lresp + 4, n - 4);
+			rw_local(w->fd, ODSM_IOC_WRITE, req + w->dslot,
+				 lresp, 4);
+			wk.gaddr = req + w->dslot;
+			ioc(C_WAKE, w->fd, ODSM_IOC_WAKE, &wk);
+		}
+	}
+}
+
+static void op_dserve(struct worker *w)
+{
+	struct odsm_deleg_serve s = { 0 };
+	int fd = w->dfd >= 0 ? w->dfd : w->fd;	/* w->fd: EBADF */
+
+	if (w->dfd >= 0 && w->dl.trustees)
+		answer_lanes(w);
+	if (w->dticket) {
+		s.done = chance(w, 95) ? w->dticket : rnd(w);
+		s.resp_len = gen_answer(w, w->dreq, w->dreq_len, w->dresp,
+					w->dslot);
+		s.resp = chance(w, 97) ? (uintptr_t)w->dresp : 8;
+	} else if (chance(w, 5)) {
+		s.done = rnd(w);
+		s.resp = (uintptr_t)w->dresp;
+		s.resp_len = (uint32_t)below(w, 512);
+	}
+	s.req = chance(w, 97) ? (uintptr_t)w->dreq : (chance(w, 50) ? 8 :
+		(uintptr_t)w->buf + BUFSZ - below(w, 64));
+	s.timeout_ms = 1 + (uint32_t)below(w, 30);	/* 0 would wait for good */
+	if (chance(w, 3))
+		s.reserved[below(w, 2)] = 1;
+	w->dticket = 0;
+	if (ioc(C_DSERVE, fd, ODSM_IOC_DELEG_SERVE, &s)) {
+		if (!s.ticket || s.req_len < sizeof(struct odsm_dslot_hdr) ||
+		    s.req_len > w->dslot)
+			problem("deleg_serve: ticket %" PRIu64 " of %u bytes",
+				(uint64_t)s.ticket, s.req_len);
+		w->dticket = s.ticket;
+		w->dreq_len = s.req_len;
+	}
+}
+
+/* An endpoint to call: a live one of this node or another, or any word. */
+static void pick_endpoint(struct worker *w, uint64_t *ep, uint32_t *slot)
+{
+	unsigned int r = below(w, 10), i;
+
+	*slot = pick_dslot(w);
+	if (r < 4) {
+		/* one served on this node, by any worker of any process */
+		i = (unsigned int)below(w, opt_procs * opt_threads);
+		*ep = S->ep[i];
+		if (*ep && chance(w, 90))
+			*slot = S->ep_slot[i];
+		if (*ep)
+			return;
+	}
+	if (r < 7 && w->nreps) {
+		i = (unsigned int)below(w, w->nreps);
+		*ep = w->reps[i];
+		if (chance(w, 90))
+			*slot = w->reps_slot[i];
+		return;
+	}
+	*ep = pick_target(w, NULL);
+}
+
+/* The arguments of a DELEG_CALL, its batch in buf (slot_size bytes). */
+static void fill_call(struct worker *w, struct odsm_deleg_call *c,
+		      uint8_t *buf, uint32_t cap, uint8_t *resp)
+{
+	uint64_t ep;
+	uint32_t slot;
+
+	memset(c, 0, sizeof(*c));
+	pick_endpoint(w, &ep, &slot);
+	c->endpoint = ep;
+	c->slot_size = slot;
+	c->req_len = gen_batch(w, buf, c->slot_size <= cap ? c->slot_size :
+				       cap);
+	c->req = chance(w, 97) ? (uintptr_t)buf : 8;
+	c->resp = chance(w, 97) ? (uintptr_t)resp : 8;
+	c->resp_cap = chance(w, 90) ? ODSM_DSLOT_SIZE_MAX :
+				      (uint32_t)below(w, 70000);
+	if (chance(w, 3))
+		c->reserved[below(w, 2)] = 1;
+}
+
+/*
+ * A call waits for its answer for up to 3/4 of the cluster's timeout:
+ * one to an endpoint of this very worker goes through io_uring instead
+ * (op_uring), which this thread then serves.
+ */
+static void op_dcall(struct worker *w)
+{
+	struct odsm_deleg_call c;
+
+	fill_call(w, &c, w->buf, ODSM_DSLOT_SIZE_MAX, w->buf + KiB(128));
+	if (w->dfd >= 0 && addr_of(c.endpoint) == addr_of(w->dep))
+		c.endpoint = pick_target(w, NULL);
+	ioc(C_DCALL, w->fd, ODSM_IOC_DELEG_CALL, &c);
+}
+
+static void op_deleg(struct worker *w)
+{
+	unsigned int r = below(w, 100);
+
+	if (r < 15 || (w->dfd < 0 && r < 40))
+		op_dbind(w);
+	else if (r < 55)
+		op_dserve(w);
+	else
+		op_dcall(w);
+}
+
+/* ---- io_uring: the same operations, many in flight ------------------------- */
+
+#define UBATCH	8	/* commands a worker submits at once */
+
+struct uarg {
+	union {
+		struct odsm_rw rw;
+		struct odsm_atomic at;
+		struct odsm_alloc al;
+		struct odsm_free fr;
+		struct odsm_borrow bo;
+		struct odsm_borrow_mut bm;
+		struct odsm_write_back wb;
+		struct odsm_deleg_call dc;
+		struct odsm_prefetch pf;
+	} u;
+	uint64_t g[8];		/* a PREFETCH's addresses */
+	uint8_t req[KiB(16)];	/* a DELEG_CALL's batch: at most this long */
+	uint32_t op;		/* cmd_op */
+	int cat;		/* whose errnos it may answer with */
+	bool sh;		/* sent on the process's file, not the thread's */
+	bool done;
+};
+
+/* Fill command i of a batch: any command io_uring takes, or one it refuses. */
+static void fill_ucmd(struct worker *w, struct uarg *u)
+{
+	static const uint32_t refused[] = {
+		ODSM_IOC_INFO, ODSM_IOC_SET_CONFIG, ODSM_IOC_MOVE, ODSM_IOC_LEAVE,
+		ODSM_IOC_JOIN, ODSM_IOC_DELEG_SERVE, ODSM_IOC_WAIT, 0, 0x1234,
+	};
+	unsigned int i, n;
+
+	memset(&u->u, 0, sizeof(u->u));
+	u->done = false;
+	switch (below(w, 13)) {
+	case 0:
+	case 1:
+		fill_rw(w, &u->u.rw);
+		u->op = chance(w, 50) ? ODSM_IOC_READ : ODSM_IOC_WRITE;
+		u->cat = u->op == ODSM_IOC_READ ? C_READ : C_WRITE;
+		break;
+	case 2:
+		fill_atomic(w, &u->u.at);
+		u->op = ODSM_IOC_ATOMIC;
+		u->cat = C_ATOMIC;
+		break;
+	case 3:
+		fill_alloc(w, &u->u.al);
+		/* small: a ring closed under it leaves it allocated */
+		if (u->u.al.size > KiB(64))
+			u->u.al.size = 1 + below(w, KiB(64));
+		u->op = ODSM_IOC_ALLOC;
+		u->cat = C_ALLOC;
+		break;
+	case 4:
+		u->u.fr.gaddr = not_dir(pick_target(w, NULL));
+		u->op = ODSM_IOC_FREE;
+		u->cat = C_FREE;
+		break;
+	case 5:
+	case 6:
+		fill_borrow(w, &u->u.bo);
+		u->op = chance(w, 80) ? ODSM_IOC_BORROW : ODSM_IOC_RETURN;
+		u->cat = u->op == ODSM_IOC_BORROW ? C_BORROW : C_RETURN;
+		break;
+	case 7:
+		u->u.bm.gaddr = not_dir(pick_target(w, NULL));
+		if (chance(w, 5))
+			u->u.bm.flags = 1U << below(w, 32);
+		u->op = ODSM_IOC_BORROW_MUT;
+		u->cat = C_BORROW_MUT;
+		break;
+	case 8:
+		fill_owner(w, &u->u.wb);
+		u->op = chance(w, 50) ? ODSM_IOC_WRITE_BACK : ODSM_IOC_READ_OWNER;
+		u->cat = u->op == ODSM_IOC_WRITE_BACK ? C_WRITE_BACK :
+							C_READ_OWNER;
+		break;
+	case 9:
+		n = 1 + (unsigned int)below(w, 8);
+		for (i = 0; i < n; i++)
+			u->g[i] = pick_target(w, NULL);
+		u->u.pf.gaddrs = (uintptr_t)u->g;
+		u->u.pf.n = chance(w, 95) ? n : ODSM_PREFETCH_MAX + 1;
+		u->op = ODSM_IOC_PREFETCH;
+		u->cat = C_PREFETCH;
+		break;
+	case 10:
+	case 11:
+		fill_call(w, &u->u.dc, u->req, sizeof(u->req), w->uresp);
+		/* now and then the endpoint this worker serves itself */
+		if (w->dfd >= 0 && chance(w, 50)) {
+			u->u.dc.endpoint = w->dep;
+			u->u.dc.slot_size = w->dslot;
+			u->u.dc.req_len = gen_batch(w, u->req,
+						    w->dslot < sizeof(u->req) ?
+						    w->dslot : sizeof(u->req));
+		}
+		u->op = ODSM_IOC_DELEG_CALL;
+		u->cat = C_DCALL;
+		break;
+	default:
+		u->op = PICK(w, refused);
+		u->cat = C_URING;	/* ENOTTY */
+	}
+}
+
+/* The CQE of a command: judged as its ioctl would be, then kept. */
+static void uring_judge(struct worker *w, struct uarg *u, int res)
+{
+	const int *a;
+
+	add(&S->tried[C_URING], 1);
+	if (res >= 0) {
+		add(&S->ok[C_URING], 1);
+		if (u->cat == C_URING)
+			problem("uring_cmd: cmd_op 0x%x accepted", u->op);
+		else if (u->op == ODSM_IOC_ALLOC)
+			alloc_keep(w, &u->u.al);
+		else if (u->op == ODSM_IOC_FREE)
+			pool_del(w, u->u.fr.gaddr);
+		else if (u->op == ODSM_IOC_BORROW)
+			borrow_keep(w, &u->u.bo, u->sh);
+		else if (u->op == ODSM_IOC_BORROW_MUT &&
+			 u->u.bm.result != ODSM_BORROWED_LOCAL)
+			pool_add(w, u->u.bm.new_gaddr, u->u.bm.size);
+		return;
+	}
+	add(&S->err[C_URING], 1);
+	if (res == -EINVAL || res == -EFAULT || res == -ENOMEM)
+		return;
+	for (a = allowed[u->cat]; *a; a++)
+		if (-res == *a)
+			return;
+	problem("uring_cmd: cmd_op 0x%x (%s): unexpected errno %d (%s)",
+		u->op, cat_name[u->cat], -res, strerror(-res));
+}
+
+/*
+ * Up to UBATCH commands submitted at once, a few with a bad command area;
+ * a call to this worker's own endpoint is served meanwhile.  Then every
+ * CQE is reaped, each command's exactly once -- or, now and then, the
+ * ring is closed with the commands in flight, which must end them
+ * anyway (their arguments are left to them: a new set is allocated).
+ */
+static void op_uring(struct worker *w)
+{
+	struct uarg *u;
+	unsigned int n = 1 + (unsigned int)below(w, UBATCH), i, got = 0;
+	uint64_t batch = w->opno << 8, tag;
+	int ret, res, serves = 0;
+	bool self = false;
+
+	if (w->no_uring)
+		return;
+	if (!w->uargs) {
+		w->uargs = calloc(UBATCH, sizeof(*w->uargs));
+		if (!w->uargs)
+			return;
+	}
+	if (!w->have_ring) {
+		ret = t_ring_init(&w->ring, 16, 0);
+		if (ret) {
+			/* a kernel without io_uring for us: say so once */
+			printf("FUZZ_NOTE worker=%d: io_uring_setup: %s\n",
+			       w->wid, strerror(-ret));
+			w->no_uring = true;
+			return;
+		}
+		w->have_ring = true;
+	}
+	for (i = 0; i < n; i++) {
+		uint32_t flags = 0, reserved = 0;
+		uint64_t arg;
+
+		u = &w->uargs[i];
+		fill_ucmd(w, u);
+		arg = (uintptr_t)&u->u;
+		if (u->op == ODSM_IOC_DELEG_CALL && w->dfd >= 0 &&
+		    addr_of(u->u.dc.endpoint) == addr_of(w->dep))
+			self = true;
+		if (chance(w, 3))
+			flags = (uint32_t)rnd(w) | 1;
+		if (chance(w, 3))
+			reserved = (uint32_t)rnd(w) | 1;
+		if (chance(w, 3))
+			arg = chance(w, 50) ? 0 : 0xffff888000000000ULL;
+		u->sh = chance(w, 10);
+		t_ring_cmd(&w->ring, u->sh ? pfd : w->fd, u->op, arg, flags,
+			   reserved, batch | i);
+		t_ring_push(&w->ring);
+	}
+	ret = t_ring_enter(&w->ring, n, 0);
+	if (ret != (int)n) {
+		problem("uring: io_uring_enter submitted %d of %u", ret, n);
+		return;
+	}
+	if (chance(w, 5) && w->abandoned < 4) {
+		/* gone with its commands in flight */
+		t_ring_exit(&w->ring);
+		w->have_ring = false;
+		w->uargs = NULL;	/* theirs until they end */
+		w->abandoned++;
+		judge(C_URING_EXIT, 0, 0);
+		return;
+	}
+	while (got < n) {
+		if (!t_ring_cqe(&w->ring, &tag, &res)) {
+			/* a call to our own endpoint waits for us */
+			if (self && w->dfd >= 0 && serves < 2 * UBATCH) {
+				serves++;
+				op_dserve(w);
+				continue;
+			}
+			ret = t_ring_enter(&w->ring, 0, 1);
+			if (ret < 0 && ret != -EINTR) {
+				problem("uring: io_uring_enter to wait: %s",
+					strerror(-ret));
+				return;
+			}
+			continue;
+		}
+		i = (unsigned int)(tag & 0xff);
+		if ((tag & ~0xffULL) != batch || i >= n || w->uargs[i].done) {
+			problem("uring: CQE with tag 0x%" PRIx64 " (batch 0x%"
+				PRIx64 " of %u)", tag, batch, n);
+			continue;
+		}
+		w->uargs[i].done = true;
+		got++;
+		uring_judge(w, &w->uargs[i], res);
+	}
+	/* the module has no more CQEs for these: one would be a double */
+	if (t_ring_cqe(&w->ring, &tag, &res))
+		problem("uring: a CQE after the batch: tag 0x%" PRIx64, tag);
 }
 
 /* ---- the worker loop ------------------------------------------------------- */
@@ -1341,8 +2055,10 @@ static void run_op(struct worker *w, bool child)
 		op_close(w);
 	else if (r < 985)
 		op_wait(w);
+	else if (r < 993)
+		op_deleg(w);
 	else
-		op_touch(w);
+		op_uring(w);
 }
 
 static void *worker_main(void *arg)
@@ -1377,6 +2093,13 @@ static void *worker_main(void *arg)
 
 		ioctl(w->fd, ODSM_IOC_FREE, &f);
 	}
+	if (w->dfd >= 0) {
+		close(w->dfd);
+		w->dfd = -1;
+		dir_endpoint(w);
+	}
+	if (w->have_ring)
+		t_ring_exit(&w->ring);	/* every command was reaped */
 	close(w->fd);
 	ws->beat_ms = now_ms();
 	ws->done = 1;
@@ -1415,6 +2138,14 @@ static void proc_main(int p)
 		w->rng = splitmix(opt_seed ^ splitmix((uint64_t)w->wid + 1)) | 1;
 		w->chaos = p == 0 && t == 0;
 		w->publisher = p == 0 && t == (opt_threads > 1 ? 1 : 0);
+		w->dfd = -1;
+		w->dreq = malloc(ODSM_DSLOT_SIZE_MAX);
+		w->dresp = malloc(ODSM_DSLOT_SIZE_MAX);
+		w->uresp = malloc(ODSM_DSLOT_SIZE_MAX);
+		if (!w->dreq || !w->dresp || !w->uresp) {
+			problem("malloc of a worker's slots");
+			_exit(99);
+		}
 		pthread_create(&th[t], NULL, worker_main, w);
 	}
 	for (t = 0; t < opt_threads; t++)
