@@ -172,7 +172,7 @@ void odsm_on_reply(struct odsm_cluster *c, const struct odsm_wire_hdr *h,
 	} else {
 		memcpy(call->reply, payload, h->len);
 		call->len = h->len;
-		call->status = h->status;
+		call->status = odsm_wire_errno(h->status);
 	}
 	complete(&call->done);
 }

@@ -179,6 +179,12 @@ int odsm_wire_get_hdr(const u8 *buf, struct odsm_wire_hdr *h, u32 self_node,
 	return 0;
 }
 
+int odsm_wire_errno(s32 status)
+{
+	/* include/linux/errno.h: the kernel's own start at ERESTARTSYS */
+	return status <= -512 ? -EPROTO : status;
+}
+
 /* ---- payloads ----------------------------------------------------------- */
 
 u32 odsm_wire_put_hello(u8 *buf, const struct odsm_wire_hello *p)

@@ -404,6 +404,15 @@ void odsm_wire_put_hdr(u8 *buf, const struct odsm_wire_hdr *h);
  * can say what it got (h->magic == ODSM_WIRE_MAGIC with another version is
  * a peer speaking another version of the protocol).
  */
+/*
+ * A reply's status as the errno its caller gets: the status itself, but
+ * -EPROTO for the kernel's own errnos (512 and up: -ERESTARTSYS,
+ * -EIOCBQUEUED...).  Those tell the system-call layer and io_uring what to
+ * do next -- restart the call, wait for a completion -- so one that a peer
+ * sends must never reach them: the ioctl would run again, a batch with it.
+ */
+int odsm_wire_errno(s32 status);
+
 int odsm_wire_get_hdr(const u8 *buf, struct odsm_wire_hdr *h, u32 self_node,
 		      u32 nr_nodes);
 /*

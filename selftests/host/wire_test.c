@@ -1172,6 +1172,27 @@ TEST(hdr_bad_status)
 	}
 }
 
+/*
+ * A peer's status becomes its caller's errno: every errno a user may see
+ * passes, the kernel's own (-ERESTARTSYS and up, which would make the
+ * system-call layer restart the ioctl, or io_uring wait for a completion
+ * that never comes) are -EPROTO.
+ */
+TEST(reply_status_errno)
+{
+	static const s32 kept[] = { 0, -1, -EAGAIN, -ESTALE, -EHOSTDOWN,
+				    -133, -511 };
+	static const s32 internal[] = { -512, -513, -514, -515, -516, -517,
+					-524, -529, -530, -531, -4095 };
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(kept); i++)
+		EXPECT_EQ(kept[i], odsm_wire_errno(kept[i]));
+	for (i = 0; i < ARRAY_SIZE(internal); i++)
+		EXPECT_EQ(-EPROTO, odsm_wire_errno(internal[i]))
+			TH_LOG("status %d", internal[i]);
+}
+
 /* ---- payload validation -------------------------------------------------- */
 
 typedef int (*get_fn)(const u8 *buf, u32 len, void *out);
