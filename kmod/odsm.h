@@ -15,6 +15,17 @@
 #include "odsm_stats.h"
 
 /*
+ * A buffer sized by one request -- a user's ioctl or a peer's message --
+ * and freed once it is answered.  Under memory pressure its allocation
+ * fails, and the request gets -ENOMEM (a peer's, its error reply), rather
+ * than wake the OOM killer: the memory such a kill frees is little (the
+ * heap's pages belong to no process), and a peer's request must never
+ * cost this node a process.  The page store's own pages are allocated the
+ * same way (odsm_store.c).
+ */
+#define ODSM_GFP_REQ	(GFP_KERNEL | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
+
+/*
  * One per node (the module is a singleton: one heap per machine).
  *
  * Locking: @lock (a mutex: every holder may sleep to allocate) serializes

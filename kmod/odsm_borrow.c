@@ -295,8 +295,8 @@ long odsm_ioc_prefetch(void __user *arg)
 	if (pf.flags || pf.reserved0 || !pf.n || pf.n > ODSM_PREFETCH_MAX ||
 	    !odsm_reserved_zero(pf.reserved, ARRAY_SIZE(pf.reserved)))
 		return -EINVAL;
-	g = kvmalloc_array(pf.n, sizeof(*g), GFP_KERNEL);
-	p.home = kvmalloc_array(pf.n, sizeof(*p.home), GFP_KERNEL);
+	g = kvmalloc_array(pf.n, sizeof(*g), ODSM_GFP_REQ);
+	p.home = kvmalloc_array(pf.n, sizeof(*p.home), ODSM_GFP_REQ);
 	p.pcs = kvcalloc(PREFETCH_WINDOW, sizeof(*p.pcs), GFP_KERNEL);
 	ret = -ENOMEM;
 	if (!g || !p.home || !p.pcs)

@@ -643,7 +643,7 @@ static int copy_bigger(const struct odsm_miss_reader *mr, u32 node, u64 cg,
 	/* a lazy copy keeps only the FETCH's first bytes (make_copy()) */
 	if (want > ODSM_MISS_READ_MAX || (!move && copy_lazy(want)))
 		return -EOPNOTSUPP;
-	big = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + want, GFP_KERNEL);
+	big = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + want, ODSM_GFP_REQ);
 	if (!big)
 		return -EOPNOTSUPP;
 	ret = mr->copy(node, cg, big + ODSM_WIRE_FETCH_REPLY_SIZE, want, size,
@@ -661,13 +661,13 @@ static int copy_bigger(const struct odsm_miss_reader *mr, u32 node, u64 cg,
 void *odsm_first_alloc(void)
 {
 	return kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + ODSM_FIRST_READ,
-			GFP_KERNEL);
+			ODSM_GFP_REQ);
 }
 
 int odsm_first_grow(void **firstp)
 {
 	void *big = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + ODSM_FIRST_WHOLE,
-			     GFP_KERNEL);
+			     ODSM_GFP_REQ);
 
 	if (!big)
 		return -ENOMEM;
@@ -1026,9 +1026,9 @@ int odsm_cache_prefetch_start(struct odsm_prefetch_call *pc, u32 node,
 	if (!pc->inc)
 		return -EHOSTDOWN;
 	pc->p = kmalloc(ODSM_WIRE_FETCH_MANY_HDR_SIZE + 8 * fm->count,
-			GFP_KERNEL);
+			ODSM_GFP_REQ);
 	pc->rbuf = kvmalloc(fm->count * (ODSM_WIRE_FETCH_ITEM_SIZE + fm->len),
-			    GFP_KERNEL);
+			    ODSM_GFP_REQ);
 	ret = -ENOMEM;
 	if (!pc->p || !pc->rbuf)
 		goto fail;

@@ -28,7 +28,8 @@
  * 16 MiB + 64 small items of this node's memory.  The bytes' bound is
  * that of 64 requests of the largest size, so a requester with at most
  * 64 requests outstanding is never refused (it stays, should the count's
- * bound ever be raised).
+ * bound ever be raised) -- unless this node is short of memory: a request
+ * whose copy cannot be allocated (ODSM_GFP_REQ) is refused the same way.
  */
 #define ODSM_PEER_REQS_MAX	64
 #define ODSM_PEER_REQ_BYTES_MAX	(ODSM_PEER_REQS_MAX * ODSM_WIRE_MAX_PAYLOAD)
@@ -479,13 +480,17 @@ void odsm_serve_request(struct odsm_cluster *c, struct odsm_conn *conn,
 	/* only this receiver adds to the counts (see struct odsm_conn) */
 	refuse = atomic_read(&conn->reqs) >= ODSM_PEER_REQS_MAX ||
 		 atomic_read(&conn->req_bytes) + h->len > ODSM_PEER_REQ_BYTES_MAX;
+	req = NULL;
+	if (!refuse) {
+		req = kvmalloc(struct_size(req, payload, h->len), ODSM_GFP_REQ);
+		/* no memory for it now: refused as when too many wait */
+		refuse = !req;
+	}
 	if (refuse) {
 		odsm_stat_inc(ODSM_STAT_requests_refused);
 		if (atomic_read(&conn->refusals) >= ODSM_PEER_REFUSALS_MAX)
 			return;		/* not read anyway: the caller times out */
 		req = kmalloc(sizeof(*req), GFP_KERNEL);
-	} else {
-		req = kvmalloc(struct_size(req, payload, h->len), GFP_KERNEL);
 	}
 	if (!req)
 		return;		/* the caller times out */

@@ -186,7 +186,7 @@ static int batch_check(u8 *slot, u32 slot_size, u32 *len)
 	/* what lies past len was not sent: the header must not reach it */
 	if (*len < ODSM_DSLOT_HDR || h.len > *len - ODSM_DSLOT_HDR)
 		return -EBADMSG;
-	v = kvmalloc_array(max, sizeof(*v), GFP_KERNEL);
+	v = kvmalloc_array(max, sizeof(*v), ODSM_GFP_REQ);
 	if (!v)
 		return -ENOMEM;
 	ret = odsm_dslot_parse_req(slot, slot_size, v, max, &n);
@@ -220,8 +220,8 @@ static int resp_check(const u8 *resp, const u8 *req, u32 slot_size, u32 len,
 	memcpy(&h, resp, sizeof(h));
 	if (len < ODSM_DSLOT_HDR || h.len > len - ODSM_DSLOT_HDR)
 		return -EBADMSG;
-	rv = kvmalloc_array(count ? count : 1, sizeof(*rv), GFP_KERNEL);
-	qv = kvmalloc_array(count ? count : 1, sizeof(*qv), GFP_KERNEL);
+	rv = kvmalloc_array(count ? count : 1, sizeof(*rv), ODSM_GFP_REQ);
+	qv = kvmalloc_array(count ? count : 1, sizeof(*qv), ODSM_GFP_REQ);
 	ret = -ENOMEM;
 	if (!rv || !qv)
 		goto out;
@@ -369,7 +369,7 @@ static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		return -ESRCH;
 	}
 	len = h->len - ODSM_WIRE_DELEG_SIZE;
-	slot = kvzalloc(d.slot_size, GFP_KERNEL);
+	slot = kvzalloc(d.slot_size, ODSM_GFP_REQ);
 	if (!slot)
 		return -ENOMEM;
 	memcpy(slot, payload + ODSM_WIRE_DELEG_SIZE, len);
@@ -432,7 +432,7 @@ static long call(struct odsm_deleg_call *a, u8 *slot, u8 **resp,
 		return deliver(a->endpoint, a->slot_size, slot, len, n,
 			       node, resp, resp_len);
 
-	*resp = kvmalloc(a->slot_size, GFP_KERNEL);
+	*resp = kvmalloc(a->slot_size, ODSM_GFP_REQ);
 	if (!*resp)
 		return -ENOMEM;
 	odsm_wire_put_deleg(fixed, &d);
@@ -480,7 +480,7 @@ long odsm_ioc_deleg_call(void __user *uarg)
 	if (a.resp_cap < a.slot_size)
 		goto bad;
 	ret = -ENOMEM;
-	slot = kvzalloc(a.slot_size, GFP_KERNEL);
+	slot = kvzalloc(a.slot_size, ODSM_GFP_REQ);
 	if (!slot)
 		goto bad;
 	odsm_stat_inc(ODSM_STAT_deleg_out_batches);
@@ -571,7 +571,7 @@ static long answer(struct deleg_ep *ep, u64 done, const void __user *uresp,
 
 	if (len < ODSM_DSLOT_HDR || len > ep->slot_size)
 		return -EINVAL;
-	resp = kvzalloc(ep->slot_size, GFP_KERNEL);
+	resp = kvzalloc(ep->slot_size, ODSM_GFP_REQ);
 	if (!resp)
 		return -ENOMEM;
 	if (copy_from_user(resp, uresp, len)) {
@@ -674,7 +674,7 @@ long odsm_ioc_deleg_serve(struct file *filp, void __user *uarg)
 		ret = -EINTR;
 		goto out;
 	}
-	buf = kvmalloc(ep->slot_size, GFP_KERNEL);
+	buf = kvmalloc(ep->slot_size, ODSM_GFP_REQ);
 	if (!buf) {
 		ret = -ENOMEM;
 		goto out;

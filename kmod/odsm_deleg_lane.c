@@ -344,7 +344,7 @@ static int lane_read(struct deleg_lanes *l, u32 lane, const bool *dead,
 	u32 len;
 	int ret;
 
-	buf = kvzalloc(l->slot_size, GFP_KERNEL);
+	buf = kvzalloc(l->slot_size, ODSM_GFP_REQ);
 	if (!buf)
 		return -ENOMEM;
 	down_read(&l->gate);

@@ -205,7 +205,7 @@ int odsm_fetch_rest(u32 node, u64 inc, u64 cg, u64 from, u64 size, u64 dst)
 		return -ENOMEM;
 	for (i = 0; i < depth; i++) {
 		r.cs[i].buf = kvmalloc(ODSM_WIRE_FETCH_REPLY_SIZE + r.chunk,
-				       GFP_KERNEL);
+				       ODSM_GFP_REQ);
 		/* fewer buffers: fewer chunks out, not a failure */
 		if (!r.cs[i].buf) {
 			if (!i)

@@ -527,7 +527,7 @@ int odsm_heap_fetch_alloc(struct odsm_heap *h, u64 cgaddr, u64 offset,
 		mutex_unlock(&h->lock);
 		if (ret)
 			return ret;
-		mem = kvmalloc(headroom + room, GFP_KERNEL);
+		mem = kvmalloc(headroom + room, ODSM_GFP_REQ);
 		if (!mem)
 			return -ENOMEM;
 		mutex_lock(&h->lock);

@@ -179,9 +179,9 @@ static void keys_send_work(struct work_struct *w)
 
 	if (!max)
 		goto out;
-	blks = kvmalloc_array(max, sizeof(*blks), GFP_KERNEL);
+	blks = kvmalloc_array(max, sizeof(*blks), ODSM_GFP_REQ);
 	buf = kvmalloc(ODSM_WIRE_KEYS_HDR_SIZE +
-		       max * ODSM_WIRE_MAP_REPLY_SIZE, GFP_KERNEL);
+		       max * ODSM_WIRE_MAP_REPLY_SIZE, ODSM_GFP_REQ);
 	if (!blks || !buf)
 		goto out;
 	if (kw->nr) {

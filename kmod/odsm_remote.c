@@ -117,7 +117,7 @@ static int serve_fetch_many(const struct odsm_wire_hdr *h, const u8 *payload,
 	if (odsm_wire_get_fetch_many(payload, h->len, &fm))
 		return -EPROTO;
 	buf = kvmalloc(fm.count * (ODSM_WIRE_FETCH_ITEM_SIZE + fm.len),
-		       GFP_KERNEL);
+		       ODSM_GFP_REQ);
 	if (!buf)
 		return -ENOMEM;
 	off = fm.count * ODSM_WIRE_FETCH_ITEM_SIZE;
@@ -176,7 +176,7 @@ static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 			return -EINVAL;
 		if (rw.flags & ODSM_WIRE_RW_CHECK)
 			return odsm_store_check(heap, rw.gaddr, rw.len);
-		buf = kvmalloc(rw.len, GFP_KERNEL);
+		buf = kvmalloc(rw.len, ODSM_GFP_REQ);
 		if (!buf)
 			return -ENOMEM;
 		if (rw.flags & ODSM_WIRE_RW_OWNER)
@@ -387,7 +387,7 @@ long odsm_ioc_rw(void __user *arg, bool write)
 		if (ret)
 			return ret;
 	}
-	kbuf = kvmalloc(min_t(u64, r.len, CHUNK), GFP_KERNEL);
+	kbuf = kvmalloc(min_t(u64, r.len, CHUNK), ODSM_GFP_REQ);
 	if (!kbuf)
 		return -ENOMEM;
 	ubuf = u64_to_user_ptr(r.buf);
