@@ -34,6 +34,9 @@
  *                  moved, read and written from the other nodes, and one
  *                  thread leaves and re-joins the cluster now and then
  *                  (--join-nodes, --key-file).
+ *   --only OPS     draw only the operations named (the mix[] names, and
+ *                  publish, knobs, set_config, leave): to narrow down what
+ *                  a problem needs.
  *   --config-race  on a node that has no object and joined nothing:
  *                  SET_CONFIG against JOIN/LEAVE, mmap/munmap, ALLOC/FREE
  *                  and INFO/STATUS, then the configuration is restored.
@@ -47,6 +50,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -1095,9 +1099,13 @@ static void op_fork(struct worker *w)
 
 		memcpy(had, w->pool, sizeof(had));
 		w->rng = splitmix(w->rng);
-		/* the parent's ring is not the child's to submit on */
+		/* the parent's ring is not the child's to submit on; and a
+		 * ring it closed with ALLOCs in flight would leave objects
+		 * nobody frees
+		 */
 		w->have_ring = false;
 		w->uargs = NULL;
+		w->abandoned = UINT_MAX;
 		n = 1 + (int)below(w, 16);
 		for (i = 0; i < n; i++)
 			run_op(w, true);
@@ -1109,8 +1117,11 @@ static void op_fork(struct worker *w)
 		for (i = 0; i < w->npool; i++) {
 			struct odsm_free f = { .gaddr = w->pool[i].cg };
 
+			/* colored: the child may have freed one of its
+			 * parent's and been given the same address back
+			 */
 			for (j = 0; j < nhad; j++)
-				if (addr_of(had[j].cg) == addr_of(f.gaddr))
+				if (had[j].cg == f.gaddr)
 					break;
 			if (j == nhad)
 				ioctl(w->fd, ODSM_IOC_FREE, &f);
@@ -1951,6 +1962,7 @@ static void op_uring(struct worker *w)
 		return;
 	}
 	if (chance(w, 5) && w->abandoned < 4) {
+		/* (ALLOCs among them stay allocated: at most 4 x UBATCH) */
 		/* gone with its commands in flight */
 		t_ring_exit(&w->ring);
 		w->have_ring = false;
@@ -1992,73 +2004,123 @@ static void op_uring(struct worker *w)
 
 /* ---- the worker loop ------------------------------------------------------- */
 
+static void op_read(struct worker *w)
+{
+	op_rw(w, false);
+}
+
+static void op_write(struct worker *w)
+{
+	op_rw(w, true);
+}
+
+static void op_write_back(struct worker *w)
+{
+	op_owner(w, true);
+}
+
+static void op_read_owner(struct worker *w)
+{
+	op_owner(w, false);
+}
+
+/*
+ * The mix: each operation's share of 1000 draws, in this order.  A
+ * child of op_fork() takes no parent-only one: it closes a file
+ * instead.
+ */
+static const struct mix {
+	const char *name;
+	unsigned int weight;
+	void (*fn)(struct worker *w);
+	bool parent_only;
+} mix[] = {
+	{ "alloc", 90, op_alloc, false }, { "free", 60, op_free, false },
+	{ "move", 30, op_move, false }, { "obj_info", 40, op_objinfo, false },
+	{ "read", 80, op_read, false }, { "write", 70, op_write, false },
+	{ "atomic", 60, op_atomic, false }, { "borrow", 130, op_borrow, false },
+	{ "return", 80, op_return, false }, { "borrow_mut", 50, op_borrow_mut, false },
+	{ "write_back", 30, op_write_back, false }, { "read_owner", 20, op_read_owner, false },
+	{ "misc", 20, op_misc, false }, { "touch", 130, op_touch, false },
+	{ "peer_dir", 40, op_peer, false }, { "munmap", 10, op_munmap, true },
+	{ "remap", 15, op_remap, true }, { "fork", 7, op_fork, true },
+	{ "close", 10, op_close, false }, { "wait", 13, op_wait, false },
+	{ "deleg", 8, op_deleg, false }, { "uring", 7, op_uring, false },
+};
+
+#define MIX_CLOSE	18	/* mix[] index of "close" */
+
+/* --only: the operations drawn (bit i: mix[i]; the special ones above) */
+static uint64_t only = ~0ULL;
+#define ONLY_PUBLISH	(1ULL << 40)
+#define ONLY_KNOBS	(1ULL << 41)
+#define ONLY_SET_CONFIG	(1ULL << 42)
+#define ONLY_LEAVE	(1ULL << 43)
+
 static void run_op(struct worker *w, bool child)
 {
-	unsigned int r = below(w, 1000);
+	unsigned int r = below(w, 1000), i, total = 0;
 
-	if (w->publisher && r < 15) {
+	if (w->publisher && r < 15 && (only & ONLY_PUBLISH)) {
 		op_publish(w);
 		return;
 	}
 	if (w->chaos && !child) {
-		if (r >= 15 && r < 25) {
+		if (r >= 15 && r < 25 && (only & ONLY_KNOBS)) {
 			op_knobs(w);
 			return;
 		}
-		if (r >= 25 && r < 28) {
+		if (r >= 25 && r < 28 && (only & ONLY_SET_CONFIG)) {
 			op_setconfig(w);
 			return;
 		}
-		if (r == 28 && cluster && opt_join_nodes && !opt_no_leave) {
+		if (r == 28 && cluster && opt_join_nodes && !opt_no_leave &&
+		    (only & ONLY_LEAVE)) {
 			op_leave_join(w);
 			return;
 		}
 	}
-	r = below(w, 1000);
-	if (r < 90)
-		op_alloc(w);
-	else if (r < 150)
-		op_free(w);
-	else if (r < 180)
-		op_move(w);
-	else if (r < 220)
-		op_objinfo(w);
-	else if (r < 300)
-		op_rw(w, false);
-	else if (r < 370)
-		op_rw(w, true);
-	else if (r < 430)
-		op_atomic(w);
-	else if (r < 560)
-		op_borrow(w);
-	else if (r < 640)
-		op_return(w);
-	else if (r < 690)
-		op_borrow_mut(w);
-	else if (r < 720)
-		op_owner(w, true);
-	else if (r < 740)
-		op_owner(w, false);
-	else if (r < 760)
-		op_misc(w);
-	else if (r < 890)
-		op_touch(w);
-	else if (r < 930)
-		op_peer(w);
-	else if (r < 940 && !child)
-		op_munmap(w);
-	else if (r < 955 && !child)
-		op_remap(w);
-	else if (r < 962 && !child)
-		op_fork(w);
-	else if (r < 972)
-		op_close(w);
-	else if (r < 985)
-		op_wait(w);
-	else if (r < 993)
-		op_deleg(w);
-	else
-		op_uring(w);
+	for (i = 0; i < ARRAY_SIZE(mix); i++)
+		if (only & (1ULL << i))
+			total += mix[i].weight;
+	if (!total)
+		return;
+	r = below(w, total);
+	for (i = 0; r >= mix[i].weight || !(only & (1ULL << i)); i++)
+		if (only & (1ULL << i))
+			r -= mix[i].weight;
+	if (child && mix[i].parent_only)
+		i = MIX_CLOSE;
+	mix[i].fn(w);
+}
+
+/* "--only alloc,free,...": 0, or -1 for a name not in the mix */
+static int parse_only(char *list)
+{
+	static const char *const special[] = {
+		"publish", "knobs", "set_config", "leave",
+	};
+	char *name, *save = NULL;
+	unsigned int i;
+
+	only = 0;
+	for (name = strtok_r(list, ",", &save); name;
+	     name = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < ARRAY_SIZE(mix); i++)
+			if (!strcmp(name, mix[i].name))
+				break;
+		if (i < ARRAY_SIZE(mix)) {
+			only |= 1ULL << i;
+			continue;
+		}
+		for (i = 0; i < ARRAY_SIZE(special); i++)
+			if (!strcmp(name, special[i]))
+				break;
+		if (i == ARRAY_SIZE(special))
+			return -1;
+		only |= ONLY_PUBLISH << i;
+	}
+	return 0;
 }
 
 static void *worker_main(void *arg)
@@ -2416,7 +2478,11 @@ static void usage(int rc)
 	printf("usage: odsm-fuzz [--seed S] [--ops N] [--secs T] [--procs P] [--threads T]\n"
 	       "                 [--hang-secs H] [--join-nodes IP:PORT,...] [--key-file F]\n"
 	       "                 [--transport tcp|rdma] [--heartbeat-ms N] [--timeout-ms N]\n"
-	       "                 [--no-leave] [--config-race [--addr IP]]\n");
+	       "                 [--no-leave] [--only OP,...] [--config-race [--addr IP]]\n"
+	       "  --only: draw only these operations (alloc, free, move, obj_info, read,\n"
+	       "          write, atomic, borrow, return, borrow_mut, write_back, read_owner,\n"
+	       "          misc, touch, peer_dir, munmap, remap, fork, close, wait, deleg,\n"
+	       "          uring, publish, knobs, set_config, leave)\n");
 	exit(rc);
 }
 
@@ -2448,6 +2514,7 @@ int main(int argc, char **argv)
 		{ "transport", 1, NULL, 'x' }, { "heartbeat-ms", 1, NULL, 'b' },
 		{ "timeout-ms", 1, NULL, 'o' }, { "config-race", 0, NULL, 'C' },
 		{ "addr", 1, NULL, 'a' }, { "no-leave", 0, NULL, 'L' },
+		{ "only", 1, NULL, 'O' },
 		{ "help", 0, NULL, 'h' }, { 0 }
 	};
 	struct odsm_status st = { 0 };
@@ -2475,6 +2542,7 @@ int main(int argc, char **argv)
 		case 'C': opt_config_race = true; break;
 		case 'a': opt_addr = optarg; break;
 		case 'L': opt_no_leave = true; break;
+		case 'O': if (parse_only(optarg)) usage(2); break;
 		case 'h': usage(0); break;
 		default: usage(2);
 		}
