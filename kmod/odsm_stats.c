@@ -99,6 +99,7 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_requests_refused] = "requests_refused",
 	[ODSM_STAT_rdma_ids_parked] = "rdma_ids_parked",
 	[ODSM_STAT_rdma_port_kills] = "rdma_port_kills",
+	[ODSM_STAT_tcp_send_waits] = "tcp_send_waits",
 	[ODSM_STAT_deleg_out_batches] = "deleg_out_batches",
 	[ODSM_STAT_deleg_out_requests] = "deleg_out_requests",
 	[ODSM_STAT_deleg_out_bytes] = "deleg_out_bytes",

@@ -160,6 +160,9 @@ enum odsm_stat {
 	ODSM_STAT_rdma_port_kills,	/* connections closed because their
 					 * Soft-RoCE port went down
 					 */
+	ODSM_STAT_tcp_send_waits,	/* waits for room to send the rest of
+					 * a message a signal cut short (TCP)
+					 */
 	ODSM_STAT_deleg_out_batches,	/* delegation batches sent by clients
 					 * here (DELEG_CALL)
 					 */

@@ -11,6 +11,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/delay.h>
 #include <linux/kthread.h>
 #include <linux/net.h>
 #include <linux/slab.h>
@@ -192,6 +193,37 @@ err:
 	return ERR_PTR(-ENOMEM);
 }
 
+/*
+ * The rest of a message whose first bytes (sent of them) kernel_sendmsg()
+ * sent: it must follow, or the stream is lost for every user of the
+ * connection.  What cut it short is mostly a signal of the sender's (or
+ * io_uring's task work, which counts as one): it ends the wait for room
+ * in the socket at once, and would end every later wait too.  So the rest
+ * goes in pieces as room comes, looked for every 0.2-1 ms, for as long as
+ * the connection lives (the heartbeat ends one whose peer stops reading).
+ * Returns the bytes sent in all, or a negative errno.  Under tx_lock.
+ */
+static int send_rest(struct odsm_conn *conn, struct msghdr *msg, int sent)
+{
+	struct tcp_conn *t = tc(conn);
+	int n;
+
+	while (msg_data_left(msg)) {
+		if (READ_ONCE(conn->dead))
+			return -EHOSTDOWN;
+		n = sock_sendmsg(t->sock, msg);
+		if (n > 0) {
+			sent += n;
+			continue;
+		}
+		if (n && n != -EINTR && n != -ERESTARTSYS && n != -EAGAIN)
+			return n;
+		odsm_stat_inc(ODSM_STAT_tcp_send_waits);
+		usleep_range(200, 1000);
+	}
+	return sent;
+}
+
 static int tcp_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		    const void *payload, u32 plen, const void *data, u32 dlen)
 {
@@ -213,6 +245,13 @@ static int tcp_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		return -EHOSTDOWN;
 	}
 	n = kernel_sendmsg(t->sock, &msg, iov, 3, total);
+	if (n == -EINTR || n == -ERESTARTSYS) {
+		/* nothing went: the message never began */
+		mutex_unlock(&t->tx_lock);
+		return -EINTR;
+	}
+	if (n >= 0 && n < total)
+		n = send_rest(conn, &msg, n);
 	mutex_unlock(&t->tx_lock);
 	if (n != total) {
 		/* a partial message leaves the stream unusable */

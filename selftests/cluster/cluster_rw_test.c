@@ -8,10 +8,14 @@
  * names it (8 bytes, 4 KiB, 1 MiB: one to five 256 KiB chunks of the
  * wire), every node reads every peer's and checks the bytes; then every
  * node writes into its peers' objects and each owner checks, through its
- * own mapping of the heap, that the bytes arrived.  The tests run in file
+ * own mapping of the heap, that the bytes arrived.  Writes while a timer
+ * signals every writer keep the connections up.  The tests run in file
  * order; heap barriers (node 0's directory) keep the phases apart.
  */
 #include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include "odsm_cluster.h"
 
 #define NSIZES	3
@@ -415,6 +419,123 @@ TEST_F_TIMEOUT(cl, onesided_overlap, 300)
 		EXPECT_EQ(0ULL, ov1 - ov0);
 		EXPECT_EQ(0ULL, sp1 - sp0);
 	}
+	/* the usual pattern back, for the tests after this one */
+	in = malloc(MiB(1));
+	buf = malloc(MiB(1));
+	ASSERT_NE(NULL, in);
+	ASSERT_NE(NULL, buf);
+	c_fill(in, MiB(1), C.self, 20);
+	ASSERT_EQ(0, odsm_write(big, in, MiB(1)));
+	ASSERT_EQ(0, odsm_read(big, buf, MiB(1)));
+	EXPECT_EQ(0, memcmp(in, buf, MiB(1)));
+	free(in);
+	free(buf);
+}
+
+/*
+ * Writes while signals keep coming: a thread whose signal arrives while
+ * its request waits for room in the socket must not cut the message
+ * short, which would end the connection under every other user of it.
+ * Each thread has a timer that signals it every SIG_US microseconds
+ * (SA_RESTART, as most programs' handlers are).
+ */
+#define SIG_THREADS	4
+#define SIG_ROUNDS	24
+#define SIG_PART	KiB(256)
+#define SIG_US		200
+
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id	_sigev_un._tid
+#endif
+
+static __thread volatile unsigned int sigs_got;
+
+static void on_sig(int sig)
+{
+	(void)sig;
+	sigs_got++;
+}
+
+struct sig_arg {
+	uint64_t at;
+	unsigned int t;
+	int ret;		/* the first failed call's, or 0 */
+	unsigned int bad;	/* reads that differed */
+	unsigned int sigs;	/* signals it took */
+};
+
+static void *sig_thread(void *p)
+{
+	struct itimerspec its = { .it_interval.tv_nsec = SIG_US * 1000,
+				  .it_value.tv_nsec = SIG_US * 1000 };
+	struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID,
+				.sigev_signo = SIGUSR1 };
+	uint8_t *in = malloc(SIG_PART), *out = malloc(SIG_PART);
+	struct sig_arg *a = p;
+	timer_t tm;
+	unsigned int r;
+
+	sev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
+	if (!in || !out || timer_create(CLOCK_MONOTONIC, &sev, &tm)) {
+		a->ret = -ENOMEM;
+		goto out;
+	}
+	timer_settime(tm, 0, &its, NULL);
+	for (r = 0; r < SIG_ROUNDS && !a->ret; r++) {
+		c_fill(in, SIG_PART, C.self, 60 + a->t * SIG_ROUNDS + r);
+		a->ret = odsm_write(a->at, in, SIG_PART);
+		if (!a->ret)
+			a->ret = odsm_read(a->at, out, SIG_PART);
+		if (!a->ret && memcmp(in, out, SIG_PART))
+			a->bad++;
+	}
+	timer_delete(tm);
+	a->sigs = sigs_got;
+out:
+	free(in);
+	free(out);
+	return NULL;
+}
+
+TEST_F_TIMEOUT(cl, writes_under_signals, 300)
+{
+	struct sigaction sa = { .sa_handler = on_sig, .sa_flags = SA_RESTART };
+	struct sig_arg a[SIG_THREADS] = { 0 };
+	unsigned int next, t, sigs = 0;
+	pthread_t th[SIG_THREADS];
+	uint64_t big, down0, down1, waits0, waits1;
+	uint8_t *in, *buf;
+
+	C_BEGIN();
+	next = (C.self + 1) % C.nodes;
+	ASSERT_EQ(0, c_get(next, W_RW_BIG, &big));
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	down0 = c_stat("peers_down");
+	waits0 = c_stat("tcp_send_waits");
+	for (t = 0; t < SIG_THREADS; t++) {
+		a[t].at = big + t * SIG_PART;
+		a[t].t = t;
+		ASSERT_EQ(0, pthread_create(&th[t], NULL, sig_thread, &a[t]));
+	}
+	for (t = 0; t < SIG_THREADS; t++) {
+		pthread_join(th[t], NULL);
+		EXPECT_EQ(0, a[t].ret) {
+			TH_LOG("thread %u: %s", t, odsm_strerror(a[t].ret));
+		}
+		EXPECT_EQ(0U, a[t].bad);
+		sigs += a[t].sigs;
+	}
+	down1 = c_stat("peers_down");
+	waits1 = c_stat("tcp_send_waits");
+	TH_LOG("%u threads x %u writes of %u KiB: %u signals taken, messages"
+	       " a signal cut short finished after waits +%" PRIu64
+	       ", peers down +%" PRIu64, SIG_THREADS, SIG_ROUNDS,
+	       (unsigned int)(SIG_PART >> 10), sigs, waits1 - waits0,
+	       down1 - down0);
+	EXPECT_LT(0U, sigs);
+	/* no connection ended under the signals */
+	EXPECT_EQ(down0, down1);
+	signal(SIGUSR1, SIG_IGN);
 	/* the usual pattern back, for the tests after this one */
 	in = malloc(MiB(1));
 	buf = malloc(MiB(1));

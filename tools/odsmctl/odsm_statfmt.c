@@ -105,6 +105,7 @@ static const struct {
 	{ "copies_in_use", G(CACHE, ODSM_SF_GAUGE) },
 	/* messages and the remote primitives (and the test fault injector) */
 	{ "msgs_tx", G(CLUSTER, 0) },
+	{ "tcp_send_waits", G(CLUSTER, 0) },
 	{ "msgs_rx", G(CLUSTER, 0) },
 	{ "served", G(CLUSTER, 0) },
 	{ "remote_reads", G(CLUSTER, 0) },
