@@ -148,6 +148,27 @@ int odsm_store_rw(struct odsm_heap *h, u64 addr, void *buf, u64 len,
 int odsm_store_check(struct odsm_heap *h, u64 addr, u64 len);
 int odsm_store_load(struct odsm_heap *h, u64 addr, u32 size, u64 *val);
 int odsm_store_word32(struct odsm_heap *h, u64 addr, bool add, u32 val);
+/*
+ * Accesses that must stay inside one object, and only while it is the
+ * same object (the live one allocated with color at addr): a module that
+ * writes into memory a process named long ago (a delegation runtime's
+ * lanes) must not write into whatever the heap put there since.  Each
+ * checks the object under heap->lock with the access: -ESTALE once it is
+ * gone, -EINVAL past its end.
+ */
+struct odsm_guard {
+	u64 addr;		/* the object's uncolored start */
+	u64 len;		/* its usable bytes */
+	u16 color;		/* its allocation color */
+};
+
+int odsm_store_guard(struct odsm_heap *h, u64 addr, struct odsm_guard *g);
+int odsm_store_rw_guarded(struct odsm_heap *h, const struct odsm_guard *g,
+			  u64 addr, void *buf, u64 len, bool write);
+int odsm_store_load_guarded(struct odsm_heap *h, const struct odsm_guard *g,
+			    u64 addr, u32 size, u64 *val);
+int odsm_store_word32_guarded(struct odsm_heap *h, const struct odsm_guard *g,
+			      u64 addr, bool add, u32 val);
 /* Pins of whole 64 KiB blocks for RDMA registrations (odsm_store.c). */
 #define ODSM_BLOCK_PAGES	(ODSM_BLOCK_SIZE >> PAGE_SHIFT)
 int odsm_store_pin(struct odsm_heap *h, u64 addr, struct page **pages,

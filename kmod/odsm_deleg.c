@@ -531,7 +531,7 @@ long odsm_ioc_deleg_bind(struct file *filp, void __user *uarg)
 			kfree(ep);
 			return -EFAULT;
 		}
-		l = odsm_lanes_create(&u, b.slot_size);
+		l = odsm_lanes_create(&u, b.slot_size, b.endpoint);
 		if (IS_ERR(l)) {
 			kfree(ep);
 			return PTR_ERR(l);

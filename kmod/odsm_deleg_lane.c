@@ -24,15 +24,18 @@
  * A stuck lane is freed by the next take that finds its answer there.
  *
  * The arena is the runtime's heap memory, reached through the page store:
- * the addresses are checked at bind to lie in this node's partition and
- * be readable, and every write is checked like a peer's WRITE (a block
- * that holds no object, a cached copy: refused).  The module writes there
+ * one object, the one the endpoint names (its start), which every lane
+ * and wake word must lie in, checked at bind; and every access is
+ * guarded (odsm_store_*_guarded()): it goes only while that object is the
+ * one of the bind, checked under heap->lock with the access, and like a
+ * peer's WRITE (a cached copy there: refused).  The module writes there
  * only while the runtime is bound: a publish checks *dead under the
  * gate's read side, and the runtime's end (odsm_lanes_close()) takes the
  * write side once after setting it, so when the runtime's file is closed
- * no publish is in flight and none starts; the runtime may free its arena
- * then.  (A runtime that frees its arena while still bound has the module
- * write its peers' batches where it said: its own memory, its own bug.)
+ * no publish is in flight and none starts.  The guard covers the rest: a
+ * runtime whose file outlives its close(2) (a forked child holds it) and
+ * that frees its arena gets -EOWNERDEAD for its callers, and the object
+ * the heap puts there next is never written.
  *
  * Locking: the gate, then the lanes' lock or the cache's slots, then
  * heap->lock; the lanes' lock and the gate nest with nothing else.
@@ -55,6 +58,7 @@
 #include "odsm_wait.h"
 
 struct deleg_lanes {
+	struct odsm_guard arena;	/* the object they all lie in */
 	u64 slots;		/* trustee 0's lane 0 request slot */
 	u64 trustee_stride;
 	u64 wake;		/* trustee 0's wake word */
@@ -92,8 +96,21 @@ static bool span_local(u64 first, u64 stride, u32 n, u64 len)
 	return odsm_range_is_local(&odsm_heap.geom, first, span);
 }
 
+/* Does [first, first + (n - 1) * stride + len) lie in object g? */
+static bool span_in(const struct odsm_guard *g, u64 first, u64 stride, u32 n,
+		    u64 len)
+{
+	u64 span;
+
+	if (check_mul_overflow(stride, (u64)(n - 1), &span) ||
+	    check_add_overflow(span, len, &span))
+		return false;
+	return first >= g->addr && span <= g->len &&
+	       first - g->addr <= g->len - span;
+}
+
 struct deleg_lanes *odsm_lanes_create(const struct odsm_deleg_lanes *u,
-				      u32 slot_size)
+				      u32 slot_size, u64 endpoint)
 {
 	u64 pair = 2 * (u64)slot_size, seq[2];
 	struct deleg_lanes *l;
@@ -112,6 +129,9 @@ struct deleg_lanes *odsm_lanes_create(const struct odsm_deleg_lanes *u,
 	l = kzalloc(sizeof(*l), GFP_KERNEL);
 	if (!l)
 		return ERR_PTR(-ENOMEM);
+	if (odsm_store_guard(&odsm_heap, odsm_clear_color(endpoint),
+			     &l->arena))
+		goto inval;
 	l->slots = odsm_clear_color(u->slots);
 	l->trustee_stride = u->trustee_stride;
 	l->wake = odsm_clear_color(u->wake);
@@ -124,7 +144,11 @@ struct deleg_lanes *odsm_lanes_create(const struct odsm_deleg_lanes *u,
 	    l->wake % sizeof(u32) || l->wake_stride % sizeof(u32) ||
 	    !span_local(l->slots, l->trustee_stride, l->trustees,
 			l->lanes * pair) ||
-	    !span_local(l->wake, l->wake_stride, l->trustees, sizeof(u32)))
+	    !span_local(l->wake, l->wake_stride, l->trustees, sizeof(u32)) ||
+	    !span_in(&l->arena, l->slots, l->trustee_stride, l->trustees,
+		     l->lanes * pair) ||
+	    !span_in(&l->arena, l->wake, l->wake_stride, l->trustees,
+		     sizeof(u32)))
 		goto inval;
 	n = l->trustees * l->lanes;
 	init_rwsem(&l->gate);
@@ -143,16 +167,19 @@ struct deleg_lanes *odsm_lanes_create(const struct odsm_deleg_lanes *u,
 	 * (yet) an object is refused now rather than at the first batch.
 	 */
 	for (i = 0; i < l->trustees; i++) {
-		if (odsm_store_load(&odsm_heap, lane_wake(l, i * l->lanes), 4,
-				    &seq[0])) {
+		if (odsm_store_load_guarded(&odsm_heap, &l->arena,
+					    lane_wake(l, i * l->lanes), 4,
+					    &seq[0])) {
 			odsm_lanes_free(l);
 			return ERR_PTR(-EINVAL);
 		}
 	}
 	for (i = 0; i < n; i++) {
-		if (odsm_store_load(&odsm_heap, lane_req(l, i), 4, &seq[0]) ||
-		    odsm_store_load(&odsm_heap, lane_req(l, i) + slot_size, 4,
-				    &seq[1])) {
+		if (odsm_store_load_guarded(&odsm_heap, &l->arena,
+					    lane_req(l, i), 4, &seq[0]) ||
+		    odsm_store_load_guarded(&odsm_heap, &l->arena,
+					    lane_req(l, i) + slot_size, 4,
+					    &seq[1])) {
 			odsm_lanes_free(l);
 			return ERR_PTR(-EINVAL);
 		}
@@ -230,7 +257,8 @@ int odsm_lanes_take(struct deleg_lanes *l, const u8 *req, u32 *lane)
 	/* none free: one whose waiter gave up may have its answer by now */
 	for (i = first; i < first + l->lanes; i++) {
 		if (test_bit(i, l->stuck) &&
-		    !odsm_store_load(&odsm_heap, lane_req(l, i) + l->slot_size,
+		    !odsm_store_load_guarded(&odsm_heap, &l->arena,
+					     lane_req(l, i) + l->slot_size,
 				     4, &seq) && (u32)seq == l->seq[i]) {
 			__clear_bit(i, l->stuck);
 			goto take;
@@ -256,7 +284,8 @@ static void lane_put(struct deleg_lanes *l, u32 lane, bool answered)
 }
 
 /* Wait until the response seq at addr is seq: 0 or -errno. */
-static int lane_wait(u64 addr, u32 seq, const bool *dead, u32 wait_ms)
+static int lane_wait(const struct odsm_guard *g, u64 addr, u32 seq,
+		     const bool *dead, u32 wait_ms)
 {
 	unsigned long end = jiffies + msecs_to_jiffies(wait_ms);
 	long left, ret;
@@ -264,7 +293,7 @@ static int lane_wait(u64 addr, u32 seq, const bool *dead, u32 wait_ms)
 
 	for (;;) {
 		/* a freed arena: the runtime is gone */
-		if (odsm_store_load(&odsm_heap, addr, 4, &v))
+		if (odsm_store_load_guarded(&odsm_heap, g, addr, 4, &v))
 			return -EOWNERDEAD;
 		if ((u32)v == seq)
 			return 0;
@@ -314,14 +343,15 @@ static int lane_publish(struct deleg_lanes *l, u32 lane, const u8 *req,
 	ret = -EINVAL;
 	if (lane_on_copy(q, req_len) || lane_on_copy(w, sizeof(u32)))
 		goto release;
-	/* odsm_store_rw() only reads buf when it writes the store */
-	ret = odsm_store_rw(&odsm_heap, q + sizeof(seq),
-			    (void *)(req + sizeof(seq)), req_len - sizeof(seq),
-			    true);
+	/* the store only reads buf when it writes the store */
+	ret = odsm_store_rw_guarded(&odsm_heap, &l->arena, q + sizeof(seq),
+				    (void *)(req + sizeof(seq)),
+				    req_len - sizeof(seq), true);
 	if (!ret)
-		ret = odsm_store_word32(&odsm_heap, q, false, seq);
+		ret = odsm_store_word32_guarded(&odsm_heap, &l->arena, q,
+						false, seq);
 	if (!ret)
-		odsm_store_word32(&odsm_heap, w, true, 1);
+		odsm_store_word32_guarded(&odsm_heap, &l->arena, w, true, 1);
 release:
 	odsm_cache_slots_release();
 out:
@@ -352,10 +382,12 @@ static int lane_read(struct deleg_lanes *l, u32 lane, const bool *dead,
 	if (READ_ONCE(*dead))
 		goto out;
 	/* answered: the trustee writes the slot again only for our next */
-	ret = odsm_store_rw(&odsm_heap, r, &h, sizeof(h), false);
+	ret = odsm_store_rw_guarded(&odsm_heap, &l->arena, r, &h, sizeof(h),
+				    false);
 	len = min_t(u32, h.len, l->slot_size - ODSM_DSLOT_HDR);
 	if (!ret)
-		ret = odsm_store_rw(&odsm_heap, r, buf, ODSM_DSLOT_HDR + len,
+		ret = odsm_store_rw_guarded(&odsm_heap, &l->arena, r, buf,
+					    ODSM_DSLOT_HDR + len,
 				    false);
 out:
 	up_read(&l->gate);
@@ -380,10 +412,13 @@ int odsm_lanes_run(struct deleg_lanes *l, u32 lane, const u8 *req,
 	ret = lane_publish(l, lane, req, req_len, seq, dead);
 	if (ret) {
 		lane_put(l, lane, true);	/* nothing was published */
-		return ret == -EOWNERDEAD ? ret : -EAGAIN;
+		/* -ESTALE: the arena was freed, the runtime with it */
+		return ret == -EOWNERDEAD || ret == -ESTALE ? -EOWNERDEAD :
+							      -EAGAIN;
 	}
 	l->seq[lane] = seq;
-	ret = lane_wait(lane_req(l, lane) + l->slot_size, seq, dead, wait_ms);
+	ret = lane_wait(&l->arena, lane_req(l, lane) + l->slot_size, seq, dead,
+			wait_ms);
 	if (ret) {
 		lane_put(l, lane, false);
 		return ret;

@@ -13,9 +13,12 @@
 struct odsm_deleg_lanes;
 struct deleg_lanes;
 
-/* Check a runtime's lanes (user input) and set them up: ERR_PTR or them. */
+/*
+ * Check a runtime's lanes (user input: all in the object that starts at
+ * endpoint) and set them up: ERR_PTR or them.
+ */
 struct deleg_lanes *odsm_lanes_create(const struct odsm_deleg_lanes *u,
-				      u32 slot_size);
+				      u32 slot_size, u64 endpoint);
 void odsm_lanes_free(struct deleg_lanes *l);
 
 /*

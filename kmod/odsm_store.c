@@ -735,29 +735,73 @@ static int rw_one(struct odsm_heap *h, pgoff_t idx, unsigned int off,
  * meanwhile stops the copy with -EINVAL, part of it done: the bytes of a
  * freed object are nobody's.
  */
-int odsm_store_rw(struct odsm_heap *h, u64 addr, void *buf, u64 len,
-		  bool write)
+/*
+ * The object a guarded access must stay inside: the live object that
+ * starts at addr, whatever its color.  0, or -EINVAL where none starts.
+ */
+int odsm_store_guard(struct odsm_heap *h, u64 addr, struct odsm_guard *g)
+{
+	struct odsm_objinfo oi;
+	int ret;
+
+	mutex_lock(&h->lock);
+	ret = odsm_palloc_lookup(&h->pa, addr, &oi);
+	mutex_unlock(&h->lock);
+	if (ret)
+		return -EINVAL;
+	g->addr = oi.addr;
+	g->len = oi.usable;
+	g->color = oi.color;
+	return 0;
+}
+
+/*
+ * May an access of [addr, addr + len) go ahead under g (NULL: any in
+ * blocks holding objects)?  0, -ESTALE when g's object is no longer the
+ * one it was (freed, its address given to another), -EINVAL when the
+ * range leaves it, or no object's block holds it.  Caller holds h->lock.
+ */
+static int guard_check(struct odsm_heap *h, const struct odsm_guard *g,
+		       u64 addr, u64 len)
+{
+	if (g) {
+		if (!store_obj_live(h, g->addr, g->color))
+			return -ESTALE;
+		if (addr < g->addr || len > g->len ||
+		    addr - g->addr > g->len - len)
+			return -EINVAL;
+	}
+	return range_backed(h, addr, len) ? 0 : -EINVAL;
+}
+
+int odsm_store_rw_guarded(struct odsm_heap *h, const struct odsm_guard *g,
+			  u64 addr, void *buf, u64 len, bool write)
 {
 	struct rw_state st = { .buf = buf, .write = write };
 	u64 done = 0, n;
 	int ret;
 
 	mutex_lock(&h->lock);
-	ret = range_backed(h, addr, len) ? 0 : -EINVAL;
+	ret = guard_check(h, g, addr, len);
 	mutex_unlock(&h->lock);
 	while (done < len && !ret) {
 		n = min_t(u64, len - done, STORE_BATCH * PAGE_SIZE -
 			  offset_in_page(addr + done));
 		mutex_lock(&h->lock);
-		if (range_backed(h, addr + done, n))
+		ret = guard_check(h, g, addr + done, n);
+		if (!ret)
 			ret = store_walk(h, addr + done, n, rw_one, &st);
-		else
-			ret = -EINVAL;
 		mutex_unlock(&h->lock);
 		done += n;
 		cond_resched();
 	}
 	return ret;
+}
+
+int odsm_store_rw(struct odsm_heap *h, u64 addr, void *buf, u64 len,
+		  bool write)
+{
+	return odsm_store_rw_guarded(h, NULL, addr, buf, len, write);
 }
 
 /* Copy what range_backed() accepts, with heap->lock held. */
@@ -791,7 +835,8 @@ int odsm_store_check(struct odsm_heap *h, u64 addr, u64 len)
  * otherwise), as the processes that map its page see it: a page never
  * touched reads 0, a lazily filled copy's page not fetched is -ENODATA.
  */
-int odsm_store_load(struct odsm_heap *h, u64 addr, u32 size, u64 *val)
+int odsm_store_load_guarded(struct odsm_heap *h, const struct odsm_guard *g,
+			    u64 addr, u32 size, u64 *val)
 {
 	pgoff_t idx = store_index(h, addr);
 	struct page *page;
@@ -801,10 +846,9 @@ int odsm_store_load(struct odsm_heap *h, u64 addr, u32 size, u64 *val)
 	if ((size != 4 && size != 8) || addr % size)
 		return -EINVAL;
 	mutex_lock(&h->lock);
-	if (!range_backed(h, addr, size)) {
-		ret = -EINVAL;
+	ret = guard_check(h, g, addr, size);
+	if (ret)
 		goto out;
-	}
 	page = xa_load(&h->pages, idx);
 	if (!page) {
 		*val = 0;
@@ -822,12 +866,19 @@ out:
 	return ret;
 }
 
+int odsm_store_load(struct odsm_heap *h, u64 addr, u32 size, u64 *val)
+{
+	return odsm_store_load_guarded(h, NULL, addr, size, val);
+}
+
 /*
  * Run fn(word, arg) on the mapped word of size bytes at addr of the local
  * partition (its page made present), under heap->lock: 0, -EINVAL (not in
- * a block holding objects), or the page's allocation error.
+ * a block holding objects), -ESTALE (g's object gone), or the page's
+ * allocation error.
  */
-static int store_word_do(struct odsm_heap *h, u64 addr, u32 size,
+static int store_word_do(struct odsm_heap *h, const struct odsm_guard *g,
+			 u64 addr, u32 size,
 			 void (*fn)(void *word, void *arg), void *arg)
 {
 	struct page *page;
@@ -835,10 +886,9 @@ static int store_word_do(struct odsm_heap *h, u64 addr, u32 size,
 	int ret = 0;
 
 	mutex_lock(&h->lock);
-	if (!range_backed(h, addr, size)) {
-		ret = -EINVAL;
+	ret = guard_check(h, g, addr, size);
+	if (ret)
 		goto out;
-	}
 	page = store_get_locked(h, store_index(h, addr));
 	if (IS_ERR(page)) {
 		ret = PTR_ERR(page);
@@ -874,13 +924,19 @@ static void word32_do(void *word, void *arg)
  * first), or add it atomically (add), as a CPU of this node would: the
  * processes that map the page see it.  Wakes no waiter: the caller does.
  */
-int odsm_store_word32(struct odsm_heap *h, u64 addr, bool add, u32 val)
+int odsm_store_word32_guarded(struct odsm_heap *h, const struct odsm_guard *g,
+			      u64 addr, bool add, u32 val)
 {
 	struct word32_op op = { .add = add, .val = val };
 
 	if (addr % 4)
 		return -EINVAL;
-	return store_word_do(h, addr, 4, word32_do, &op);
+	return store_word_do(h, g, addr, 4, word32_do, &op);
+}
+
+int odsm_store_word32(struct odsm_heap *h, u64 addr, bool add, u32 val)
+{
+	return odsm_store_word32_guarded(h, NULL, addr, add, val);
 }
 
 struct atomic_op {
@@ -913,7 +969,7 @@ int odsm_store_atomic(struct odsm_heap *h, u64 addr, u32 op, u64 operand,
 
 	if (addr % 8 || (op != ODSM_ATOMIC_FETCH_ADD && op != ODSM_ATOMIC_CMP_SWAP))
 		return -EINVAL;
-	ret = store_word_do(h, addr, 8, atomic_do, &a);
+	ret = store_word_do(h, NULL, addr, 8, atomic_do, &a);
 	if (!ret)
 		*old = a.old;
 	return ret;

@@ -10,9 +10,12 @@
  * thread that polls the lanes and answers as the test's mode says (a
  * good answer naming the lane it came through, a malformed one, none).
  * The client is this process's DELEG_CALL to the endpoint, which is on
- * this node: the same deliver() a peer's DELEG reaches.
+ * this node: the same deliver() a peer's DELEG reaches.  An arena freed
+ * while its file lives on (a forked child holds it) is never written.
  */
 #include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <linux/odsm_deleg.h>
 #include "odsm_vm.h"
@@ -319,7 +322,7 @@ TEST_F(lanes, bind_refuses_bad_lanes)
 	struct odsm_deleg_lanes good, l;
 	struct odsm_deleg_bind b;
 	struct odsm_info in;
-	uint64_t ep, end;
+	uint64_t ep, end, other;
 	int fd;
 
 	r->trustees = 2;
@@ -360,7 +363,16 @@ TEST_F(lanes, bind_refuses_bad_lanes)
 	REFUSED(wake, 4096, -EINVAL);
 	REFUSED(slots, end, -EINVAL);
 	REFUSED(wake, end, -EINVAL);
+	/* in an object, but not the endpoint's: the lanes are its arena */
+	ASSERT_EQ(0, t_alloc(r->cfd, ARENA, 4096, ODSM_ALLOC_ZERO, &other,
+			     NULL));
+	REFUSED(slots, other & ODSM_ADDR_MASK, -EINVAL);
+	REFUSED(wake, other & ODSM_ADDR_MASK, -EINVAL);
+	REFUSED(wake, ep + ARENA - 4, -EINVAL);	/* trustee 1 past its end */
 #undef REFUSED
+	/* an endpoint where no object starts */
+	EXPECT_EQ(-EINVAL, bind_lanes(fd, ep + 64, &good));
+	EXPECT_EQ(0, t_free(r->cfd, other));
 	/* a lanes pointer without the flag, and a bad pointer */
 	memset(&b, 0, sizeof(b));
 	b.endpoint = ep;
@@ -521,6 +533,70 @@ TEST_F(lanes, runtime_gone_fails_at_once)
 	/* woken by the close, not at the end of its wait (1.5 s or more) */
 	EXPECT_GT(1000U, c.end - closed);
 	TH_LOG("failed %" PRIu64 " ms after the close", c.end - closed);
+}
+
+/*
+ * The runtime's file outlives its close(2) (a forked child holds it), and
+ * the runtime frees its arena, a slab object whose block another object
+ * keeps backed.  A batch for the endpoint must not be written into that
+ * memory -- the slot is free, and the next object there would get it:
+ * the lanes were the arena's, and the arena is gone (-EOWNERDEAD at once;
+ * before, the batch was written into the freed slot and the call waited
+ * its 3/4 of the cluster's timeout for an answer).
+ */
+#define SMALL_ARENA	KiB(8)
+
+TEST_F(lanes, freed_arena_never_written)
+{
+	struct rt *r = &self->r;
+	struct call c = { .r = r };
+	struct odsm_deleg_lanes l;
+	uint8_t before[SMALL_ARENA];
+	uint64_t nb, i;
+	pid_t child;
+	int st;
+
+	r->trustees = 1;
+	r->lanes = 1;
+	r->cfd = odsm_rt.fd;
+	ASSERT_EQ(0, t_alloc(r->cfd, SMALL_ARENA, 0, ODSM_ALLOC_ZERO, &r->cg,
+			     NULL));
+	ASSERT_EQ(0, t_alloc(r->cfd, SMALL_ARENA, 0, ODSM_ALLOC_ZERO, &nb,
+			     NULL));
+	if ((nb & ODSM_ADDR_MASK) / KiB(64) !=
+	    (r->cg & ODSM_ADDR_MASK) / KiB(64)) {
+		t_free(r->cfd, nb);
+		SKIP(return, "the two objects are in different blocks");
+	}
+	r->p = t_p(r->cg);
+	r->fd = t_open();
+	ASSERT_LE(0, r->fd);
+	l = geometry(r);
+	ASSERT_EQ(0, bind_lanes(r->fd, r->cg & ODSM_ADDR_MASK, &l));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		pause();	/* holds the runtime's file */
+		_exit(0);
+	}
+	close(r->fd);
+	r->fd = -1;
+	memset(r->p, 0x5a, SMALL_ARENA);
+	ASSERT_EQ(0, t_free(r->cfd, r->cg));
+	/* the block stays backed (nb): the freed slot's bytes stay readable */
+	memcpy(before, r->p, SMALL_ARENA);
+	do_call(&c);
+	TH_LOG("the call: %d (%s) after %" PRIu64 " ms", c.ret,
+	       strerror(-c.ret), c.ms);
+	EXPECT_EQ(-EOWNERDEAD, c.ret);
+	for (i = 0; i < SMALL_ARENA && r->p[i] == before[i]; i++)
+		;
+	EXPECT_EQ(SMALL_ARENA, i) {
+		TH_LOG("the freed arena was written at byte %" PRIu64, i);
+	}
+	r->cg = nb;	/* the teardown frees it */
+	kill(child, SIGKILL);
+	waitpid(child, &st, 0);
 }
 
 /*

@@ -520,8 +520,11 @@ struct odsm_deleg_bind {
  * follows; trustee t's wake word (a __u32) is at wake + t * wake_stride.
  * The runtime keeps each lane's response slot's sleepers woken (with
  * ODSM_IOC_WAKE) whenever it answers in it.  Every address is a global
- * address of this node's partition; the module reaches them through the
- * heap, checked at each access like a peer's WRITE.
+ * address inside the object that starts at endpoint (the arena, in this
+ * node's partition: -EINVAL otherwise); the module reaches them through
+ * the heap, checked at each access like a peer's WRITE, and only while
+ * that object lives: once it is freed, batches for the endpoint fail with
+ * -EOWNERDEAD, whoever still holds the file.
  */
 #define ODSM_DELEG_BIND_LANES	1
 #define ODSM_DELEG_LANES_MAX	16	/* per trustee */
