@@ -23,6 +23,7 @@
  * hangs: uring_cmds and uring_done meet again.
  */
 #include <linux/kthread.h>
+#include <linux/memcontrol.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -92,13 +93,23 @@ static void ucmd_complete_tw(struct io_uring_cmd *ioucmd)
 }
 #endif
 
+/*
+ * Run the command's ioctl in the submitter's address space, charging what
+ * it allocates with __GFP_ACCOUNT (the page store's pages) to the
+ * submitter's memory cgroup, as the ioctl itself does: a kernel worker is
+ * charged to no cgroup (memcg_kmem_bypass()) unless told whom to charge.
+ */
 static void ucmd_work(struct work_struct *work)
 {
 	struct odsm_ucmd *u = container_of(work, struct odsm_ucmd, work);
+	struct mem_cgroup *memcg = get_mem_cgroup_from_mm(u->mm), *old;
 
+	old = set_active_memcg(memcg);
 	kthread_use_mm(u->mm);
 	u->ret = odsm_dev_ioctl(u->ioucmd->file, u->op, u->arg);
 	kthread_unuse_mm(u->mm);
+	set_active_memcg(old);
+	mem_cgroup_put(memcg);
 	mmput(u->mm);
 	io_uring_cmd_complete_in_task(u->ioucmd, ucmd_complete_tw);
 }

@@ -5,7 +5,9 @@
  *
  * - page-store pages are charged to the memory cgroup of the process that
  *   makes them exist, through ODSM_IOC_WRITE and through a fault, and
- *   uncharged when their object is freed (cgroup2's memory.current);
+ *   uncharged when their object is freed (cgroup2's memory.current); the
+ *   same for WRITEs submitted through io_uring, which run on a kernel
+ *   worker;
  * - a cgroup at its memory.max gets -ENOMEM from ODSM_IOC_WRITE (counted
  *   in store_enomem), is not OOM-killed, and the heap works once memory is
  *   given back;
@@ -22,6 +24,7 @@
  */
 #include <sys/mount.h>
 #include "odsm_vm.h"
+#include "uring_raw.h"
 
 #define CG_ROOT		"/sys/fs/cgroup"
 #define CG_DIR		CG_ROOT "/odsm_mem_test"
@@ -143,6 +146,48 @@ TEST_F(mem, pages_charged_to_cgroup)
 	EXPECT_LE(half, c2 - c1);
 	/* the object's pages left the cgroup with it (PTEs' tables stay) */
 	EXPECT_LE(2 * half - MiB(1), c2 - c3);
+}
+
+/*
+ * WRITEs through io_uring run on a kernel worker, which by itself charges
+ * no cgroup: the pages they make exist are the submitter's, as the
+ * ioctl's are.  (Before 2026-12-01 they went to no cgroup: +0 KiB.)
+ */
+TEST_F(mem, uring_writes_charged_to_cgroup)
+{
+	const uint64_t len = MiB(8), n = len / PIECE;
+	struct odsm_rw rw[MiB(8) / PIECE];
+	uint64_t cg, c0, c1, tag, i;
+	struct t_ring r;
+	int res;
+
+	cg_enter(_metadata, self, "max");
+	T_ALLOC(self->fd, &self->objs, len, 0, 0, &cg, NULL);
+	ASSERT_EQ(0, t_ring_init(&r, n, 0));
+	memset(self->piece, 0x33, PIECE);
+	c0 = cg_current();
+	for (i = 0; i < n; i++) {
+		rw[i] = (struct odsm_rw){ .gaddr = odsm_addr_of(cg) + i * PIECE,
+					  .buf = (uintptr_t)self->piece,
+					  .len = PIECE };
+		t_ring_cmd(&r, self->fd, ODSM_IOC_WRITE, (uintptr_t)&rw[i], 0,
+			   0, i);
+		t_ring_push(&r);
+	}
+	ASSERT_EQ((int)n, t_ring_enter(&r, n, n));
+	for (i = 0; i < n; i++) {
+		while (!t_ring_cqe(&r, &tag, &res))
+			ASSERT_LE(0, t_ring_enter(&r, 0, 1));
+		EXPECT_EQ(0, res);
+	}
+	c1 = cg_current();
+	t_ring_exit(&r);
+	TH_LOG("memory.current: %llu, +%llu KiB written through io_uring",
+	       (unsigned long long)c0 >> 10,
+	       (unsigned long long)(c1 - c0) >> 10);
+	/* the pages, give or take the cgroup's per-CPU charge batching */
+	EXPECT_LE(len - MiB(1), c1 - c0);
+	EXPECT_TRUE(t_all(t_p(cg), len, 0x33));
 }
 
 /*
