@@ -153,8 +153,8 @@ static const int allowed[NCAT][12] = {
 	[C_DBIND]	= { EADDRINUSE, ENOMEM },
 	/* EAGAIN: no batch in time; EBADMSG: the answer was malformed */
 	[C_DSERVE]	= { EAGAIN, EBADMSG, EBADF, EINTR, ENOMEM },
-	[C_DCALL]	= { EBADMSG, ESRCH, EOWNERDEAD, EBUSY, EMSGSIZE,
-			    ENOMEM, NET },
+	[C_DCALL]	= { EBADMSG, ESRCH, EOWNERDEAD, EBUSY, EAGAIN,
+			    EMSGSIZE, ENOMEM, NET },
 	/* a command's own errors are judged as its ioctl's (uring_judge) */
 	[C_URING]	= { ENOTTY, ENOMEM },
 };

@@ -552,6 +552,8 @@ struct odsm_deleg_lanes {
  * -EOWNERDEAD (it went while the batch was out), -EHOSTDOWN, -ETIMEDOUT
  * (its node is down, or did not answer within the cluster's timeout),
  * -EBUSY (too many batches of this node wait there already: not sent on),
+ * -EAGAIN (that node refused the request: too many of this node's in
+ * flight there, or no memory for it; nothing of it ran),
  * -EMSGSIZE (resp_cap below slot_size, which an answer may take whole:
  * refused before the batch is sent), -EINVAL, -EFAULT.
  */
