@@ -348,6 +348,28 @@ struct ov_arg {
 	unsigned int bad;	/* reads that differed */
 };
 
+/*
+ * Write the successor's 1 MiB object's usual pattern back (the tests that
+ * wrote other bytes into it) and read it: 0, -errno, or 1 if it differs.
+ */
+static int big_restore(uint64_t big)
+{
+	uint8_t *in = malloc(MiB(1)), *buf = malloc(MiB(1));
+	int ret = -ENOMEM;
+
+	if (in && buf) {
+		c_fill(in, MiB(1), C.self, 20);
+		ret = odsm_write(big, in, MiB(1));
+		if (!ret)
+			ret = odsm_read(big, buf, MiB(1));
+		if (!ret && memcmp(in, buf, MiB(1)))
+			ret = 1;
+	}
+	free(in);
+	free(buf);
+	return ret;
+}
+
 static void *ov_thread(void *p)
 {
 	struct ov_arg *a = p;
@@ -378,7 +400,6 @@ TEST_F_TIMEOUT(cl, onesided_overlap, 300)
 	struct ov_arg a[OV_THREADS] = { 0 };
 	pthread_t th[OV_THREADS];
 	unsigned int next, t;
-	uint8_t *in, *buf;
 	bool rdma;
 
 	C_BEGIN();
@@ -420,16 +441,7 @@ TEST_F_TIMEOUT(cl, onesided_overlap, 300)
 		EXPECT_EQ(0ULL, sp1 - sp0);
 	}
 	/* the usual pattern back, for the tests after this one */
-	in = malloc(MiB(1));
-	buf = malloc(MiB(1));
-	ASSERT_NE(NULL, in);
-	ASSERT_NE(NULL, buf);
-	c_fill(in, MiB(1), C.self, 20);
-	ASSERT_EQ(0, odsm_write(big, in, MiB(1)));
-	ASSERT_EQ(0, odsm_read(big, buf, MiB(1)));
-	EXPECT_EQ(0, memcmp(in, buf, MiB(1)));
-	free(in);
-	free(buf);
+	ASSERT_EQ(0, big_restore(big));
 }
 
 /*
@@ -504,7 +516,6 @@ TEST_F_TIMEOUT(cl, writes_under_signals, 300)
 	unsigned int next, t, sigs = 0;
 	pthread_t th[SIG_THREADS];
 	uint64_t big, down0, down1, waits0, waits1;
-	uint8_t *in, *buf;
 
 	C_BEGIN();
 	next = (C.self + 1) % C.nodes;
@@ -537,16 +548,7 @@ TEST_F_TIMEOUT(cl, writes_under_signals, 300)
 	EXPECT_EQ(down0, down1);
 	signal(SIGUSR1, SIG_IGN);
 	/* the usual pattern back, for the tests after this one */
-	in = malloc(MiB(1));
-	buf = malloc(MiB(1));
-	ASSERT_NE(NULL, in);
-	ASSERT_NE(NULL, buf);
-	c_fill(in, MiB(1), C.self, 20);
-	ASSERT_EQ(0, odsm_write(big, in, MiB(1)));
-	ASSERT_EQ(0, odsm_read(big, buf, MiB(1)));
-	EXPECT_EQ(0, memcmp(in, buf, MiB(1)));
-	free(in);
-	free(buf);
+	ASSERT_EQ(0, big_restore(big));
 }
 
 static int set_onesided(bool on)
