@@ -83,20 +83,10 @@ static u64 lane_wake(const struct deleg_lanes *l, u32 lane)
 }
 
 /*
- * Does [first, first + (n - 1) * stride + len) lie in this partition?
- * (n >= 1; checked for overflow.)
+ * Does [first, first + (n - 1) * stride + len) lie in object g?  (n >= 1;
+ * checked for overflow.)  g is an object of this node's partition
+ * (odsm_store_guard() finds only those), so a span in it is local too.
  */
-static bool span_local(u64 first, u64 stride, u32 n, u64 len)
-{
-	u64 span;
-
-	if (check_mul_overflow(stride, (u64)(n - 1), &span) ||
-	    check_add_overflow(span, len, &span))
-		return false;
-	return odsm_range_is_local(&odsm_heap.geom, first, span);
-}
-
-/* Does [first, first + (n - 1) * stride + len) lie in object g? */
 static bool span_in(const struct odsm_guard *g, u64 first, u64 stride, u32 n,
 		    u64 len)
 {
@@ -142,9 +132,6 @@ struct deleg_lanes *odsm_lanes_create(const struct odsm_deleg_lanes *u,
 	l->slot_size = slot_size;
 	if (l->slots % ODSM_DSLOT_ALIGN || l->trustee_stride % ODSM_DSLOT_ALIGN ||
 	    l->wake % sizeof(u32) || l->wake_stride % sizeof(u32) ||
-	    !span_local(l->slots, l->trustee_stride, l->trustees,
-			l->lanes * pair) ||
-	    !span_local(l->wake, l->wake_stride, l->trustees, sizeof(u32)) ||
 	    !span_in(&l->arena, l->slots, l->trustee_stride, l->trustees,
 		     l->lanes * pair) ||
 	    !span_in(&l->arena, l->wake, l->wake_stride, l->trustees,
