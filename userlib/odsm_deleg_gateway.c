@@ -31,6 +31,7 @@
 #include "odsm_deleg_int.h"
 
 #define DG_GW_WAIT_MS	200	/* how late a gateway sees a stop */
+#define DG_GW_NOMEM_US	1000	/* a pause before an answer is given again */
 
 static bool dg_gw_running(const struct odsm_deleg *d)
 {
@@ -143,6 +144,16 @@ static void *dg_gw_main(void *arg)
 	s.resp = (uintptr_t)resp;
 	while (dg_gw_running(d)) {
 		ret = ioctl(d->gw_fd, ODSM_IOC_DELEG_SERVE, &s);
+		/*
+		 * Short of memory, the module may not have taken the answer:
+		 * the batch ran, so it is given again rather than left to
+		 * time out (its client would see the batch fail).  A ticket
+		 * already answered is -ENOENT there, which SERVE ignores.
+		 */
+		if (ret && errno == ENOMEM && s.done) {
+			usleep(DG_GW_NOMEM_US);
+			continue;
+		}
 		/* the answer given (or refused, its client told): done */
 		s.done = 0;
 		if (ret && errno == EBADF)

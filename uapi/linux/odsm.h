@@ -577,7 +577,9 @@ struct odsm_deleg_call {
  * none came in time (the answer, if any, was delivered; an answer to a
  * batch whose client gave up goes nowhere, silently); -EBADMSG for a
  * malformed answer (its client gets -EBADMSG; no batch is taken); -EBADF
- * when the file serves no endpoint; -EINTR.
+ * when the file serves no endpoint; -EINTR; -ENOMEM when the kernel had no
+ * memory for the answer or the next batch: the answer may not have been
+ * taken, so give the same done again (a done already answered is ignored).
  */
 struct odsm_deleg_serve {
 	__u64 done;
