@@ -100,9 +100,9 @@ static vm_fault_t odsm_vm_fault(struct vm_fault *vmf)
 		/*
 		 * The store keeps its reserve to the rest of the machine:
 		 * the heap is full, as a tmpfs at its size is.  Not
-		 * VM_FAULT_OOM: since Linux 5.16 that runs no OOM killer
-		 * outside a cgroup and retries the fault, for ever while
-		 * memory stays short.
+		 * VM_FAULT_OOM: pagefault_out_of_memory() runs no OOM killer
+		 * outside a memory cgroup (6.1 and 6.12 alike) and the
+		 * fault is retried, for ever while memory stays short.
 		 */
 		odsm_stat_inc(ODSM_STAT_fault_enomem);
 		return VM_FAULT_SIGBUS;
