@@ -23,8 +23,9 @@
  * Failure: a batch for an endpoint no one serves is refused at once
  * (-ESRCH); a runtime whose file closes fails its queued and taken batches
  * at once (-EOWNERDEAD); one that does not answer within three quarters of
- * the cluster's timeout fails the batch (-ETIMEDOUT), so the client hears
- * before its own call times out; a node that goes down fails its calls
+ * the cluster's timeout (the client node's, if shorter: DELEG's wait_ms)
+ * fails the batch (-ETIMEDOUT), so the client hears before its own call
+ * times out; a node that goes down fails its calls
  * (-EHOSTDOWN, from the core).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -275,18 +276,32 @@ static int deliver_lane(struct deleg_ep *ep, const u8 *req, u32 req_len,
 }
 
 /*
+ * How long a batch may wait here for its runtime: three quarters of the
+ * cluster's timeout, so that its client, which waits a whole timeout from
+ * the moment it sent, hears the answer or the failure first.
+ */
+static u32 own_wait_ms(void)
+{
+	u32 ms = odsm_cluster_timeout_ms() * 3 / 4;
+
+	BUILD_BUG_ON(ODSM_TIMEOUT_MS_MAX * 3 / 4 != ODSM_WIRE_DELEG_WAIT_MAX);
+	if (!ms)	/* not joined: only this node's own clients */
+		ms = 1500;
+	return clamp_t(u32, ms, 1, ODSM_WIRE_DELEG_WAIT_MAX);
+}
+
+/*
  * Hand a validated batch (req: slot_size bytes) to the runtime at endpoint
- * of this node and wait for its answer: 0 and *resp (kvmalloc()ed, the
- * caller frees it) and *resp_len, or -errno.
+ * of this node and wait up to wait_ms for its answer: 0 and *resp
+ * (kvmalloc()ed, the caller frees it) and *resp_len, or -errno.
  */
 static int deliver(u64 endpoint, u32 slot_size, const u8 *req, u32 req_len,
-		   u32 count, u32 from, u8 **resp, u32 *resp_len)
+		   u32 count, u32 from, u32 wait_ms, u8 **resp, u32 *resp_len)
 {
 	struct deleg_item it = {
 		.req = req, .req_len = req_len, .count = count, .from = from,
 	};
 	struct deleg_ep *ep = ep_find(endpoint);
-	u32 wait_ms = odsm_cluster_timeout_ms() * 3 / 4;
 	long left;
 	int ret;
 
@@ -295,8 +310,6 @@ static int deliver(u64 endpoint, u32 slot_size, const u8 *req, u32 req_len,
 	ret = -EINVAL;
 	if (ep->slot_size != slot_size)
 		goto out;
-	if (!wait_ms)
-		wait_ms = 1500;
 	ret = deliver_lane(ep, req, req_len, count, wait_ms, resp, resp_len);
 	if (ret != -EAGAIN)
 		goto done;
@@ -387,8 +400,12 @@ static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		odsm_stat_inc(ODSM_STAT_deleg_in_errors);
 		goto out;
 	}
+	/*
+	 * The sender's budget, if shorter than ours: a batch still queued
+	 * when its client has given up must not run after all.
+	 */
 	ret = deliver(d.endpoint, d.slot_size, slot, len, n, h->src_node,
-		      &resp, &resp_len);
+		      min(d.wait_ms, own_wait_ms()), &resp, &resp_len);
 	waiting_put(h->src_node);
 	if (ret) {
 		odsm_stat_inc(ODSM_STAT_deleg_in_errors);
@@ -412,6 +429,7 @@ static long call(struct odsm_deleg_call *a, u8 *slot, u8 **resp,
 {
 	struct odsm_wire_deleg d = {
 		.endpoint = a->endpoint, .slot_size = a->slot_size,
+		.wait_ms = own_wait_ms(),
 	};
 	u8 fixed[ODSM_WIRE_DELEG_SIZE];
 	u32 len = a->req_len;
@@ -430,7 +448,7 @@ static long call(struct odsm_deleg_call *a, u8 *slot, u8 **resp,
 		return node;
 	if (local)
 		return deliver(a->endpoint, a->slot_size, slot, len, n,
-			       node, resp, resp_len);
+			       node, d.wait_ms, resp, resp_len);
 
 	*resp = kvmalloc(a->slot_size, ODSM_GFP_REQ);
 	if (!*resp)

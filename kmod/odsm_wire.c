@@ -717,7 +717,7 @@ u32 odsm_wire_put_deleg(u8 *buf, const struct odsm_wire_deleg *p)
 {
 	wire_put_le64(buf, p->endpoint);
 	wire_put_le32(buf + 8, p->slot_size);
-	wire_put_le32(buf + 12, 0);
+	wire_put_le32(buf + 12, p->wait_ms);
 	return ODSM_WIRE_DELEG_SIZE;
 }
 
@@ -730,9 +730,10 @@ int odsm_wire_get_deleg(const u8 *buf, u32 len, struct odsm_wire_deleg *p)
 		return -EMSGSIZE;
 	p->endpoint = wire_get_le64(buf);
 	p->slot_size = wire_get_le32(buf + 8);
+	p->wait_ms = wire_get_le32(buf + 12);
 	s = p->slot_size;
-	if (wire_get_le32(buf + 12) || s < 256 || s > ODSM_WIRE_DSLOT_MAX ||
-	    (s & (s - 1)))
+	if (!p->wait_ms || p->wait_ms > ODSM_WIRE_DELEG_WAIT_MAX ||
+	    s < 256 || s > ODSM_WIRE_DSLOT_MAX || (s & (s - 1)))
 		return -EPROTO;
 	if (len - ODSM_WIRE_DELEG_SIZE > s)
 		return -EMSGSIZE;

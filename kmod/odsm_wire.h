@@ -19,7 +19,7 @@
 #include "odsm_portable.h"
 
 #define ODSM_WIRE_MAGIC		0x4d53444fU	/* "ODSM" in LE byte order */
-#define ODSM_WIRE_VERSION	12
+#define ODSM_WIRE_VERSION	13
 #define ODSM_WIRE_HDR_SIZE	32
 /* largest payload: one chunk of a read or write, plus its fixed part */
 #define ODSM_WIRE_MAX_DATA	(256U << 10)
@@ -384,10 +384,15 @@ struct odsm_wire_keys_ask {
  * DELEG (a request; reply DELEG_REPLY, whose payload is the response batch,
  * 16 .. 65536 bytes): a client's batch for the trustee runtime named by
  * endpoint, on the receiver's partition.  Documentation/odsm/delegation.rst.
+ * wait_ms is the sender's budget for the runtime (3/4 of its cluster
+ * timeout): the receiver waits no longer than that, nor than its own.
  */
+#define ODSM_WIRE_DELEG_WAIT_MAX	45000	/* 3/4 of the longest timeout */
+
 struct odsm_wire_deleg {
 	u64 endpoint;		/* the runtime's global address */
 	u32 slot_size;		/* of its slots: bounds the batch and answer */
+	u32 wait_ms;		/* 1 .. ODSM_WIRE_DELEG_WAIT_MAX */
 };
 
 /* Encode a header into 32 wire bytes. */
@@ -532,8 +537,9 @@ int odsm_wire_get_keys_ask(const u8 *buf, u32 len,
 u32 odsm_wire_put_deleg(u8 *buf, const struct odsm_wire_deleg *p);
 /*
  * len == 16 + the batch, the batch 16 .. slot_size bytes, slot_size a
- * power of 2 in 256 .. 65536, reserved 0.  The batch itself is checked by
- * odsm_dslot_parse_req() (odsm_deleg.c), not here.
+ * power of 2 in 256 .. 65536, wait_ms 1 .. ODSM_WIRE_DELEG_WAIT_MAX.  The
+ * batch itself is checked by odsm_dslot_parse_req() (odsm_deleg.c), not
+ * here.
  */
 int odsm_wire_get_deleg(const u8 *buf, u32 len, struct odsm_wire_deleg *p);
 

@@ -40,7 +40,7 @@
 #define FP_UNUSED	__attribute__((unused))
 
 #define W_MAGIC_LE	0x4d53444fU
-#define VERSION		12
+#define VERSION		13
 #define HDR		32
 #define HELLO_LEN	104
 #define H_STEP		(HDR + 32)

@@ -376,7 +376,8 @@ static uint32_t forge_deleg(uint8_t *m, uint32_t room)
 
 	put64(m, below(3) ? heap_base + 4096 * below(64) : pick_gaddr());
 	put32(m + 8, slot);
-	put32(m + 12, below(8) ? 0 : (uint32_t)rnd());
+	/* wait_ms: mostly one the node takes (1 .. 45000) */
+	put32(m + 12, below(8) ? 1 + (uint32_t)below(2000) : (uint32_t)rnd());
 	blen = slot >= 16 && slot <= max ? slot : 1024;
 	if (below(4) == 0) {
 		/* random bytes, of a length right or not */

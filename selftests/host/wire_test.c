@@ -144,7 +144,7 @@ static int ref_check_hdr(const u8 *b, u32 self, u32 nr)
 	u32 min, max;
 
 	if (b[0] != 'O' || b[1] != 'D' || b[2] != 'S' || b[3] != 'M' ||
-	    magic != 0x4d53444f || b[4] != 12)
+	    magic != 0x4d53444f || b[4] != 13)
 		return -EPROTO;
 	if (type < 1 || type > 27 || (flags & ~1) ||
 	    reply != ref_is_reply(type))
@@ -213,7 +213,7 @@ TEST(constants)
 	u8 raw[4];
 
 	ASSERT_EQ(32, ODSM_WIRE_HDR_SIZE);
-	ASSERT_EQ(12, ODSM_WIRE_VERSION);
+	ASSERT_EQ(13, ODSM_WIRE_VERSION);
 	ref_put_le(raw, ODSM_WIRE_MAGIC, 4);
 	ASSERT_EQ(0, memcmp(raw, "ODSM", 4));
 	ASSERT_EQ(262144U, ODSM_WIRE_MAX_DATA);
@@ -308,7 +308,7 @@ TEST(hdr_golden)
 {
 	static const u8 golden[ODSM_WIRE_HDR_SIZE] = {
 		'O', 'D', 'S', 'M',		/* magic */
-		0x0c,				/* version */
+		0x0d,				/* version */
 		0x05,				/* type: READ_REPLY */
 		0x01, 0x00,			/* flags: REPLY */
 		0x44, 0x33, 0x22, 0x11,		/* src_node */
@@ -319,7 +319,7 @@ TEST(hdr_golden)
 	};
 	struct odsm_wire_hdr h = {
 		.magic = ODSM_WIRE_MAGIC,
-		.version = 12,
+		.version = 13,
 		.type = ODSM_MSG_READ_REPLY,
 		.flags = ODSM_WIRE_F_REPLY,
 		.src_node = 0x11223344,
@@ -343,7 +343,7 @@ TEST(hdr_golden)
 	memset(&out, 0, sizeof(out));
 	ASSERT_EQ(0, odsm_wire_get_hdr(golden, &out, 0x55667788, 0xffffffff));
 	ASSERT_EQ(ODSM_WIRE_MAGIC, out.magic);
-	ASSERT_EQ(12, out.version);
+	ASSERT_EQ(13, out.version);
 	ASSERT_EQ(ODSM_MSG_READ_REPLY, out.type);
 	ASSERT_EQ(ODSM_WIRE_F_REPLY, out.flags);
 	ASSERT_EQ(0x11223344U, out.src_node);
@@ -379,12 +379,12 @@ TEST(hdr_filled_on_failure)
 	u8 raw[ODSM_WIRE_HDR_SIZE];
 	struct odsm_wire_hdr h = mk_hdr(ODSM_MSG_HELLO, ODSM_WIRE_HELLO_SIZE), out;
 
-	h.version = 13;
+	h.version = 14;
 	odsm_wire_put_hdr(raw, &h);
 	memset(&out, 0, sizeof(out));
 	ASSERT_EQ(-EPROTO, odsm_wire_get_hdr(raw, &out, SELF, NR));
 	ASSERT_EQ(ODSM_WIRE_MAGIC, out.magic);
-	ASSERT_EQ(13, out.version);
+	ASSERT_EQ(14, out.version);
 	ASSERT_EQ(ODSM_MSG_HELLO, out.type);
 	ASSERT_EQ(PEER, out.src_node);
 	ASSERT_EQ(SELF, out.dst_node);
@@ -468,7 +468,7 @@ TEST(auth_golden)
 {
 	static const u8 golden[ODSM_WIRE_AUTH_SIZE] = {
 		'O', 'D', 'S', 'M',				/* magic */
-		0x0c, 0x00, 0x00, 0x00,				/* version, 0 */
+		0x0d, 0x00, 0x00, 0x00,				/* version, 0 */
 		0x03, 0x00, 0x00, 0x00,				/* step */
 		0x04, 0x03, 0x02, 0x01,				/* prover */
 		0x08, 0x07, 0x06, 0x05,				/* verifier */
@@ -1661,10 +1661,11 @@ TEST(deleg_fields)
 {
 	static const u8 golden[16] = {
 		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
-		0x00, 0x04, 0x00, 0x00, 0, 0, 0, 0,
+		0x00, 0x04, 0x00, 0x00, 0xa6, 0x0e, 0x00, 0x00,
 	};
 	struct odsm_wire_deleg d = {
 		.endpoint = 0x0102030405060708ULL, .slot_size = 1024,
+		.wait_ms = 3750,
 	}, o;
 	u8 raw[16 + 65536 + 8];
 	u32 s, l;
@@ -1676,6 +1677,7 @@ TEST(deleg_fields)
 	ASSERT_EQ(0, odsm_wire_get_deleg(raw, 16 + 16, &o));
 	ASSERT_EQ(d.endpoint, o.endpoint);
 	ASSERT_EQ(1024U, o.slot_size);
+	ASSERT_EQ(3750U, o.wait_ms);
 	/* a batch of a header .. the slot; not shorter, not longer */
 	for (l = 0; l < 16 + 16; l++)
 		ASSERT_EQ(-EMSGSIZE, odsm_wire_get_deleg(raw, l, &o));
@@ -1695,8 +1697,22 @@ TEST(deleg_fields)
 	d.slot_size = 65536;
 	odsm_wire_put_deleg(raw, &d);
 	ASSERT_EQ(0, odsm_wire_get_deleg(raw, 16 + 65536, &o));
-	/* the reserved word */
-	raw[12] = 1;
+	/* the sender's wait: 1 .. 3/4 of the longest timeout */
+	for (l = 0; l <= ODSM_WIRE_DELEG_WAIT_MAX + 1; l += (l < 8 ? 1 : 4999)) {
+		d.wait_ms = l;
+		odsm_wire_put_deleg(raw, &d);
+		ASSERT_EQ(l ? 0 : -EPROTO,
+			  odsm_wire_get_deleg(raw, 16 + 16, &o))
+			TH_LOG("wait_ms %u", l);
+	}
+	ASSERT_EQ(45000, ODSM_WIRE_DELEG_WAIT_MAX);
+	d.wait_ms = ODSM_WIRE_DELEG_WAIT_MAX;
+	odsm_wire_put_deleg(raw, &d);
+	ASSERT_EQ(0, odsm_wire_get_deleg(raw, 16 + 16, &o));
+	d.wait_ms = ODSM_WIRE_DELEG_WAIT_MAX + 1;
+	odsm_wire_put_deleg(raw, &d);
+	ASSERT_EQ(-EPROTO, odsm_wire_get_deleg(raw, 16 + 16, &o));
+	raw[15] = 0x80;
 	ASSERT_EQ(-EPROTO, odsm_wire_get_deleg(raw, 16 + 16, &o));
 }
 

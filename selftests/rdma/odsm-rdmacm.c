@@ -384,9 +384,11 @@ static int hello(const char *ip, int port, unsigned int node, unsigned int nr,
 		if (ibv_post_recv(s.id->qp, &rw, &rbad))
 			die("ibv_post_recv");
 	}
-	/* header: magic, version 12, HELLO, no flags, src node, dst 0 */
+	/* header: magic, version 13 (ODSM_WIRE_VERSION), HELLO, no flags,
+	 * src node, dst 0
+	 */
 	put_le32(out, 0x4d53444f);
-	out[4] = 12;
+	out[4] = 13;
 	out[5] = 1;
 	put_le32(out + 8, node);
 	put_le32(out + 12, 0);
