@@ -21,6 +21,14 @@
  * (io_uring cancels no command that is not marked cancelable), and every
  * command ends within the cluster's timeout, so none is lost and none
  * hangs: uring_cmds and uring_done meet again.
+ *
+ * A file has at most ODSM_URING_INFLIGHT_MAX commands in flight (half the
+ * workers the queue may run); past that a command is refused (-EBUSY).
+ * The workers are the node's: without a
+ * bound, one program whose commands wait (a stalled runtime, a peer going
+ * down, a buffer that userfaultfd or FUSE holds) would take every worker
+ * the queue may run and leave the other processes' commands queued behind
+ * its own.
  */
 #include <linux/kthread.h>
 #include <linux/memcontrol.h>
@@ -73,9 +81,11 @@ static struct odsm_ucmd **ucmd_slot(struct io_uring_cmd *ioucmd)
 static void ucmd_complete(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
 	struct odsm_ucmd *u = *ucmd_slot(ioucmd);
+	struct odsm_file *of = ioucmd->file->private_data;
 	long ret = u->ret;
 
 	kfree(u);
+	atomic_dec(&of->ucmds);
 	odsm_stat_inc(ODSM_STAT_uring_done);
 	odsm_uring_cmd_done(ioucmd, ret, issue_flags);
 }
@@ -133,6 +143,7 @@ static int read_area(struct io_uring_cmd *ioucmd, unsigned int issue_flags,
 
 int odsm_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
+	struct odsm_file *of = ioucmd->file->private_data;
 	struct odsm_uring_cmd c;
 	struct odsm_ucmd *u;
 	int ret;
@@ -143,9 +154,16 @@ int odsm_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	ret = read_area(ioucmd, issue_flags, &c);
 	if (ret)
 		goto refused;
-	u = kzalloc(sizeof(*u), GFP_KERNEL);
-	if (!u)
+	BUILD_BUG_ON(WQ_UNBOUND_MAX_ACTIVE / 2 < ODSM_URING_INFLIGHT_MAX);
+	ret = -EBUSY;
+	if (atomic_inc_return(&of->ucmds) > ODSM_URING_INFLIGHT_MAX)
+		goto err_count;
+	/* charged to the submitter's memory cgroup, as its ring is */
+	u = kzalloc(sizeof(*u), GFP_KERNEL_ACCOUNT);
+	if (!u) {
+		atomic_dec(&of->ucmds);
 		return -ENOMEM;
+	}
 	/* the submitter, an io-wq worker or SQPOLL thread: all have its mm */
 	ret = -EFAULT;
 	if (!current->mm || !mmget_not_zero(current->mm))
@@ -162,6 +180,8 @@ int odsm_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 
 err_free:
 	kfree(u);
+err_count:
+	atomic_dec(&of->ucmds);
 refused:
 	odsm_stat_inc(ODSM_STAT_uring_refused);
 	return ret;

@@ -3,10 +3,12 @@
  * io_uring commands on /dev/odsm (struct odsm_uring_cmd) on this node's own
  * partition, no cluster: every command completes once with what its ioctl
  * returns, the same bytes as the ioctls one at a time; a bad command area
- * gets its errno and the uring_refused counter; a process that exits with
+ * gets its errno and the uring_refused counter, and so does a command
+ * past the file's cap on commands in flight; a process that exits with
  * commands in flight loses none (uring_cmds and uring_done meet again) and
  * hangs nothing.  The remote cases: selftests/cluster/cluster_uring_test.c.
  */
+#include <linux/odsm_deleg.h>
 #include "odsm_vm.h"
 #include "odsm_async.h"
 #include "uring_raw.h"
@@ -365,6 +367,100 @@ TEST_F(uring, exit_in_flight)
 	EXPECT_EQ(0, settle(10));
 	EXPECT_EQ(3 * NR, ustat("uring_cmds") - c0);
 	EXPECT_EQ(3 * NR, ustat("uring_done") - d0);
+}
+
+/*
+ * A file takes at most ODSM_URING_INFLIGHT_MAX commands in flight: one
+ * more is refused with -EBUSY at once (uring_refused), while another
+ * file's commands still run; once they complete, the file takes commands
+ * again.  The commands that wait are DELEG_CALLs to an endpoint of this
+ * node that nobody serves: each fails -ETIMEDOUT after 3/4 of the
+ * cluster's timeout (1.5 s unjoined).
+ */
+TEST_F(uring, per_file_cap)
+{
+	enum { CAP = ODSM_URING_INFLIGHT_MAX };
+	static struct odsm_deleg_call dc[CAP + 1];
+	static uint8_t req[1024], resp[1024];
+	struct odsm_deleg_bind bd = { .endpoint = self->obj,
+				      .slot_size = sizeof(req) };
+	uint64_t refused0 = ustat("uring_refused"), tag;
+	unsigned int i, got = 0, busy = 0, timedout = 0, other = 0;
+	int fd = open("/dev/odsm", O_RDWR), rt = open("/dev/odsm", O_RDWR);
+	struct odsm_rw rw = { .gaddr = self->obj, .buf = (uintptr_t)resp,
+			      .len = 64 };
+	struct t_ring r;
+	int res;
+
+	ASSERT_LE(0, fd);
+	ASSERT_LE(0, rt);
+	ASSERT_EQ(0, ioctl(rt, ODSM_IOC_DELEG_BIND, &bd));
+	/* one APPLY of 8 bytes: seq 1, count 1, len 40 */
+	memset(req, 0, sizeof(req));
+	req[0] = 1;
+	req[4] = 1;
+	req[8] = 40;
+	req[16] = 1;			/* op */
+	req[32] = 8;			/* arg_len */
+	req[36] = 8;			/* ret_max */
+	req[40] = ODSM_DREQ_APPLY;	/* kind */
+	ASSERT_EQ(0, t_ring_init(&r, 2 * CAP, 0));
+	for (i = 0; i <= CAP; i++) {
+		dc[i] = (struct odsm_deleg_call){
+			.endpoint = self->obj, .req = (uintptr_t)req,
+			.resp = (uintptr_t)resp, .req_len = 56,
+			.resp_cap = sizeof(resp), .slot_size = sizeof(req) };
+		t_ring_cmd(&r, fd, ODSM_IOC_DELEG_CALL, (uintptr_t)&dc[i], 0,
+			   0, i);
+		t_ring_push(&r);
+	}
+	ASSERT_EQ((int)CAP + 1, t_ring_enter(&r, CAP + 1, 0));
+	/* the one past the cap comes back at once */
+	ASSERT_LE(0, t_ring_enter(&r, 0, 1));
+	ASSERT_TRUE(t_ring_cqe(&r, &tag, &res));
+	EXPECT_EQ((uint64_t)CAP, tag);
+	EXPECT_EQ(-EBUSY, res);
+	got++;
+	busy++;
+	EXPECT_EQ(refused0 + 1, ustat("uring_refused"));
+	/* another file's command runs meanwhile */
+	t_ring_cmd(&r, odsm_rt.fd, ODSM_IOC_READ, (uintptr_t)&rw, 0, 0, 9000);
+	t_ring_push(&r);
+	ASSERT_EQ(1, t_ring_enter(&r, 1, 0));
+	while (got < CAP + 2) {
+		if (!t_ring_cqe(&r, &tag, &res)) {
+			ASSERT_LE(0, t_ring_enter(&r, 0, 1));
+			continue;
+		}
+		got++;
+		if (tag == 9000) {
+			/* before any DELEG_CALL timed out: not queued behind */
+			EXPECT_EQ(0, res);
+			EXPECT_EQ(0u, timedout);
+			other++;
+		} else if (res == -ETIMEDOUT) {
+			timedout++;
+		} else {
+			TH_LOG("command %llu: %d", (unsigned long long)tag,
+			       res);
+			busy++;
+		}
+	}
+	EXPECT_EQ(1u, other);
+	EXPECT_EQ((unsigned int)CAP, timedout);
+	EXPECT_EQ(1u, busy);
+	/* the file takes commands again */
+	t_ring_cmd(&r, fd, ODSM_IOC_READ, (uintptr_t)&rw, 0, 0, 9001);
+	t_ring_push(&r);
+	ASSERT_EQ(1, t_ring_enter(&r, 1, 1));
+	ASSERT_TRUE(t_ring_cqe(&r, &tag, &res));
+	EXPECT_EQ(9001u, tag);
+	EXPECT_EQ(0, res);
+	EXPECT_EQ(0, memcmp(resp, self->p, 64));
+	t_ring_exit(&r);
+	close(rt);
+	close(fd);
+	EXPECT_EQ(0, settle(5));
 }
 
 TEST_HARNESS_MAIN

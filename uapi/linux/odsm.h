@@ -610,9 +610,14 @@ struct odsm_deleg_serve {
  * ioctl.
  * Refused at submission: any other cmd_op (-ENOTTY); flags or reserved
  * not zero, arg 0, or (128-byte SQEs) the rest of the area not zero
- * (-EINVAL).  A ring set up with IORING_SETUP_IOPOLL gets -EOPNOTSUPP
- * from io_uring.
+ * (-EINVAL); a command past ODSM_URING_INFLIGHT_MAX in flight on the same
+ * /dev/odsm file (-EBUSY: the node's workers are shared by every
+ * process, so one file may not take them all; open another file, or wait
+ * for completions).  A ring set up with IORING_SETUP_IOPOLL gets
+ * -EOPNOTSUPP from io_uring.
  */
+#define ODSM_URING_INFLIGHT_MAX	256
+
 struct odsm_uring_cmd {
 	__u64 arg;		/* user pointer: the ioctl's argument */
 	__u32 flags;		/* 0 */
