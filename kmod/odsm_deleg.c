@@ -201,18 +201,47 @@ static int batch_check(u8 *slot, u32 slot_size, u32 *len)
 }
 
 /*
- * Validate a response batch (len bytes in resp) answering the count
- * requests of the validated batch req: well formed, and every result in
- * its request's place and within the room that request gave (ret_max).
- * The client's library checks the same; the module checks it so that a
- * runtime or a peer that answers out of bounds is refused and counted
- * here, whatever client is listening.
+ * Room to check the answer to a batch of count requests in, taken before
+ * the batch runs (or, for a runtime's answer, before the batch is
+ * finished): once it has run, a check that cannot get memory would fail a
+ * batch whose effects are done.
  */
-static int resp_check(const u8 *resp, const u8 *req, u32 slot_size, u32 len,
-		      u32 count)
-{
+struct deleg_views {
 	struct odsm_dresp_view *rv;
 	struct odsm_dreq_view *qv;
+};
+
+static void views_put(struct deleg_views *v)
+{
+	kvfree(v->qv);
+	kvfree(v->rv);
+	v->qv = NULL;
+	v->rv = NULL;
+}
+
+static int views_get(struct deleg_views *v, u32 count)
+{
+	v->rv = kvmalloc_array(count ? count : 1, sizeof(*v->rv),
+			       ODSM_GFP_REQ);
+	v->qv = kvmalloc_array(count ? count : 1, sizeof(*v->qv),
+			       ODSM_GFP_REQ);
+	if (v->rv && v->qv)
+		return 0;
+	views_put(v);
+	return -ENOMEM;
+}
+
+/*
+ * Validate a response batch (len bytes in resp) answering the count
+ * requests of the validated batch req, in v (views_get() for count):
+ * well formed, and every result in its request's place and within the
+ * room that request gave (ret_max).  The client's library checks the
+ * same; the module checks it so that a runtime or a peer that answers out
+ * of bounds is refused and counted here, whatever client is listening.
+ */
+static int resp_check(const u8 *resp, const u8 *req, u32 slot_size, u32 len,
+		      u32 count, const struct deleg_views *v)
+{
 	struct odsm_dslot_hdr h;
 	s32 status;
 	u32 n = 0;
@@ -221,22 +250,14 @@ static int resp_check(const u8 *resp, const u8 *req, u32 slot_size, u32 len,
 	memcpy(&h, resp, sizeof(h));
 	if (len < ODSM_DSLOT_HDR || h.len > len - ODSM_DSLOT_HDR)
 		return -EBADMSG;
-	rv = kvmalloc_array(count ? count : 1, sizeof(*rv), ODSM_GFP_REQ);
-	qv = kvmalloc_array(count ? count : 1, sizeof(*qv), ODSM_GFP_REQ);
-	ret = -ENOMEM;
-	if (!rv || !qv)
-		goto out;
-	ret = odsm_dslot_parse_resp(resp, slot_size, count, rv, &status);
+	ret = odsm_dslot_parse_resp(resp, slot_size, count, v->rv, &status);
 	if (ret || status)
-		goto out;	/* a refused batch has no records to match */
-	ret = odsm_dslot_parse_req(req, slot_size, qv, count, &n);
+		return ret;	/* a refused batch has no records to match */
+	ret = odsm_dslot_parse_req(req, slot_size, v->qv, count, &n);
 	if (!ret && n != count)
 		ret = -EBADMSG;
 	if (!ret)
-		ret = odsm_dslot_answers(qv, rv, count);
-out:
-	kvfree(qv);
-	kvfree(rv);
+		ret = odsm_dslot_answers(v->qv, v->rv, count);
 	return ret;
 }
 
@@ -248,31 +269,38 @@ out:
 static int deliver_lane(struct deleg_ep *ep, const u8 *req, u32 req_len,
 			u32 count, u32 wait_ms, u8 **resp, u32 *resp_len)
 {
+	struct deleg_views v;
 	u32 lane;
 	int ret;
 
 	/* a runtime that is going: the queue answers -EOWNERDEAD */
 	if (!ep->lanes || READ_ONCE(ep->dead))
 		return -EAGAIN;
+	if (views_get(&v, count))
+		return -ENOMEM;		/* nothing ran */
 	ret = odsm_lanes_take(ep->lanes, req, &lane);
 	if (ret == -EBUSY)
 		odsm_stat_inc(ODSM_STAT_deleg_lane_full);
-	if (ret)
-		return -EAGAIN;
+	if (ret) {
+		ret = -EAGAIN;
+		goto out;
+	}
 	ret = odsm_lanes_run(ep->lanes, lane, req, req_len, &ep->dead,
 			     wait_ms, resp, resp_len);
 	if (ret)
-		return ret;	/* -EAGAIN: not published, queued instead */
-	ret = resp_check(*resp, req, ep->slot_size, *resp_len, count);
+		goto out;	/* -EAGAIN: not published, queued instead */
+	ret = resp_check(*resp, req, ep->slot_size, *resp_len, count, &v);
 	if (ret == -EBADMSG)
 		odsm_stat_inc(ODSM_STAT_deleg_malformed);
 	if (ret) {
 		kvfree(*resp);
 		*resp = NULL;
-		return ret;
+		goto out;
 	}
 	odsm_stat_inc(ODSM_STAT_deleg_lane_batches);
-	return 0;
+out:
+	views_put(&v);
+	return ret;
 }
 
 /*
@@ -432,6 +460,7 @@ static long call(struct odsm_deleg_call *a, u8 *slot, u8 **resp,
 		.wait_ms = own_wait_ms(),
 	};
 	u8 fixed[ODSM_WIRE_DELEG_SIZE];
+	struct deleg_views v;
 	u32 len = a->req_len;
 	bool local;
 	int node, n, ret;
@@ -451,22 +480,24 @@ static long call(struct odsm_deleg_call *a, u8 *slot, u8 **resp,
 			       node, d.wait_ms, resp, resp_len);
 
 	*resp = kvmalloc(a->slot_size, ODSM_GFP_REQ);
-	if (!*resp)
-		return -ENOMEM;
+	if (!*resp || views_get(&v, n))
+		return -ENOMEM;		/* nothing sent (the caller frees) */
 	odsm_wire_put_deleg(fixed, &d);
 	ret = odsm_rpc(node, ODSM_MSG_DELEG, fixed, sizeof(fixed), slot,
 		       len, *resp, a->slot_size, resp_len);
 	if (ret)
-		return ret;
+		goto out;
 	/* what came back is the network's: check it as the client would */
 	memset(*resp + *resp_len, 0, a->slot_size - *resp_len);
-	ret = resp_check(*resp, slot, a->slot_size, *resp_len, n);
+	ret = resp_check(*resp, slot, a->slot_size, *resp_len, n, &v);
 	if (ret == -EBADMSG)
 		odsm_stat_inc(ODSM_STAT_deleg_malformed);
 	if (!ret) {
 		odsm_stat_add(ODSM_STAT_deleg_out_requests, n);
 		odsm_stat_add(ODSM_STAT_deleg_out_bytes, len + *resp_len);
 	}
+out:
+	views_put(&v);
 	return ret;
 }
 
@@ -583,6 +614,7 @@ long odsm_ioc_deleg_bind(struct file *filp, void __user *uarg)
 static long answer(struct deleg_ep *ep, u64 done, const void __user *uresp,
 		   u32 len)
 {
+	struct deleg_views v = {};
 	struct deleg_item *it;
 	u8 *resp;
 	long ret;
@@ -601,8 +633,12 @@ static long answer(struct deleg_ep *ep, u64 done, const void __user *uresp,
 	list_for_each_entry(it, &ep->taken, node) {
 		if (it->ticket != done)
 			continue;
+		/* no room to check it: the batch stays taken, given again */
+		ret = views_get(&v, it->count);
+		if (ret)
+			break;
 		ret = resp_check(resp, it->req, ep->slot_size, len,
-				 it->count);
+				 it->count, &v);
 		if (ret) {
 			if (ret == -EBADMSG)
 				odsm_stat_inc(ODSM_STAT_deleg_malformed);
@@ -616,6 +652,7 @@ static long answer(struct deleg_ep *ep, u64 done, const void __user *uresp,
 		break;
 	}
 	mutex_unlock(&ep->lock);
+	views_put(&v);
 	kvfree(resp);
 	return ret;
 }
