@@ -187,22 +187,6 @@ unsigned long odsm_get_unmapped_area(struct file *filp, unsigned long addr,
 				     unsigned long flags);
 int odsm_mmap(struct file *filp, struct vm_area_struct *vma);
 
-/*
- * An open /dev/odsm file, its private_data: the references it holds on
- * cached copies, and its io_uring commands in flight (at most
- * ODSM_URING_INFLIGHT_MAX: odsm_uring.c).
- */
-struct odsm_fref;
-struct odsm_file {
-	struct odsm_fref *fref;
-	atomic_t ucmds;
-};
-
-static inline struct odsm_fref *odsm_file_fref(const struct file *filp)
-{
-	return ((struct odsm_file *)filp->private_data)->fref;
-}
-
 /* odsm_dev.c */
 void odsm_leave(void);
 long odsm_dev_ioctl(struct file *filp, unsigned int cmd, unsigned long arg);

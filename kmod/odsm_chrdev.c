@@ -7,7 +7,6 @@
  */
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
-#include <linux/slab.h>
 #include "odsm.h"
 #include "odsm_compat.h"
 #include "odsm_cache.h"
@@ -15,17 +14,10 @@
 
 static int odsm_open(struct inode *inode, struct file *filp)
 {
-	struct odsm_file *of = kzalloc(sizeof(*of), GFP_KERNEL_ACCOUNT);
-
-	if (!of)
-		return -ENOMEM;
 	/* the references this file holds on cached copies */
-	of->fref = odsm_fref_new();
-	if (!of->fref) {
-		kfree(of);
+	filp->private_data = odsm_fref_new();
+	if (!filp->private_data)
 		return -ENOMEM;
-	}
-	filp->private_data = of;
 	/* one mapping for all files: see odsm_fs.c */
 	filp->f_mapping = odsm_heap.inode->i_mapping;
 	return 0;
@@ -33,13 +25,8 @@ static int odsm_open(struct inode *inode, struct file *filp)
 
 static int odsm_release(struct inode *inode, struct file *filp)
 {
-	struct odsm_file *of = filp->private_data;
-
 	odsm_deleg_release(filp);
-	odsm_fref_release(of->fref);
-	/* io_uring holds the file while a command is in flight */
-	WARN_ON_ONCE(atomic_read(&of->ucmds));
-	kfree(of);
+	odsm_fref_release(filp->private_data);
 	return 0;
 }
 

@@ -301,13 +301,13 @@ long odsm_dev_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 		ret = odsm_ioc_atomic(uarg);
 		break;
 	case ODSM_IOC_BORROW:
-		ret = odsm_ioc_borrow(odsm_file_fref(filp), uarg);
+		ret = odsm_ioc_borrow(filp->private_data, uarg);
 		break;
 	case ODSM_IOC_RETURN:
-		ret = odsm_ioc_return(odsm_file_fref(filp), uarg);
+		ret = odsm_ioc_return(filp->private_data, uarg);
 		break;
 	case ODSM_IOC_BORROW_MUT:
-		ret = odsm_ioc_borrow_mut(odsm_file_fref(filp), uarg);
+		ret = odsm_ioc_borrow_mut(filp->private_data, uarg);
 		break;
 	case ODSM_IOC_WRITE_BACK:
 		ret = odsm_ioc_write_back(uarg);

@@ -193,7 +193,7 @@ enum odsm_stat {
 	ODSM_STAT_uring_done,		/* ... of them, completed */
 	ODSM_STAT_uring_refused,	/* commands refused before running:
 					 * no such command, bad command area,
-					 * too many in flight on the file
+					 * too many of the program's in flight
 					 */
 	/* waits on heap words (odsm_wait.c) */
 	ODSM_STAT_wait_calls,		/* ODSM_IOC_WAIT calls */

@@ -22,13 +22,13 @@
  * command ends within the cluster's timeout, so none is lost and none
  * hangs: uring_cmds and uring_done meet again.
  *
- * A file has at most ODSM_URING_INFLIGHT_MAX commands in flight (half the
- * workers the queue may run); past that a command is refused (-EBUSY).
- * The workers are the node's: without a
- * bound, one program whose commands wait (a stalled runtime, a peer going
- * down, a buffer that userfaultfd or FUSE holds) would take every worker
- * the queue may run and leave the other processes' commands queued behind
- * its own.
+ * A program (an address space: every ring and file of it together) has at
+ * most ODSM_URING_INFLIGHT_MAX commands on workers, half the workers the
+ * queue may run; past that a command is refused (-EBUSY).  The workers
+ * are the node's: without a bound, one program whose commands wait (a
+ * stalled runtime, a peer going down, a buffer that userfaultfd or FUSE
+ * holds) would take every one and leave the other programs' commands
+ * queued behind its own.
  */
 #include <linux/kthread.h>
 #include <linux/memcontrol.h>
@@ -36,6 +36,7 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/workqueue.h>
+#include <linux/xarray.h>
 #include "odsm.h"
 #include "odsm_compat.h"
 
@@ -49,6 +50,47 @@ struct odsm_ucmd {
 };
 
 static struct workqueue_struct *odsm_uring_wq;
+
+/*
+ * Commands of each program not done on their worker yet: the address of
+ * its mm (held by every one of them, so never another's meanwhile) ->
+ * xa_mk_value(count).  ucmd_mms_lock makes the look and the change one.
+ */
+static DEFINE_XARRAY(ucmd_mms);
+static DEFINE_MUTEX(ucmd_mms_lock);
+
+/* One more command of mm's on a worker: 0, -EBUSY past the bound. */
+static int mm_count_get(struct mm_struct *mm)
+{
+	unsigned long n;
+	void *old;
+	int ret;
+
+	mutex_lock(&ucmd_mms_lock);
+	old = xa_load(&ucmd_mms, (unsigned long)mm);
+	n = old ? xa_to_value(old) : 0;
+	ret = -EBUSY;
+	if (n < ODSM_URING_INFLIGHT_MAX)
+		ret = xa_err(xa_store(&ucmd_mms, (unsigned long)mm,
+				      xa_mk_value(n + 1), GFP_KERNEL_ACCOUNT));
+	mutex_unlock(&ucmd_mms_lock);
+	return ret;
+}
+
+static void mm_count_put(struct mm_struct *mm)
+{
+	unsigned long n;
+
+	mutex_lock(&ucmd_mms_lock);
+	n = xa_to_value(xa_load(&ucmd_mms, (unsigned long)mm));
+	/* an entry that is there is replaced in place: no allocation */
+	if (n > 1)
+		xa_store(&ucmd_mms, (unsigned long)mm, xa_mk_value(n - 1),
+			 GFP_KERNEL);
+	else
+		xa_erase(&ucmd_mms, (unsigned long)mm);
+	mutex_unlock(&ucmd_mms_lock);
+}
 
 /* The ioctls a command may run: the remote operations, no admin ones. */
 static bool async_op(unsigned int op)
@@ -81,11 +123,9 @@ static struct odsm_ucmd **ucmd_slot(struct io_uring_cmd *ioucmd)
 static void ucmd_complete(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
 	struct odsm_ucmd *u = *ucmd_slot(ioucmd);
-	struct odsm_file *of = ioucmd->file->private_data;
 	long ret = u->ret;
 
 	kfree(u);
-	atomic_dec(&of->ucmds);
 	odsm_stat_inc(ODSM_STAT_uring_done);
 	odsm_uring_cmd_done(ioucmd, ret, issue_flags);
 }
@@ -120,6 +160,8 @@ static void ucmd_work(struct work_struct *work)
 	kthread_unuse_mm(u->mm);
 	set_active_memcg(old);
 	mem_cgroup_put(memcg);
+	/* the worker is free again: before mmput(), so mm is still its key */
+	mm_count_put(u->mm);
 	mmput(u->mm);
 	io_uring_cmd_complete_in_task(u->ioucmd, ucmd_complete_tw);
 }
@@ -143,7 +185,6 @@ static int read_area(struct io_uring_cmd *ioucmd, unsigned int issue_flags,
 
 int odsm_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
-	struct odsm_file *of = ioucmd->file->private_data;
 	struct odsm_uring_cmd c;
 	struct odsm_ucmd *u;
 	int ret;
@@ -154,20 +195,20 @@ int odsm_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	ret = read_area(ioucmd, issue_flags, &c);
 	if (ret)
 		goto refused;
-	BUILD_BUG_ON(WQ_UNBOUND_MAX_ACTIVE / 2 < ODSM_URING_INFLIGHT_MAX);
-	ret = -EBUSY;
-	if (atomic_inc_return(&of->ucmds) > ODSM_URING_INFLIGHT_MAX)
-		goto err_count;
 	/* charged to the submitter's memory cgroup, as its ring is */
 	u = kzalloc(sizeof(*u), GFP_KERNEL_ACCOUNT);
-	if (!u) {
-		atomic_dec(&of->ucmds);
+	if (!u)
 		return -ENOMEM;
-	}
 	/* the submitter, an io-wq worker or SQPOLL thread: all have its mm */
 	ret = -EFAULT;
 	if (!current->mm || !mmget_not_zero(current->mm))
 		goto err_free;
+	BUILD_BUG_ON(WQ_UNBOUND_MAX_ACTIVE / 2 < ODSM_URING_INFLIGHT_MAX);
+	ret = mm_count_get(current->mm);
+	if (ret) {
+		mmput(current->mm);
+		goto err_free;
+	}
 	u->mm = current->mm;
 	u->ioucmd = ioucmd;
 	u->op = ioucmd->cmd_op;
@@ -180,8 +221,6 @@ int odsm_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 
 err_free:
 	kfree(u);
-err_count:
-	atomic_dec(&of->ucmds);
 refused:
 	odsm_stat_inc(ODSM_STAT_uring_refused);
 	return ret;
@@ -203,4 +242,5 @@ int odsm_uring_init(void)
 void odsm_uring_exit(void)
 {
 	destroy_workqueue(odsm_uring_wq);
+	xa_destroy(&ucmd_mms);
 }

@@ -4,10 +4,11 @@
  * partition, no cluster: every command completes once with what its ioctl
  * returns, the same bytes as the ioctls one at a time; a bad command area
  * gets its errno and the uring_refused counter, and so does a command
- * past the file's cap on commands in flight; a process that exits with
+ * past a program's bound on commands in flight; a process that exits with
  * commands in flight loses none (uring_cmds and uring_done meet again) and
  * hangs nothing.  The remote cases: selftests/cluster/cluster_uring_test.c.
  */
+#include <time.h>
 #include <linux/odsm_deleg.h>
 #include "odsm_vm.h"
 #include "odsm_async.h"
@@ -369,32 +370,71 @@ TEST_F(uring, exit_in_flight)
 	EXPECT_EQ(3 * NR, ustat("uring_done") - d0);
 }
 
-/*
- * A file takes at most ODSM_URING_INFLIGHT_MAX commands in flight: one
- * more is refused with -EBUSY at once (uring_refused), while another
- * file's commands still run; once they complete, the file takes commands
- * again.  The commands that wait are DELEG_CALLs to an endpoint of this
- * node that nobody serves: each fails -ETIMEDOUT after 3/4 of the
- * cluster's timeout (1.5 s unjoined).
- */
-TEST_F(uring, per_file_cap)
+static uint64_t now_ms(void)
 {
-	enum { CAP = ODSM_URING_INFLIGHT_MAX };
-	static struct odsm_deleg_call dc[CAP + 1];
-	static uint8_t req[1024], resp[1024];
-	struct odsm_deleg_bind bd = { .endpoint = self->obj,
-				      .slot_size = sizeof(req) };
-	uint64_t refused0 = ustat("uring_refused"), tag;
-	unsigned int i, got = 0, busy = 0, timedout = 0, other = 0;
-	int fd = open("/dev/odsm", O_RDWR), rt = open("/dev/odsm", O_RDWR);
-	struct odsm_rw rw = { .gaddr = self->obj, .buf = (uintptr_t)resp,
-			      .len = 64 };
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * A forked program's READ through its own ring: 0 when it completed with
+ * the object's bytes within a second (it was not queued behind the
+ * parent's commands), else what went wrong.
+ */
+static int other_program_reads(const uint8_t *want, uint64_t gaddr)
+{
+	static uint8_t buf[64];
+	struct odsm_rw rw = { .gaddr = gaddr, .buf = (uintptr_t)buf,
+			      .len = sizeof(buf) };
+	uint64_t tag, t0 = now_ms();
 	struct t_ring r;
 	int res;
 
-	ASSERT_LE(0, fd);
+	if (t_ring_init(&r, 4, 0))
+		return 2;
+	t_ring_cmd(&r, odsm_rt.fd, ODSM_IOC_READ, (uintptr_t)&rw, 0, 0, 1);
+	t_ring_push(&r);
+	if (t_ring_enter(&r, 1, 1) != 1 || !t_ring_cqe(&r, &tag, &res))
+		return 3;
+	if (res || memcmp(buf, want, sizeof(buf)))
+		return 4;
+	return now_ms() - t0 < 1000 ? 0 : 5;
+}
+
+/*
+ * A program takes at most ODSM_URING_INFLIGHT_MAX commands in flight, all
+ * its rings and files together: one more is refused with -EBUSY at once
+ * (uring_refused), through another file too, while another program's
+ * commands still run; once they complete, the count is back (256 more at
+ * once, none refused).  The commands that wait are DELEG_CALLs to an
+ * endpoint of this node that nobody serves: each fails -ETIMEDOUT after
+ * 3/4 of the cluster's timeout (1.5 s unjoined).
+ */
+TEST_F(uring, per_program_cap)
+{
+	enum { CAP = ODSM_URING_INFLIGHT_MAX };
+	static struct odsm_deleg_call dc[CAP + 2];
+	static struct odsm_rw rw[CAP];
+	static uint8_t req[1024], answer[1024], resp[CAP][64];
+	/* an endpoint is an address without its color */
+	uint64_t ep = odsm_addr_of(self->obj);
+	struct odsm_deleg_bind bd = { .endpoint = ep,
+				      .slot_size = sizeof(req) };
+	uint64_t refused0 = ustat("uring_refused"), tag;
+	unsigned int i, got = 0, timedout = 0, other = 0;
+	int fd2 = open("/dev/odsm", O_RDWR), rt = open("/dev/odsm", O_RDWR);
+	int res, status;
+	struct t_ring r;
+	pid_t pid;
+
+	ASSERT_LE(0, fd2);
 	ASSERT_LE(0, rt);
-	ASSERT_EQ(0, ioctl(rt, ODSM_IOC_DELEG_BIND, &bd));
+	ASSERT_EQ(0, ioctl(rt, ODSM_IOC_DELEG_BIND, &bd)) {
+		TH_LOG("bind at %#llx: %s", (unsigned long long)bd.endpoint,
+		       strerror(errno));
+	}
 	/* one APPLY of 8 bytes: seq 1, count 1, len 40 */
 	memset(req, 0, sizeof(req));
 	req[0] = 1;
@@ -405,61 +445,76 @@ TEST_F(uring, per_file_cap)
 	req[36] = 8;			/* ret_max */
 	req[40] = ODSM_DREQ_APPLY;	/* kind */
 	ASSERT_EQ(0, t_ring_init(&r, 2 * CAP, 0));
-	for (i = 0; i <= CAP; i++) {
+	/* CAP on this program's own file, then one more on it and one on fd2 */
+	for (i = 0; i < CAP + 2; i++) {
 		dc[i] = (struct odsm_deleg_call){
-			.endpoint = self->obj, .req = (uintptr_t)req,
-			.resp = (uintptr_t)resp, .req_len = 56,
-			.resp_cap = sizeof(resp), .slot_size = sizeof(req) };
-		t_ring_cmd(&r, fd, ODSM_IOC_DELEG_CALL, (uintptr_t)&dc[i], 0,
-			   0, i);
+			.endpoint = ep, .req = (uintptr_t)req,
+			.resp = (uintptr_t)answer, .req_len = 56,
+			.resp_cap = sizeof(answer), .slot_size = sizeof(req) };
+		t_ring_cmd(&r, i == CAP + 1 ? fd2 : odsm_rt.fd,
+			   ODSM_IOC_DELEG_CALL, (uintptr_t)&dc[i], 0, 0, i);
 		t_ring_push(&r);
 	}
-	ASSERT_EQ((int)CAP + 1, t_ring_enter(&r, CAP + 1, 0));
-	/* the one past the cap comes back at once */
-	ASSERT_LE(0, t_ring_enter(&r, 0, 1));
-	ASSERT_TRUE(t_ring_cqe(&r, &tag, &res));
-	EXPECT_EQ((uint64_t)CAP, tag);
-	EXPECT_EQ(-EBUSY, res);
-	got++;
-	busy++;
-	EXPECT_EQ(refused0 + 1, ustat("uring_refused"));
-	/* another file's command runs meanwhile */
-	t_ring_cmd(&r, odsm_rt.fd, ODSM_IOC_READ, (uintptr_t)&rw, 0, 0, 9000);
-	t_ring_push(&r);
-	ASSERT_EQ(1, t_ring_enter(&r, 1, 0));
+	ASSERT_EQ((int)CAP + 2, t_ring_enter(&r, CAP + 2, 0));
+	/* the two past the cap come back at once */
+	for (i = 0; i < 2; i++) {
+		ASSERT_LE(0, t_ring_enter(&r, 0, 1));
+		ASSERT_TRUE(t_ring_cqe(&r, &tag, &res));
+		EXPECT_LE((uint64_t)CAP, tag);
+		EXPECT_EQ(-EBUSY, res);
+		got++;
+	}
+	EXPECT_EQ(refused0 + 2, ustat("uring_refused"));
+	/* another program's command runs meanwhile */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(other_program_reads(self->p, self->obj));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status)) {
+		TH_LOG("the other program's READ: %d (3: none, 4: wrong, 5: late)",
+		       WEXITSTATUS(status));
+	}
 	while (got < CAP + 2) {
 		if (!t_ring_cqe(&r, &tag, &res)) {
 			ASSERT_LE(0, t_ring_enter(&r, 0, 1));
 			continue;
 		}
 		got++;
-		if (tag == 9000) {
-			/* before any DELEG_CALL timed out: not queued behind */
-			EXPECT_EQ(0, res);
-			EXPECT_EQ(0u, timedout);
-			other++;
-		} else if (res == -ETIMEDOUT) {
+		if (res == -ETIMEDOUT)
 			timedout++;
-		} else {
+		else
 			TH_LOG("command %llu: %d", (unsigned long long)tag,
 			       res);
-			busy++;
-		}
 	}
-	EXPECT_EQ(1u, other);
 	EXPECT_EQ((unsigned int)CAP, timedout);
-	EXPECT_EQ(1u, busy);
-	/* the file takes commands again */
-	t_ring_cmd(&r, fd, ODSM_IOC_READ, (uintptr_t)&rw, 0, 0, 9001);
-	t_ring_push(&r);
-	ASSERT_EQ(1, t_ring_enter(&r, 1, 1));
-	ASSERT_TRUE(t_ring_cqe(&r, &tag, &res));
-	EXPECT_EQ(9001u, tag);
-	EXPECT_EQ(0, res);
-	EXPECT_EQ(0, memcmp(resp, self->p, 64));
+	/* the count came back: CAP more at once, none refused */
+	for (i = 0; i < CAP; i++) {
+		rw[i] = (struct odsm_rw){ .gaddr = self->obj + (i % NR) * 1024,
+					  .buf = (uintptr_t)resp[i],
+					  .len = sizeof(resp[i]) };
+		t_ring_cmd(&r, i % 2 ? fd2 : odsm_rt.fd, ODSM_IOC_READ,
+			   (uintptr_t)&rw[i], 0, 0, 10000 + i);
+		t_ring_push(&r);
+	}
+	ASSERT_EQ((int)CAP, t_ring_enter(&r, CAP, 0));
+	for (got = 0; got < CAP;) {
+		if (!t_ring_cqe(&r, &tag, &res)) {
+			ASSERT_LE(0, t_ring_enter(&r, 0, 1));
+			continue;
+		}
+		got++;
+		EXPECT_EQ(0, res) TH_LOG("READ %llu", (unsigned long long)tag);
+		other += !res;
+	}
+	EXPECT_EQ((unsigned int)CAP, other);
+	for (i = 0; i < CAP; i++)
+		EXPECT_EQ(0, memcmp(resp[i], self->p + (i % NR) * 1024,
+				    sizeof(resp[i])));
 	t_ring_exit(&r);
 	close(rt);
-	close(fd);
+	close(fd2);
 	EXPECT_EQ(0, settle(5));
 }
 

@@ -610,10 +610,10 @@ struct odsm_deleg_serve {
  * ioctl.
  * Refused at submission: any other cmd_op (-ENOTTY); flags or reserved
  * not zero, arg 0, or (128-byte SQEs) the rest of the area not zero
- * (-EINVAL); a command past ODSM_URING_INFLIGHT_MAX in flight on the same
- * /dev/odsm file (-EBUSY: the node's workers are shared by every
- * process, so one file may not take them all; open another file, or wait
- * for completions).  A ring set up with IORING_SETUP_IOPOLL gets
+ * (-EINVAL); a command past ODSM_URING_INFLIGHT_MAX in flight from the
+ * same program, i.e. address space, all its rings and files together
+ * (-EBUSY: the node's workers are shared by every program, so one may not
+ * take them all; reap completions and submit again).  A ring set up with IORING_SETUP_IOPOLL gets
  * -EOPNOTSUPP from io_uring.
  */
 #define ODSM_URING_INFLIGHT_MAX	256
