@@ -199,13 +199,17 @@ err:
  * connection.  What cut it short is mostly a signal of the sender's (or
  * io_uring's task work, which counts as one): it ends the wait for room
  * in the socket at once, and would end every later wait too.  So the rest
- * goes in pieces as room comes, looked for every 0.2-1 ms, for as long as
- * the connection lives (the heartbeat ends one whose peer stops reading).
- * Returns the bytes sent in all, or a negative errno.  Under tx_lock.
+ * goes in pieces as room comes, looked for every 0.2-1 ms, until no byte
+ * has gone for the socket's send timeout (the cluster's timeout): a peer
+ * that stops reading, but goes on sending (its PINGs keep it "up"), would
+ * otherwise hold tx_lock, and every sender to it, for ever.  Returns the
+ * bytes sent in all, or a negative errno.  Under tx_lock.
  */
 static int send_rest(struct odsm_conn *conn, struct msghdr *msg, int sent)
 {
 	struct tcp_conn *t = tc(conn);
+	long stall = t->sock->sk->sk_sndtimeo;
+	unsigned long end = jiffies + stall;
 	int n;
 
 	while (msg_data_left(msg)) {
@@ -214,10 +218,14 @@ static int send_rest(struct odsm_conn *conn, struct msghdr *msg, int sent)
 		n = sock_sendmsg(t->sock, msg);
 		if (n > 0) {
 			sent += n;
+			end = jiffies + stall;
 			continue;
 		}
-		if (n && n != -EINTR && n != -ERESTARTSYS && n != -EAGAIN)
-			return n;
+		/* -EAGAIN: no room for the whole send timeout */
+		if (n != -EINTR && n != -ERESTARTSYS)
+			return n ? n : -EIO;
+		if (time_after(jiffies, end))
+			return -ETIMEDOUT;
 		odsm_stat_inc(ODSM_STAT_tcp_send_waits);
 		usleep_range(200, 1000);
 	}
