@@ -301,7 +301,7 @@ static void on_keys(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		    i * ODSM_WIRE_MAP_REPLY_SIZE;
 		odsm_wire_get_map_reply(e, ODSM_WIRE_MAP_REPLY_SIZE, &r);
 		if (t->add_key(conn, &r))
-			return;		/* no memory: MAP asks for the rest */
+			return;	/* no memory or room: MAP asks for the rest */
 	}
 	odsm_stat_add(ODSM_STAT_keys_received, k.nr);
 	return;
@@ -335,7 +335,10 @@ static int map_block(struct odsm_conn *conn, u32 node, u64 blk)
 		t->no_maps(conn);	/* it registers no more */
 	if (ret)
 		return ret;
-	return t->add_key(conn, &r);
+	ret = t->add_key(conn, &r);
+	if (ret == -ENOSPC)
+		t->no_maps(conn);	/* as many keys as a home gives */
+	return ret;
 }
 
 /* A MAP that failed this way failed the operation: the home is gone. */

@@ -194,9 +194,17 @@ int odsm_rdma_add_key(struct odsm_conn *conn,
 		      const struct odsm_wire_map_reply *r)
 {
 	struct odsm_rdma_conn *x = rc(conn);
-	struct odsm_rdma_key *k = kmalloc(sizeof(*k), GFP_KERNEL);
+	struct odsm_rdma_key *k;
 	int ret;
 
+	/*
+	 * A home registers at most RDMA_MAX_REGS blocks per connection: a
+	 * peer's KEYS past that are not kept (the reads go two-sided), so
+	 * that no peer makes this node allocate without bound.
+	 */
+	if (atomic_read(&x->os.nr_keys) >= RDMA_MAX_REGS)
+		return -ENOSPC;
+	k = kmalloc(sizeof(*k), GFP_KERNEL);
 	if (!k)
 		return -ENOMEM;
 	k->iova = r->iova;
@@ -608,11 +616,24 @@ int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
 	struct ib_reg_wr wr = {};
 	struct odsm_rdma_reg *g;
 	struct ib_qp *qp;
+	u32 max_pages;
 	int i, ret;
 
+	mutex_lock(&x->reg.lock);
+	/*
+	 * The teardown frees the registrations, and may let the device go,
+	 * under res_sem held for writing (not reg.lock): look at both only
+	 * while holding it, once the connection is known not torn.
+	 */
+	down_read(&x->res_sem);
+	if (x->torn || READ_ONCE(x->broken)) {
+		up_read(&x->res_sem);
+		ret = -EHOSTDOWN;
+		goto out;
+	}
 	if (odsm_rdma_dev_atomics(x->dev))
 		r->flags = ODSM_WIRE_MAP_F_ATOMIC;
-	mutex_lock(&x->reg.lock);
+	max_pages = x->dev->attrs.max_fast_reg_page_list_len;
 	g = xa_load(&x->reg.map, blk);
 	if (g) {
 		/* asked again (a race, or a lost reply): the same one */
@@ -624,13 +645,15 @@ int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
 				r->flags |= ODSM_WIRE_MAP_F_PUB;
 			ret = 0;
 		}
+		up_read(&x->res_sem);
 		goto out;
 	}
+	up_read(&x->res_sem);
 	ret = -ENOSPC;
 	if (x->reg.nr >= RDMA_MAX_REGS)
 		goto out;
 	ret = -EOPNOTSUPP;
-	if (x->dev->attrs.max_fast_reg_page_list_len < ODSM_BLOCK_PAGES)
+	if (max_pages < ODSM_BLOCK_PAGES)
 		goto out;
 	ret = -ENOMEM;
 	g = kzalloc(sizeof(*g), GFP_KERNEL);
@@ -642,8 +665,7 @@ int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
 		goto err_free;
 	g->nr_sg = ODSM_BLOCK_PAGES;
 	/* the page of published words right after the block, if it fits */
-	if (g->pub &&
-	    x->dev->attrs.max_fast_reg_page_list_len > ODSM_BLOCK_PAGES) {
+	if (g->pub && max_pages > ODSM_BLOCK_PAGES) {
 		g->nr_sg++;
 		r->flags |= ODSM_WIRE_MAP_F_PUB;
 	}
