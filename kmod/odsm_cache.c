@@ -1414,9 +1414,24 @@ u64 odsm_cache_bytes(void)
 	return v;
 }
 
+/*
+ * A peer gone down: the processes' tables of hits serve no copy recorded
+ * before, as this node's BORROW serves none of that peer's copies while
+ * it is not up (current_locked()), and the peer may come back a new
+ * incarnation handing the same colored addresses out again; its copies
+ * are forgotten once that is known (odsm_cache_forget()), but the tables
+ * must not serve them meanwhile.  Each process records again at its next
+ * borrow of a copy, one system call.
+ */
+static void cache_peer_down(u32 node)
+{
+	odsm_hits_forgot();
+}
+
 /* A peer that restarted hands its addresses out again from color 0. */
 static struct odsm_peer_events cache_events = {
 	.restarted = odsm_cache_forget,
+	.down = cache_peer_down,
 };
 
 int odsm_cache_init(void)

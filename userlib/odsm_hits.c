@@ -388,10 +388,16 @@ static int give_back_locked(bool all, uint64_t key)
 		b.gaddr = LD(&e->key, RLX);
 		/* ENOENT only if a forked sibling gave it back for us */
 		ioctl(odsm_rt.fd, ODSM_IOC_RETURN, &b);
-		/* a new generation: the entries of this one count no more */
+		/*
+		 * A new generation: the entries of this one count no more.
+		 * The slot stays CLAIMED while free: a lookup that finds the
+		 * key still there must not find a clean tag with it, or it
+		 * would serve (and keep serving, the tags being equal) the
+		 * copy just given back.  odsm__hit_record() clears the flag.
+		 */
 		ST(&e->shared, 0, RLX);
-		ST(&e->tag, (t & ~TAG_FLAGS) + (1ULL << 2), REL);
 		ST(&e->key, 0, REL);
+		ST(&e->tag, ((t & ~TAG_FLAGS) + (1ULL << 2)) | TAG_CLAIMED, REL);
 		__atomic_fetch_add(&st.given_back, 1, RLX);
 		nrec--;
 		n++;
@@ -551,6 +557,11 @@ bool odsm__hit_record(uint64_t g, uint64_t copy, uint64_t epoch)
 		ST(&r->epoch, epoch, RLX);
 		/* the borrow that made it: its return finds the record */
 		ST(&r->shared, 1, RLX);
+		/*
+		 * Served from now on: after the copy and epoch (a lookup
+		 * that sees the clean tag sees them), before the key.
+		 */
+		ST(&r->tag, LD(&r->tag, RLX) & ~TAG_FLAGS, REL);
 		ST(&r->key, g, REL);
 		nrec++;
 	}
