@@ -203,9 +203,9 @@ struct odsm_rdma_initiator {
 	unsigned long busy;		/* a bit per slot in use */
 	u32 nr;				/* slots with a buffer, set up once */
 	u32 rd_depth;			/* READ operations in flight */
-	bool ordered_reads;		/* the peer's responder reads memory
-					 * in the order of the READs
-					 * (Soft-RoCE): no fence needed
+	bool ordered_reads;		/* our responder reads memory in the
+					 * order of the READs (Soft-RoCE):
+					 * MAP_F_INORDER in our MAP replies
 					 */
 	atomic_t reads;			/* one-sided READs in flight */
 	atomic_t waiters;		/* atomics waiting for a slot */

@@ -140,7 +140,10 @@ int odsm_rdma_os_setup(struct odsm_rdma_conn *x)
 	x->os.nr = i;
 	/* what we offer; the peer may take less, and then READs queue */
 	x->os.rd_depth = max(1U, odsm_rdma_init_depth(x->dev));
-	/* Soft-RoCE's responder reads memory in the order of the READs */
+	/*
+	 * Soft-RoCE's responder reads memory in the order of the READs: what
+	 * our MAP replies say (MAP_F_INORDER), for the peer's reads of us
+	 */
 	x->os.ordered_reads = odsm_rdma_is_rxe(x->dev);
 	return i ? 0 : -ENOMEM;
 }
@@ -504,13 +507,15 @@ int odsm_rdma_read_pub(struct odsm_conn *conn, u64 addr, void *buf, u32 len,
 	 * The bracket needs the responder to read memory in the order of
 	 * the READs.  Soft-RoCE's responder is sequential software and
 	 * does; an HCA may pipeline the DMA reads of several READs (and
-	 * PCIe completions may pass each other), so there each READ waits
-	 * for the one before: a round trip each, still no home CPU.
+	 * PCIe completions may pass each other), so unless the home said
+	 * its responder is in order (MAP_F_INORDER, in the word's key: it
+	 * is the home's device that matters, not ours) each READ waits for
+	 * the one before: a round trip each, still no home CPU.
 	 */
 	for (i = 0; i < n; i++) {
 		if (i < n - 1)
 			wrs[i].wr.send_flags = 0;
-		if (i && !x->os.ordered_reads)
+		if (i && !(wk->flags & ODSM_WIRE_MAP_F_INORDER))
 			wrs[i].wr.send_flags |= IB_SEND_FENCE;
 	}
 	ret = os_run(x, s, &wrs[0].wr, 1, "READ", len);
@@ -633,6 +638,9 @@ int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
 	}
 	if (odsm_rdma_dev_atomics(x->dev))
 		r->flags = ODSM_WIRE_MAP_F_ATOMIC;
+	/* our responder's property, which the reader cannot know */
+	if (x->os.ordered_reads)
+		r->flags |= ODSM_WIRE_MAP_F_INORDER;
 	max_pages = x->dev->attrs.max_fast_reg_page_list_len;
 	g = xa_load(&x->reg.map, blk);
 	if (g) {

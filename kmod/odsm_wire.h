@@ -324,7 +324,15 @@ struct odsm_wire_wake_reply {
  * at [iova + len, iova + len + ODSM_WIRE_MAP_PUB_LEN).
  */
 #define ODSM_WIRE_MAP_F_PUB	0x2
-#define ODSM_WIRE_MAP_F_ALL	(ODSM_WIRE_MAP_F_ATOMIC | ODSM_WIRE_MAP_F_PUB)
+/*
+ * With MAP_F_INORDER, the home's responder reads memory in the order of
+ * the READs it is sent (Soft-RoCE's software responder does; an HCA may
+ * pipeline the DMA reads of several): a chain of READs that brackets
+ * bytes with their published word may go unfenced (odsm_rdma_read_pub()).
+ */
+#define ODSM_WIRE_MAP_F_INORDER	0x4
+#define ODSM_WIRE_MAP_F_ALL	(ODSM_WIRE_MAP_F_ATOMIC | ODSM_WIRE_MAP_F_PUB | \
+				 ODSM_WIRE_MAP_F_INORDER)
 #define ODSM_WIRE_MAP_PUB_LEN	4096U
 
 struct odsm_wire_map {

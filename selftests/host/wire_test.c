@@ -264,6 +264,7 @@ TEST(constants)
 	ASSERT_EQ(32, ODSM_WIRE_MAP_REPLY_SIZE);
 	ASSERT_EQ(1, ODSM_WIRE_MAP_F_ATOMIC);
 	ASSERT_EQ(2, ODSM_WIRE_MAP_F_PUB);
+	ASSERT_EQ(4, ODSM_WIRE_MAP_F_INORDER);
 	ASSERT_EQ(4096U, ODSM_WIRE_MAP_PUB_LEN);
 	ASSERT_EQ(1, ODSM_WIRE_ATOMIC_F_NIC);
 	ASSERT_EQ(65536U, ODSM_WIRE_MAP_LEN);
@@ -1542,7 +1543,11 @@ TEST(map_fields)
 	ASSERT_EQ(r.flags, ro.flags);
 	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_map_reply(raw, 31, &ro));
 	ASSERT_EQ(-EMSGSIZE, odsm_wire_get_map_reply(raw, 33, &ro));
-	for (i = 2; i < 32; i++) {	/* unknown flags */
+	r.flags = ODSM_WIRE_MAP_F_INORDER;	/* a responder in order */
+	odsm_wire_put_map_reply(raw, &r);
+	ASSERT_EQ(0, odsm_wire_get_map_reply(raw, 32, &ro));
+	ASSERT_EQ((u32)ODSM_WIRE_MAP_F_INORDER, ro.flags);
+	for (i = 3; i < 32; i++) {	/* unknown flags */
 		r.flags = 1U << i;
 		odsm_wire_put_map_reply(raw, &r);
 		ASSERT_EQ(-EPROTO, odsm_wire_get_map_reply(raw, 32, &ro))
