@@ -40,6 +40,7 @@ struct odsm_req {
 	struct work_struct work;
 	const struct odsm_msg_handler *mh;
 	struct odsm_conn *conn;
+	struct odsm_peer *peer;		/* its counts: peers outlive the wq */
 	bool refused;			/* answer -EAGAIN, serve nothing */
 	u64 arrived_ns;			/* for odsm_rpc_serve's latency */
 	struct odsm_wire_hdr h;
@@ -228,10 +229,10 @@ static void serve_work(struct work_struct *w)
 	serve_one(&odsm_cluster, req->conn, &req->h, req->payload, req->mh,
 		  req->refused, req->arrived_ns);
 	if (req->refused) {
-		atomic_dec(&req->conn->refusals);
+		atomic_dec(&req->peer->refusals);
 	} else {
-		atomic_sub(req->h.len, &req->conn->req_bytes);
-		atomic_dec(&req->conn->reqs);
+		atomic_sub(req->h.len, &req->peer->req_bytes);
+		atomic_dec(&req->peer->reqs);
 	}
 	odsm_conn_put(req->conn);
 	kvfree(req);
@@ -462,6 +463,8 @@ void odsm_serve_request(struct odsm_cluster *c, struct odsm_conn *conn,
 			const struct odsm_wire_hdr *h, const u8 *payload,
 			const struct odsm_msg_handler *mh)
 {
+	/* src_node: the connection's peer, < nr_nodes (odsm_cluster_rx) */
+	struct odsm_peer *p = &c->peers[h->src_node];
 	bool refuse;
 	struct odsm_req *req;
 
@@ -477,9 +480,9 @@ void odsm_serve_request(struct odsm_cluster *c, struct odsm_conn *conn,
 			  trace_odsm_rpc_serve_enabled() ? ktime_get_ns() : 0);
 		return;
 	}
-	/* only this receiver adds to the counts (see struct odsm_conn) */
-	refuse = atomic_read(&conn->reqs) >= ODSM_PEER_REQS_MAX ||
-		 atomic_read(&conn->req_bytes) + h->len > ODSM_PEER_REQ_BYTES_MAX;
+	/* the peer's, over its connections (see struct odsm_peer) */
+	refuse = atomic_read(&p->reqs) >= ODSM_PEER_REQS_MAX ||
+		 atomic_read(&p->req_bytes) + h->len > ODSM_PEER_REQ_BYTES_MAX;
 	req = NULL;
 	if (!refuse) {
 		req = kvmalloc(struct_size(req, payload, h->len), ODSM_GFP_REQ);
@@ -488,7 +491,7 @@ void odsm_serve_request(struct odsm_cluster *c, struct odsm_conn *conn,
 	}
 	if (refuse) {
 		odsm_stat_inc(ODSM_STAT_requests_refused);
-		if (atomic_read(&conn->refusals) >= ODSM_PEER_REFUSALS_MAX)
+		if (atomic_read(&p->refusals) >= ODSM_PEER_REFUSALS_MAX)
 			return;		/* not read anyway: the caller times out */
 		req = kmalloc(sizeof(*req), GFP_KERNEL);
 	}
@@ -498,15 +501,16 @@ void odsm_serve_request(struct odsm_cluster *c, struct odsm_conn *conn,
 	req->mh = mh;
 	kref_get(&conn->ref);
 	req->conn = conn;
+	req->peer = p;
 	req->refused = refuse;
 	req->arrived_ns = trace_odsm_rpc_serve_enabled() ? ktime_get_ns() : 0;
 	req->h = *h;
 	if (refuse) {
-		atomic_inc(&conn->refusals);
+		atomic_inc(&p->refusals);
 	} else {
 		memcpy(req->payload, payload, h->len);
-		atomic_inc(&conn->reqs);
-		atomic_add(h->len, &conn->req_bytes);
+		atomic_inc(&p->reqs);
+		atomic_add(h->len, &p->req_bytes);
 	}
 	queue_work(c->wq, &req->work);
 }

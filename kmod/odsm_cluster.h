@@ -151,12 +151,6 @@ struct odsm_conn {
 	u64 born_ns;			/* accepted ones must say HELLO soon */
 	__be32 from;			/* accepted: the source address */
 	struct list_head node;		/* on cluster.conns */
-	/* the peer's requests queued or being served, their payload bytes,
-	 * and refusals waiting to be sent (odsm_call.c): added to only by
-	 * the connection's receiver, so a check against a bound followed
-	 * by an add cannot overshoot it
-	 */
-	atomic_t reqs, req_bytes, refusals;
 	/* the answer to the last PING, sent by the workqueue; only the
 	 * receiver queues it (and sets it up before the first time)
 	 */

@@ -32,9 +32,6 @@ void odsm_conn_init(struct odsm_conn *conn, const struct odsm_transport_ops *ops
 	conn->born_ns = ktime_get_ns();
 	get_random_bytes(conn->nonce, sizeof(conn->nonce));
 	INIT_LIST_HEAD(&conn->node);
-	atomic_set(&conn->reqs, 0);
-	atomic_set(&conn->req_bytes, 0);
-	atomic_set(&conn->refusals, 0);
 }
 
 void odsm_conn_publish(struct odsm_conn *conn)

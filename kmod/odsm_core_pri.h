@@ -29,6 +29,15 @@ struct odsm_peer {
 	bool dialling;
 	/* traffic, bumped without the lock */
 	atomic64_t msgs_tx, msgs_rx, bytes_tx, bytes_rx;
+	/*
+	 * The peer's requests queued or being served, their payload bytes,
+	 * and refusals waiting to be sent (odsm_call.c), over all its
+	 * connections: a peer that connects again does not start afresh
+	 * while the requests of its former connections still wait.  Added
+	 * to by the receivers of its connections (mostly one; a check and
+	 * its add may overshoot the bound by a request per other receiver).
+	 */
+	atomic_t reqs, req_bytes, refusals;
 };
 
 struct odsm_cluster {
