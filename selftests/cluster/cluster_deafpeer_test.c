@@ -80,13 +80,6 @@ static void deaf_peer(struct __test_metadata *_metadata)
 
 /* ---- node 0: the module under test ------------------------------------------ */
 
-static bool fake_up(void)
-{
-	unsigned int st[ODSM_MAX_NODES];
-
-	return !c_states(st, C.nodes) && st[C.nodes - 1] == ODSM_PEER_UP;
-}
-
 static void target(struct __test_metadata *_metadata)
 {
 	static struct odsm_rw rw[DF_WRITES];
@@ -103,7 +96,7 @@ static void target(struct __test_metadata *_metadata)
 	ASSERT_EQ(0, odsm_async_new(DF_WRITES, &a));
 	ASSERT_EQ(0, c_put(C.self, W_DF_READY, 1));
 	ASSERT_EQ(0, c_poll(1, W_DF_UP, 1, 120, NULL));
-	ASSERT_TRUE(fake_up());
+	ASSERT_TRUE(c_fake_node_is_up());
 
 	for (i = 0; i < DF_WRITES; i++) {
 		rw[i] = (struct odsm_rw){
@@ -113,7 +106,7 @@ static void target(struct __test_metadata *_metadata)
 	}
 	t0 = c_now_ms();
 	ASSERT_EQ((int)DF_WRITES, odsm_async_submit(a));
-	while (fake_up() && c_now_ms() - t0 < DF_LIMIT_MS)
+	while (c_fake_node_is_up() && c_now_ms() - t0 < DF_LIMIT_MS)
 		c_sleep_ms(100);
 	took = c_now_ms() - t0;
 	TH_LOG("the deaf peer was marked down after %" PRIu64 " ms (timeout %u ms)",

@@ -280,13 +280,6 @@ static uint64_t stat_wait(const char *stat, uint64_t want)
 	return v;
 }
 
-static bool fake_up(void)
-{
-	unsigned int st[ODSM_MAX_NODES];
-
-	return !c_states(st, C.nodes) && st[C.nodes - 1] == ODSM_PEER_UP;
-}
-
 static void target(struct __test_metadata *_metadata)
 {
 	uint64_t stale0, refused0, frees0, holds0, v = 0;
@@ -311,7 +304,7 @@ static void target(struct __test_metadata *_metadata)
 
 	/* incarnation 1 is up */
 	ASSERT_EQ(0, c_poll(1, W_HR_UP, 1, 120, NULL));
-	ASSERT_TRUE(fake_up());
+	ASSERT_TRUE(c_fake_node_is_up());
 
 	/* 1. move M here: its free at the home stays queued */
 	m.gaddr = colored(fake_obj(M_OFF), M_COLOR);
@@ -332,7 +325,7 @@ static void target(struct __test_metadata *_metadata)
 
 	/* the home restarted: incarnation 2 is up */
 	ASSERT_EQ(0, c_poll(1, W_HR_UP, 2, 120, NULL));
-	ASSERT_TRUE(fake_up());
+	ASSERT_TRUE(c_fake_node_is_up());
 
 	ASSERT_EQ(0, f_param("fault_hold_copies", 0));
 	ASSERT_EQ(0, pthread_join(th, NULL));

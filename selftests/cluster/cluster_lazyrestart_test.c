@@ -232,13 +232,6 @@ static bool stat_reached(const char *name, uint64_t want)
 	return v >= want && v != ~0ULL;
 }
 
-static bool fake_up(void)
-{
-	unsigned int st[ODSM_MAX_NODES];
-
-	return !c_states(st, C.nodes) && st[C.nodes - 1] == ODSM_PEER_UP;
-}
-
 /* /sys/kernel/odsm/NAME, or 0 when it cannot be read */
 static uint64_t knob(const char *name)
 {
@@ -281,7 +274,7 @@ static void target(struct __test_metadata *_metadata)
 
 	/* incarnation 1 is up: 1. the borrow, a lazy copy of its L */
 	ASSERT_EQ(0, c_poll(1, W_LR_UP, 1, 120, NULL));
-	ASSERT_TRUE(fake_up());
+	ASSERT_TRUE(c_fake_node_is_up());
 	ret = ioctl(odsm_rt.fd, ODSM_IOC_BORROW, &b) ? -errno : 0;
 	ASSERT_EQ(0, ret) TH_LOG("borrow of L: %s", odsm_strerror(ret));
 	ASSERT_EQ(L_SIZE, b.size);
@@ -301,7 +294,7 @@ static void target(struct __test_metadata *_metadata)
 	ret = c_put(C.self, W_LR_HELD, 1);
 	if (!ret)
 		ret = c_poll(1, W_LR_UP, 2, 120, NULL);
-	up2 = !ret && fake_up();
+	up2 = !ret && c_fake_node_is_up();
 	/* 4. the fault goes on (no assertion before: it would wait) */
 	f_param("fault_hold_lazy", 0);
 	pthread_join(th, NULL);

@@ -19,6 +19,14 @@ static inline const char *c_fake_ip(void)
 	return ip && *ip ? ip : NULL;
 }
 
+/* Does node 0 see the fake node (the cluster's last id) up? */
+static inline bool c_fake_node_is_up(void)
+{
+	unsigned int st[ODSM_MAX_NODES];
+
+	return !c_states(st, C.nodes) && st[C.nodes - 1] == ODSM_PEER_UP;
+}
+
 /*
  * A test of the fake-node run begins: SKIP where it does not run, then
  * wait for both nodes' directories.
