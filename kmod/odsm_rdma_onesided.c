@@ -57,9 +57,11 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/slab.h>
+#include <linux/dma-mapping.h>
 #include <linux/mm.h>
 #include <linux/random.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
 #include "odsm_rdma.h"
 
 /* A one-sided or REG_MR work request completed. */
@@ -609,8 +611,31 @@ int odsm_rdma_atomic(struct odsm_conn *conn, u64 addr, u32 op, u64 operand,
 }
 
 /*
+ * Must the DMA layer sync g's mapped pages between the CPU's accesses and
+ * the device's (a bounce buffer, as swiotlb's; a device that is not cache
+ * coherent)?  Then a peer's one-sided access would bypass them: nothing
+ * syncs a registered block while the home's CPU and its peers' READs,
+ * WRITEs and atomics use it in turn, so the peer would read stale bytes
+ * and its writes would not reach the page.  Such a block is refused (its
+ * peer asks with requests).  Soft-RoCE maps nothing (virtual DMA).
+ */
+static bool reg_needs_sync(struct odsm_rdma_conn *x, struct odsm_rdma_reg *g)
+{
+	struct scatterlist *sg;
+	int i;
+
+	if (ib_uses_virt_dma(x->dev))
+		return false;
+	for_each_sg(g->sg, sg, g->nents, i)
+		if (dma_need_sync(x->dev->dma_device, sg_dma_address(sg)))
+			return true;
+	return false;
+}
+
+/*
  * Register the block at addr of our partition (checked by the caller) for
- * the peer of conn; its iova and rkey go to *r.
+ * the peer of conn; its iova and rkey go to *r.  -EOPNOTSUPP where the
+ * device cannot read it without the CPU's syncs (reg_needs_sync()).
  */
 int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
 		  struct odsm_wire_map_reply *r)
@@ -682,25 +707,28 @@ int odsm_rdma_map(struct odsm_conn *conn, u64 addr,
 	ret = -EHOSTDOWN;
 	if (x->torn || READ_ONCE(x->broken))
 		goto err_unpin;
-	/* on the list first: from here on the teardown cleans it up */
-	ret = xa_insert(&x->reg.map, blk, g, GFP_KERNEL);
-	if (ret)
-		goto err_unpin;
-	x->reg.nr++;
 	sg_init_table(g->sg, g->nr_sg);
 	for (i = 0; i < ODSM_BLOCK_PAGES; i++)
 		sg_set_page(&g->sg[i], g->pages[i], PAGE_SIZE, 0);
 	if (g->nr_sg > ODSM_BLOCK_PAGES)
 		sg_set_page(&g->sg[i], g->pub, PAGE_SIZE, 0);
+	ret = -ENOMEM;
+	g->nents = ib_dma_map_sg(x->dev, g->sg, g->nr_sg, DMA_BIDIRECTIONAL);
+	if (!g->nents)
+		goto err_unpin;
+	ret = -EOPNOTSUPP;
+	if (reg_needs_sync(x, g))
+		goto err_unmap;
+	/* on the list first: from here on the teardown cleans it up */
+	ret = xa_insert(&x->reg.map, blk, g, GFP_KERNEL);
+	if (ret)
+		goto err_unmap;
+	x->reg.nr++;
 	qp = odsm_rdma_reg_qp_get(x);
 	if (IS_ERR(qp)) {
 		ret = PTR_ERR(qp);
 		goto err_kill;
 	}
-	ret = -ENOMEM;
-	g->nents = ib_dma_map_sg(x->dev, g->sg, g->nr_sg, DMA_BIDIRECTIONAL);
-	if (!g->nents)
-		goto err_kill;
 	g->mr = ib_alloc_mr(x->pd, IB_MR_TYPE_MEM_REG, g->nr_sg);
 	if (IS_ERR(g->mr)) {
 		ret = PTR_ERR(g->mr);
@@ -744,6 +772,8 @@ err_kill:
 			      ret);
 	odsm_conn_kill(conn);
 	goto out;
+err_unmap:
+	ib_dma_unmap_sg(x->dev, g->sg, g->nr_sg, DMA_BIDIRECTIONAL);
 err_unpin:
 	up_read(&x->res_sem);
 	odsm_store_unpin(&odsm_heap, addr, g->pages, g->pub);
