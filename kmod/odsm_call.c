@@ -48,19 +48,25 @@ struct odsm_req {
 };
 
 /*
- * Fail every call waiting on node: its peer is gone.  A call lives in its
- * caller's memory, so it is looked at only under the xarray's lock while
- * it is still in the array: its caller cannot have erased it and
- * returned then (odsm_rpc_wait() erases before it returns).
+ * Fail the calls sent on conn (its peer can no longer answer them: a
+ * reply comes on the connection its request came by), or with conn NULL
+ * every call to node.  By connection, not node: a call already sent on
+ * the connection that replaces a dead one must not fail with it.  A call
+ * lives in its caller's memory, so it is looked at only under the
+ * xarray's lock while it is still in the array: its caller cannot have
+ * erased it and returned then (odsm_rpc_wait() erases before it returns),
+ * and its reference keeps its connection from being freed and another
+ * taking its address.
  */
-void odsm_fail_calls(struct odsm_cluster *c, u32 node, int err)
+void odsm_fail_calls(struct odsm_cluster *c, u32 node, struct odsm_conn *conn,
+		     int err)
 {
 	struct odsm_rpc_call *call;
 	unsigned long seq;
 
 	xa_lock(&c->calls);
 	xa_for_each(&c->calls, seq, call) {
-		if (call->peer != node)
+		if (conn ? call->conn != conn : call->peer != node)
 			continue;
 		__xa_erase(&c->calls, seq);
 		call->status = err;
@@ -270,6 +276,8 @@ int odsm_rpc_start(struct odsm_rpc_call *call, u32 node, u64 inc, u8 type,
 		goto out;
 	init_completion(&call->done);
 	call->seq = atomic64_inc_return(&c->next_seq);
+	/* before it is in the array: odsm_fail_calls() matches it */
+	call->conn = conn;
 	ret = xa_insert(&c->calls, call->seq, call, GFP_KERNEL);
 	if (ret)
 		goto out;
@@ -294,7 +302,6 @@ int odsm_rpc_start(struct odsm_rpc_call *call, u32 node, u64 inc, u8 type,
 			wait_for_completion(&call->done);
 		goto out;
 	}
-	call->conn = conn;
 	return 0;
 out:
 	odsm_conn_put(conn);

@@ -59,10 +59,10 @@ void odsm_cluster_conn_failed(struct odsm_conn *conn)
 		c->peers[id].state = ODSM_PEER_DOWN;
 	}
 	spin_unlock(&c->lock);
-	if (drop) {
-		odsm_fail_calls(c, id, -EHOSTDOWN);
+	/* even one the peer no longer had: a call may have gone on it */
+	odsm_fail_calls(c, id, conn, -EHOSTDOWN);
+	if (drop)
 		odsm_conn_put(drop);
-	}
 	if (was_up)
 		odsm_peer_event_down(id);
 }
@@ -171,6 +171,11 @@ static bool peer_authed(struct odsm_cluster *c, struct odsm_conn *conn,
 	bool restarted;
 
 	spin_lock(&c->lock);
+	/* one that failed meanwhile found itself nobody's: not installed */
+	if (READ_ONCE(conn->dead)) {
+		spin_unlock(&c->lock);
+		return false;
+	}
 	if (!conn->dialled) {
 		old = c->peers[id].conn;
 		/*
@@ -205,7 +210,7 @@ static bool peer_authed(struct odsm_cluster *c, struct odsm_conn *conn,
 		pr_info("node %u connected again: the old connection is closed\n",
 			id);
 		odsm_conn_kill(old);
-		odsm_fail_calls(c, id, -EHOSTDOWN);
+		odsm_fail_calls(c, id, old, -EHOSTDOWN);
 		odsm_conn_put(old);
 	}
 	if (restarted)
@@ -601,8 +606,15 @@ static void dial_work(struct work_struct *w)
 	struct odsm_conn *conn = c->ops->dial(p->id);
 	bool mine = false;
 
+	/*
+	 * Not one that died while dialling: its failure found it nobody's
+	 * (odsm_cluster_conn_failed() marks it dead before it takes the
+	 * lock), and installed it would hold the peer "connecting" for a
+	 * whole timeout before the next dial.
+	 */
 	spin_lock(&c->lock);
-	if (!IS_ERR(conn) && c->joined && !p->conn) {
+	if (!IS_ERR(conn) && c->joined && !p->conn &&
+	    !READ_ONCE(conn->dead)) {
 		kref_get(&conn->ref);
 		p->conn = conn;
 		p->state = ODSM_PEER_CONNECTING;
@@ -831,7 +843,7 @@ void odsm_cluster_leave(void)
 	c->joined = false;
 	spin_unlock(&c->lock);
 	for (i = 0; i < c->nr_nodes; i++)
-		odsm_fail_calls(c, i, -EHOSTDOWN);
+		odsm_fail_calls(c, i, NULL, -EHOSTDOWN);
 	down_write(&c->users);
 	kthread_stop(c->ticker);
 	put_task_struct(c->ticker);
@@ -851,7 +863,7 @@ void odsm_cluster_leave(void)
 			odsm_conn_kill(conn);
 			odsm_conn_put(conn);
 		}
-		odsm_fail_calls(c, i, -EHOSTDOWN);
+		odsm_fail_calls(c, i, NULL, -EHOSTDOWN);
 	}
 	reap_dead_conns(c, true);
 	/* requests being served drop their connections when done */

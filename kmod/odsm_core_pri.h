@@ -78,8 +78,9 @@ int odsm_send_msg(struct odsm_cluster *c, struct odsm_conn *conn, u32 dst,
 /* The connection to node (an up one, with up_only), referenced, or NULL. */
 struct odsm_conn *odsm_peer_conn(struct odsm_cluster *c, u32 node,
 				 bool up_only);
-/* Fail every call waiting on node: its peer is gone. */
-void odsm_fail_calls(struct odsm_cluster *c, u32 node, int err);
+/* Fail the calls sent on conn (NULL: every call to node): it is gone. */
+void odsm_fail_calls(struct odsm_cluster *c, u32 node, struct odsm_conn *conn,
+		     int err);
 void odsm_on_reply(struct odsm_cluster *c, const struct odsm_wire_hdr *h,
 		   const u8 *payload);
 void odsm_serve_request(struct odsm_cluster *c, struct odsm_conn *conn,
