@@ -157,6 +157,7 @@ int odsm_send_msg(struct odsm_cluster *c, struct odsm_conn *conn, u32 dst,
 void odsm_on_reply(struct odsm_cluster *c, const struct odsm_wire_hdr *h,
 		   const u8 *payload)
 {
+	const struct odsm_msg_handler *mh;
 	struct odsm_rpc_call *call;
 
 	/* only the peer it was sent to may answer it; the call is in its
@@ -174,8 +175,17 @@ void odsm_on_reply(struct odsm_cluster *c, const struct odsm_wire_hdr *h,
 		odsm_stat_inc(ODSM_STAT_bad_msgs);
 		return;
 	}
-	/* ours now: its caller waits for the completion */
-	if (h->len > call->cap) {
+	/*
+	 * ours now: its caller waits for the completion.  A reply of
+	 * another type than the request's (its handler's reply type: every
+	 * node registers the same services) is malformed: the call fails,
+	 * as a reply too long for it does, and is counted.
+	 */
+	mh = odsm_handler_of(call->type);
+	if (!mh || h->type != mh->reply) {
+		odsm_stat_inc(ODSM_STAT_bad_msgs);
+		call->status = -EPROTO;
+	} else if (h->len > call->cap) {
 		call->status = -EPROTO;
 	} else {
 		memcpy(call->reply, payload, h->len);

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A reply must be of its request's reply type.  A peer that answers a
+ * READ of 8 bytes with an ATOMIC_REPLY (8 bytes too, status 0) passed
+ * every check before: the header's (a valid reply type, its length in
+ * range), the match by seq and node, and the READ's own (8 bytes back).
+ * So its bytes were handed to the reader as the object's.  Now the call
+ * fails with -EPROTO and bad_msgs counts the reply.
+ *
+ * The home is the rig's fake node (rig.fake_peer=1), spoken for by node 1
+ * with fake_peer.h, which answers node 0's READs of its partition:
+ *
+ *   1. the first with an ATOMIC_REPLY of 8 bytes: node 0's read fails
+ *      -EPROTO, its bad_msgs grows by one, the fake node stays up;
+ *   2. the second with a READ_REPLY: node 0 reads those bytes (the
+ *      connection and the path are still good).
+ */
+#include "odsm_cluster.h"
+#include "fake_peer.h"
+#include "fake_node.h"
+
+/* directory words: 258 .. 259 (cluster_deafpeer_test has 255 .. 257) */
+enum {
+	W_WR_UP = 258,		/* node 1: 1 once the fake node is up */
+	W_WR_DONE,		/* node 0: 1 once both reads returned */
+};
+
+#define WR_WRONG	0x5a5a5a5a5a5a5a5aULL	/* the ATOMIC_REPLY's bytes */
+#define WR_RIGHT	0x0123456789abcdefULL	/* the READ_REPLY's */
+
+FIXTURE(cl)
+{
+	int unused;
+};
+
+FIXTURE_SETUP(cl)
+{
+}
+
+FIXTURE_TEARDOWN(cl)
+{
+}
+
+/* ---- node 1: the fake node, the home ---------------------------------------- */
+
+/*
+ * Answer node 0's PINGs and READs until its word W_WR_DONE is set: the
+ * first READ with an ATOMIC_REPLY, the next ones with READ_REPLYs; other
+ * requests get -EINVAL.  The READs answered in *reads.  0 or -errno.
+ */
+static int be_home(struct fake_peer *fp, unsigned int *reads)
+{
+	uint64_t end = c_now_ms() + 120000, v;
+	uint8_t p[64], b[16] = { 0 };
+	struct fp_hdr h;
+	int ret;
+
+	while (c_now_ms() < end) {
+		if (!c_get(0, W_WR_DONE, &v) && v)
+			return 0;
+		ret = fp_recv(fp, &h, p, sizeof(p), 1);
+		if (ret == -ETIMEDOUT)
+			continue;
+		if (ret)
+			return ret;
+		if (h.flags & F_REPLY)
+			continue;
+		switch (h.type) {
+		case T_PING:
+			memcpy(b, p, 8);
+			ret = h.len == 8 ? fp_send(fp, T_PONG, F_REPLY, h.seq,
+						   0, b, sizeof(b)) : 0;
+			break;
+		case T_READ:
+			put64(b, (*reads)++ ? WR_RIGHT : WR_WRONG);
+			ret = fp_send(fp, *reads == 1 ? T_ATOMIC_REPLY :
+					  T_READ_REPLY, F_REPLY, h.seq, 0, b, 8);
+			break;
+		default:
+			/* the type after a request's is its reply's */
+			ret = h.seq ? fp_send(fp, (uint8_t)(h.type + 1), F_REPLY,
+					      h.seq, -EINVAL, NULL, 0) : 0;
+			break;
+		}
+		if (ret)
+			return ret;
+	}
+	return -ETIMEDOUT;
+}
+
+static void fake_home(struct __test_metadata *_metadata)
+{
+	unsigned int reads = 0;
+	struct fake_peer fp;
+	int ret;
+
+	ret = c_fake_node_up(&fp, 0);
+	ASSERT_EQ(0, ret) TH_LOG("the fake node's handshake: %s", strerror(-ret));
+	ASSERT_EQ(0, c_put(C.self, W_WR_UP, 1));
+	ret = be_home(&fp, &reads);
+	EXPECT_EQ(0, ret) TH_LOG("serving: %s", strerror(-ret));
+	EXPECT_EQ(2U, reads);
+	fp_close(&fp);
+}
+
+/* ---- node 0: the module under test ------------------------------------------ */
+
+static void target(struct __test_metadata *_metadata)
+{
+	uint64_t addr = c_part(C.nodes - 1), bad0, bad1, v = 0;
+	int ret;
+
+	ASSERT_EQ(0, c_poll(1, W_WR_UP, 1, 120, NULL));
+	ASSERT_TRUE(c_fake_node_is_up());
+
+	/* 1. answered with an ATOMIC_REPLY */
+	bad0 = c_stat("bad_msgs");
+	ret = odsm_read(addr, &v, sizeof(v));
+	bad1 = c_stat("bad_msgs");
+	TH_LOG("a READ answered with an ATOMIC_REPLY: %d (%s), bad_msgs +%" PRIu64,
+	       ret, ret ? strerror(-ret) : "read", bad1 - bad0);
+	EXPECT_EQ(-EPROTO, ret) {
+		TH_LOG("the reply of another type was taken: %#" PRIx64, v);
+	}
+	EXPECT_EQ(bad0 + 1, bad1);
+	EXPECT_TRUE(c_fake_node_is_up());
+
+	/* 2. answered with a READ_REPLY */
+	v = 0;
+	ret = odsm_read(addr, &v, sizeof(v));
+	EXPECT_EQ(0, ret) TH_LOG("the second read: %s", strerror(-ret));
+	EXPECT_EQ(WR_RIGHT, v);
+	ASSERT_EQ(0, c_put(C.self, W_WR_DONE, 1));
+}
+
+TEST_F(cl, reply_of_another_type)
+{
+	C_FAKE_NODE_BEGIN();
+	if (C.self == 0)
+		target(_metadata);
+	else
+		fake_home(_metadata);
+}
+
+TEST_HARNESS_MAIN
