@@ -228,9 +228,11 @@ static int rdma_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 				  msecs_to_jiffies(x->timeout_ms));
 	if (!left) {
 		tx_free(t);
-		pr_notice_ratelimited("rdma send to node %d: no credits for %u ms\n",
+		pr_notice_ratelimited("rdma send to node %d: no credits for %u ms (credits %u, owed %u, send slots free %u of %u)\n",
 				      odsm_conn_peer_id(conn),
-				      x->timeout_ms);
+				      x->timeout_ms, READ_ONCE(x->msg.credits),
+				      READ_ONCE(x->msg.owed),
+				      READ_ONCE(x->msg.sq_free), RDMA_SENDS);
 		odsm_conn_kill(conn);
 		return -ETIMEDOUT;
 	}
