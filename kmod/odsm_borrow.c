@@ -195,7 +195,7 @@ long odsm_ioc_borrow(struct odsm_fref *f, void __user *arg)
 		return ret;
 	if (copy_to_user(arg, &b, sizeof(b))) {
 		/* the caller cannot know it holds the reference */
-		odsm_cache_return(f, b.gaddr);
+		odsm_cache_return(f, b.gaddr, b.addr);
 		return -EFAULT;
 	}
 	return 0;
@@ -342,7 +342,7 @@ long odsm_ioc_return(struct odsm_fref *f, void __user *arg)
 		return node;
 	if (local)
 		return 0;
-	return odsm_cache_return(f, b.gaddr);
+	return odsm_cache_return(f, b.gaddr, b.addr);
 }
 
 /*

@@ -577,22 +577,24 @@ void odsm_fref_release(struct odsm_fref *f)
 }
 
 /*
- * The entry f references under key: the indexed one, else an orphan f
- * still holds (by the orphan hash: a RETURN costs no walk over f's
- * references).  Under the lock.
+ * The entry f references under key whose copy is at addr (0: any): the
+ * indexed one, else an orphan f still holds (by the orphan hash: a RETURN
+ * costs no walk over f's references).  Under the lock.
  */
-static struct odsm_centry *find_held_locked(struct odsm_fref *f, u64 key)
+static struct odsm_centry *find_held_locked(struct odsm_fref *f, u64 key,
+					    u64 addr)
 {
 	struct odsm_cnode *n = odsm_cindex_find(&cache.ci, key);
 	struct odsm_centry *e;
 
 	if (n) {
 		e = container_of(n, struct odsm_centry, cn);
-		if (xa_load(&f->refs, e->id))
+		if ((!addr || slot_addr(e) == addr) && xa_load(&f->refs, e->id))
 			return e;
 	}
 	hlist_for_each_entry(e, orphan_head(key), onode)
-		if (e->cn.key == key && xa_load(&f->refs, e->id))
+		if (e->cn.key == key && (!addr || slot_addr(e) == addr) &&
+		    xa_load(&f->refs, e->id))
 			return e;
 	return NULL;
 }
@@ -1089,13 +1091,13 @@ out:
 	return ret ? ret : made;
 }
 
-int odsm_cache_return(struct odsm_fref *f, u64 cg)
+int odsm_cache_return(struct odsm_fref *f, u64 cg, u64 addr)
 {
 	struct odsm_centry *e;
 	int ret = -ENOENT;
 
 	mutex_lock(&cache.lock);
-	e = find_held_locked(f, cg);
+	e = find_held_locked(f, cg, addr);
 	if (e && fref_drop_locked(f, e->id)) {
 		entry_put_locked(e);
 		odsm_stat_inc(ODSM_STAT_borrow_returns);
@@ -1117,7 +1119,7 @@ int odsm_cache_take(struct odsm_fref *f, u64 cg, bool held, u64 *local_cg,
 
 	mutex_lock(&cache.lock);
 	if (held) {
-		e = find_held_locked(f, cg);
+		e = find_held_locked(f, cg, 0);
 		if (!e || !fref_drop_locked(f, e->id)) {
 			mutex_unlock(&cache.lock);
 			return -EINVAL;		/* it holds no such reference */

@@ -123,8 +123,11 @@ long odsm_ioc_prefetch(void __user *arg);
  */
 int odsm_cache_borrow(struct odsm_fref *f, u32 node, u64 cg, u64 *addr,
 		      u64 *size, u32 *result);
-/* Drop one reference f holds on the copy of cg: 0 or -ENOENT. */
-int odsm_cache_return(struct odsm_fref *f, u64 cg);
+/*
+ * Drop one reference f holds on the copy of cg at addr (0: on the current
+ * copy, else on one of a former incarnation): 0 or -ENOENT.
+ */
+int odsm_cache_return(struct odsm_fref *f, u64 cg, u64 addr);
 /*
  * For a mutable borrow: make the cached copy of exactly cg the object (it
  * leaves the cache, its slot stays).  Only a complete copy that nobody else

@@ -123,7 +123,7 @@ specs=()
 ! want cluster3 || specs+=("3 tcp rig.down=0" "3 rdma rig.down=2")
 if [ ${#specs[@]} -gt 0 ]; then
 	s_pass=0 s_fail=0
-	flood=cluster_accept_test,cluster_deafpeer_test,cluster_delegwait_test,cluster_homerestart_test,cluster_lazyrestart_test,cluster_reqflood_test,cluster_twoway_test,cluster_wrongreply_test
+	flood=cluster_accept_test,cluster_deafpeer_test,cluster_delegwait_test,cluster_homerestart_test,cluster_lazyrestart_test,cluster_reqflood_test,cluster_returnpick_test,cluster_twoway_test,cluster_wrongreply_test
 	for spec in "${specs[@]}"; do
 		set -- $spec
 		n=$1 xport=$2 extra=${3:-}

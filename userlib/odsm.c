@@ -420,10 +420,10 @@ int odsm__move_here(uint64_t *g, uint64_t *copy_ext)
  */
 int odsm__drop_copy(uint64_t g, uint64_t *ext)
 {
-	struct odsm_borrow b = { .gaddr = g };
+	struct odsm_borrow b = { .gaddr = g, .addr = odsm__copy_of(*ext) };
 	int ret = 0;
 
-	if (odsm__copy_of(*ext))
+	if (b.addr)
 		ret = xioctl(ODSM_IOC_RETURN, &b);
 	*ext &= ODSM_EXT_U;
 	return ret;

@@ -386,6 +386,7 @@ static int give_back_locked(bool all, uint64_t key)
 			continue;
 		}
 		b.gaddr = LD(&e->key, RLX);
+		b.addr = LD(&e->copy, RLX);	/* that copy's reference */
 		/* ENOENT only if a forked sibling gave it back for us */
 		ioctl(odsm_rt.fd, ODSM_IOC_RETURN, &b);
 		/*
@@ -534,7 +535,7 @@ bool odsm__hit_record(uint64_t g, uint64_t copy, uint64_t epoch)
 	 */
 	for (i = 0; i < HITS_PROBE; i++) {
 		struct hit *e = &hits[hit_slot(g, i)];
-		struct odsm_borrow b = { .gaddr = g };
+		struct odsm_borrow b = { .gaddr = g, .addr = copy };
 
 		if (LD(&e->key, RLX) != g || LD(&e->copy, RLX) != copy ||
 		    (LD(&e->tag, RLX) & TAG_FLAGS) ||

@@ -122,8 +122,11 @@ enum {
 	W_TW_OBJ = 240,		/* colored address of this node's object;
 				 * 241: ready to read, 242: done reading
 				 */
-	/* cluster_homerestart_test (a fake home) has 250 .. 254,
-	 * cluster_lazyrestart_test (a fake home too) 260 .. 264
+	/* the fake-node tests: cluster_homerestart_test has 250 .. 254,
+	 * cluster_deafpeer_test 255 .. 257, cluster_wrongreply_test
+	 * 258 .. 259, cluster_lazyrestart_test 260 .. 264,
+	 * cluster_delegwait_test 265 .. 267, cluster_returnpick_test
+	 * 270 .. 273
 	 */
 };
 

@@ -318,7 +318,7 @@ struct odsm_atomic {
  */
 struct odsm_borrow {
 	__u64 gaddr;		/* in: colored global address */
-	__u64 addr;		/* out: where to read */
+	__u64 addr;		/* out: where to read; RETURN: in */
 	__u64 size;		/* out: the object's bytes */
 	__u32 flags;		/* in: 0 */
 	__u32 result;		/* out: ODSM_BORROWED_* */
@@ -328,6 +328,11 @@ struct odsm_borrow {
 /*
  * ODSM_IOC_RETURN: the end of a shared borrow: drop one reference this file
  * holds on the cached copy of gaddr (the colored address it borrowed).
+ * in: gaddr; addr, the address its BORROW answered (the struct as BORROW
+ * left it does), or 0 for any copy of gaddr the file references.  Name the
+ * copy: a file can hold references on two copies of one colored address
+ * (one of a home's former incarnation, whose address was handed out again
+ * after a restart), and a return by gaddr alone drops the current copy's.
  * A local gaddr is a no-op.  -ENOENT if the file holds no such reference.
  */
 

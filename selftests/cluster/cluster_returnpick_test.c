@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A RETURN drops the reference on the copy it names.  A file can hold
+ * references on two copies of one colored address: one of a home's former
+ * incarnation (orphaned when the home restarted, still borrowed) and one
+ * of its new incarnation, which hands the address out again.  A RETURN by
+ * colored address alone dropped the current copy's reference, so the copy
+ * still in use went idle (and could be evicted under its reader) while
+ * the orphan stayed referenced until the file closed.  struct odsm_borrow's
+ * addr (what BORROW answered) now names the copy.
+ *
+ * The home is the rig's fake node (rig.fake_peer=1), spoken for by node 1
+ * with fake_peer.h.  Node 0, the module under test:
+ *   1. borrows the fake home's object O (4 KiB): copy 1, incarnation 1's;
+ *   2. the home restarts (a new handshake as incarnation 2, whose O has
+ *      other bytes); node 0 borrows O again: copy 2, incarnation 2's;
+ *   3. returns copy 1 (gaddr O, addr copy 1's) and drops the idle copies
+ *      (ODSM_IOC_DROP_COPIES);
+ *   4. borrows O again: a hit on copy 2, which its borrow still holds.
+ * The module before this change dropped copy 2's reference in step 3, so
+ * step 4 missed and fetched O anew.  Then each of copy 2's references
+ * goes back once, a third return and one naming copy 1 find none.
+ *
+ * Words of the directories: 270 .. 273 (see odsm_cluster.h).
+ */
+#include "odsm_cluster.h"
+#include "fake_peer.h"
+#include "fake_node.h"
+
+enum {
+	W_RP_READY = 270,	/* node 0: 1 once it is ready for the home */
+	W_RP_UP,		/* node 1: the fake home's incarnation (1, 2)
+				 * that completed a handshake
+				 */
+	W_RP_HELD,		/* node 0: 1 once it holds copy 1 */
+	W_RP_DONE,		/* node 0: 1 once it is done with the home */
+};
+
+#define O_SIZE		KiB(4)
+#define O_OFF		MiB(2)		/* O, in the fake's partition */
+#define O_COLOR		5U
+#define TAG_O1		11		/* incarnation 1's bytes */
+#define TAG_O2		12		/* incarnation 2's */
+#define FETCH_LEN	24U		/* gaddr, offset, len, whole */
+#define FETCH_REPLY_LEN	16U		/* size, color, reserved, len */
+
+FIXTURE(cl)
+{
+	int unused;
+};
+
+FIXTURE_SETUP(cl)
+{
+}
+
+FIXTURE_TEARDOWN(cl)
+{
+}
+
+static uint64_t o_addr(void)
+{
+	return c_part(C.nodes - 1) + O_OFF;
+}
+
+static uint64_t o_colored(void)
+{
+	return o_addr() | (uint64_t)O_COLOR << ODSM_COLOR_SHIFT;
+}
+
+/* ---- node 1: the fake home ----------------------------------------------- */
+
+/* The FETCH in p: O's bytes of the incarnation tagged tag, or -ESTALE. */
+static int fetch(struct fake_peer *fp, unsigned int tag,
+		 const struct fp_hdr *h, const uint8_t *p)
+{
+	static uint8_t r[FETCH_REPLY_LEN + O_SIZE];
+	uint64_t g = get64(p), off = get64(p + 8);
+	uint32_t n, i;
+
+	if (h->len != FETCH_LEN || odsm_addr_of(g) != o_addr() ||
+	    odsm_color_of(g) < O_COLOR || off >= O_SIZE)
+		return fp_send(fp, T_FETCH_REPLY, F_REPLY, h->seq, -ESTALE,
+			       NULL, 0);
+	n = (uint32_t)(O_SIZE - off);	/* the rest, whole: it is small */
+	memset(r, 0, FETCH_REPLY_LEN);
+	put64(r, O_SIZE);
+	r[8] = (uint8_t)O_COLOR;
+	put32(r + 12, n);
+	for (i = 0; i < n; i++)
+		r[FETCH_REPLY_LEN + i] = c_pat(C.nodes - 1, tag, off + i);
+	return fp_send(fp, T_FETCH_REPLY, F_REPLY, h->seq, 0, r,
+		       FETCH_REPLY_LEN + n);
+}
+
+/*
+ * Be the home whose O has the bytes tagged tag until node 0's word stop is
+ * set: answer PINGs and FETCHes of O, refuse the rest.  0 or -errno.
+ */
+static int be_home(struct fake_peer *fp, unsigned int tag, unsigned int stop)
+{
+	uint64_t end = c_now_ms() + 120000, v;
+	uint8_t p[64], b[16] = { 0 };
+	struct fp_hdr h;
+	int ret;
+
+	while (c_now_ms() < end) {
+		if (!c_get(0, stop, &v) && v)
+			return 0;
+		ret = fp_recv(fp, &h, p, sizeof(p), 1);
+		if (ret == -ETIMEDOUT)
+			continue;
+		if (ret)
+			return ret;
+		if (h.flags & F_REPLY)
+			continue;
+		switch (h.type) {
+		case T_PING:
+			memcpy(b, p, 8);
+			ret = h.len == 8 ? fp_send(fp, T_PONG, F_REPLY, h.seq,
+						   0, b, sizeof(b)) : 0;
+			break;
+		case T_FETCH:
+			ret = fetch(fp, tag, &h, p);
+			break;
+		default:
+			/* the type after a request's is its reply's */
+			ret = h.seq ? fp_send(fp, (uint8_t)(h.type + 1), F_REPLY,
+					      h.seq, -EINVAL, NULL, 0) : 0;
+			break;
+		}
+		if (ret)
+			return ret;
+	}
+	return -ETIMEDOUT;
+}
+
+static void fake_home(struct __test_metadata *_metadata)
+{
+	uint64_t inc1 = 0x3a11000000000001ULL ^ c_now_ms() << 8;
+	struct fake_peer fp;
+	int ret;
+
+	ASSERT_EQ(0, c_poll(0, W_RP_READY, 1, 120, NULL));
+	ret = c_fake_node_up(&fp, inc1);
+	ASSERT_EQ(0, ret) TH_LOG("incarnation 1: %s", strerror(-ret));
+	ASSERT_EQ(0, c_put(C.self, W_RP_UP, 1));
+	ret = be_home(&fp, TAG_O1, W_RP_HELD);
+	ASSERT_EQ(0, ret) TH_LOG("incarnation 1 serving: %s", strerror(-ret));
+	/* the restart: the old connection goes, a new incarnation dials */
+	fp_close(&fp);
+	ret = c_fake_node_up(&fp, inc1 + 0x100);
+	ASSERT_EQ(0, ret) TH_LOG("incarnation 2: %s", strerror(-ret));
+	ASSERT_EQ(0, c_put(C.self, W_RP_UP, 2));
+	ret = be_home(&fp, TAG_O2, W_RP_DONE);
+	EXPECT_EQ(0, ret) TH_LOG("incarnation 2 serving: %s", strerror(-ret));
+	fp_close(&fp);
+}
+
+/* ---- node 0: the module under test ----------------------------------------- */
+
+/* A BORROW of O into *b: 0 or -errno. */
+static int borrow_o(struct odsm_borrow *b)
+{
+	*b = (struct odsm_borrow){ .gaddr = o_colored() };
+	return ioctl(odsm_rt.fd, ODSM_IOC_BORROW, b) ? -errno : 0;
+}
+
+/* A RETURN of O's copy at addr: 0 or -errno. */
+static int return_o(uint64_t addr)
+{
+	struct odsm_borrow b = { .gaddr = o_colored(), .addr = addr };
+
+	return ioctl(odsm_rt.fd, ODSM_IOC_RETURN, &b) ? -errno : 0;
+}
+
+/* Do the bytes at addr hold incarnation tag's O? */
+static bool holds(uint64_t addr, unsigned int tag)
+{
+	return c_check((const uint8_t *)(uintptr_t)addr, O_SIZE,
+		       C.nodes - 1, tag) < 0;
+}
+
+static void target(struct __test_metadata *_metadata)
+{
+	struct odsm_drop_copies d = { 0 };
+	struct odsm_borrow b1, b2, b3;
+	uint64_t end;
+	int ret;
+
+	ASSERT_EQ(0, c_put(C.self, W_RP_READY, 1));
+	ASSERT_EQ(0, c_poll(1, W_RP_UP, 1, 120, NULL));
+	ASSERT_TRUE(c_fake_node_is_up());
+
+	/* 1. copy 1, incarnation 1's */
+	ret = borrow_o(&b1);
+	ASSERT_EQ(0, ret) TH_LOG("borrow of O: %s", odsm_strerror(ret));
+	ASSERT_EQ(O_SIZE, b1.size);
+	ASSERT_TRUE(holds(b1.addr, TAG_O1));
+
+	/* 2. the home restarts; copy 2, incarnation 2's */
+	ASSERT_EQ(0, c_put(C.self, W_RP_HELD, 1));
+	ret = c_poll(1, W_RP_UP, 2, 120, NULL);
+	end = c_now_ms() + 10000;
+	while (!ret && !c_fake_node_is_up() && c_now_ms() < end)
+		c_sleep_ms(20);
+	ASSERT_TRUE(!ret && c_fake_node_is_up()) {
+		c_put(C.self, W_RP_DONE, 1);
+		TH_LOG("incarnation 2 of the home did not come up");
+	}
+	ret = borrow_o(&b2);
+	ASSERT_EQ(0, ret) TH_LOG("borrow of O again: %s", odsm_strerror(ret));
+	EXPECT_EQ((uint32_t)ODSM_BORROWED_MISS, b2.result);
+	EXPECT_NE(b1.addr, b2.addr);
+	EXPECT_TRUE(holds(b2.addr, TAG_O2));
+	EXPECT_TRUE(holds(b1.addr, TAG_O1)) {
+		TH_LOG("copy 1, still borrowed, changed");
+	}
+
+	/* 3. copy 1 goes back; the idle copies are dropped */
+	EXPECT_EQ(0, return_o(b1.addr));
+	ASSERT_EQ(0, ioctl(odsm_rt.fd, ODSM_IOC_DROP_COPIES, &d));
+
+	/* 4. copy 2 is still referenced: a hit */
+	ret = borrow_o(&b3);
+	ASSERT_EQ(0, ret) TH_LOG("the third borrow of O: %s", odsm_strerror(ret));
+	TH_LOG("after copy 1's return: dropped %llu, kept %llu; the next borrow: %s",
+	       (unsigned long long)d.dropped, (unsigned long long)d.kept,
+	       b3.result == ODSM_BORROWED_HIT ? "a hit" : "a miss");
+	EXPECT_EQ((uint32_t)ODSM_BORROWED_HIT, b3.result) {
+		TH_LOG("copy 1's return dropped copy 2's reference");
+	}
+	EXPECT_EQ(b2.addr, b3.addr);
+	EXPECT_TRUE(holds(b3.addr, TAG_O2));
+
+	/* copy 2's two references go back, then there is none */
+	EXPECT_EQ(0, return_o(b3.addr));
+	EXPECT_EQ(0, return_o(b2.addr));
+	EXPECT_EQ(-ENOENT, return_o(b2.addr));
+	EXPECT_EQ(-ENOENT, return_o(b1.addr));
+	ASSERT_EQ(0, c_put(C.self, W_RP_DONE, 1));
+}
+
+TEST_F_TIMEOUT(cl, return_names_its_copy, 300)
+{
+	C_FAKE_NODE_BEGIN();
+	if (C.self == 0)
+		target(_metadata);
+	else
+		fake_home(_metadata);
+}
+
+TEST_HARNESS_MAIN
