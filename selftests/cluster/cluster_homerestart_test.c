@@ -101,15 +101,6 @@ struct home {
 	unsigned int frees;	/* FREEs of anything */
 };
 
-static int pong(struct fake_peer *fp, const struct fp_hdr *h,
-		const uint8_t *p)
-{
-	uint8_t b[16] = { 0 };
-
-	memcpy(b, p, 8);
-	return fp_send(fp, T_PONG, F_REPLY, h->seq, 0, b, sizeof(b));
-}
-
 /* The FETCH in p: incarnation hm's object's bytes, or -ESTALE. */
 static int fetch(struct fake_peer *fp, struct home *hm,
 		 const struct fp_hdr *h, const uint8_t *p)
@@ -152,60 +143,31 @@ static int fetch(struct fake_peer *fp, struct home *hm,
 }
 
 /*
- * Be incarnation hm->inc of the home on fp until node 0's word stop is
- * set: answer PINGs, FETCHes of M and C, and FREEs (a free of one of its
- * objects succeeds, as the new object there would be freed).  0 or -errno.
+ * The requests incarnation hm->inc of the home serves (c_fake_home()):
+ * FETCHes of M and C, and FREEs (a free of one of its objects succeeds,
+ * as the new object there would be freed).
  */
-static int be_home(struct fake_peer *fp, struct home *hm, unsigned int stop)
+static int serve(struct fake_peer *fp, const struct fp_hdr *h,
+		 const uint8_t *p, void *ctx)
 {
-	uint64_t end = c_now_ms() + 240000, v;
-	uint8_t p[64];
-	struct fp_hdr h;
-	int ret;
+	struct home *hm = ctx;
+	uint64_t a;
 
-	while (c_now_ms() < end) {
-		if (!c_get(0, stop, &v) && v)
-			return 0;
-		ret = fp_recv(fp, &h, p, sizeof(p), 1);
-		if (ret == -ETIMEDOUT)
-			continue;
-		if (ret)
-			return ret;
-		if (h.flags & F_REPLY)
-			continue;		/* the READ's, or late */
-		switch (h.type) {
-		case T_PING:
-			ret = h.len == 8 ? pong(fp, &h, p) : 0;
-			break;
-		case T_FETCH:
-			ret = fetch(fp, hm, &h, p);
-			break;
-		case T_FREE: {
-			uint64_t a = h.len == 8 ? odsm_addr_of(get64(p)) : 0;
-			bool ours = a == fake_obj(M_OFF) ||
-				    a == fake_obj(C_OFF);
-
-			hm->frees++;
-			if (a == fake_obj(M_OFF))
-				hm->frees_m++;
-			fprintf(stderr, "# the home's incarnation %u got a FREE of %#" PRIx64 "\n",
-				hm->inc, h.len == 8 ? get64(p) : 0);
-			ret = fp_send(fp, T_FREE_REPLY, F_REPLY, h.seq,
-				      ours ? 0 : -EINVAL, NULL, 0);
-			break;
-		}
-		default:
-			/* a request it does not serve; the type after a
-			 * request's is its reply's
-			 */
-			ret = h.seq ? fp_send(fp, (uint8_t)(h.type + 1), F_REPLY,
-					      h.seq, -EINVAL, NULL, 0) : 0;
-			break;
-		}
-		if (ret)
-			return ret;
+	switch (h->type) {
+	case T_FETCH:
+		return fetch(fp, hm, h, p);
+	case T_FREE:
+		a = h->len == 8 ? odsm_addr_of(get64(p)) : 0;
+		hm->frees++;
+		if (a == fake_obj(M_OFF))
+			hm->frees_m++;
+		fprintf(stderr, "# the home's incarnation %u got a FREE of %#" PRIx64 "\n",
+			hm->inc, h->len == 8 ? get64(p) : 0);
+		return fp_send(fp, T_FREE_REPLY, F_REPLY, h->seq,
+			       a == fake_obj(M_OFF) || a == fake_obj(C_OFF) ?
+			       0 : -EINVAL, NULL, 0);
 	}
-	return -ETIMEDOUT;
+	return -ENOSYS;
 }
 
 static void fake_home(struct __test_metadata *_metadata)
@@ -219,7 +181,7 @@ static void fake_home(struct __test_metadata *_metadata)
 	ret = c_fake_node_up(&fp, inc1);
 	ASSERT_EQ(0, ret) TH_LOG("incarnation 1: %s", strerror(-ret));
 	ASSERT_EQ(0, c_put(C.self, W_HR_UP, 1));
-	ret = be_home(&fp, &hm, W_HR_HELD);
+	ret = c_fake_home(&fp, W_HR_HELD, 240, serve, &hm);
 	ASSERT_EQ(0, ret) TH_LOG("incarnation 1 serving: %s", strerror(-ret));
 	TH_LOG("incarnation 1 served %u FETCHes, got %u FREEs", hm.fetches,
 	       hm.frees);
@@ -230,7 +192,7 @@ static void fake_home(struct __test_metadata *_metadata)
 	ret = c_fake_node_up(&fp, inc1 + 0x100);
 	ASSERT_EQ(0, ret) TH_LOG("incarnation 2: %s", strerror(-ret));
 	ASSERT_EQ(0, c_put(C.self, W_HR_UP, 2));
-	ret = be_home(&fp, &hm, W_HR_DONE);
+	ret = c_fake_home(&fp, W_HR_DONE, 240, serve, &hm);
 	EXPECT_EQ(0, ret) TH_LOG("incarnation 2 serving: %s", strerror(-ret));
 	TH_LOG("incarnation 2 served %u FETCHes, got %u FREEs (%u of M's address)",
 	       hm.fetches, hm.frees, hm.frees_m);

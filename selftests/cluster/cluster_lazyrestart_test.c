@@ -94,15 +94,6 @@ struct home {
 	unsigned int fetches;	/* FETCHes of L it served */
 };
 
-static int pong(struct fake_peer *fp, const struct fp_hdr *h,
-		const uint8_t *p)
-{
-	uint8_t b[16] = { 0 };
-
-	memcpy(b, p, 8);
-	return fp_send(fp, T_PONG, F_REPLY, h->seq, 0, b, sizeof(b));
-}
-
 /* The FETCH in p: incarnation hm's L's bytes, or -ESTALE. */
 static int fetch(struct fake_peer *fp, struct home *hm,
 		 const struct fp_hdr *h, const uint8_t *p)
@@ -137,44 +128,11 @@ static int fetch(struct fake_peer *fp, struct home *hm,
 		       FETCH_REPLY_LEN + n);
 }
 
-/*
- * Be incarnation hm->inc of the home on fp until node 0's word stop is
- * set: answer PINGs and FETCHes of L, refuse the rest.  0 or -errno.
- */
-static int be_home(struct fake_peer *fp, struct home *hm, unsigned int stop)
+/* The requests incarnation hm->inc of the home serves: FETCHes of L. */
+static int serve(struct fake_peer *fp, const struct fp_hdr *h,
+		 const uint8_t *p, void *ctx)
 {
-	uint64_t end = c_now_ms() + 120000, v;
-	uint8_t p[64];
-	struct fp_hdr h;
-	int ret;
-
-	while (c_now_ms() < end) {
-		if (!c_get(0, stop, &v) && v)
-			return 0;
-		ret = fp_recv(fp, &h, p, sizeof(p), 1);
-		if (ret == -ETIMEDOUT)
-			continue;
-		if (ret)
-			return ret;
-		if (h.flags & F_REPLY)
-			continue;		/* the READ's, or late */
-		switch (h.type) {
-		case T_PING:
-			ret = h.len == 8 ? pong(fp, &h, p) : 0;
-			break;
-		case T_FETCH:
-			ret = fetch(fp, hm, &h, p);
-			break;
-		default:
-			/* the type after a request's is its reply's */
-			ret = h.seq ? fp_send(fp, (uint8_t)(h.type + 1), F_REPLY,
-					      h.seq, -EINVAL, NULL, 0) : 0;
-			break;
-		}
-		if (ret)
-			return ret;
-	}
-	return -ETIMEDOUT;
+	return h->type == T_FETCH ? fetch(fp, ctx, h, p) : -ENOSYS;
 }
 
 static void fake_home(struct __test_metadata *_metadata)
@@ -188,7 +146,7 @@ static void fake_home(struct __test_metadata *_metadata)
 	ret = c_fake_node_up(&fp, inc1);
 	ASSERT_EQ(0, ret) TH_LOG("incarnation 1: %s", strerror(-ret));
 	ASSERT_EQ(0, c_put(C.self, W_LR_UP, 1));
-	ret = be_home(&fp, &hm, W_LR_HELD);
+	ret = c_fake_home(&fp, W_LR_HELD, 120, serve, &hm);
 	ASSERT_EQ(0, ret) TH_LOG("incarnation 1 serving: %s", strerror(-ret));
 	TH_LOG("incarnation 1 served %u FETCHes of L", hm.fetches);
 	EXPECT_LE(2U, hm.fetches);	/* the borrow's, the first page's */
@@ -198,7 +156,7 @@ static void fake_home(struct __test_metadata *_metadata)
 	ret = c_fake_node_up(&fp, inc1 + 0x100);
 	ASSERT_EQ(0, ret) TH_LOG("incarnation 2: %s", strerror(-ret));
 	ASSERT_EQ(0, c_put(C.self, W_LR_UP, 2));
-	ret = be_home(&fp, &hm, W_LR_DONE);
+	ret = c_fake_home(&fp, W_LR_DONE, 120, serve, &hm);
 	EXPECT_EQ(0, ret) TH_LOG("incarnation 2 serving: %s", strerror(-ret));
 	/* refused by its incarnation, the fetch is not even sent */
 	TH_LOG("incarnation 2 served %u FETCHes of L", hm.fetches);

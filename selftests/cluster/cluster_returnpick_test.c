@@ -92,51 +92,18 @@ static int fetch(struct fake_peer *fp, unsigned int tag,
 		       FETCH_REPLY_LEN + n);
 }
 
-/*
- * Be the home whose O has the bytes tagged tag until node 0's word stop is
- * set: answer PINGs and FETCHes of O, refuse the rest.  0 or -errno.
- */
-static int be_home(struct fake_peer *fp, unsigned int tag, unsigned int stop)
+/* The requests the home serves: FETCHes of O, its bytes tagged *ctx. */
+static int serve(struct fake_peer *fp, const struct fp_hdr *h,
+		 const uint8_t *p, void *ctx)
 {
-	uint64_t end = c_now_ms() + 120000, v;
-	uint8_t p[64], b[16] = { 0 };
-	struct fp_hdr h;
-	int ret;
-
-	while (c_now_ms() < end) {
-		if (!c_get(0, stop, &v) && v)
-			return 0;
-		ret = fp_recv(fp, &h, p, sizeof(p), 1);
-		if (ret == -ETIMEDOUT)
-			continue;
-		if (ret)
-			return ret;
-		if (h.flags & F_REPLY)
-			continue;
-		switch (h.type) {
-		case T_PING:
-			memcpy(b, p, 8);
-			ret = h.len == 8 ? fp_send(fp, T_PONG, F_REPLY, h.seq,
-						   0, b, sizeof(b)) : 0;
-			break;
-		case T_FETCH:
-			ret = fetch(fp, tag, &h, p);
-			break;
-		default:
-			/* the type after a request's is its reply's */
-			ret = h.seq ? fp_send(fp, (uint8_t)(h.type + 1), F_REPLY,
-					      h.seq, -EINVAL, NULL, 0) : 0;
-			break;
-		}
-		if (ret)
-			return ret;
-	}
-	return -ETIMEDOUT;
+	return h->type == T_FETCH ? fetch(fp, *(unsigned int *)ctx, h, p) :
+				    -ENOSYS;
 }
 
 static void fake_home(struct __test_metadata *_metadata)
 {
 	uint64_t inc1 = 0x3a11000000000001ULL ^ c_now_ms() << 8;
+	unsigned int tag = TAG_O1;
 	struct fake_peer fp;
 	int ret;
 
@@ -144,14 +111,15 @@ static void fake_home(struct __test_metadata *_metadata)
 	ret = c_fake_node_up(&fp, inc1);
 	ASSERT_EQ(0, ret) TH_LOG("incarnation 1: %s", strerror(-ret));
 	ASSERT_EQ(0, c_put(C.self, W_RP_UP, 1));
-	ret = be_home(&fp, TAG_O1, W_RP_HELD);
+	ret = c_fake_home(&fp, W_RP_HELD, 120, serve, &tag);
 	ASSERT_EQ(0, ret) TH_LOG("incarnation 1 serving: %s", strerror(-ret));
 	/* the restart: the old connection goes, a new incarnation dials */
 	fp_close(&fp);
 	ret = c_fake_node_up(&fp, inc1 + 0x100);
 	ASSERT_EQ(0, ret) TH_LOG("incarnation 2: %s", strerror(-ret));
 	ASSERT_EQ(0, c_put(C.self, W_RP_UP, 2));
-	ret = be_home(&fp, TAG_O2, W_RP_DONE);
+	tag = TAG_O2;
+	ret = c_fake_home(&fp, W_RP_DONE, 120, serve, &tag);
 	EXPECT_EQ(0, ret) TH_LOG("incarnation 2 serving: %s", strerror(-ret));
 	fp_close(&fp);
 }

@@ -44,48 +44,21 @@ FIXTURE_TEARDOWN(cl)
 /* ---- node 1: the fake node, the home ---------------------------------------- */
 
 /*
- * Answer node 0's PINGs and READs until its word W_WR_DONE is set: the
- * first READ with an ATOMIC_REPLY, the next ones with READ_REPLYs; other
- * requests get -EINVAL.  The READs answered in *reads.  0 or -errno.
+ * The requests the home serves (c_fake_home()): node 0's READs, the
+ * first with an ATOMIC_REPLY, the next ones with READ_REPLYs; *ctx
+ * counts them.
  */
-static int be_home(struct fake_peer *fp, unsigned int *reads)
+static int serve(struct fake_peer *fp, const struct fp_hdr *h,
+		 const uint8_t *p, void *ctx)
 {
-	uint64_t end = c_now_ms() + 120000, v;
-	uint8_t p[64], b[16] = { 0 };
-	struct fp_hdr h;
-	int ret;
+	unsigned int *reads = ctx;
+	uint8_t b[8];
 
-	while (c_now_ms() < end) {
-		if (!c_get(0, W_WR_DONE, &v) && v)
-			return 0;
-		ret = fp_recv(fp, &h, p, sizeof(p), 1);
-		if (ret == -ETIMEDOUT)
-			continue;
-		if (ret)
-			return ret;
-		if (h.flags & F_REPLY)
-			continue;
-		switch (h.type) {
-		case T_PING:
-			memcpy(b, p, 8);
-			ret = h.len == 8 ? fp_send(fp, T_PONG, F_REPLY, h.seq,
-						   0, b, sizeof(b)) : 0;
-			break;
-		case T_READ:
-			put64(b, (*reads)++ ? WR_RIGHT : WR_WRONG);
-			ret = fp_send(fp, *reads == 1 ? T_ATOMIC_REPLY :
-					  T_READ_REPLY, F_REPLY, h.seq, 0, b, 8);
-			break;
-		default:
-			/* the type after a request's is its reply's */
-			ret = h.seq ? fp_send(fp, (uint8_t)(h.type + 1), F_REPLY,
-					      h.seq, -EINVAL, NULL, 0) : 0;
-			break;
-		}
-		if (ret)
-			return ret;
-	}
-	return -ETIMEDOUT;
+	if (h->type != T_READ)
+		return -ENOSYS;
+	put64(b, (*reads)++ ? WR_RIGHT : WR_WRONG);
+	return fp_send(fp, *reads == 1 ? T_ATOMIC_REPLY : T_READ_REPLY,
+		       F_REPLY, h->seq, 0, b, sizeof(b));
 }
 
 static void fake_home(struct __test_metadata *_metadata)
@@ -97,7 +70,7 @@ static void fake_home(struct __test_metadata *_metadata)
 	ret = c_fake_node_up(&fp, 0);
 	ASSERT_EQ(0, ret) TH_LOG("the fake node's handshake: %s", strerror(-ret));
 	ASSERT_EQ(0, c_put(C.self, W_WR_UP, 1));
-	ret = be_home(&fp, &reads);
+	ret = c_fake_home(&fp, W_WR_DONE, 120, serve, &reads);
 	EXPECT_EQ(0, ret) TH_LOG("serving: %s", strerror(-ret));
 	EXPECT_EQ(2U, reads);
 	fp_close(&fp);

@@ -6,7 +6,8 @@
  * 0, the module under test, and node 1, the fake node's host, over TCP
  * only (the fake peer speaks TCP), and they SKIP anywhere else.
  *
- * Include after odsm_cluster.h and fake_peer.h.
+ * Include after odsm_cluster.h and fake_peer.h.  A fake home serves node 0
+ * with c_fake_home().
  */
 #ifndef _ODSM_FAKE_NODE_H
 #define _ODSM_FAKE_NODE_H
@@ -85,6 +86,60 @@ static inline int c_fake_node_up(struct fake_peer *fp, uint64_t inc)
 		return -EIO;
 	ret = fp_reply(fp, seq, &st, b, sizeof(b), 30);
 	return ret ?: st;
+}
+
+/*
+ * A fake home's server of requests: answer the request h (the first 64
+ * bytes of its payload in p) on fp; 0 or -errno, -ENOSYS for a request it
+ * does not serve.  ctx is the caller's.
+ */
+typedef int (*c_fake_serve_fn)(struct fake_peer *fp, const struct fp_hdr *h,
+			       const uint8_t *p, void *ctx);
+
+/*
+ * Be the fake node's home on fp until node 0's word stop is set (0), or
+ * for secs at most (-ETIMEDOUT): answer node 0's PINGs (so it keeps the
+ * fake node up), hand every request to serve and refuse with -EINVAL
+ * those it does not serve; replies (to the fake node's own READs, or
+ * late ones) are dropped.  Another error: the connection's.
+ */
+static inline int c_fake_home(struct fake_peer *fp, unsigned int stop,
+			      unsigned int secs, c_fake_serve_fn serve,
+			      void *ctx)
+{
+	uint64_t end = c_now_ms() + secs * 1000ULL, v;
+	uint8_t p[64], pong[16];
+	struct fp_hdr h;
+	int ret;
+
+	while (c_now_ms() < end) {
+		if (!c_get(0, stop, &v) && v)
+			return 0;
+		ret = fp_recv(fp, &h, p, sizeof(p), 1);
+		if (ret == -ETIMEDOUT)
+			continue;
+		if (ret)
+			return ret;
+		if (h.flags & F_REPLY)
+			continue;
+		if (h.type == T_PING) {
+			/* the node's heartbeat: echo its send_ns */
+			memset(pong, 0, sizeof(pong));
+			memcpy(pong, p, 8);
+			ret = h.len == 8 ? fp_send(fp, T_PONG, F_REPLY, h.seq,
+						   0, pong, sizeof(pong)) : 0;
+		} else {
+			ret = serve(fp, &h, p, ctx);
+			/* the type after a request's is its reply's */
+			if (ret == -ENOSYS)
+				ret = h.seq ? fp_send(fp, (uint8_t)(h.type + 1),
+						      F_REPLY, h.seq, -EINVAL,
+						      NULL, 0) : 0;
+		}
+		if (ret)
+			return ret;
+	}
+	return -ETIMEDOUT;
 }
 
 #endif /* _ODSM_FAKE_NODE_H */
