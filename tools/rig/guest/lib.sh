@@ -138,7 +138,22 @@ rxe_counters() {
 	done
 	# the root qdisc's line comes first and counts its children's drops
 	v=$(/usr/sbin/tc -s qdisc show dev eth0 2>/dev/null | grep -m 1 -o 'dropped [0-9]*')
-	mark rxe_counters "$line qdisc_dropped=${v#dropped }"
+	line="$line qdisc_dropped=${v#dropped }"
+	# packets the receiving side dropped before Soft-RoCE saw them: the
+	# backlog's (softnet_stat's second column, hex, per CPU) and the NIC's
+	v=0
+	while read -r _ d _; do
+		v=$((v + 0x$d))
+	done < /proc/net/softnet_stat
+	line="$line backlog_dropped=$v"
+	v=$(cat /sys/class/net/eth0/statistics/rx_dropped 2>/dev/null)
+	line="$line rx_dropped=${v:-?}"
+	# and UDP's, which carries RoCE v2: its errors (a bad checksum among
+	# them) and its checksum errors alone
+	v=$(grep '^Udp: [0-9]' /proc/net/snmp)
+	# shellcheck disable=SC2086 # split into the fields on purpose
+	set -- $v
+	mark rxe_counters "$line udp_in_errors=${4:-?} udp_csum_errors=${8:-?}"
 }
 
 # wait_peers_report PEER: what the node knows of its link when PEER never
