@@ -194,6 +194,44 @@ static void credit_done(struct ib_cq *cq, struct ib_wc *wc)
 	sent(container_of(wc->wr_cqe, struct odsm_rdma_conn, msg.credit_cqe), wc);
 }
 
+/*
+ * The data QP as the device sees it, beside our credits, when a
+ * connection stalls or its peer ends it: the next PSN it sends and the
+ * next it expects, to read against the peer's line (a PSN sent that the
+ * peer never expected is lost on the way, one it expects that we never
+ * sent was never sent).  res_sem is only tried: the CM handler calls
+ * this, and the teardown waits for the CM's handlers under it.
+ */
+void odsm_rdma_qp_report(struct odsm_rdma_conn *x, const char *why)
+{
+	struct ib_qp_init_attr init;
+	struct ib_qp_attr a;
+	int ret = -EAGAIN;
+	u32 qpn = 0;
+
+	if (down_read_trylock(&x->res_sem)) {
+		ret = -ENODEV;
+		if (!x->torn) {
+			qpn = x->qp->qp_num;
+			ret = ib_query_qp(x->qp, &a, IB_QP_STATE |
+					  IB_QP_SQ_PSN | IB_QP_RQ_PSN, &init);
+		}
+		up_read(&x->res_sem);
+	}
+	if (ret) {
+		pr_notice_ratelimited("rdma %s node %d: QP not read (%d)\n",
+				      why, odsm_conn_peer_id(x->conn), ret);
+		return;
+	}
+	pr_notice_ratelimited("rdma %s node %d: QP %u (state %d) sends PSN %u next, expects %u; credits %u, owed %u, send slots free %u of %u; one-sided operations %d (READs %d)\n",
+			      why, odsm_conn_peer_id(x->conn), qpn,
+			      a.qp_state, a.sq_psn, a.rq_psn,
+			      READ_ONCE(x->msg.credits), READ_ONCE(x->msg.owed),
+			      READ_ONCE(x->msg.sq_free), RDMA_SENDS,
+			      (int)hweight_long(READ_ONCE(x->os.busy)),
+			      atomic_read(&x->os.reads));
+}
+
 static int rdma_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		     const void *payload, u32 plen, const void *data, u32 dlen)
 {
@@ -228,11 +266,9 @@ static int rdma_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 				  msecs_to_jiffies(x->timeout_ms));
 	if (!left) {
 		tx_free(t);
-		pr_notice_ratelimited("rdma send to node %d: no credits for %u ms (credits %u, owed %u, send slots free %u of %u)\n",
-				      odsm_conn_peer_id(conn),
-				      x->timeout_ms, READ_ONCE(x->msg.credits),
-				      READ_ONCE(x->msg.owed),
-				      READ_ONCE(x->msg.sq_free), RDMA_SENDS);
+		pr_notice_ratelimited("rdma send to node %d: no credits for %u ms: connection closed\n",
+				      odsm_conn_peer_id(conn), x->timeout_ms);
+		odsm_rdma_qp_report(x, "stalled to");
 		odsm_conn_kill(conn);
 		return -ETIMEDOUT;
 	}
@@ -974,7 +1010,14 @@ static int rdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		rdma_fail(x);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
-		pr_info_ratelimited("rdma: the peer disconnected\n");
+		/*
+		 * The peer ended a connection that had work of ours in flight
+		 * (a leave has none): the peer's stall is read against ours.
+		 */
+		if (READ_ONCE(x->conn->authed) && !READ_ONCE(x->broken) &&
+		    (READ_ONCE(x->msg.sq_free) < RDMA_SENDS ||
+		     READ_ONCE(x->os.busy)))
+			odsm_rdma_qp_report(x, "disconnected by");
 		fallthrough;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 	case RDMA_CM_EVENT_ADDR_CHANGE:

@@ -79,6 +79,8 @@ void odsm_rdma_accept_param(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 bool odsm_rdma_is_rxe(struct ib_device *dev);
 void odsm_rdma_qp_event(struct ib_event *ev, void *ctx);
 u32 odsm_rdma_init_depth(struct ib_device *dev);
+/* the data QP's PSNs and our credits in the log, as why node N */
+void odsm_rdma_qp_report(struct odsm_rdma_conn *x, const char *why);
 int odsm_rdma_dial_prepare(struct odsm_rdma_conn *x, struct sockaddr_in dst,
 			   struct rdma_conn_param *p);
 int odsm_rdma_dial_connect(struct odsm_rdma_conn *x,

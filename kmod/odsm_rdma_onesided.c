@@ -173,6 +173,7 @@ static bool wait_wrs(struct odsm_rdma_conn *x, struct odsm_rdma_wait *w)
 		return true;
 	pr_notice_ratelimited("rdma: no completion in %u ms: connection closed\n",
 			      x->timeout_ms);
+	odsm_rdma_qp_report(x, "one-sided stall to");
 	odsm_conn_kill(x->conn);
 	return false;
 }
