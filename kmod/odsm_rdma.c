@@ -197,9 +197,10 @@ static void credit_done(struct ib_cq *cq, struct ib_wc *wc)
 /*
  * The data QP as the device sees it, beside our credits, when a
  * connection stalls or its peer ends it: the next PSN it sends and the
- * next it expects, to read against the peer's line (a PSN sent that the
- * peer never expected is lost on the way, one it expects that we never
- * sent was never sent).  res_sem is only tried: the CM handler calls
+ * next it expects, to read against the peer's line.  PSNs we sent that
+ * the peer does not expect yet were lost on the way or are held up at
+ * its responder (which passes a READ's PSNs only when the READ's last
+ * response has gone).  res_sem is only tried: the CM handler calls
  * this, and the teardown waits for the CM's handlers under it.
  */
 void odsm_rdma_qp_report(struct odsm_rdma_conn *x, const char *why)
