@@ -82,7 +82,7 @@ LIB_IHDR := userlib/odsm_deleg_int.h userlib/odsm_sync_int.h userlib/odsm_mutex_
 # pure logic shared with the module, linked into host programs
 CORE_SRC := kmod/odsm_palloc.c kmod/odsm_sizeclass.c kmod/odsm_wire.c kmod/odsm_cindex.c \
 	    kmod/odsm_dslot.c
-CORE_HDR := kmod/odsm_addr.h kmod/odsm_window.h kmod/odsm_palloc.h kmod/odsm_pubword.h kmod/odsm_sizeclass.h kmod/odsm_wire.h kmod/odsm_cindex.h \
+CORE_HDR := kmod/odsm_addr.h kmod/odsm_window.h kmod/odsm_credit.h kmod/odsm_palloc.h kmod/odsm_pubword.h kmod/odsm_sizeclass.h kmod/odsm_wire.h kmod/odsm_cindex.h \
 	    kmod/odsm_dslot.h uapi/linux/odsm_deleg.h \
 	    kmod/odsm_portable.h tools/include/odsm_kshim.h uapi/linux/odsm.h
 

@@ -22,8 +22,10 @@
  * SEND, or, once RDMA_CREDIT_BATCH are owed, in a zero-length credit-only
  * SEND.  A message needs two credits, a credit-only SEND one, so the last
  * credit is always there to return credits: two nodes that both ran out
- * cannot wait for each other.  A send without credits waits at most
- * timeout_ms, then fails and kills the connection.
+ * cannot wait for each other.  Senders of messages take the credits in
+ * the order they came (odsm_credit.h), and one waits as long as credits
+ * keep coming back or SENDs keep completing: only a connection that stood
+ * still for timeout_ms fails the send and is killed.
  *
  * Receiving: the CQ handler (IB_POLL_WORKQUEUE) queues each message for
  * the connection's receiver thread, which validates and delivers it like
@@ -110,26 +112,57 @@ static void tx_free(struct odsm_rdma_tx *t)
 }
 
 /*
- * Take need credits' worth of room (spending one credit) and a send slot;
- * the credits owed to the peer ride along in *imm.  1 taken, 0 not yet,
- * -1 the connection is broken.
+ * A message's credit: its ticket's turn, two credits' room (spending one)
+ * and a send slot; the credits owed to the peer ride along in *imm.
+ * 1 taken, 0 not yet, -1 the connection is broken.
  */
-static int take_credit(struct odsm_rdma_conn *x, u32 need, u32 *imm)
+static int take_credit(struct odsm_rdma_conn *x, u32 ticket, u32 *imm)
 {
+	bool next = false;
 	int ret = 0;
 
 	spin_lock(&x->msg.lock);
 	if (READ_ONCE(x->broken)) {
 		ret = -1;
-	} else if (x->msg.credits >= need && x->msg.sq_free) {
-		x->msg.credits--;
-		x->msg.sq_free--;
-		*imm = x->msg.owed;
-		x->msg.owed = 0;
+	} else if (odsm_credit_take_msg(&x->msg.k, ticket, imm)) {
+		next = odsm_credit_queued(&x->msg.k);
 		ret = 1;
 	}
 	spin_unlock(&x->msg.lock);
+	/* the next ticket's turn: it may find a credit left */
+	if (next)
+		wake_up_all(&x->msg.tx_wait);
 	return ret;
+}
+
+/*
+ * Wait for a message's credit, in turn.  The wait fails only when the
+ * connection stood still (no credit back, no SEND completed) for
+ * timeout_ms: under load a sender waits longer than that for its turn
+ * while the credits keep coming.  1 taken, 0 stalled, -1 broken.
+ */
+static int wait_credit(struct odsm_rdma_conn *x, u32 *imm)
+{
+	unsigned long limit = msecs_to_jiffies(x->timeout_ms);
+	bool stalled;
+	u32 ticket;
+	int got;
+
+	spin_lock(&x->msg.lock);
+	ticket = odsm_credit_ticket(&x->msg.k);
+	spin_unlock(&x->msg.lock);
+	for (;;) {
+		wait_event_timeout(x->msg.tx_wait,
+				   (got = take_credit(x, ticket, imm)) != 0,
+				   limit);
+		if (got)
+			return got;
+		spin_lock(&x->msg.lock);
+		stalled = odsm_credit_stalled(&x->msg.k, jiffies, limit);
+		spin_unlock(&x->msg.lock);
+		if (stalled)
+			return 0;
+	}
 }
 
 /*
@@ -145,17 +178,14 @@ static void send_credits(struct odsm_rdma_conn *x)
 	};
 	u32 imm;
 
+	bool take;
+
 	spin_lock(&x->msg.lock);
-	if (READ_ONCE(x->broken) || x->msg.owed < RDMA_CREDIT_BATCH ||
-	    !x->msg.credits || !x->msg.sq_free) {
-		spin_unlock(&x->msg.lock);
-		return;
-	}
-	x->msg.credits--;
-	x->msg.sq_free--;
-	imm = x->msg.owed;
-	x->msg.owed = 0;
+	take = !READ_ONCE(x->broken) &&
+	       odsm_credit_take_return(&x->msg.k, RDMA_CREDIT_BATCH, &imm);
 	spin_unlock(&x->msg.lock);
+	if (!take)
+		return;
 	wr.ex.imm_data = cpu_to_be32(imm);
 	if (ib_post_send(x->qp, &wr, NULL)) {
 		pr_notice_ratelimited("rdma: credits not returned (send queue full): connection closed\n");
@@ -173,7 +203,7 @@ static void sent(struct odsm_rdma_conn *x, struct ib_wc *wc)
 		rdma_fail(x);
 	}
 	spin_lock(&x->msg.lock);
-	x->msg.sq_free++;
+	odsm_credit_sent(&x->msg.k, jiffies);
 	spin_unlock(&x->msg.lock);
 	wake_up_all(&x->msg.tx_wait);
 	send_credits(x);
@@ -227,8 +257,8 @@ void odsm_rdma_qp_report(struct odsm_rdma_conn *x, const char *why)
 	pr_notice_ratelimited("rdma %s node %d: QP %u (state %d) sends PSN %u next, expects %u; credits %u, owed %u, send slots free %u of %u; one-sided operations %d (READs %d)\n",
 			      why, odsm_conn_peer_id(x->conn), qpn,
 			      a.qp_state, a.sq_psn, a.rq_psn,
-			      READ_ONCE(x->msg.credits), READ_ONCE(x->msg.owed),
-			      READ_ONCE(x->msg.sq_free), RDMA_SENDS,
+			      READ_ONCE(x->msg.k.credits), READ_ONCE(x->msg.k.owed),
+			      READ_ONCE(x->msg.k.sq_free), RDMA_SENDS,
 			      (int)hweight_long(READ_ONCE(x->os.busy)),
 			      atomic_read(&x->os.reads));
 }
@@ -245,8 +275,7 @@ static int rdma_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	};
 	struct ib_sge sge;
 	struct odsm_rdma_tx *t;
-	int got = 0, ret;
-	long left;
+	int got, ret;
 
 	if (total > RDMA_MSG_MAX)
 		return -EMSGSIZE;
@@ -262,12 +291,10 @@ static int rdma_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		memcpy(t->buf + ODSM_WIRE_HDR_SIZE + plen, data, dlen);
 
 	/* a message leaves the last credit for returning credits */
-	left = wait_event_timeout(x->msg.tx_wait,
-				  (got = take_credit(x, 2, &imm)) != 0,
-				  msecs_to_jiffies(x->timeout_ms));
-	if (!left) {
+	got = wait_credit(x, &imm);
+	if (!got) {
 		tx_free(t);
-		pr_notice_ratelimited("rdma send to node %d: no credits for %u ms: connection closed\n",
+		pr_notice_ratelimited("rdma send to node %d: no credit back and no send completed for %u ms: connection closed\n",
 				      odsm_conn_peer_id(conn), x->timeout_ms);
 		odsm_rdma_qp_report(x, "stalled to");
 		odsm_conn_kill(conn);
@@ -390,7 +417,7 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct odsm_rdma_conn *x = r->x;
 	u32 len = wc->byte_len, imm, given;
 	struct odsm_rdma_msg *m = NULL;
-	bool here = false;
+	bool here = false, ok;
 
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
@@ -434,11 +461,10 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	spin_lock(&x->msg.lock);
 	/* a peer returns no more than it was given */
-	given = RDMA_RECVS - x->msg.credits;
-	if (imm <= given)
-		x->msg.credits += imm;
+	given = RDMA_RECVS - x->msg.k.credits;
+	ok = odsm_credit_returned(&x->msg.k, imm, RDMA_RECVS, jiffies);
 	spin_unlock(&x->msg.lock);
-	if (imm > given) {
+	if (!ok) {
 		pr_notice_ratelimited("rdma: %u credits returned, %u outstanding: connection closed\n",
 				      imm, given);
 		goto out_bad;
@@ -449,7 +475,7 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 	spin_lock(&x->msg.lock);
-	x->msg.owed++;
+	odsm_credit_owe(&x->msg.k);
 	if (m)
 		list_add_tail(&m->node, &x->msg.rxq);
 	spin_unlock(&x->msg.lock);
@@ -582,8 +608,7 @@ struct odsm_rdma_conn *odsm_rdma_conn_alloc(u32 peer, bool dialled)
 	init_completion(&x->cm_done);
 	init_rwsem(&x->res_sem);
 	spin_lock_init(&x->msg.lock);
-	x->msg.credits = RDMA_RECVS;
-	x->msg.sq_free = RDMA_SENDS;
+	odsm_credit_init(&x->msg.k, RDMA_RECVS, RDMA_SENDS, jiffies);
 	x->msg.credit_cqe.done = credit_done;
 	INIT_LIST_HEAD(&x->msg.rxq);
 	init_waitqueue_head(&x->msg.tx_wait);
@@ -1016,7 +1041,7 @@ static int rdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		 * (a leave has none): the peer's stall is read against ours.
 		 */
 		if (READ_ONCE(x->conn->authed) && !READ_ONCE(x->broken) &&
-		    (READ_ONCE(x->msg.sq_free) < RDMA_SENDS ||
+		    (READ_ONCE(x->msg.k.sq_free) < RDMA_SENDS ||
 		     READ_ONCE(x->os.busy)))
 			odsm_rdma_qp_report(x, "disconnected by");
 		fallthrough;

@@ -17,6 +17,7 @@
 #include <rdma/rdma_cm.h>
 #include "odsm.h"
 #include "odsm_cluster.h"
+#include "odsm_credit.h"
 
 #define RDMA_RECVS		16	/* receive buffers = credits, per side */
 /* accepted connections before their handshake: from one address, in all */
@@ -182,9 +183,7 @@ struct odsm_rdma_msgs {
 	struct ib_cqe credit_cqe;
 	/* under lock */
 	spinlock_t lock;
-	u32 credits;			/* SENDs the peer has room for */
-	u32 owed;			/* credits to return to the peer */
-	u32 sq_free;			/* send queue slots */
+	struct odsm_credit k;		/* credits, owed, slots, turns */
 	struct list_head rxq;		/* rdma_msg, for the receiver */
 	wait_queue_head_t tx_wait;
 	wait_queue_head_t rx_wait;
