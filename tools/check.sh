@@ -243,6 +243,11 @@ for k in "${KVERS[@]}"; do
 		n=$1 xport=$2 extra=${3:-}
 		step "cluster $k: $n guests over $xport ${extra:+($extra)}"
 		skip=$flood
+		# two-way load over Soft-RoCE, where senders once starved for
+		# credits killed a healthy connection (testing.rst, "Two-way
+		# RDMA stalls"): on the 2-guest RDMA run, the flood's only
+		# program that needs no fake node
+		[ "$n.$xport" != 2.rdma ] || skip=${flood/cluster_twoway_test,/}
 		[ "$n" -le 3 ] || skip=$flood,$few
 		run_guests cluster "$k" "$n" "$LOGS/run-cluster-$n-$xport-$k.txt" "" \
 			"$n guests passed, kernel logs clean" "cluster of $n" \
