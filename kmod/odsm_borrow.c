@@ -417,6 +417,7 @@ long odsm_ioc_borrow_mut(struct odsm_fref *f, void __user *arg)
 	if (copy_from_user(&m, arg, sizeof(m)))
 		return -EFAULT;
 	if ((m.flags & ~ODSM_MUT_FLAGS) ||
+	    (m.addr && !(m.flags & ODSM_MUT_HELD_REF)) ||
 	    !odsm_reserved_zero(m.reserved, ARRAY_SIZE(m.reserved)))
 		return -EINVAL;
 	node = home_of_object(m.gaddr, &local);
@@ -431,7 +432,7 @@ long odsm_ioc_borrow_mut(struct odsm_fref *f, void __user *arg)
 		return copy_to_user(arg, &m, sizeof(m)) ? -EFAULT : 0;
 	}
 
-	ret = odsm_cache_take(f, m.gaddr, m.flags & ODSM_MUT_HELD_REF,
+	ret = odsm_cache_take(f, m.gaddr, m.flags & ODSM_MUT_HELD_REF, m.addr,
 			      &m.new_gaddr, &m.size, &inc);
 	if (!ret) {
 		m.result = ODSM_BORROWED_TAKEN;

@@ -1110,8 +1110,8 @@ int odsm_cache_return(struct odsm_fref *f, u64 cg, u64 addr)
 	return ret;
 }
 
-int odsm_cache_take(struct odsm_fref *f, u64 cg, bool held, u64 *local_cg,
-		    u64 *size, u64 *inc)
+int odsm_cache_take(struct odsm_fref *f, u64 cg, bool held, u64 addr,
+		    u64 *local_cg, u64 *size, u64 *inc)
 {
 	struct odsm_centry *e;
 	struct odsm_cnode *n;
@@ -1119,7 +1119,7 @@ int odsm_cache_take(struct odsm_fref *f, u64 cg, bool held, u64 *local_cg,
 
 	mutex_lock(&cache.lock);
 	if (held) {
-		e = find_held_locked(f, cg, 0);
+		e = find_held_locked(f, cg, addr);
 		if (!e || !fref_drop_locked(f, e->id)) {
 			mutex_unlock(&cache.lock);
 			return -EINVAL;		/* it holds no such reference */

@@ -131,14 +131,16 @@ int odsm_cache_return(struct odsm_fref *f, u64 cg, u64 addr);
 /*
  * For a mutable borrow: make the cached copy of exactly cg the object (it
  * leaves the cache, its slot stays).  Only a complete copy that nobody else
- * references; with held, f's own reference on it is consumed (and dropped
- * if the copy cannot be taken).  0 with the slot's colored address and the
+ * references; with held, f's own reference on the copy at addr (0: any
+ * copy of cg, the current one first) is consumed (and dropped if the copy
+ * cannot be taken), -EINVAL if f holds none.  0 with the slot's colored
+ * address and the
  * object's size, and the incarnation of the home the copy is of (where
  * the original is to be freed), or -ENOENT.  A copy of another
  * incarnation than the home's up one is never taken.
  */
-int odsm_cache_take(struct odsm_fref *f, u64 cg, bool held, u64 *local_cg,
-		    u64 *size, u64 *inc);
+int odsm_cache_take(struct odsm_fref *f, u64 cg, bool held, u64 addr,
+		    u64 *local_cg, u64 *size, u64 *inc);
 /*
  * Does a touch of addr need a fetch first?  1: addr lies in a lazily
  * filled copy (whose page the caller found absent); 0: no (no lazy copy

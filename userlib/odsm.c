@@ -403,8 +403,11 @@ int odsm__move_here(uint64_t *g, uint64_t *copy_ext)
 	if (!odsm_in_heap(*g))
 		return -EINVAL;
 	odsm__hit_release(*g);
-	if (held)
+	if (held) {
+		/* that copy, not any of *g's (a home's former incarnation's) */
 		m.flags = ODSM_MUT_HELD_REF;
+		m.addr = odsm__copy_of(*copy_ext);
+	}
 	ret = xioctl(ODSM_IOC_BORROW_MUT, &m);
 	if (copy_ext && (held || !ret))
 		*copy_ext &= ODSM_EXT_U;

@@ -126,7 +126,7 @@ enum {
 	 * cluster_deafpeer_test 255 .. 257, cluster_wrongreply_test
 	 * 258 .. 259, cluster_lazyrestart_test 260 .. 264,
 	 * cluster_delegwait_test 265 .. 267, cluster_returnpick_test
-	 * 270 .. 273
+	 * 270 .. 273, cluster_mutpick_test 274 .. 277
 	 */
 };
 

@@ -895,11 +895,20 @@ static void op_borrow_mut(struct worker *w)
 {
 	struct odsm_borrow_mut m = { 0 };
 	int i = -1, fd = w->fd;
+	unsigned int r;
 
 	if (w->nheld && chance(w, 30)) {
 		i = (int)below(w, w->nheld);
 		m.gaddr = w->held[i].cg;
 		m.flags = ODSM_MUT_HELD_REF;
+		/* the copy named, mostly, as libodsm does; or any (0), or
+		 * one it does not hold (-EINVAL, nothing consumed)
+		 */
+		r = below(w, 100);
+		if (r < 80)
+			m.addr = w->held[i].addr;
+		else if (r < 85)
+			m.addr = w->held[i].addr + 64;
 		if (w->held[i].shared_fd)
 			fd = pfd;
 	} else {

@@ -67,6 +67,7 @@ static struct {
 	unsigned int last_alloc_flags;	/* of the last ODSM_IOC_ALLOC */
 	uint64_t last_wb[3];		/* owner, g, ext of the last write-back */
 	uint32_t last_mut_flags;
+	uint64_t last_mut_addr;		/* the held copy it named */
 	unsigned int peer_state;	/* what ODSM_IOC_STATUS says of node 1 */
 } fk = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -253,7 +254,9 @@ static int fk_borrow_mut(struct odsm_borrow_mut *m)
 
 	fk.st.muts++;
 	fk.last_mut_flags = m->flags;
-	if (m->flags & ~ODSM_MUT_FLAGS)
+	fk.last_mut_addr = m->addr;
+	if ((m->flags & ~ODSM_MUT_FLAGS) ||
+	    (m->addr && !(m->flags & ODSM_MUT_HELD_REF)) || m->reserved[0])
 		return -EINVAL;
 	o = fk_object(m->gaddr);
 	if (!o)
@@ -266,7 +269,8 @@ static int fk_borrow_mut(struct odsm_borrow_mut *m)
 	}
 	c = fk_copy_of(m->gaddr);
 	if (m->flags & ODSM_MUT_HELD_REF) {
-		if (!c || !c->refs)
+		/* the copy it names (one per address here), or any */
+		if (!c || !c->refs || (m->addr && m->addr != c->slot))
 			return -EINVAL;
 		c->refs--;		/* consumed, whatever follows */
 		fk.st.held++;

@@ -153,6 +153,7 @@ TEST_F(lib, foreign_copy_words_are_ignored)
 	d.ext = foreign;
 	ASSERT_EQ(0, odsm_box_write(&d, &w));
 	EXPECT_EQ(0U, fk.last_mut_flags);
+	EXPECT_EQ(0ULL, fk.last_mut_addr);
 	EXPECT_EQ(1UL, fk_snap().moved);
 	EXPECT_EQ(ODSM_EXT_U, d.ext);
 	EXPECT_EQ(1UL, fk_snap().returns);
@@ -179,6 +180,8 @@ TEST_F(lib, owner_read_keeps_a_copy_and_owner_write_takes_it)
 	s = fk_snap();
 	EXPECT_EQ(1UL, s.muts);
 	EXPECT_EQ((uint32_t)ODSM_MUT_HELD_REF, fk.last_mut_flags);
+	/* named by its address: not any copy of the object's */
+	EXPECT_EQ((uint64_t)(uintptr_t)p, fk.last_mut_addr);
 	EXPECT_EQ(1UL, s.taken);
 	EXPECT_EQ(0UL, s.moved);
 	EXPECT_EQ(p, w);		/* the copy itself */
@@ -255,6 +258,7 @@ TEST_F(lib, mutable_borrow_moves_and_bumps_once)
 	ASSERT_EQ(0, odsm_borrow_mut(&b, &m, &w));
 	EXPECT_EQ(1UL, fk_snap().moved);
 	EXPECT_EQ(0U, fk.last_mut_flags);	/* the box held no copy */
+	EXPECT_EQ(0ULL, fk.last_mut_addr);
 	EXPECT_TRUE(odsm_is_local(m.g));
 	EXPECT_EQ((uint64_t)(uintptr_t)&b | ODSM_EXT_U, m.ext);
 	EXPECT_TRUE(all(w, SZ, 8));
@@ -330,6 +334,7 @@ TEST_F(lib, mutable_borrow_takes_the_owner_copy)
 	ASSERT_EQ(0, odsm_box_read(&b, &p));
 	ASSERT_EQ(0, odsm_borrow_mut(&b, &m, &w));
 	EXPECT_EQ((uint32_t)ODSM_MUT_HELD_REF, fk.last_mut_flags);
+	EXPECT_EQ((uint64_t)(uintptr_t)p, fk.last_mut_addr);
 	EXPECT_EQ(1UL, fk_snap().taken);
 	EXPECT_EQ(p, w);
 	EXPECT_EQ(0ULL, odsm__copy_of(b.ext));	/* consumed */

@@ -339,8 +339,9 @@ struct odsm_borrow {
 /* Flags of struct odsm_borrow_mut. */
 #define ODSM_MUT_HELD_REF	_BITUL(0)	/* the caller holds a reference
 						 * on a cached copy of gaddr
-						 * (from BORROW); the borrow
-						 * consumes it
+						 * (from BORROW), the one at
+						 * addr; the borrow consumes
+						 * it
 						 */
 #define ODSM_MUT_KEEP_ORIGINAL	_BITUL(1)	/* leave the original at its
 						 * home: the write-back that
@@ -358,7 +359,13 @@ struct odsm_borrow {
  * it).  When this node caches a copy of exactly gaddr that no one else
  * references, that copy becomes the object and nothing is transferred
  * (DRust Algorithm 8, "a local copy exists").
- * in:  gaddr (the owner's colored address), flags ODSM_MUT_*.
+ * in:  gaddr (the owner's colored address), flags ODSM_MUT_*; with
+ *      ODSM_MUT_HELD_REF, addr: the copy whose reference the caller holds,
+ *      the address its BORROW answered, or 0 for any copy of gaddr the
+ *      file references (as ODSM_IOC_RETURN: a file can hold copies of two
+ *      incarnations of a home at one colored address, and by gaddr alone
+ *      the current copy's reference is the one consumed, which another
+ *      borrow of the caller may be using).  Without it, addr is 0.
  * out: new_gaddr (colored, in this partition), size, result
  *      (ODSM_BORROWED_LOCAL / MOVED / TAKEN).
  * The caller writes new_gaddr back into the owner when the borrow ends
@@ -376,7 +383,8 @@ struct odsm_borrow_mut {
 	__u64 size;		/* out */
 	__u32 flags;		/* in: ODSM_MUT_* */
 	__u32 result;		/* out: ODSM_BORROWED_* */
-	__u64 reserved[2];
+	__u64 addr;		/* in: the held copy (ODSM_MUT_HELD_REF) */
+	__u64 reserved[1];
 };
 
 /*
