@@ -24,8 +24,10 @@
  * credit is always there to return credits: two nodes that both ran out
  * cannot wait for each other.  Senders of messages take the credits in
  * the order they came (odsm_credit.h), and one waits as long as credits
- * keep coming back or SENDs keep completing: only a connection that stood
- * still for timeout_ms fails the send and is killed.
+ * keep coming back or SENDs keep completing: a connection that stood
+ * still for timeout_ms, or a sender whose turn did not come in
+ * RDMA_CREDIT_WAIT_MAX times that, fails the send and kills the
+ * connection.
  *
  * Receiving: the CQ handler (IB_POLL_WORKQUEUE) queues each message for
  * the connection's receiver thread, which validates and delivers it like
@@ -136,14 +138,20 @@ static int take_credit(struct odsm_rdma_conn *x, u32 ticket, u32 *imm)
 }
 
 /*
- * Wait for a message's credit, in turn.  The wait fails only when the
- * connection stood still (no credit back, no SEND completed) for
- * timeout_ms: under load a sender waits longer than that for its turn
- * while the credits keep coming.  1 taken, 0 stalled, -1 broken.
+ * Wait for a message's credit, in turn.  Under load a sender waits longer
+ * than timeout_ms for its turn while the credits keep coming; the wait
+ * fails when the connection stood still (no credit back, no SEND
+ * completed) for timeout_ms, -ETIMEDOUT, or when the turn did not come in
+ * RDMA_CREDIT_WAIT_MAX times that, -EBUSY: a peer that returns credits
+ * too slowly to serve its senders (a wait that long is no load seen here:
+ * the two-way test's 56 threads a side wait a few seconds at most), and a
+ * bound on the uninterruptible wait well inside the hung-task watchdog's.
+ * 1 taken, -EHOSTDOWN broken.
  */
 static int wait_credit(struct odsm_rdma_conn *x, u32 *imm)
 {
 	unsigned long limit = msecs_to_jiffies(x->timeout_ms);
+	unsigned long end = jiffies + RDMA_CREDIT_WAIT_MAX * limit;
 	bool stalled;
 	u32 ticket;
 	int got;
@@ -156,12 +164,14 @@ static int wait_credit(struct odsm_rdma_conn *x, u32 *imm)
 				   (got = take_credit(x, ticket, imm)) != 0,
 				   limit);
 		if (got)
-			return got;
+			return got > 0 ? got : -EHOSTDOWN;
 		spin_lock(&x->msg.lock);
 		stalled = odsm_credit_stalled(&x->msg.k, jiffies, limit);
 		spin_unlock(&x->msg.lock);
 		if (stalled)
-			return 0;
+			return -ETIMEDOUT;
+		if (time_after(jiffies, end))
+			return -EBUSY;
 	}
 }
 
@@ -292,17 +302,20 @@ static int rdma_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 
 	/* a message leaves the last credit for returning credits */
 	got = wait_credit(x, &imm);
-	if (!got) {
+	if (got < 0) {
 		tx_free(t);
-		pr_notice_ratelimited("rdma send to node %d: no credit back and no send completed for %u ms: connection closed\n",
-				      odsm_conn_peer_id(conn), x->timeout_ms);
+		if (got == -EHOSTDOWN)
+			return got;
+		if (got == -EBUSY)
+			pr_notice_ratelimited("rdma send to node %d: no credit in turn for %u ms: connection closed\n",
+					      odsm_conn_peer_id(conn),
+					      RDMA_CREDIT_WAIT_MAX * x->timeout_ms);
+		else
+			pr_notice_ratelimited("rdma send to node %d: no credit back and no send completed for %u ms: connection closed\n",
+					      odsm_conn_peer_id(conn), x->timeout_ms);
 		odsm_rdma_qp_report(x, "stalled to");
 		odsm_conn_kill(conn);
 		return -ETIMEDOUT;
-	}
-	if (got < 0) {
-		tx_free(t);
-		return -EHOSTDOWN;
 	}
 
 	down_read(&x->res_sem);
