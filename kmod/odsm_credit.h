@@ -116,11 +116,24 @@ static inline void odsm_credit_owe(struct odsm_credit *k)
 	k->owed++;
 }
 
-/* Neither credits back nor a SEND completed for limit ticks. */
+/*
+ * Neither credits back nor a SEND completed for limit ticks, and no
+ * message's credit waiting to be taken: a turn whose sender has not run
+ * yet (a starved CPU, steal time) is no stall of the connection.
+ */
 static inline bool odsm_credit_stalled(const struct odsm_credit *k,
 				       unsigned long now, unsigned long limit)
 {
+	if (k->credits >= 2 && k->sq_free)
+		return false;
 	return (long)(now - k->moved) >= (long)limit;
+}
+
+/* When the connection will be stalled if nothing moves before. */
+static inline unsigned long odsm_credit_deadline(const struct odsm_credit *k,
+						 unsigned long limit)
+{
+	return k->moved + limit;
 }
 
 #endif /* _ODSM_CREDIT_H */

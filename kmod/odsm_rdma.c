@@ -26,8 +26,8 @@
  * the order they came (odsm_credit.h), and one waits as long as credits
  * keep coming back or SENDs keep completing: a connection that stood
  * still for timeout_ms, or a sender whose turn did not come in
- * RDMA_CREDIT_WAIT_MAX times that, fails the send and kills the
- * connection.
+ * RDMA_CREDIT_WAIT_MAX times that (at most RDMA_CREDIT_WAIT_CAP_MS),
+ * fails the send and kills the connection.
  *
  * Receiving: the CQ handler (IB_POLL_WORKQUEUE) queues each message for
  * the connection's receiver thread, which validates and delivers it like
@@ -141,17 +141,21 @@ static int take_credit(struct odsm_rdma_conn *x, u32 ticket, u32 *imm)
  * Wait for a message's credit, in turn.  Under load a sender waits longer
  * than timeout_ms for its turn while the credits keep coming; the wait
  * fails when the connection stood still (no credit back, no SEND
- * completed) for timeout_ms, -ETIMEDOUT, or when the turn did not come in
- * RDMA_CREDIT_WAIT_MAX times that, -EBUSY: a peer that returns credits
- * too slowly to serve its senders (a wait that long is no load seen here:
- * the two-way test's 56 threads a side wait a few seconds at most), and a
- * bound on the uninterruptible wait well inside the hung-task watchdog's.
- * 1 taken, -EHOSTDOWN broken.
+ * completed, none waiting to be taken) for timeout_ms, -ETIMEDOUT, or
+ * when the turn did not come in RDMA_CREDIT_WAIT_MAX times that, at most
+ * RDMA_CREDIT_WAIT_CAP_MS (never less than timeout_ms), -EBUSY: a peer
+ * that returns credits too slowly to serve its senders (the two-way
+ * test's 56 threads a side wait a few seconds at most), and a bound on
+ * the uninterruptible wait, which a leave waits behind too.  The sleeps
+ * end at the stall's deadline, so a stall is told within timeout_ms of
+ * the last movement (and 20 ms).  1 taken, -EHOSTDOWN broken.
  */
 static int wait_credit(struct odsm_rdma_conn *x, u32 *imm)
 {
 	unsigned long limit = msecs_to_jiffies(x->timeout_ms);
-	unsigned long end = jiffies + RDMA_CREDIT_WAIT_MAX * limit;
+	unsigned long most = max(limit, min(RDMA_CREDIT_WAIT_MAX * limit,
+		msecs_to_jiffies(RDMA_CREDIT_WAIT_CAP_MS)));
+	unsigned long end = jiffies + most, until, nap;
 	bool stalled;
 	u32 ticket;
 	int got;
@@ -160,9 +164,17 @@ static int wait_credit(struct odsm_rdma_conn *x, u32 *imm)
 	ticket = odsm_credit_ticket(&x->msg.k);
 	spin_unlock(&x->msg.lock);
 	for (;;) {
+		spin_lock(&x->msg.lock);
+		until = odsm_credit_deadline(&x->msg.k, limit);
+		spin_unlock(&x->msg.lock);
+		if (time_before(end, until))
+			until = end;
+		nap = msecs_to_jiffies(20);
+		if (time_after(until, jiffies + nap))
+			nap = until - jiffies;
 		wait_event_timeout(x->msg.tx_wait,
 				   (got = take_credit(x, ticket, imm)) != 0,
-				   limit);
+				   nap);
 		if (got)
 			return got > 0 ? got : -EHOSTDOWN;
 		spin_lock(&x->msg.lock);
@@ -170,7 +182,7 @@ static int wait_credit(struct odsm_rdma_conn *x, u32 *imm)
 		spin_unlock(&x->msg.lock);
 		if (stalled)
 			return -ETIMEDOUT;
-		if (time_after(jiffies, end))
+		if (!time_before(jiffies, end))
 			return -EBUSY;
 	}
 }
@@ -307,9 +319,8 @@ static int rdma_send(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		if (got == -EHOSTDOWN)
 			return got;
 		if (got == -EBUSY)
-			pr_notice_ratelimited("rdma send to node %d: no credit in turn for %u ms: connection closed\n",
-					      odsm_conn_peer_id(conn),
-					      RDMA_CREDIT_WAIT_MAX * x->timeout_ms);
+			pr_notice_ratelimited("rdma send to node %d: its turn for a credit did not come (timeout_ms %u): connection closed\n",
+					      odsm_conn_peer_id(conn), x->timeout_ms);
 		else
 			pr_notice_ratelimited("rdma send to node %d: no credit back and no send completed for %u ms: connection closed\n",
 					      odsm_conn_peer_id(conn), x->timeout_ms);

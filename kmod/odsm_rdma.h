@@ -25,8 +25,9 @@
 #define RDMA_UNAUTH_MAX		8
 #define RDMA_SENDS		(2 * RDMA_RECVS)	/* send queue slots */
 #define RDMA_CREDIT_BATCH	(RDMA_RECVS / 2)
-/* a message sender's turn comes within this many timeout_ms */
+/* a message sender's turn comes within this many timeout_ms, and this */
 #define RDMA_CREDIT_WAIT_MAX	8
+#define RDMA_CREDIT_WAIT_CAP_MS	60000
 #define RDMA_MSG_MAX		(ODSM_WIRE_HDR_SIZE + ODSM_WIRE_MAX_PAYLOAD)
 /*
  * Local ACK timeout, 4.096 us << 14 = 67 ms: a lost packet costs that

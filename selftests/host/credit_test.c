@@ -4,8 +4,9 @@
  * a message leaves the last credit for returning credits, senders take
  * credits in the order they came, owed credits ride along, a peer cannot
  * return more than it was given, a connection is stalled only when
- * nothing moved for the whole limit (jiffies wrapping included), and two
- * nodes sending to each other at random never wedge.
+ * nothing moved for the whole limit (jiffies wrapping included) and no
+ * credit waits for its taker, and two nodes sending to each other at
+ * random never wedge.
  */
 #include <limits.h>
 #include <stdbool.h>
@@ -118,27 +119,55 @@ TEST(stalled_only_when_nothing_moved)
 	struct odsm_credit k;
 	u32 imm;
 
-	odsm_credit_init(&k, RECVS, SLOTS, 1000);
+	/* two credits: one message, then a credit-only SEND takes the last */
+	odsm_credit_init(&k, 2, SLOTS, 1000);
+	ASSERT_TRUE(odsm_credit_take_msg(&k, odsm_credit_ticket(&k), &imm));
+	ASSERT_TRUE(odsm_credit_take_return(&k, 0, &imm));
+	ASSERT_EQ(0U, k.credits);
 	ASSERT_FALSE(odsm_credit_stalled(&k, 1499, 500));
 	ASSERT_TRUE(odsm_credit_stalled(&k, 1500, 500));
-	/* credits back at 1450: a waiter since 1000 is not stalled at 1900 */
-	ASSERT_TRUE(odsm_credit_take_msg(&k, odsm_credit_ticket(&k), &imm));
-	ASSERT_TRUE(odsm_credit_returned(&k, 1, RECVS, 1450));
+	/* a credit back at 1450 (still one short of a message): a waiter
+	 * since 1000 is not stalled at 1900
+	 */
+	ASSERT_TRUE(odsm_credit_returned(&k, 1, 2, 1450));
 	ASSERT_FALSE(odsm_credit_stalled(&k, 1900, 500));
+	ASSERT_TRUE(odsm_credit_stalled(&k, 1950, 500));
 	/* a SEND completed at 1950 */
 	odsm_credit_sent(&k, 1950);
 	ASSERT_FALSE(odsm_credit_stalled(&k, 2449, 500));
 	ASSERT_TRUE(odsm_credit_stalled(&k, 2450, 500));
 }
 
+TEST(a_credit_waiting_for_its_taker_is_no_stall)
+{
+	struct odsm_credit k;
+	u32 imm, i;
+
+	odsm_credit_init(&k, RECVS, SLOTS, 0);
+	/* nothing moved for long, but the next turn could take a credit */
+	ASSERT_FALSE(odsm_credit_stalled(&k, 10000, 500));
+	for (i = 0; i < RECVS - 1; i++)
+		ASSERT_TRUE(odsm_credit_take_msg(&k, odsm_credit_ticket(&k), &imm));
+	ASSERT_TRUE(odsm_credit_stalled(&k, 10000, 500));
+	/* a credit back: the deadline moves with it */
+	ASSERT_TRUE(odsm_credit_returned(&k, 1, RECVS, 10000));
+	ASSERT_EQ(10500UL, odsm_credit_deadline(&k, 500));
+	ASSERT_FALSE(odsm_credit_stalled(&k, 10000, 500));
+	/* no send slot either: nothing can go, stalled once the limit passed */
+	k.sq_free = 0;
+	ASSERT_FALSE(odsm_credit_stalled(&k, 10499, 500));
+	ASSERT_TRUE(odsm_credit_stalled(&k, 10500, 500));
+}
+
 TEST(stalled_across_the_tick_wrapping)
 {
 	struct odsm_credit k;
 
-	odsm_credit_init(&k, RECVS, SLOTS, ULONG_MAX - 10);
+	odsm_credit_init(&k, 0, SLOTS, ULONG_MAX - 10);
 	ASSERT_FALSE(odsm_credit_stalled(&k, ULONG_MAX, 500));
 	ASSERT_FALSE(odsm_credit_stalled(&k, 488, 500));	/* 499 later */
 	ASSERT_TRUE(odsm_credit_stalled(&k, 489, 500));
+	ASSERT_EQ(489UL, odsm_credit_deadline(&k, 500));
 }
 
 /*
