@@ -198,9 +198,8 @@ static void send_credits(struct odsm_rdma_conn *x)
 		.opcode = IB_WR_SEND_WITH_IMM,
 		.send_flags = IB_SEND_SIGNALED,
 	};
-	u32 imm;
-
 	bool take;
+	u32 imm;
 
 	spin_lock(&x->msg.lock);
 	take = !READ_ONCE(x->broken) &&
