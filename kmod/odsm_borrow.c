@@ -252,7 +252,7 @@ static int prefetch_start(void *ctx, unsigned int slot, unsigned int out)
 	u64 batch[ODSM_WIRE_FETCH_MANY_MAX];
 	u32 k, node;
 
-	while (!fatal_signal_pending(current)) {
+	while (!odsm_abandoned()) {
 		k = next_batch(p->g, p->home, p->n, &p->i, batch, &node);
 		if (!k)
 			break;

@@ -135,6 +135,9 @@ static int rest_start(void *ctx, unsigned int slot, unsigned int out)
 
 	if (r->next >= r->size)
 		return 0;
+	/* killed, or an io_uring command whose program went */
+	if (odsm_abandoned())
+		return -EINTR;
 	c->extra = out > 0;
 	if (c->extra &&
 	    atomic_inc_return(&rest_extra[r->node]) > FETCH_REST_EXTRA) {

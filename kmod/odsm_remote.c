@@ -394,6 +394,11 @@ long odsm_ioc_rw(void __user *arg, bool write)
 	for (done = 0; done < r.len && !ret; done += CHUNK) {
 		u32 n = min_t(u64, r.len - done, CHUNK);
 
+		/* killed, or an io_uring command whose program went */
+		if (odsm_abandoned()) {
+			ret = -EINTR;
+			break;
+		}
 		if (write && copy_from_user(kbuf, ubuf + done, n)) {
 			ret = -EFAULT;
 			break;

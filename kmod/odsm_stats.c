@@ -113,6 +113,7 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_deleg_lane_full] = "deleg_lane_full",
 	[ODSM_STAT_uring_cmds] = "uring_cmds",
 	[ODSM_STAT_uring_done] = "uring_done",
+	[ODSM_STAT_uring_abandoned] = "uring_abandoned",
 	[ODSM_STAT_uring_refused] = "uring_refused",
 	[ODSM_STAT_wait_calls] = "wait_calls",
 	[ODSM_STAT_wait_sleeps] = "wait_sleeps",

@@ -195,6 +195,9 @@ enum odsm_stat {
 					 * no such command, bad command area,
 					 * too many of the program's in flight
 					 */
+	ODSM_STAT_uring_abandoned,	/* commands that stopped early because
+					 * their submitter's process was going
+					 */
 	/* waits on heap words (odsm_wait.c) */
 	ODSM_STAT_wait_calls,		/* ODSM_IOC_WAIT calls */
 	ODSM_STAT_wait_sleeps,		/* ... that found the word holding the

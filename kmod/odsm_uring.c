@@ -22,6 +22,20 @@
  * command ends within the cluster's timeout, so none is lost and none
  * hangs: uring_cmds and uring_done meet again.
  *
+ * A worker gets no signal, so the ioctl's killable waits do not end when
+ * the submitter is killed.  What would then keep a dying program's exit
+ * waiting (io_uring waits for its commands) is the loops of many round
+ * trips, each bounded by the cluster's timeout but not their number: a
+ * READ or WRITE of gigabytes by 256 KiB pieces, a large object's FETCH by
+ * chunks, a prefetch's batches.  They ask odsm_abandoned() before each
+ * step (odsm_abandon.c), which on a command's worker asks ucmd_gone(),
+ * registered at init: whether its submitter's process is exiting or
+ * being killed (a fatal signal, exit_group(), an execve() ending its
+ * other threads) or its thread is exiting.  The command then ends at the
+ * step it is at, -EINTR, as the ioctl does when killed (uring_abandoned).
+ * Still waited for: a copy into a buffer that userfaultfd or FUSE holds,
+ * and a ring closed by a live program.
+ *
  * A program (an address space: every ring and file of it together) has at
  * most ODSM_URING_INFLIGHT_MAX commands on workers, half the workers the
  * queue may run; past that a command is refused (-EBUSY).  The workers
@@ -33,6 +47,8 @@
 #include <linux/kthread.h>
 #include <linux/memcontrol.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/workqueue.h>
@@ -44,6 +60,8 @@ struct odsm_ucmd {
 	struct work_struct work;
 	struct io_uring_cmd *ioucmd;
 	struct mm_struct *mm;		/* the submitter's; mmget() held */
+	struct task_struct *task;	/* the submitter; a reference held */
+	bool abandoned;			/* odsm_abandoned() said so once */
 	unsigned int op;		/* the ioctl */
 	unsigned long arg;		/* its user argument */
 	long ret;
@@ -163,7 +181,39 @@ static void ucmd_work(struct work_struct *work)
 	/* the worker is free again: before mmput(), so mm is still its key */
 	mm_count_put(u->mm);
 	mmput(u->mm);
+	put_task_struct(u->task);
 	io_uring_cmd_complete_in_task(u->ioucmd, ucmd_complete_tw);
+}
+
+/*
+ * Is t's program going away?  t is a thread of it, maybe an io_uring one
+ * (an io-wq worker, the SQPOLL thread), which comes and goes on its own:
+ * only the whole program's end counts for those.  t's signal_struct lives
+ * as long as t does.
+ */
+static bool submitter_gone(struct task_struct *t)
+{
+	const struct signal_struct *sig = t->signal;
+
+	if ((READ_ONCE(sig->flags) & SIGNAL_GROUP_EXIT) ||
+	    READ_ONCE(sig->group_exec_task))
+		return true;
+	return !(t->flags & PF_IO_WORKER) && (READ_ONCE(t->flags) & PF_EXITING);
+}
+
+/* odsm_abandoned() on a worker: is w a command whose program went? */
+static bool ucmd_gone(struct work_struct *w)
+{
+	struct odsm_ucmd *u;
+
+	if (!w || w->func != ucmd_work)
+		return false;
+	u = container_of(w, struct odsm_ucmd, work);
+	if (!u->abandoned && submitter_gone(u->task)) {
+		u->abandoned = true;
+		odsm_stat_inc(ODSM_STAT_uring_abandoned);
+	}
+	return u->abandoned;
 }
 
 /* The command area: its fields, and for a 128-byte SQE the rest zero. */
@@ -210,6 +260,7 @@ int odsm_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 		goto err_free;
 	}
 	u->mm = current->mm;
+	u->task = get_task_struct(current);
 	u->ioucmd = ioucmd;
 	u->op = ioucmd->cmd_op;
 	u->arg = (unsigned long)c.arg;
@@ -235,12 +286,16 @@ int odsm_uring_init(void)
 	 */
 	odsm_uring_wq = alloc_workqueue("odsm_uring", WQ_UNBOUND,
 					WQ_UNBOUND_MAX_ACTIVE);
-	return odsm_uring_wq ? 0 : -ENOMEM;
+	if (!odsm_uring_wq)
+		return -ENOMEM;
+	odsm_abandon_register(ucmd_gone);
+	return 0;
 }
 
 /* Only with no file open: no command is in flight. */
 void odsm_uring_exit(void)
 {
+	odsm_abandon_register(NULL);
 	destroy_workqueue(odsm_uring_wq);
 	xa_destroy(&ucmd_mms);
 }

@@ -22,9 +22,13 @@
  *   - a process that exits with NR borrows in flight loses none and
  *     keeps no copy referenced (uring_cmds meets uring_done, and
  *     copies_in_use comes back);
+ *   - a process killed at once after submitting KILLED READs of BIG bytes
+ *     of the peer's: every one stops at its next 256 KiB piece
+ *     (uring_abandoned), none runs to its end for a program that is gone;
  *   - and NR async borrows against NR blocking ones, timed (printed; the
  *     bench row is odsm-xbench's).
  */
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include "odsm_cluster.h"
@@ -35,6 +39,8 @@
 #define W_UR_TABLE	360	/* node K: its table of NR colored addresses */
 #define B_UR		24	/* .. 25 on node 0 (44..59 are cluster_coherence_test's) */
 #define SECS		120
+#define KILLED		8u
+#define BIG		(16u << 20)
 
 FIXTURE(ur)
 {
@@ -90,7 +96,7 @@ TEST_F(ur, async_across_nodes)
 {
 	static uint8_t buf[NR][OBJ], one[NR][OBJ];
 	uint64_t mine[NR], theirs[NR], tcg, t0, t1, t2, c0, peer, dropped, kept, gone;
-	uint64_t pf0, po0, h0, big, bigbox, skip[5];
+	uint64_t pf0, po0, h0, big, bigbox, skip[5], huge, ab0;
 	struct odsm_prefetch pf;
 	struct odsm_borrow b[NR], bad;
 	struct odsm_range r[NR];
@@ -224,6 +230,42 @@ TEST_F(ur, async_across_nodes)
 		c_sleep_ms(50);
 	}
 	EXPECT_EQ(0u, kept);
+
+	/* a process killed with KILLED READs of BIG bytes in flight: a
+	 * worker gets no signal, and without a look at its submitter each
+	 * would read its 64 pieces to the end while the exit waited
+	 */
+	ASSERT_EQ(0, odsm_alloc_on(peer, BIG, 0, 0, &huge));
+	ab0 = c_stat("uring_abandoned");
+	c0 = c_stat("uring_cmds");
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct odsm_rw hr[KILLED];
+		struct odsm_async *ca;
+		void *hb = malloc(BIG);
+
+		odsm_fini();
+		if (!hb || odsm_init() || odsm_async_new(KILLED, &ca))
+			_exit(2);
+		for (i = 0; i < KILLED; i++) {
+			hr[i] = (struct odsm_rw){ .gaddr = huge,
+						  .buf = (uintptr_t)hb,
+						  .len = BIG };
+			odsm_async_queue(ca, ODSM_IOC_READ, &hr[i], i);
+		}
+		if (odsm_async_submit(ca) != (int)KILLED)
+			_exit(3);
+		raise(SIGKILL);
+		_exit(4);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFSIGNALED(status));
+	EXPECT_EQ(SIGKILL, WTERMSIG(status));
+	EXPECT_EQ(0, settle(SECS));
+	EXPECT_EQ(KILLED, c_stat("uring_cmds") - c0);
+	EXPECT_EQ(KILLED, c_stat("uring_abandoned") - ab0);
+	EXPECT_EQ(0, odsm_free(huge));
 
 	/* timed: NR blocking borrows that miss, then NR async ones */
 	ASSERT_EQ(0, odsm_drop_copies(NULL, NULL));

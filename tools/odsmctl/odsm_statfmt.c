@@ -115,6 +115,7 @@ static const struct {
 	{ "remote_frees", G(CLUSTER, 0) },
 	{ "uring_cmds", G(CLUSTER, 0) },
 	{ "uring_done", G(CLUSTER, 0) },
+	{ "uring_abandoned", G(CLUSTER, 0) },
 	{ "fault_drops", G(CLUSTER, 0) },
 	{ "fault_delays", G(CLUSTER, 0) },
 	{ "fault_dups", G(CLUSTER, 0) },
