@@ -77,21 +77,34 @@ static struct workqueue_struct *odsm_uring_wq;
 static DEFINE_XARRAY(ucmd_mms);
 static DEFINE_MUTEX(ucmd_mms_lock);
 
-/* One more command of mm's on a worker: 0, -EBUSY past the bound. */
+/*
+ * One more command of mm's on a worker: 0, -EBUSY past the bound.  The
+ * entry's slot is reserved before the lock, so that nothing is allocated
+ * under it (a submitter at its cgroup's limit would reclaim there, and
+ * every other program's submissions and completions wait on the lock);
+ * a put that erased the entry meanwhile took the slot away: again.
+ */
 static int mm_count_get(struct mm_struct *mm)
 {
-	unsigned long n;
-	void *old;
+	unsigned long key = (unsigned long)mm, n;
 	int ret;
 
-	mutex_lock(&ucmd_mms_lock);
-	old = xa_load(&ucmd_mms, (unsigned long)mm);
-	n = old ? xa_to_value(old) : 0;
-	ret = -EBUSY;
-	if (n < ODSM_URING_INFLIGHT_MAX)
-		ret = xa_err(xa_store(&ucmd_mms, (unsigned long)mm,
-				      xa_mk_value(n + 1), GFP_KERNEL_ACCOUNT));
-	mutex_unlock(&ucmd_mms_lock);
+	do {
+		ret = xa_reserve(&ucmd_mms, key, GFP_KERNEL_ACCOUNT);
+		if (ret)
+			return ret;
+		mutex_lock(&ucmd_mms_lock);
+		/* a reserved slot reads NULL */
+		n = xa_to_value(xa_load(&ucmd_mms, key) ?: xa_mk_value(0));
+		ret = -EBUSY;
+		if (n < ODSM_URING_INFLIGHT_MAX)
+			ret = xa_err(xa_store(&ucmd_mms, key, xa_mk_value(n + 1),
+					      GFP_NOWAIT));
+		mutex_unlock(&ucmd_mms_lock);
+	} while (ret == -ENOMEM);
+	/* refused: a slot still only reserved is given back */
+	if (ret)
+		xa_release(&ucmd_mms, key);
 	return ret;
 }
 
