@@ -38,12 +38,13 @@
  *
  * A program (an address space: every ring and file of it together) has at
  * most ODSM_URING_INFLIGHT_MAX commands on workers, half the workers the
- * queue may run; past that a command is refused (-EBUSY).  The workers
- * are the node's: without a bound, one program whose commands wait (a
- * stalled runtime, a peer going down, a buffer that userfaultfd or FUSE
- * holds) would take every one and leave the other programs' commands
- * queued behind its own.
+ * queue may run (of a NUMA node's share of them: inflight_cap()); past
+ * that a command is refused (-EBUSY).  The workers are the node's:
+ * without a bound, one program whose commands wait (a stalled runtime, a
+ * peer going down, a buffer that userfaultfd or FUSE holds) would take
+ * every one and leave the other programs' commands queued behind its own.
  */
+#include <linux/cpumask.h>
 #include <linux/kthread.h>
 #include <linux/memcontrol.h>
 #include <linux/sched/mm.h>
@@ -51,6 +52,7 @@
 #include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/topology.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include "odsm.h"
@@ -78,6 +80,30 @@ static DEFINE_XARRAY(ucmd_mms);
 static DEFINE_MUTEX(ucmd_mms_lock);
 
 /*
+ * How many commands one program may have on workers: half of those the
+ * queue runs at once.  From 6.9 an unbound queue's max_active is split
+ * among the NUMA nodes by their share of the online CPUs and enforced per
+ * node, and a command waits for a worker of the node of the CPU that
+ * queued it: there, half of this node's share (at least min_active), if
+ * that is less than ODSM_URING_INFLIGHT_MAX.
+ */
+static unsigned int inflight_cap(void)
+{
+#ifdef ODSM_HAVE_WQ_NODE_MAX_ACTIVE
+	unsigned int total = num_online_cpus(), here, share;
+
+	here = cpumask_weight_and(cpumask_of_node(numa_node_id()),
+				  cpu_online_mask);
+	share = clamp_t(unsigned int,
+			DIV_ROUND_UP(WQ_UNBOUND_MAX_ACTIVE * here, total),
+			WQ_DFL_MIN_ACTIVE, WQ_UNBOUND_MAX_ACTIVE);
+	return min_t(unsigned int, ODSM_URING_INFLIGHT_MAX, share / 2);
+#else
+	return ODSM_URING_INFLIGHT_MAX;
+#endif
+}
+
+/*
  * One more command of mm's on a worker: 0, -EBUSY past the bound.  The
  * entry's slot is reserved before the lock, so that nothing is allocated
  * under it (a submitter at its cgroup's limit would reclaim there, and
@@ -97,7 +123,7 @@ static int mm_count_get(struct mm_struct *mm)
 		/* a reserved slot reads NULL */
 		n = xa_to_value(xa_load(&ucmd_mms, key) ?: xa_mk_value(0));
 		ret = -EBUSY;
-		if (n < ODSM_URING_INFLIGHT_MAX)
+		if (n < inflight_cap())
 			ret = xa_err(xa_store(&ucmd_mms, key, xa_mk_value(n + 1),
 					      GFP_NOWAIT));
 		mutex_unlock(&ucmd_mms_lock);

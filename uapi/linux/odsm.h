@@ -626,8 +626,10 @@ struct odsm_deleg_serve {
  * (-EINVAL); a command past ODSM_URING_INFLIGHT_MAX in flight from the
  * same program, i.e. address space, all its rings and files together
  * (-EBUSY: the node's workers are shared by every program, so one may not
- * take them all; reap completions and submit again).  A ring set up with IORING_SETUP_IOPOLL gets
- * -EOPNOTSUPP from io_uring.
+ * take them all; reap completions and submit again).  On a NUMA host
+ * under Linux 6.9 or later the bound is half the submitting CPU's node's
+ * share of the workers when that is less (it is 256 on one node).  A ring
+ * set up with IORING_SETUP_IOPOLL gets -EOPNOTSUPP from io_uring.
  */
 #define ODSM_URING_INFLIGHT_MAX	256
 
