@@ -265,11 +265,15 @@ static int resp_check(const u8 *resp, const u8 *req, u32 slot_size, u32 len,
  * Through a lane of ep, straight to the batch's trustee (odsm_deleg_lane.c),
  * when it has one for it: -EAGAIN when it does not (the caller queues the
  * batch), else as deliver().  The answer is checked as a gateway's is.
+ * What checking and keeping the answer takes is allocated before the batch
+ * runs (without it, the batch is queued): a batch that ran is never
+ * reported failed for want of memory afterwards.
  */
 static int deliver_lane(struct deleg_ep *ep, const u8 *req, u32 req_len,
 			u32 count, u32 wait_ms, u8 **resp, u32 *resp_len)
 {
 	struct deleg_views v;
+	u8 *buf;
 	u32 lane;
 	int ret;
 
@@ -277,7 +281,11 @@ static int deliver_lane(struct deleg_ep *ep, const u8 *req, u32 req_len,
 	if (!ep->lanes || READ_ONCE(ep->dead))
 		return -EAGAIN;
 	if (views_get(&v, count))
-		return -ENOMEM;		/* nothing ran */
+		return -EAGAIN;
+	ret = -EAGAIN;
+	buf = kvzalloc(ep->slot_size, ODSM_GFP_REQ);
+	if (!buf)
+		goto out;
 	ret = odsm_lanes_take(ep->lanes, req, &lane);
 	if (ret == -EBUSY)
 		odsm_stat_inc(ODSM_STAT_deleg_lane_full);
@@ -286,19 +294,19 @@ static int deliver_lane(struct deleg_ep *ep, const u8 *req, u32 req_len,
 		goto out;
 	}
 	ret = odsm_lanes_run(ep->lanes, lane, req, req_len, &ep->dead,
-			     wait_ms, resp, resp_len);
+			     wait_ms, buf, resp_len);
 	if (ret)
 		goto out;	/* -EAGAIN: not published, queued instead */
-	ret = resp_check(*resp, req, ep->slot_size, *resp_len, count, &v);
+	ret = resp_check(buf, req, ep->slot_size, *resp_len, count, &v);
 	if (ret == -EBADMSG)
 		odsm_stat_inc(ODSM_STAT_deleg_malformed);
-	if (ret) {
-		kvfree(*resp);
-		*resp = NULL;
+	if (ret)
 		goto out;
-	}
+	*resp = buf;
+	buf = NULL;
 	odsm_stat_inc(ODSM_STAT_deleg_lane_batches);
 out:
+	kvfree(buf);
 	views_put(&v);
 	return ret;
 }
@@ -410,16 +418,17 @@ static int serve(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 		return -ESRCH;
 	}
 	len = h->len - ODSM_WIRE_DELEG_SIZE;
+	/* no memory here: refused, nothing ran (the client's -EAGAIN) */
 	slot = kvzalloc(d.slot_size, ODSM_GFP_REQ);
 	if (!slot)
-		return -ENOMEM;
+		return -EAGAIN;
 	memcpy(slot, payload + ODSM_WIRE_DELEG_SIZE, len);
 	n = batch_check(slot, d.slot_size, &len);
 	if (n < 0) {
 		/* answered, not run: its sender must not wait for nothing */
 		if (n == -EBADMSG)
 			odsm_stat_inc(ODSM_STAT_deleg_malformed);
-		ret = n;
+		ret = n == -ENOMEM ? -EAGAIN : n;
 		goto out;
 	}
 	/* the header's src_node is its connection's peer: < nr_nodes */

@@ -351,19 +351,19 @@ out:
 	return 0;
 }
 
-/* Read lane's answer (seq matched) into a new buffer: 0 or -errno. */
+/*
+ * Read lane's answer (seq matched) into buf (slot_size bytes, zeroed): 0
+ * or -EOWNERDEAD.  buf was allocated before the batch was published: an
+ * answer that came must not be lost for want of memory after its batch ran.
+ */
 static int lane_read(struct deleg_lanes *l, u32 lane, const bool *dead,
-		     u8 **resp, u32 *resp_len)
+		     u8 *buf, u32 *resp_len)
 {
 	u64 r = lane_req(l, lane) + l->slot_size;
 	struct odsm_dslot_hdr h;
-	u8 *buf;
 	u32 len;
 	int ret;
 
-	buf = kvzalloc(l->slot_size, ODSM_GFP_REQ);
-	if (!buf)
-		return -ENOMEM;
 	down_read(&l->gate);
 	ret = -EOWNERDEAD;
 	if (READ_ONCE(*dead))
@@ -378,19 +378,16 @@ static int lane_read(struct deleg_lanes *l, u32 lane, const bool *dead,
 				    false);
 out:
 	up_read(&l->gate);
-	if (ret) {
-		kvfree(buf);
-		return ret == -ENOMEM ? ret : -EOWNERDEAD;
-	}
+	if (ret)
+		return -EOWNERDEAD;
 	/* a length past the slot stays visible to the caller's check */
 	memcpy(buf, &h, sizeof(h));
-	*resp = buf;
 	*resp_len = ODSM_DSLOT_HDR + len;
 	return 0;
 }
 
 int odsm_lanes_run(struct deleg_lanes *l, u32 lane, const u8 *req,
-		   u32 req_len, const bool *dead, u32 wait_ms, u8 **resp,
+		   u32 req_len, const bool *dead, u32 wait_ms, u8 *resp,
 		   u32 *resp_len)
 {
 	u32 seq = l->seq[lane] + 1;

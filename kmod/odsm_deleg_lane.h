@@ -31,16 +31,16 @@ int odsm_lanes_take(struct deleg_lanes *l, const u8 *req, u32 *lane);
 
 /*
  * Publish req (req_len bytes) in lane, wake its trustee, and wait up to
- * wait_ms for the answer: 0 with *resp (slot_size bytes, kvmalloc()ed:
- * the caller frees it) and *resp_len, or -ETIMEDOUT, -EINTR (a fatal
- * signal), -EOWNERDEAD (*dead became true, or the arena is gone),
- * -ENOMEM, or -EAGAIN: it could not be published (the arena's page, a
+ * wait_ms for the answer: 0 with the answer in resp (the caller's
+ * slot_size bytes, zeroed) and *resp_len, or -ETIMEDOUT, -EINTR (a fatal
+ * signal), -EOWNERDEAD (*dead became true, or the arena is gone), or
+ * -EAGAIN: it could not be published (the arena's page, a
  * cached copy there), nothing of it ran, the gateway may take it.  The
  * lane is free again once answered (a lane whose waiter gave up is reused
  * only after its trustee answered).
  */
 int odsm_lanes_run(struct deleg_lanes *l, u32 lane, const u8 *req,
-		   u32 req_len, const bool *dead, u32 wait_ms, u8 **resp,
+		   u32 req_len, const bool *dead, u32 wait_ms, u8 *resp,
 		   u32 *resp_len);
 
 /*

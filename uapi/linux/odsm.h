@@ -568,7 +568,9 @@ struct odsm_deleg_lanes {
  * -EAGAIN (that node refused the request: too many of this node's in
  * flight there, or no memory for it; nothing of it ran),
  * -EMSGSIZE (resp_cap below slot_size, which an answer may take whole:
- * refused before the batch is sent), -EINVAL, -EFAULT.
+ * refused before the batch is sent), -ENOMEM (no memory on this node to
+ * send it: nothing of it ran), -EINVAL, -EFAULT.  Once a batch ran, its
+ * answer is not lost for want of memory: the room for it is taken first.
  */
 struct odsm_deleg_call {
 	__u64 endpoint;
