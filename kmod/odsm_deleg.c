@@ -619,6 +619,30 @@ long odsm_ioc_deleg_bind(struct file *filp, void __user *uarg)
 	return 0;
 }
 
+/*
+ * An answer of a length no slot has, to the batch of ticket done: its
+ * client hears -EBADMSG now, as for any malformed answer, rather than
+ * waiting out its time.  -EBADMSG, or -EINVAL when no batch has that
+ * ticket.
+ */
+static long answer_bad_len(struct deleg_ep *ep, u64 done)
+{
+	struct deleg_item *it;
+	long ret = -EINVAL;
+
+	mutex_lock(&ep->lock);
+	list_for_each_entry(it, &ep->taken, node) {
+		if (it->ticket != done)
+			continue;
+		odsm_stat_inc(ODSM_STAT_deleg_malformed);
+		item_finish(it, -EBADMSG);
+		ret = -EBADMSG;
+		break;
+	}
+	mutex_unlock(&ep->lock);
+	return ret;
+}
+
 /* Answer the batch of ticket done with the user's len bytes at uresp. */
 static long answer(struct deleg_ep *ep, u64 done, const void __user *uresp,
 		   u32 len)
@@ -629,7 +653,7 @@ static long answer(struct deleg_ep *ep, u64 done, const void __user *uresp,
 	long ret;
 
 	if (len < ODSM_DSLOT_HDR || len > ep->slot_size)
-		return -EINVAL;
+		return answer_bad_len(ep, done);
 	resp = kvzalloc(ep->slot_size, ODSM_GFP_REQ);
 	if (!resp)
 		return -ENOMEM;

@@ -245,8 +245,11 @@ static void *do_call(void *arg)
 	return NULL;
 }
 
-/* Serve one queued batch through ODSM_IOC_DELEG_SERVE: its answer 999. */
-static int serve_one(struct rt *r, uint32_t *flags)
+/*
+ * Serve one queued batch through ODSM_IOC_DELEG_SERVE: its answer 999,
+ * given as resp_len bytes if that is not 0 (a length no slot has).
+ */
+static int serve_one_len(struct rt *r, uint32_t *flags, uint32_t resp_len)
 {
 	uint8_t req[SLOT], resp[SLOT];
 	struct odsm_deleg_serve s = {
@@ -275,7 +278,7 @@ static int serve_one(struct rt *r, uint32_t *flags)
 	memcpy(resp + sizeof(h), &rec, sizeof(rec));
 	memcpy(resp + sizeof(h) + sizeof(rec), &val, 8);
 	s.done = s.ticket;
-	s.resp_len = sizeof(h) + h.len;
+	s.resp_len = resp_len ? resp_len : sizeof(h) + h.len;
 	s.timeout_ms = 1;
 	ret = t_ioctl(r->fd, ODSM_IOC_DELEG_SERVE, &s);
 	return ret == -EAGAIN ? 0 : ret;
@@ -286,7 +289,8 @@ static int serve_one(struct rt *r, uint32_t *flags)
  * sends through DELEG_SERVE (the gateway's way): serve_one()'s result;
  * c's own in c->ret, c->val.
  */
-static int call_via_gateway(struct rt *r, struct call *c, uint32_t *flags)
+static int call_via_gateway_len(struct rt *r, struct call *c,
+				uint32_t *flags, uint32_t resp_len)
 {
 	pthread_t th;
 	int ret;
@@ -294,9 +298,14 @@ static int call_via_gateway(struct rt *r, struct call *c, uint32_t *flags)
 	ret = -pthread_create(&th, NULL, do_call, c);
 	if (ret)
 		return ret;
-	ret = serve_one(r, flags);
+	ret = serve_one_len(r, flags, resp_len);
 	pthread_join(th, NULL);
 	return ret;
+}
+
+static int call_via_gateway(struct rt *r, struct call *c, uint32_t *flags)
+{
+	return call_via_gateway_len(r, c, flags, 0);
 }
 
 FIXTURE(lanes) {
@@ -509,6 +518,35 @@ TEST_F(lanes, bad_answer_refused)
 	__atomic_store_n(&r->mode, ANSWER, __ATOMIC_RELEASE);
 	do_call(&c);
 	EXPECT_EQ(0, c.ret);
+}
+
+/*
+ * An answer through SERVE of a length no slot has (past the slot, short
+ * of a header): SERVE says -EBADMSG and so does its client, at once.
+ * (Before 2026-12-02 SERVE said -EINVAL and left the client to wait out
+ * its time, -ETIMEDOUT.)  A bad length for no batch taken: -EINVAL.
+ */
+TEST_F(lanes, bad_length_answer_fails_client)
+{
+	struct rt *r = &self->r;
+	uint64_t bad = stat_of("deleg_malformed");
+	struct call c = { .r = r, .flags = ODSM_DSLOT_F_GATEWAY };
+	struct odsm_deleg_serve s = { .done = 1U << 30, .resp_len = SLOT + 1 };
+	uint8_t resp[SLOT + 8] = { 0 };
+	uint32_t flags = 0;
+
+	ASSERT_EQ(0, rt_start(r, 1, 2, ANSWER));
+	EXPECT_EQ(-EBADMSG, call_via_gateway_len(r, &c, &flags, SLOT + 1));
+	EXPECT_EQ(-EBADMSG, c.ret);
+	EXPECT_EQ(-EBADMSG, call_via_gateway_len(r, &c, &flags, 4));
+	EXPECT_EQ(-EBADMSG, c.ret);
+	EXPECT_EQ(bad + 2, stat_of("deleg_malformed"));
+	s.resp = (uintptr_t)resp;
+	EXPECT_EQ(-EINVAL, t_ioctl(r->fd, ODSM_IOC_DELEG_SERVE, &s));
+	/* the next good answer comes through */
+	EXPECT_EQ(0, call_via_gateway(r, &c, &flags));
+	EXPECT_EQ(0, c.ret);
+	EXPECT_EQ(999U, c.val);
 }
 
 /* The runtime's file closes with a batch in a lane: fails at once. */
