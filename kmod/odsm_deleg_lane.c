@@ -43,6 +43,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/bitmap.h>
+#include <linux/delay.h>
 #include <linux/err.h>
 #include <linux/jiffies.h>
 #include <linux/mm.h>
@@ -270,15 +271,24 @@ static void lane_put(struct deleg_lanes *l, u32 lane, bool answered)
 	mutex_unlock(&l->lock);
 }
 
-/* Wait until the response seq at addr is seq: 0 or -errno. */
+/*
+ * Wait until the response seq at addr is seq: 0 or -errno.  A trustee
+ * answers with one change of the word; one that keeps changing it to
+ * other values (a runtime gone wrong) would have this loop spin for all
+ * of wait_ms, taking heap->lock twice a pass: past a few changes each
+ * pass sleeps a millisecond first.
+ */
 static int lane_wait(const struct odsm_guard *g, u64 addr, u32 seq,
 		     const bool *dead, u32 wait_ms)
 {
 	unsigned long end = jiffies + msecs_to_jiffies(wait_ms);
+	unsigned int passes = 0;
 	long left, ret;
 	u64 v;
 
 	for (;;) {
+		if (++passes > 8)
+			usleep_range(1000, 2000);
 		/* a freed arena: the runtime is gone */
 		if (odsm_store_load_guarded(&odsm_heap, g, addr, 4, &v))
 			return -EOWNERDEAD;
