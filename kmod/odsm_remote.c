@@ -99,7 +99,10 @@ static int copy_guarded_write(u64 addr, u32 len, const u8 *data)
 /*
  * A peer's FETCH_MANY: each object as a FETCH at offset 0 would answer it,
  * into one reply of its items and their data (odsm_wire.h).  The reply's
- * size is bounded by the request's checked count and len.  Only an object
+ * size is bounded by the request's checked count and len, each item's
+ * data padded to 8 bytes: a len that is no multiple of 8 takes up to 7
+ * bytes more an item than it says (before 2026-12-02 the buffer was sized
+ * without them, and 63 items of 41 bytes wrote 441 bytes past it).  Only an object
  * sent whole is marked copied: the prefetcher caches nothing less
  * (odsm_cache_prefetch_finish()), and a mark would refuse the owner boxes in a
  * bigger one (-EBUSY) for a copy no node holds.
@@ -116,7 +119,7 @@ static int serve_fetch_many(const struct odsm_wire_hdr *h, const u8 *payload,
 
 	if (odsm_wire_get_fetch_many(payload, h->len, &fm))
 		return -EPROTO;
-	buf = kvmalloc(fm.count * (ODSM_WIRE_FETCH_ITEM_SIZE + fm.len),
+	buf = kvmalloc(odsm_wire_fetch_many_room(fm.count, fm.len),
 		       ODSM_GFP_REQ);
 	if (!buf)
 		return -ENOMEM;

@@ -534,10 +534,15 @@ int odsm_wire_get_fetch_many(const u8 *buf, u32 len,
 	    len != ODSM_WIRE_FETCH_MANY_HDR_SIZE + 8 * p->count)
 		return -EMSGSIZE;
 	if (!p->len || p->len > ODSM_WIRE_FETCH_MANY_LEN ||
-	    (u64)p->count * (ODSM_WIRE_FETCH_ITEM_SIZE + p->len) >
-	    ODSM_WIRE_MAX_DATA)
+	    odsm_wire_fetch_many_room(p->count, p->len) > ODSM_WIRE_MAX_DATA)
 		return -EPROTO;
 	return 0;
+}
+
+u64 odsm_wire_fetch_many_room(u32 count, u32 len)
+{
+	/* each item's data is padded to a multiple of 8 */
+	return (u64)count * (ODSM_WIRE_FETCH_ITEM_SIZE + (((u64)len + 7) & ~7ULL));
 }
 
 u64 odsm_wire_fetch_many_addr(const u8 *buf, u32 i)

@@ -495,6 +495,11 @@ u32 odsm_wire_put_fetch_many(u8 *buf, const struct odsm_wire_fetch_many *p,
  */
 int odsm_wire_get_fetch_many(const u8 *buf, u32 len,
 			     struct odsm_wire_fetch_many *p);
+/*
+ * The most bytes a reply to count objects of at most len bytes each takes:
+ * the items, and each one's data padded to a multiple of 8.
+ */
+u64 odsm_wire_fetch_many_room(u32 count, u32 len);
 u64 odsm_wire_fetch_many_addr(const u8 *buf, u32 i);
 /* Item i of a reply to count objects (at buf + i * ITEM_SIZE). */
 void odsm_wire_put_fetch_item(u8 *buf, const struct odsm_wire_fetch_item *p);

@@ -384,6 +384,7 @@ struct fake_peer {
 	uint8_t key[65];
 	int klen;		/* -1: no key */
 	uint64_t next_seq;
+	uint32_t reply_len;	/* fp_reply(): the reply's whole payload */
 };
 
 /*
@@ -638,6 +639,7 @@ static FP_UNUSED int fp_reply(struct fake_peer *fp, uint64_t seq,
 			continue;
 		}
 		*status = h.status;
+		fp->reply_len = h.len;
 		n = h.len < cap ? h.len : cap;
 		if (n) {
 			ret = recv_exact(fp->fd, buf, n, left);

@@ -23,7 +23,9 @@
  *     the old connection is up) in the middle of a request, and forged
  *     DELEG batches (endpoints of any partition, slot sizes that are not
  *     one, headers and records whose counts, lengths, kinds and flags
- *     lie, or random bytes: each dropped and counted, or -ESRCH).
+ *     lie, or random bytes: each dropped and counted, or -ESRCH), and
+ *     FETCH_MANY of an object of ours 63 times at 41 bytes, whose reply
+ *     pads each item to 8 bytes (first of all, then among the others).
  * After every few episodes, and at the end, the node must still serve: an
  * authenticated READ of its directory word gets its answer in time.
  *
@@ -46,7 +48,7 @@ enum ep {
 	E_WRONG_ADDR, E_CONNECT_FLOOD,
 	/* authenticated */
 	E_REQ_FLOOD, E_BAD_REPLY, E_BAD_REQ, E_KEYS, E_MAP, E_SECOND_HELLO,
-	E_BAD_PING, E_OTHER_NODES, E_RESTART, E_DELEG, E_SERVE, NEP
+	E_BAD_PING, E_OTHER_NODES, E_RESTART, E_DELEG, E_PADDED, E_SERVE, NEP
 };
 
 static const char *const ep_name[NEP] = {
@@ -55,7 +57,7 @@ static const char *const ep_name[NEP] = {
 	"bad_geometry", "replay", "wrong_addr", "connect_flood",
 	"req_flood", "bad_reply", "bad_request", "keys", "map",
 	"second_hello", "bad_ping", "other_nodes", "restart", "deleg",
-	"serve_check",
+	"padded_fetch_many", "serve_check",
 };
 
 static uint64_t tried[NEP], problems;
@@ -409,6 +411,79 @@ static uint32_t forge_deleg(uint8_t *m, uint32_t room)
 	return below(6) ? off : off + (uint32_t)below(64);
 }
 
+/*
+ * A request of ours and its reply: 0 with the reply's status and payload
+ * (up to cap bytes), or a problem reported and -errno.
+ */
+static int ask(struct fake_peer *fp, uint8_t type, const void *p, uint32_t len,
+	       int32_t *st, void *r, uint32_t cap, const char *what)
+{
+	uint64_t seq = fp->next_seq++;
+	int ret;
+
+	ret = fp_send(fp, type, 0, seq, 0, p, len);
+	if (!ret)
+		ret = fp_reply(fp, seq, st, r, cap, opt_timeout_ms / 1000 + 5);
+	if (ret)
+		problem(what, ret);
+	return ret;
+}
+
+/*
+ * FETCH_MANY of an object we allocate (64 bytes), 63 times at 41 bytes:
+ * the owner pads each item's data to a multiple of 8, so its reply is 63
+ * x (24 + 48) bytes, 441 more than 63 x (24 + 41).  Before 2026-12-02 its
+ * buffer was sized without the padding and written past; the fuzz
+ * guests' slub_debug red zones report that.  Every item must be the
+ * object's 41 bytes, and the reply exactly that long.
+ */
+static void padded_fetch_many(struct fake_peer *fp)
+{
+	static uint8_t m[8 + 63 * 8], r[63 * (24 + 48) + 64];
+	uint8_t a[16] = { 0 }, ar[16];
+	uint32_t k, want = 63 * 24;
+	uint64_t g;
+	int32_t st;
+
+	put64(a, 64);
+	put32(a + 12, 1);	/* zeroed */
+	if (ask(fp, T_ALLOC, a, sizeof(a), &st, ar, sizeof(ar),
+		"padded_fetch_many: ALLOC not answered"))
+		return;
+	if (st)		/* the partition full of the other fuzzer's */
+		return;
+	g = get64(ar);
+	put32(m, 63);
+	put32(m + 4, 41);
+	for (k = 0; k < 63; k++)
+		put64(m + 8 + 8 * k, g);
+	memset(r, 0xa5, sizeof(r));
+	if (ask(fp, T_FETCH_MANY, m, sizeof(m), &st, r, sizeof(r),
+		"padded_fetch_many: FETCH_MANY not answered"))
+		return;
+	if (st) {
+		problem("padded_fetch_many: FETCH_MANY refused whole", st);
+		return;
+	}
+	/* an item refused (the object freed by the node's own fuzzer) has
+	 * no data; every other is the object's first 41 bytes, padded
+	 */
+	for (k = 0; k < 63; k++) {
+		if (get32(r + 24 * k + 16))
+			continue;
+		if (get64(r + 24 * k) != 64 || get32(r + 24 * k + 12) != 41) {
+			problem("padded_fetch_many: an item is not the object's 41 bytes",
+				-EPROTO);
+			return;
+		}
+		want += 48;
+	}
+	if (fp->reply_len != want)
+		problem("padded_fetch_many: the reply's length is not its items' padded",
+			-EPROTO);
+	ask(fp, T_FREE, ar, 8, &st, NULL, 0, "padded_fetch_many: FREE not answered");
+}
+
 static void ep_auth(enum ep e)
 {
 	static uint8_t big[FP_MAX_DATA + 128];
@@ -571,6 +646,9 @@ static void ep_auth(enum ep e)
 				break;
 		}
 		break;
+	case E_PADDED:
+		padded_fetch_many(&fp);
+		break;
 	case E_RESTART:
 		/* a request under way, then the same node again with a new
 		 * incarnation while the first connection is still open
@@ -700,6 +778,11 @@ int main(int argc, char **argv)
 	end = t0 + opt_secs * 1000ULL;
 	if (!serve_check())
 		goto out;
+	/* once for sure, then among the others */
+	if (opt_only < 0) {
+		tried[E_PADDED]++;
+		ep_auth(E_PADDED);
+	}
 	for (episode = 0; episode < opt_episodes && fp_now_ms() < end; episode++) {
 		e = (int)below(E_SERVE);
 		if (opt_only >= 0)

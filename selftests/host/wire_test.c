@@ -932,6 +932,18 @@ TEST(fetch_many)
 	EXPECT_EQ(-EPROTO, odsm_wire_get_fetch_many(raw, 8 + 64 * 8, &out));
 	ref_put_le(raw + 4, 2048, 4);
 	EXPECT_EQ(0, odsm_wire_get_fetch_many(raw, 8 + 64 * 8, &out));
+	/* the room a reply takes counts each item's padding: 63 items of
+	 * 41 bytes take 63 x (24 + 48), not 63 x (24 + 41) (the owner's
+	 * buffer was sized so before 2026-12-02, and written past)
+	 */
+	EXPECT_EQ(63ULL * 72, odsm_wire_fetch_many_room(63, 41));
+	EXPECT_EQ(64ULL * 4096, odsm_wire_fetch_many_room(64, 4072));
+	EXPECT_EQ(64ULL * 4096, odsm_wire_fetch_many_room(64, 4065));
+	EXPECT_EQ(64ULL * (24 + 4080), odsm_wire_fetch_many_room(64, 4073));
+	ref_put_le(raw + 4, 4065, 4);
+	EXPECT_EQ(0, odsm_wire_get_fetch_many(raw, 8 + 64 * 8, &out));
+	ref_put_le(raw + 4, 4073, 4);
+	EXPECT_EQ(-EPROTO, odsm_wire_get_fetch_many(raw, 8 + 64 * 8, &out));
 
 	/* a reply to 3 of 2048: 5 bytes, a refusal, 2048 of 3000 */
 	memset(rep, 0, sizeof(rep));
