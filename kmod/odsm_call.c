@@ -186,6 +186,7 @@ void odsm_on_reply(struct odsm_cluster *c, const struct odsm_wire_hdr *h,
 		odsm_stat_inc(ODSM_STAT_bad_msgs);
 		call->status = -EPROTO;
 	} else if (h->len > call->cap) {
+		odsm_stat_inc(ODSM_STAT_bad_msgs);
 		call->status = -EPROTO;
 	} else {
 		memcpy(call->reply, payload, h->len);
