@@ -34,7 +34,12 @@
  * the TCP receiver; the thread may wait in a send (HELLO, PONG) without
  * holding up the credits that arrive on the CQ.  A reply, which never
  * waits, the CQ handler delivers itself when nothing is queued before it
- * (reply_here()).
+ * (reply_here()).  Since credits come back as messages are copied out,
+ * not as the thread takes them, what waits for it is bounded on its own:
+ * past RDMA_RXQ_BYTES_MAX the connection is closed (a peer flooding a
+ * receiver that waits in a send).  Holding credits back instead would be
+ * the gentler bound, but two receivers waiting in sends, each holding back
+ * the credits the other waits for, would wait for each other.
  *
  * Teardown: kill marks the connection broken and disconnects from a work
  * item (rdma_disconnect sleeps); stop drains the QP, frees the verbs
@@ -498,9 +503,17 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 	spin_lock(&x->msg.lock);
+	if (m && x->msg.rxq_bytes + len > RDMA_RXQ_BYTES_MAX) {
+		spin_unlock(&x->msg.lock);
+		pr_notice_ratelimited("rdma: %u MiB of messages wait for the receiver: connection closed\n",
+				      RDMA_RXQ_BYTES_MAX >> 20);
+		goto out_bad;
+	}
 	odsm_credit_owe(&x->msg.k);
-	if (m)
+	if (m) {
 		list_add_tail(&m->node, &x->msg.rxq);
+		x->msg.rxq_bytes += len;
+	}
 	spin_unlock(&x->msg.lock);
 	if (m)
 		wake_up(&x->msg.rx_wait);
@@ -521,8 +534,10 @@ static struct odsm_rdma_msg *rx_pop(struct odsm_rdma_conn *x)
 
 	spin_lock(&x->msg.lock);
 	m = list_first_entry_or_null(&x->msg.rxq, struct odsm_rdma_msg, node);
-	if (m)
+	if (m) {
 		list_del(&m->node);
+		x->msg.rxq_bytes -= m->len;
+	}
 	spin_unlock(&x->msg.lock);
 	return m;
 }

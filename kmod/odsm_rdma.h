@@ -30,6 +30,16 @@
 #define RDMA_CREDIT_WAIT_CAP_MS	60000
 #define RDMA_MSG_MAX		(ODSM_WIRE_HDR_SIZE + ODSM_WIRE_MAX_PAYLOAD)
 /*
+ * Bytes of a peer's messages waiting for the receiver thread at most: a
+ * received message is copied out and its credit returned at once (on the
+ * CQ), so credits bound the messages in flight, not those waiting here,
+ * and a peer could flood a receiver that waits in a send (for credits
+ * that peer returns a few at a time).  Four times what a peer may have
+ * in flight as requests (ODSM_PEER_REQ_BYTES_MAX): past it the connection
+ * is closed.
+ */
+#define RDMA_RXQ_BYTES_MAX	(64U << 20)
+/*
  * Local ACK timeout, 4.096 us << 14 = 67 ms: a lost packet costs that
  * much, not the half second the CM would choose for RoCE (a message is up
  * to 257 packets, and a call has timeout_ms in all).
@@ -188,6 +198,7 @@ struct odsm_rdma_msgs {
 	spinlock_t lock;
 	struct odsm_credit k;		/* credits, owed, slots, turns */
 	struct list_head rxq;		/* rdma_msg, for the receiver */
+	u32 rxq_bytes;			/* of the messages on rxq */
 	wait_queue_head_t tx_wait;
 	wait_queue_head_t rx_wait;
 };
