@@ -943,19 +943,23 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size,
 	cs = odsm_class_size[cls];
 	if (!odsm_pub_slot_of(off, cls, &idx))
 		return -EOPNOTSUPP;
-	if (cs > room) {
-		*size = cs;
-		return -EMSGSIZE;
-	}
 	inc = odsm_peer_incarnation(node, true);
 	if (!inc)
 		return -EOPNOTSUPP;
 	known = READ_ONCE(onesided_known) ? known_word(b, idx, inc, &seen) : 0;
 	if (!odsm_pub_known(known, seen, cls, odsm_color(cg)))
 		known = 0;
-	/* a move reads only an object whose word is known (copied) */
+	/*
+	 * A move reads only an object whose word is known (copied): asked
+	 * before the room, so that a move it refuses does not first have
+	 * its caller allocate a buffer of the class's size.
+	 */
 	if (known_only && !known)
 		return -EOPNOTSUPP;
+	if (cs > room) {
+		*size = cs;
+		return -EMSGSIZE;
+	}
 	ret = pub_read(node, inc, addr, buf, cs, idx, known ? NULL : &before,
 		       &after);
 	if (ret)
