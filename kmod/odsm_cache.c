@@ -815,10 +815,16 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 			ret = odsm_fetch_rest(node, e->inc, cg, got, size,
 					      slot_addr(e));
 	}
-	/* every byte, and the size, from the instance it was asked of */
+	/*
+	 * every byte, and the size, from the instance it was asked of; a
+	 * home up again as another (it restarted under the copy, maybe
+	 * between the incarnation read above and the miss reader's own):
+	 * -EREMCHG, anew, as a FETCH that met the restart says
+	 */
 	if (!ret && !home_same(e)) {
 		odsm_stat_inc(ODSM_STAT_lazy_stale);
-		ret = -EHOSTDOWN;
+		ret = odsm_peer_incarnation(node, false) ? -EREMCHG :
+							    -EHOSTDOWN;
 	}
 	if (ret) {
 		copy_drop(e);
