@@ -54,7 +54,9 @@
  * version is never found by a borrow of the newer one.
  *
  * Concurrency: recording and giving back take hits_lock; hits and returns
- * take nothing.  A thread's entries are written by that thread only
+ * take nothing (but a hit that backs out of a record's shared count, and a
+ * thread's exit handing its counts over, take hits_lock: a give-back in
+ * between would have them count on the slot's next record).  A thread's entries are written by that thread only
  * (and reset by the fork child); the give-back only reads them.
  */
 #include <pthread.h>
@@ -137,7 +139,7 @@ static bool ent_live(const struct odsm__th_ent *e)
 	uint64_t *rt = LD(&e->rtag, RLX);
 
 	return rt && (LD(rt, ACQ) & ~TAG_FLAGS) ==
-		     (LD(&e->tag, RLX) & ~TAG_FLAGS);
+		     (LD(&e->tag, ACQ) & ~TAG_FLAGS);
 }
 
 /*
@@ -150,6 +152,13 @@ static void th_exit(void *arg)
 	struct odsm__th *b = arg;
 	unsigned int i;
 
+	/*
+	 * Under hits_lock: a give-back that summed an entry and then reset
+	 * and reused its record's slot would otherwise take this add (which
+	 * may be negative: a thread returns borrows others counted) on the
+	 * new record.
+	 */
+	pthread_mutex_lock(&hits_lock);
 	for (i = 0; i < ODSM__TH_SLOTS; i++) {
 		struct odsm__th_ent *e = &b->ent[i];
 		int64_t n = LD(&e->n, RLX);
@@ -160,6 +169,7 @@ static void th_exit(void *arg)
 		ST(&e->n, 0, REL);
 		ST(&e->key, 0, RLX);
 	}
+	pthread_mutex_unlock(&hits_lock);
 	odsm__th = NULL;
 	ST(&b->used, 0, REL);
 }
@@ -325,7 +335,7 @@ static int64_t borrows_of(struct hit *r)
 			struct odsm__th_ent *e = &b->ent[i];
 
 			if (LD(&e->rtag, ACQ) == &r->tag &&
-			    (LD(&e->tag, RLX) & ~TAG_FLAGS) == gen)
+			    (LD(&e->tag, ACQ) & ~TAG_FLAGS) == gen)
 				sum += LD(&e->n, ACQ);
 		}
 	return sum + LD(&r->shared, ACQ);
@@ -452,6 +462,22 @@ static bool hit_uncount(uint64_t g, uint64_t copy);
  * The first hit of record r by this thread (or one whose entry is busy):
  * count it in the entry when the slot is free, else in r's shared count.
  */
+/*
+ * Take back a hit's +1 on r->shared that its recheck refused (r's tag was
+ * t then).  Under hits_lock, so no give-back runs meanwhile, and only if
+ * r is still of t's generation: a give-back in between reset shared to 0
+ * (and a new record in the slot may have set it to 1 for a borrow of its
+ * own), which the +1 either missed or now over-counts -- a reference kept
+ * until close at worst -- where a -1 would make a record in use look idle.
+ */
+static void shared_back(struct hit *r, uint64_t t)
+{
+	pthread_mutex_lock(&hits_lock);
+	if ((LD(&r->tag, ACQ) & ~TAG_FLAGS) == (t & ~TAG_FLAGS))
+		__atomic_fetch_sub(&r->shared, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&hits_lock);
+}
+
 static bool hit_rec(struct hit *r, struct odsm__th *b, uint64_t g,
 		    uint64_t ep, uint64_t *copy)
 {
@@ -467,7 +493,8 @@ static bool hit_rec(struct hit *r, struct odsm__th *b, uint64_t g,
 		/* n is 0 (or of a generation given back): the slot is ours */
 		ST(&e->n, 0, RLX);
 		ST(&e->rtag, &r->tag, RLX);
-		ST(&e->tag, t, RLX);
+		/* after n's 0: a sum that sees this tag sees no older n */
+		ST(&e->tag, t, REL);
 		e->copy = c;
 		e->epoch = ep;
 		ST(&e->key, g, RLX);
@@ -486,7 +513,7 @@ static bool hit_rec(struct hit *r, struct odsm__th *b, uint64_t g,
 		*copy = c;
 		return true;
 	}
-	__atomic_fetch_sub(&r->shared, 1, __ATOMIC_SEQ_CST);
+	shared_back(r, t);
 	return false;
 }
 
