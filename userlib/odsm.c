@@ -5,6 +5,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -39,9 +41,32 @@ static uint64_t new_tag(uint64_t old)
 	return t;
 }
 
+static uint64_t last_tag;
+
+/*
+ * A forked child shares its parent's file and the references on it, but
+ * not the parent's table of hits (odsm_hits.c): with the parent's tag, a
+ * return of an inherited borrow would give back a reference the parent
+ * still counts on (a copy then evicted under the parent's reader, or
+ * under the child's own later borrow of it).  The child draws a tag of
+ * its own: inherited copy words become foreign to it (never read through,
+ * never returned; it borrows anew), and the parent's references stay the
+ * parent's.
+ */
+static void odsm_atfork_child(void)
+{
+	if (odsm_rt.tag)
+		odsm_rt.tag = last_tag = new_tag(odsm_rt.tag);
+}
+
+/* at load: a fork before odsm_init() finds nothing to do */
+__attribute__((constructor)) static void odsm_atfork_register(void)
+{
+	pthread_atfork(NULL, NULL, odsm_atfork_child);
+}
+
 int odsm_init(void)
 {
-	static uint64_t last_tag;
 	const char *path = getenv("ODSM_DEVICE");
 	struct odsm_info info;
 	void *p;
@@ -438,8 +463,8 @@ int odsm__drop_ref(odsm_ref *r)
 	uint64_t c = odsm__copy_of(r->ext);
 
 	if (c && (r->ext & ODSM_EXT_HIT)) {
-		/* a child made by fork() finds no record of its parent's:
-		 * the reference is the parent's to give back
+		/* (a child made by fork() has a tag of its own: an
+		 * inherited word is foreign to it and never comes here)
 		 */
 		odsm__hit_return(r->g, c);
 		r->ext = 0;

@@ -269,7 +269,6 @@ static void hits_atfork_child(void)
 
 int odsm__hits_init(int fd)
 {
-	static bool atfork_done;
 	void *p;
 
 	hits_len = (size_t)sysconf(_SC_PAGESIZE);
@@ -286,8 +285,6 @@ int odsm__hits_init(int fd)
 		return ret;
 	}
 	odsm__hits_attach(p);
-	if (!atfork_done && !pthread_atfork(NULL, NULL, hits_atfork_child))
-		atfork_done = true;
 	return 0;
 }
 
@@ -298,6 +295,12 @@ int odsm__hits_init(int fd)
  */
 void odsm__hits_attach(const struct odsm_hits_page *page)
 {
+	static bool atfork_done;
+
+	/* once, before the lock (the child handler initializes it) */
+	if (page && !atfork_done && !pthread_atfork(NULL, NULL,
+						    hits_atfork_child))
+		atfork_done = true;
 	pthread_mutex_lock(&hits_lock);
 	hits_page = page;
 	table_reset();

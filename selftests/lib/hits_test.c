@@ -26,7 +26,12 @@
  *                          moves the want epoch all the time: every borrow
  *                          out is covered by a reference of the fake cache
  *                          (the kernel's rule: a referenced copy stays)
+ *   fork_child_own_tag     a forked child has a tag of its own: a borrow
+ *                          it inherited is foreign to it, its return
+ *                          makes no ioctl and leaves the parent's
+ *                          reference, and the child borrows anew
  */
+#include <sys/wait.h>
 #include "ksft_host.h"
 #include "fake_odsm.h"
 #include "odsm_hits_int.h"
@@ -343,6 +348,52 @@ TEST_F(hits, in_use_never_given_back)
 		EXPECT_EQ(0U, refs_of(objs[i].g));
 	EXPECT_EQ(fk_snap().borrows - self->s0.borrows,
 		  fk_snap().returns - self->s0.returns);
+}
+
+TEST_F(hits, fork_child_own_tag)
+{
+	odsm_box b = { .g = fk_new_obj(1, SZ, 0x77) };
+	uint64_t parent_tag = odsm_rt.tag;
+	const void *p, *q;
+	odsm_ref r, r2;
+	struct fk_stats s;
+	int status;
+	pid_t pid;
+
+	ASSERT_EQ(0, odsm_borrow(&b, &r, &p));
+	ASSERT_EQ(ODSM_EXT_HIT, r.ext & ODSM_EXT_HIT);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		/* the fake device is this process's copy: its counts too */
+		if (!odsm_rt.tag || odsm_rt.tag == parent_tag)
+			_exit(1);
+		if (odsm__copy_of(r.ext))
+			_exit(2);
+		s = fk_snap();
+		if (odsm_return(&r) || fk_snap().calls != s.calls)
+			_exit(3);	/* it gave the parent's back */
+		if (refs_of(b.g) != 1)
+			_exit(4);
+		if (odsm_borrow(&b, &r2, &q))
+			_exit(5);
+		if (fk_snap().calls != s.calls + 1)
+			_exit(20 + (int)(fk_snap().calls - s.calls));
+		if (memcmp(p, q, SZ))
+			_exit(7);
+		if (odsm_return(&r2))
+			_exit(8);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(parent_tag, odsm_rt.tag);
+	EXPECT_NE(0ULL, odsm__copy_of(r.ext));
+	EXPECT_EQ(1U, refs_of(b.g));
+	EXPECT_EQ(0, odsm_return(&r));
+	EXPECT_EQ(1, odsm_hits_flush());
+	EXPECT_EQ(0U, refs_of(b.g));
 }
 
 TEST_HARNESS_MAIN
