@@ -571,7 +571,9 @@ int odsm_heap_owner_rw(struct odsm_heap *h, u64 addr, void *box,
 		return -EINVAL;
 	mutex_lock(&h->lock);
 	ret = odsm_palloc_containing(&h->pa, addr, &oi);
-	if (!ret && oi.addr + oi.size - addr < ODSM_BOX_SIZE)
+	/* within the object's bytes, not only its slot or run (addr >= oi.addr) */
+	if (!ret && (oi.size < ODSM_BOX_SIZE ||
+		     addr - oi.addr > oi.size - ODSM_BOX_SIZE))
 		ret = -EINVAL;
 	if (!ret && oi.copied)
 		ret = -EBUSY;

@@ -2,8 +2,8 @@
 /*
  * /dev/odsm and its ioctl ABI: the device node, ODSM_IOC_INFO against the
  * configuration files of /sys/kernel/odsm, refusal of unknown commands, of
- * non-zero reserved fields and of bad argument pointers, and the
- * CAP_SYS_ADMIN check of ODSM_IOC_SET_CONFIG.
+ * non-zero reserved fields and of bad argument pointers, the
+ * CAP_SYS_ADMIN check of ODSM_IOC_SET_CONFIG, and an owner box's bounds.
  */
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -318,6 +318,34 @@ TEST(files_share_the_heap)
 	EXPECT_EQ(-ESTALE, t_obj_info(fd1, cg, &oi));
 	close(fd1);
 	close(fd2);
+}
+
+/*
+ * An owner box must lie in its object's bytes, not only in its run: a box
+ * past the object's size but inside the blocks it spans is -EINVAL (before
+ * 2026-12-02 the bound's subtraction wrapped and took it).
+ */
+TEST(owner_box_within_object_bytes)
+{
+	struct odsm_write_back wb = { 0 };
+	uint64_t cg, usable, a;
+	int fd = t_open();
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, t_alloc(fd, 100000, 0, ODSM_ALLOC_ZERO, &cg, &usable));
+	ASSERT_LT(100032ULL, usable);	/* a run of whole blocks */
+	a = cg & ODSM_ADDR_MASK;
+	wb.owner = a + 99984;		/* the last box inside */
+	EXPECT_EQ(0, t_ioctl(fd, ODSM_IOC_READ_OWNER, &wb));
+	EXPECT_EQ(0ULL, wb.g);
+	wb.owner = a + 100000;		/* the first past the size */
+	EXPECT_EQ(-EINVAL, t_ioctl(fd, ODSM_IOC_READ_OWNER, &wb));
+	wb.owner = a + 100016;
+	EXPECT_EQ(-EINVAL, t_ioctl(fd, ODSM_IOC_READ_OWNER, &wb));
+	wb = (struct odsm_write_back){ .owner = a + 100016 };
+	EXPECT_EQ(-EINVAL, t_ioctl(fd, ODSM_IOC_WRITE_BACK, &wb));
+	EXPECT_EQ(0, t_free(fd, cg));
+	close(fd);
 }
 
 TEST_HARNESS_MAIN
