@@ -269,12 +269,44 @@ void odsm_leave(void)
 	odsm_cache_forget(U32_MAX);
 }
 
+/*
+ * The commands that change the heap, the cluster or a runtime's state: a
+ * file opened without write access may not (as its mmap may not map the
+ * heap).  Reading, borrowing and waiting are left to it.
+ */
+static bool ioc_writes(unsigned int cmd)
+{
+	switch (cmd) {
+	case ODSM_IOC_SET_CONFIG:
+	case ODSM_IOC_ALLOC:
+	case ODSM_IOC_FREE:
+	case ODSM_IOC_MOVE:
+	case ODSM_IOC_WRITE:
+	case ODSM_IOC_ATOMIC:
+	case ODSM_IOC_BORROW_MUT:
+	case ODSM_IOC_WRITE_BACK:
+	case ODSM_IOC_DROP_COPIES:
+	case ODSM_IOC_JOIN:
+	case ODSM_IOC_LEAVE:
+	case ODSM_IOC_DELEG_BIND:
+	case ODSM_IOC_DELEG_CALL:
+	case ODSM_IOC_DELEG_SERVE:
+	case ODSM_IOC_WAKE:
+		return true;
+	}
+	return false;
+}
+
 /* also the body of an io_uring command, on a worker (odsm_uring.c) */
 long odsm_dev_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 {
 	void __user *uarg = (void __user *)arg;
 	long ret;
 
+	if (ioc_writes(cmd) && !(filp->f_mode & FMODE_WRITE)) {
+		odsm_stat_inc(ODSM_STAT_bad_ioctls);
+		return -EBADF;
+	}
 	switch (cmd) {
 	case ODSM_IOC_INFO:
 		return ioc_info(uarg);

@@ -3,7 +3,8 @@
  * /dev/odsm and its ioctl ABI: the device node, ODSM_IOC_INFO against the
  * configuration files of /sys/kernel/odsm, refusal of unknown commands, of
  * non-zero reserved fields and of bad argument pointers, the
- * CAP_SYS_ADMIN check of ODSM_IOC_SET_CONFIG, and an owner box's bounds.
+ * CAP_SYS_ADMIN check of ODSM_IOC_SET_CONFIG, the commands a file opened
+ * read-only may not run, and an owner box's bounds.
  */
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -318,6 +319,57 @@ TEST(files_share_the_heap)
 	EXPECT_EQ(-ESTALE, t_obj_info(fd1, cg, &oi));
 	close(fd1);
 	close(fd2);
+}
+
+/*
+ * A file opened read-only reads, and changes nothing: every command that
+ * would is -EBADF (counted in bad_ioctls), as its mmap of the heap is
+ * refused.  (Before 2026-12-02 the ioctls ignored the open mode.)
+ */
+TEST(readonly_file_changes_nothing)
+{
+	int fd = t_open(), ro = open(ODSM_DEVICE_PATH, O_RDONLY | O_CLOEXEC);
+	struct odsm_atomic at = { .op = ODSM_ATOMIC_FETCH_ADD, .operand = 1 };
+	struct odsm_write_back wb = { 0 };
+	struct odsm_obj_info oi;
+	struct odsm_info in;
+	struct odsm_rw rw;
+	uint64_t cg, cg2, word = 7, got = 0;
+	struct t_stats s0, s1;
+
+	ASSERT_LE(0, fd);
+	ASSERT_LE(0, ro);
+	ASSERT_EQ(0, t_alloc(fd, 64, 0, ODSM_ALLOC_ZERO, &cg, NULL));
+	rw = (struct odsm_rw){ .gaddr = cg, .buf = (uintptr_t)&word, .len = 8 };
+	ASSERT_EQ(0, t_ioctl(fd, ODSM_IOC_WRITE, &rw));
+	t_snap(&s0);
+	/* reading is its to do */
+	EXPECT_EQ(0, t_info(ro, &in));
+	EXPECT_EQ(0, t_obj_info(ro, cg, &oi));
+	rw.buf = (uintptr_t)&got;
+	EXPECT_EQ(0, t_ioctl(ro, ODSM_IOC_READ, &rw));
+	EXPECT_EQ(7ULL, got);
+	/* changing is not */
+	EXPECT_EQ(-EBADF, t_alloc(ro, 64, 0, 0, &cg2, NULL));
+	EXPECT_EQ(-EBADF, t_free(ro, cg));
+	EXPECT_EQ(-EBADF, t_move(ro, cg, &cg2));
+	rw.buf = (uintptr_t)&word;
+	EXPECT_EQ(-EBADF, t_ioctl(ro, ODSM_IOC_WRITE, &rw));
+	at.gaddr = cg;
+	EXPECT_EQ(-EBADF, t_ioctl(ro, ODSM_IOC_ATOMIC, &at));
+	wb.owner = cg & ODSM_ADDR_MASK;
+	EXPECT_EQ(-EBADF, t_ioctl(ro, ODSM_IOC_WRITE_BACK, &wb));
+	EXPECT_EQ(-EBADF, t_set_config(ro, 0, 1, in.heap_base, in.part_size));
+	t_snap(&s1);
+	EXPECT_DELTA(s0, s1, "bad_ioctls", 7);
+	/* nothing changed: the object is there, its word 7 */
+	rw.buf = (uintptr_t)&got;
+	got = 0;
+	EXPECT_EQ(0, t_ioctl(fd, ODSM_IOC_READ, &rw));
+	EXPECT_EQ(7ULL, got);
+	EXPECT_EQ(0, t_free(fd, cg));
+	close(ro);
+	close(fd);
 }
 
 /*

@@ -11,6 +11,12 @@
  * Every structure is fixed-size, naturally aligned and carries reserved
  * fields that must be zero on input (non-zero gets -EINVAL), so fields can be
  * added without a new ioctl number.
+ *
+ * A file opened without write access reads (INFO, OBJ_INFO, READ, BORROW,
+ * RETURN, READ_OWNER, PREFETCH, STATUS, WAIT) and changes nothing: SET_CONFIG,
+ * ALLOC, FREE, MOVE, WRITE, ATOMIC, BORROW_MUT, WRITE_BACK, DROP_COPIES,
+ * JOIN, LEAVE, DELEG_BIND, DELEG_CALL, DELEG_SERVE and WAKE are -EBADF on it
+ * (and its mmap of the heap is refused).
  */
 #ifndef _UAPI_LINUX_ODSM_H
 #define _UAPI_LINUX_ODSM_H
