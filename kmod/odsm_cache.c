@@ -536,7 +536,7 @@ static int fref_add_locked(struct odsm_fref *f, u32 id)
 
 	return xa_err(xa_store(&f->refs, id,
 			       xa_mk_value(v ? xa_to_value(v) + 1 : 1),
-			       GFP_KERNEL));
+			       GFP_KERNEL_ACCOUNT));
 }
 
 /* false if f holds no reference on id */
@@ -762,7 +762,7 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 	int ret;
 
 	first = odsm_first_alloc();
-	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	e = kzalloc(sizeof(*e), GFP_KERNEL_ACCOUNT);
 	if (!first || !e) {
 		ret = -ENOMEM;
 		goto out;
@@ -858,7 +858,7 @@ static int insert_locked(struct odsm_fref *f, struct odsm_centry *e)
 		odsm_stat_inc(ODSM_STAT_cache_stale_refused);
 		return -ESTALE;
 	}
-	ret = xa_alloc(&cache.ids, &id, e, xa_limit_32b, GFP_KERNEL);
+	ret = xa_alloc(&cache.ids, &id, e, xa_limit_32b, GFP_KERNEL_ACCOUNT);
 	if (ret)
 		return ret;
 	e->id = id;
@@ -969,7 +969,7 @@ int odsm_cache_borrow(struct odsm_fref *f, u32 node, u64 cg, u64 *addr,
 static int prefetch_one(u32 node, u64 inc, u64 cg, const void *bytes,
 			u64 size)
 {
-	struct odsm_centry *e = kzalloc(sizeof(*e), GFP_KERNEL);
+	struct odsm_centry *e = kzalloc(sizeof(*e), GFP_KERNEL_ACCOUNT);
 	u64 usable;
 	int ret;
 
