@@ -102,8 +102,9 @@ static int copy_guarded_write(u64 addr, u32 len, const u8 *data)
  * size is bounded by the request's checked count and len, each item's
  * data padded to 8 bytes: a len that is no multiple of 8 takes up to 7
  * bytes more an item than it says (before 2026-12-02 the buffer was sized
- * without them, and 63 items of 41 bytes wrote 441 bytes past it).  Only an object
- * sent whole is marked copied: the prefetcher caches nothing less
+ * without them, and 63 items of 41 bytes wrote 441 bytes past it), so
+ * the buffer and the padding use the same odsm_wire_* sizes.  Only an
+ * object sent whole is marked copied: the prefetcher caches nothing less
  * (odsm_cache_prefetch_finish()), and a mark would refuse the owner boxes in a
  * bigger one (-EBUSY) for a copy no node holds.
  */
@@ -138,8 +139,9 @@ static int serve_fetch_many(const struct odsm_wire_hdr *h, const u8 *payload,
 			it.status = ret;
 		} else {
 			/* the padding is not left as it was */
-			memset(buf + off + it.len, 0, round_up(it.len, 8) - it.len);
-			off += round_up(it.len, 8);
+			memset(buf + off + it.len, 0,
+			       odsm_wire_fetch_item_padded(it.len) - it.len);
+			off += odsm_wire_fetch_item_padded(it.len);
 		}
 		odsm_wire_put_fetch_item(buf + i * ODSM_WIRE_FETCH_ITEM_SIZE, &it);
 	}

@@ -541,8 +541,8 @@ int odsm_wire_get_fetch_many(const u8 *buf, u32 len,
 
 u64 odsm_wire_fetch_many_room(u32 count, u32 len)
 {
-	/* each item's data is padded to a multiple of 8 */
-	return (u64)count * (ODSM_WIRE_FETCH_ITEM_SIZE + (((u64)len + 7) & ~7ULL));
+	return (u64)count * (ODSM_WIRE_FETCH_ITEM_SIZE +
+			     odsm_wire_fetch_item_padded(len));
 }
 
 u64 odsm_wire_fetch_many_addr(const u8 *buf, u32 i)
@@ -572,7 +572,7 @@ void odsm_wire_get_fetch_item(const u8 *buf, u32 i,
 	p->status = (s32)wire_get_le32(b + 16);
 	p->reserved2 = wire_get_le32(b + 20);
 	if (data_off && !p->status)
-		*data_off += (p->len + 7) & ~7U;
+		*data_off += odsm_wire_fetch_item_padded(p->len);
 }
 
 int odsm_wire_check_fetch_many_reply(const u8 *buf, u32 len, u32 count,
@@ -594,7 +594,7 @@ int odsm_wire_check_fetch_many_reply(const u8 *buf, u32 len, u32 count,
 		if (it.status ? it.size || it.color || it.len :
 		    !it.size || it.len != (it.size < want ? it.size : want))
 			return -EPROTO;
-		off += (it.len + 7) & ~7U;	/* <= 64 * 4096 in all */
+		off += odsm_wire_fetch_item_padded(it.len); /* <= 64 * 4096 */
 	}
 	return end + off == len ? 0 : -EMSGSIZE;
 }

@@ -495,9 +495,16 @@ u32 odsm_wire_put_fetch_many(u8 *buf, const struct odsm_wire_fetch_many *p,
  */
 int odsm_wire_get_fetch_many(const u8 *buf, u32 len,
 			     struct odsm_wire_fetch_many *p);
+/* A FETCH_MANY_REPLY item's data of len bytes, padded: its room. */
+static inline u32 odsm_wire_fetch_item_padded(u32 len)
+{
+	return (len + 7) & ~7U;		/* len <= ODSM_WIRE_FETCH_MANY_LEN */
+}
+
 /*
- * The most bytes a reply to count objects of at most len bytes each takes:
- * the items, and each one's data padded to a multiple of 8.
+ * The most bytes a reply to count objects of at most len bytes each takes
+ * (len <= ODSM_WIRE_FETCH_MANY_LEN): the items, and each one's data padded
+ * (odsm_wire_fetch_item_padded()).
  */
 u64 odsm_wire_fetch_many_room(u32 count, u32 len);
 u64 odsm_wire_fetch_many_addr(const u8 *buf, u32 i);
