@@ -196,6 +196,8 @@ void odsm_dev_unregister(void);
 /* odsm_uring.c: io_uring commands, run on workers */
 struct io_uring_cmd;
 int odsm_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
+int odsm_uring_init(void);
+void odsm_uring_exit(void);
 
 /*
  * odsm_abandon.c: should the operation this thread runs stop at its next
@@ -205,8 +207,6 @@ int odsm_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
 struct work_struct;
 bool odsm_abandoned(void);
 void odsm_abandon_register(bool (*gone)(struct work_struct *w));
-int odsm_uring_init(void);
-void odsm_uring_exit(void);
 
 /* odsm_sysfs.c */
 int odsm_sysfs_init(void);

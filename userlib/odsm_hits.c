@@ -56,8 +56,9 @@
  * Concurrency: recording and giving back take hits_lock; hits and returns
  * take nothing (but a hit that backs out of a record's shared count, and a
  * thread's exit handing its counts over, take hits_lock: a give-back in
- * between would have them count on the slot's next record).  A thread's entries are written by that thread only
- * (and reset by the fork child); the give-back only reads them.
+ * between would have them count on the slot's next record).  A thread's
+ * entries are written by that thread only (and reset by the fork child);
+ * the give-back only reads them.
  */
 #include <pthread.h>
 #include <stddef.h>
@@ -462,10 +463,6 @@ static uint64_t heed_module(struct odsm__th *b)
 static bool hit_uncount(uint64_t g, uint64_t copy);
 
 /*
- * The first hit of record r by this thread (or one whose entry is busy):
- * count it in the entry when the slot is free, else in r's shared count.
- */
-/*
  * Take back a hit's +1 on r->shared that its recheck refused (r's tag was
  * t then).  Under hits_lock, so no give-back runs meanwhile, and only if
  * r is still of t's generation: a give-back in between reset shared to 0
@@ -481,6 +478,10 @@ static void shared_back(struct hit *r, uint64_t t)
 	pthread_mutex_unlock(&hits_lock);
 }
 
+/*
+ * The first hit of record r by this thread (or one whose entry is busy):
+ * count it in the entry when the slot is free, else in r's shared count.
+ */
 static bool hit_rec(struct hit *r, struct odsm__th *b, uint64_t g,
 		    uint64_t ep, uint64_t *copy)
 {
