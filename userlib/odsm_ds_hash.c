@@ -143,6 +143,13 @@ int ds_find(const struct ds_ctx *x, const struct ds_key *k, uint32_t start,
 		if (DS_STATE(old) == DS_FREE)
 			return -ENOENT;
 		if (DS_STATE(old) == DS_READY && key_is(&b, k)) {
+			/* the body is shared memory any node may have
+			 * written: a length past the value is not copied
+			 */
+			if (b.vlen > ODSM_DS_VAL_MAX) {
+				ds_stat_inc(DS_ST_BAD_REQ);
+				return -EBADMSG;
+			}
 			memcpy(val, b.val, b.vlen);
 			*vlen = b.vlen;
 			return 0;

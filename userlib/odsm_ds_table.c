@@ -49,7 +49,8 @@ static int serve(void *obj, const void *arg, size_t len, void *ret,
 	uint8_t vlen = 0;
 	int err;
 
-	if (len != sizeof(r) || hdr->magic != DS_SEG_MAGIC)
+	if (len != sizeof(r) || hdr->magic != DS_SEG_MAGIC ||
+	    hdr->buckets > DS_MAX_BUCKETS)
 		goto bad;
 	memcpy(&r, arg, sizeof(r));
 	x.buckets = (uint32_t)hdr->buckets;

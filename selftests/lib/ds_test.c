@@ -15,7 +15,9 @@
  *     and empty met): every element exactly once, each producer's order
  *     kept at each consumer; then CW pushes and CR pops; a full and an
  *     empty queue refuse without losing anything;
- *   - malformed requests: refused by the trustee and counted.
+ *   - malformed requests: refused by the trustee and counted; a
+ *     bucket whose stored value length is past the value (shared memory
+ *     another node wrote): -EBADMSG, nothing copied past the buffer.
  *
  * The cluster program (selftests/cluster/cluster_ds_test.c) does the
  * same across guests; this runs in the host suite, with ASan.
@@ -25,6 +27,7 @@
 #include <stdlib.h>
 
 #include "odsm_ds.h"
+#include "odsm_ds_int.h"
 #include "fake_odsm.h"
 
 #include "ksft_host.h"
@@ -487,6 +490,54 @@ TEST(malformed_requests_counted)
 	odsm_ds_stats(&s1);
 	EXPECT_EQ(s0.bad_requests + 4, s1.bad_requests);
 	odsm_trust_drop(&qs.t);
+	env_down(&e);
+}
+
+/*
+ * A bucket's body is shared memory: another node's bug (or a hostile
+ * one) may have written a value length past the value.  Both variants
+ * refuse it with -EBADMSG and copy nothing past the caller's buffer
+ * (under ASan a copy of vlen bytes would be a stack overflow).
+ */
+TEST(corrupt_bucket_length_refused)
+{
+	uint8_t got[ODSM_DS_VAL_MAX + 8];
+	struct ds_bucket *b;
+	unsigned int i, r;
+	struct env e;
+	uint64_t k = 7;
+	size_t gl;
+
+	ASSERT_EQ(0, env_up(&e, 16));
+	ASSERT_EQ(0, odsm_ds_insert(e.h[0], &k, sizeof(k), &k, 8,
+				    ODSM_DS_CRW));
+	b = (struct ds_bucket *)(uintptr_t)(odsm_addr_of(e.seg.addr) + DS_HDR);
+	for (i = 0; i < 16 && DS_STATE(b[i].flag) != DS_READY; i++)
+		;
+	ASSERT_LT(i, 16U);
+	b[i].vlen = 200;
+	for (r = 0; r < 2; r++) {
+		memset(got, 0x5a, sizeof(got));
+		gl = ODSM_DS_VAL_MAX;
+		EXPECT_EQ(-EBADMSG, odsm_ds_find(e.h[r], &k, sizeof(k), got,
+						 &gl, ODSM_DS_CRW));
+		EXPECT_EQ(0x5a, got[ODSM_DS_VAL_MAX]);
+		/* the CRW find's reader went out: the bucket is READY */
+		EXPECT_EQ(DS_READY, b[i].flag);
+	}
+	b[i].vlen = 8;
+	gl = sizeof(got);
+	EXPECT_EQ(0, odsm_ds_find(e.h[1], &k, sizeof(k), got, &gl,
+				  ODSM_DS_CR));
+	EXPECT_EQ(8U, gl);
+	/* and the header's bucket count is bounded too */
+	((struct ds_seg_hdr *)(uintptr_t)odsm_addr_of(e.seg.addr))->buckets =
+		(uint64_t)DS_MAX_BUCKETS + 1;
+	gl = sizeof(got);
+	EXPECT_EQ(-EINVAL, odsm_ds_find(e.h[1], &k, sizeof(k), got, &gl,
+					ODSM_DS_CR));
+	((struct ds_seg_hdr *)(uintptr_t)odsm_addr_of(e.seg.addr))->buckets =
+		16;
 	env_down(&e);
 }
 
