@@ -112,7 +112,7 @@ int ds_find(const struct ds_ctx *x, const struct ds_key *k, uint32_t start,
 	uint64_t g, old, deadline = 0;
 	struct ds_bucket b;
 	uint32_t i;
-	int ret;
+	int ret, r2;
 
 	for (i = 0; i < x->buckets; i++) {
 		g = ds_bucket_addr(x, (start + i) % x->buckets);
@@ -128,7 +128,12 @@ int ds_find(const struct ds_ctx *x, const struct ds_key *k, uint32_t start,
 				return ret;
 			if (DS_STATE(old) == DS_READY)
 				ret = ds_io_read(x, g, &b, sizeof(b));
-			ret = ret ?: io_fao(g, -DS_RD, NULL);
+			/* the reader goes out even when the read failed:
+			 * a count left raised would refuse every later
+			 * update and delete of the key
+			 */
+			r2 = io_fao(g, -DS_RD, NULL);
+			ret = ret ?: r2;
 			if (ret)
 				return ret;
 			if (DS_STATE(old) == DS_BUSY) {
@@ -205,8 +210,14 @@ int ds_insert(const struct ds_ctx *x, const struct ds_key *k, uint32_t start,
 		if (ret) {
 			ret = ds_io_write(x, g + DS_BODY_OFF, &b.klen,
 				       sizeof(b) - DS_BODY_OFF);
-			if (!ret && p == ODSM_DS_CRW)
-				ret = io_fao(g, DS_READY - DS_BUSY, NULL);
+			if (p != ODSM_DS_CRW)
+				return ret;
+			/* a body that was not written leaves a tombstone,
+			 * not a bucket BUSY for good that every probe
+			 * passing by would wait out
+			 */
+			io_fao(g, ret ? DS_DEAD - DS_BUSY : DS_READY - DS_BUSY,
+			       NULL);
 			return ret;
 		}
 		/* taken: by this key? (a BUSY one is still being written) */
@@ -293,7 +304,7 @@ int ds_update(const struct ds_ctx *x, const struct ds_key *k, uint32_t start,
 {
 	struct ds_bucket b;
 	uint64_t g;
-	int ret = locate(x, k, start, &g);
+	int r2, ret = locate(x, k, start, &g);
 
 	if (ret)
 		return ret;
@@ -306,9 +317,15 @@ int ds_update(const struct ds_ctx *x, const struct ds_key *k, uint32_t start,
 		return ds_io_write(x, g + DS_BODY_OFF, &b.klen,
 				sizeof(b) - DS_BODY_OFF);
 	ret = take(g, DS_BUSY);
-	ret = ret ?: ds_io_write(x, g + DS_BODY_OFF, &b.klen,
-			      sizeof(b) - DS_BODY_OFF);
-	return ret ?: io_fao(g, DS_READY - DS_BUSY, NULL);
+	if (ret)
+		return ret;
+	ret = ds_io_write(x, g + DS_BODY_OFF, &b.klen,
+			  sizeof(b) - DS_BODY_OFF);
+	/* READY again whether or not the body went: the old one, or part
+	 * of the new, but never a bucket BUSY for good
+	 */
+	r2 = io_fao(g, DS_READY - DS_BUSY, NULL);
+	return ret ?: r2;
 }
 
 int ds_delete(const struct ds_ctx *x, const struct ds_key *k, uint32_t start,

@@ -17,7 +17,9 @@
  *     empty queue refuse without losing anything;
  *   - malformed requests: refused by the trustee and counted; a
  *     bucket whose stored value length is past the value (shared memory
- *     another node wrote): -EBADMSG, nothing copied past the buffer.
+ *     another node wrote): -EBADMSG, nothing copied past the buffer;
+ *   - a CRW step that fails (a READ or WRITE refused) leaves no bucket
+ *     BUSY or read-held behind.
  *
  * The cluster program (selftests/cluster/cluster_ds_test.c) does the
  * same across guests; this runs in the host suite, with ASan.
@@ -538,6 +540,75 @@ TEST(corrupt_bucket_length_refused)
 					ODSM_DS_CR));
 	((struct ds_seg_hdr *)(uintptr_t)odsm_addr_of(e.seg.addr))->buckets =
 		16;
+	env_down(&e);
+}
+
+/* the state word of the (only) bucket that holds anything */
+static uint64_t used_flag(struct env *e, unsigned int *at)
+{
+	struct ds_bucket *b = (void *)(uintptr_t)(odsm_addr_of(e->seg.addr) +
+						 DS_HDR);
+	unsigned int i;
+
+	for (i = 0; i < 16; i++)
+		if (b[i].flag) {
+			*at = i;
+			return b[i].flag;
+		}
+	return ~0ULL;
+}
+
+/*
+ * A step of a CRW operation that fails after the bucket's flag changed
+ * leaves no bucket held: a find's reader goes out, an insert whose body
+ * was not written leaves a tombstone, an update puts READY back.  Before,
+ * every later update or delete of the key (or every probe passing by)
+ * timed out after DS_WAIT_MS.
+ */
+TEST(failed_step_leaves_no_bucket_held)
+{
+	uint8_t got[ODSM_DS_VAL_MAX];
+	unsigned int at, at2;
+	uint64_t k = 5, v;
+	struct env e;
+	size_t gl;
+
+	ASSERT_EQ(0, env_up(&e, 16));
+	/* an insert whose body write fails */
+	fk.fail_write = -EIO;
+	EXPECT_EQ(-EIO, odsm_ds_insert(e.h[0], &k, sizeof(k), &k, 8,
+				       ODSM_DS_CRW));
+	EXPECT_EQ(DS_DEAD, used_flag(&e, &at));
+	gl = sizeof(got);
+	EXPECT_EQ(-ENOENT, odsm_ds_find(e.h[0], &k, sizeof(k), got, &gl,
+					 ODSM_DS_CRW));
+	/* the key goes in past the tombstone */
+	ASSERT_EQ(0, odsm_ds_insert(e.h[0], &k, sizeof(k), &k, 8,
+				    ODSM_DS_CRW));
+	/* a find whose bucket read fails */
+	fk.fail_read = -EIO;
+	gl = sizeof(got);
+	EXPECT_EQ(-EIO, odsm_ds_find(e.h[0], &k, sizeof(k), got, &gl,
+				     ODSM_DS_CRW));
+	ASSERT_EQ(DS_DEAD, used_flag(&e, &at));
+	at2 = (at + 1) % 16;
+	EXPECT_EQ(DS_READY, ((struct ds_bucket *)(uintptr_t)
+			     (odsm_addr_of(e.seg.addr) + DS_HDR))[at2].flag);
+	/* an update whose body write fails: READY again, the old value */
+	v = 77;
+	fk.fail_write = -EIO;
+	EXPECT_EQ(-EIO, odsm_ds_update(e.h[0], &k, sizeof(k), &v, 8,
+				       ODSM_DS_CRW));
+	EXPECT_EQ(DS_READY, ((struct ds_bucket *)(uintptr_t)
+			     (odsm_addr_of(e.seg.addr) + DS_HDR))[at2].flag);
+	gl = sizeof(got);
+	EXPECT_EQ(0, odsm_ds_find(e.h[0], &k, sizeof(k), got, &gl,
+				  ODSM_DS_CRW));
+	EXPECT_EQ(0, memcmp(got, &k, 8));
+	/* and nothing waits: the update and the delete go at once */
+	EXPECT_EQ(0, odsm_ds_update(e.h[0], &k, sizeof(k), &v, 8,
+				    ODSM_DS_CRW));
+	EXPECT_EQ(0, odsm_ds_delete(e.h[0], &k, sizeof(k), ODSM_DS_CRW));
 	env_down(&e);
 }
 

@@ -61,6 +61,7 @@ static struct {
 	int fail_borrow, fail_mut;	/* the next such call fails with it */
 	bool node1_down;		/* ODSM_IOC_STATUS: node 1 is down */
 	int fail_move;			/* every MOVE fails with it */
+	int fail_read, fail_write;	/* the next READ / WRITE fails */
 	/* ODSM_IOC_DELEG_CALL: the test plays the other node (under lock) */
 	int (*deleg_call)(struct odsm_deleg_call *a);
 	unsigned long move_calls;
@@ -132,6 +133,7 @@ static void fk_init(void)
 	fk.nr_obj = 0;
 	memset(fk.copy, 0, sizeof(fk.copy));
 	fk.fail_borrow = fk.fail_mut = 0;
+	fk.fail_read = fk.fail_write = 0;
 	fk.node1_down = false;
 	fk.deleg_call = NULL;
 	odsm_rt.fd = 1000;	/* never a real file: fake_ioctl answers */
@@ -431,8 +433,17 @@ static int fk_ioctl_locked(unsigned long req, void *arg)
 	case ODSM_IOC_WRITE: {
 		struct odsm_rw *r = arg;
 
+		int *fail = req == ODSM_IOC_READ ? &fk.fail_read :
+						   &fk.fail_write;
+
 		if (!odsm_in_heap(r->gaddr))
 			return -EINVAL;
+		if (*fail) {		/* nothing read or written */
+			int err = *fail;
+
+			*fail = 0;
+			return err;
+		}
 		if (req == ODSM_IOC_READ)
 			memcpy((void *)(uintptr_t)r->buf, odsm_ptr(r->gaddr), r->len);
 		else
