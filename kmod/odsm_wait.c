@@ -302,7 +302,12 @@ static long wake_remote(u32 node, u64 addr, u32 nr)
 		       &got);
 	if (!ret)
 		ret = odsm_wire_get_wake_reply(p, got, &r);
-	return ret ? ret : r.woken;
+	/* not "ret ? ret : r.woken": that is unsigned, and an error would
+	 * reach the caller as a large count, errno untouched
+	 */
+	if (ret)
+		return ret;
+	return r.woken;
 }
 
 long odsm_ioc_wake(void __user *arg)

@@ -142,7 +142,9 @@ TEST_F_TIMEOUT(cl, every_op_fails, 180)
 {
 	unsigned int state[ODSM_MAX_NODES], d, j;
 	uint64_t v, ms, cg, end, limit;
+	struct odsm_wake wk = { 0 };
 	uint8_t buf[4096];
+	long lr;
 	int ret;
 
 	DOWN_BEGIN();
@@ -198,6 +200,16 @@ TEST_F_TIMEOUT(cl, every_op_fails, 180)
 	ret = TIMED(&ms, odsm_alloc_on(d, 100, 0, 0, &cg));
 	EXPECT_EQ(-EHOSTDOWN, ret);
 	EXPECT_GT(1000ULL, ms);
+	/* a WAKE of a word of its: the ioctl fails and sets errno (it
+	 * once returned the error as a large positive count)
+	 */
+	wk.gaddr = c_word(d, W_SCRATCH + C.self);
+	wk.nr = 1;
+	errno = 0;
+	lr = ioctl(odsm_rt.fd, ODSM_IOC_WAKE, &wk);
+	EXPECT_EQ(-1L, lr);
+	EXPECT_EQ(EHOSTDOWN, errno);
+	EXPECT_EQ(-EHOSTDOWN, odsm_word_wake(wk.gaddr, 1));
 	/* ANYWHERE does not need the dead node while there is room here */
 	ASSERT_EQ(0, odsm_alloc_anywhere(100, 0, 0, &cg));
 	EXPECT_TRUE(c_in_part(cg, C.self));
