@@ -1291,8 +1291,9 @@ static struct odsm_conn *rdma_dial(u32 peer)
 	ret = odsm_rdma_dial_connect(x, &p);
 	if (ret)
 		goto err_rx;
-	conn_publish(x);
+	/* before it is listed: the reaper may drop the list's at once */
 	kref_get(&x->conn->ref);
+	conn_publish(x);
 	return x->conn;
 err_rx:
 	rx_destroy(x);

@@ -158,6 +158,7 @@ static struct odsm_transport_ops tcp_transport;
 /*
  * An accepted one (!dialled) is admitted by the core from its source
  * address, or refused: then its receiver, never started, is stopped.
+ * A dialled one comes with a reference for the caller.
  */
 static struct odsm_conn *tcp_conn_new(struct socket *sock, u32 peer,
 				      bool dialled, __be32 from)
@@ -176,6 +177,12 @@ static struct odsm_conn *tcp_conn_new(struct socket *sock, u32 peer,
 	if (IS_ERR(t->rx))
 		goto err;
 	get_task_struct(t->rx);
+	/*
+	 * Ours until the receiver runs: once listed, the connection is the
+	 * reaper's too, which may free it (dead, or timed out) before we
+	 * wake its receiver.  A dialled one's is the caller's reference.
+	 */
+	kref_get(&conn->ref);
 	if (dialled) {
 		odsm_conn_publish(conn);
 	} else if (odsm_cluster_admit(conn, from)) {
@@ -186,6 +193,8 @@ static struct odsm_conn *tcp_conn_new(struct socket *sock, u32 peer,
 		return ERR_PTR(-EBUSY);
 	}
 	wake_up_process(t->rx);
+	if (!dialled)
+		odsm_conn_put(conn);
 	return conn;
 err:
 	kfree(t);
@@ -417,11 +426,8 @@ static struct odsm_conn *tcp_dial(u32 peer)
 		return ERR_PTR(ret);
 	}
 	conn = tcp_conn_new(sock, peer, true, 0);
-	if (IS_ERR(conn)) {
+	if (IS_ERR(conn))
 		sock_release(sock);
-		return conn;
-	}
-	kref_get(&conn->ref);
 	return conn;
 }
 
