@@ -1378,6 +1378,14 @@ static void conns_on_locked(struct ib_device *dev, bool links_only,
 			list_add_tail(&x->rm_node, out);
 }
 
+/*
+ * Port events run as work items of their own on the core's unordered
+ * ib_wq, two of one device at once (a carrier lost, then the link set
+ * down): each links the connections it takes through the one rm_node,
+ * so they go one at a time.
+ */
+static DEFINE_MUTEX(port_event_lock);
+
 static void rdma_port_event(struct ib_event_handler *h, struct ib_event *ev)
 {
 	struct odsm_rdma_conn *x, *tmp;
@@ -1386,6 +1394,7 @@ static void rdma_port_event(struct ib_event_handler *h, struct ib_event *ev)
 
 	if (ev->event != IB_EVENT_PORT_ERR || !odsm_rdma_is_rxe(ev->device))
 		return;
+	mutex_lock(&port_event_lock);
 	mutex_lock(&odsm_rdma_lock);
 	conns_on_locked(ev->device, true, &gone);
 	mutex_unlock(&odsm_rdma_lock);
@@ -1405,6 +1414,7 @@ static void rdma_port_event(struct ib_event_handler *h, struct ib_event *ev)
 		odsm_conn_put(x->conn);
 		n++;
 	}
+	mutex_unlock(&port_event_lock);
 	odsm_stat_add(ODSM_STAT_rdma_port_kills, n);
 	if (n)
 		pr_notice("RDMA device %s port %u down: %u connections closed\n",
