@@ -1078,7 +1078,8 @@ static int rdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		 * The peer ended a connection that had work of ours in flight
 		 * (a leave has none): the peer's stall is read against ours.
 		 */
-		if (READ_ONCE(x->conn->authed) && !READ_ONCE(x->broken) &&
+		/* broken first: a parked id's connection may be freed */
+		if (!READ_ONCE(x->broken) && READ_ONCE(x->conn->authed) &&
 		    (READ_ONCE(x->msg.k.sq_free) < RDMA_SENDS ||
 		     READ_ONCE(x->os.busy)))
 			odsm_rdma_qp_report(x, "disconnected by");
