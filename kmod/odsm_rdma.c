@@ -470,6 +470,16 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 				      len);
 		goto out_bad;
 	}
+	/*
+	 * Only a SEND is a message: a peer holding a key may WRITE with
+	 * immediate into a block of ours, which consumes a receive buffer
+	 * whose bytes (stale, or never written) are no message of its
+	 */
+	if (wc->opcode != IB_WC_RECV) {
+		pr_notice_ratelimited("rdma: a completion of opcode %d where a message was expected: connection closed\n",
+				      wc->opcode);
+		goto out_bad;
+	}
 	imm = be32_to_cpu(wc->ex.imm_data);
 	if (len) {
 		ib_dma_sync_single_for_cpu(x->dev, r->dma, len,
