@@ -158,16 +158,21 @@ struct ib_qp *odsm_rdma_reg_qp_get(struct odsm_rdma_conn *x)
  */
 static int aqp_begin(struct odsm_rdma_conn *x)
 {
-	if (!odsm_rdma_dev_atomics(x->dev))
-		return -EOPNOTSUPP;
+	int ret = -EHOSTDOWN;
+
 	mutex_lock(&x->aqp.lock);
 	down_read(&x->res_sem);
-	if (x->torn || READ_ONCE(x->broken) || READ_ONCE(x->conn->dead)) {
-		up_read(&x->res_sem);
-		mutex_unlock(&x->aqp.lock);
-		return -EHOSTDOWN;
-	}
+	if (x->torn || READ_ONCE(x->broken) || READ_ONCE(x->conn->dead))
+		goto out;
+	/* x->dev only now: a torn connection's device may be gone */
+	ret = -EOPNOTSUPP;
+	if (!odsm_rdma_dev_atomics(x->dev))
+		goto out;
 	return 0;
+out:
+	up_read(&x->res_sem);
+	mutex_unlock(&x->aqp.lock);
+	return ret;
 }
 
 static void aqp_end(struct odsm_rdma_conn *x)
