@@ -448,11 +448,15 @@ static void queue_ping(struct odsm_cluster *c, struct odsm_conn *conn,
  */
 static void reap_dead_conns(struct odsm_cluster *c, bool all)
 {
-	u64 limit = (u64)c->timeout_ms * NSEC_PER_MSEC, now = ktime_get_ns();
+	u64 limit = (u64)c->timeout_ms * NSEC_PER_MSEC, now;
 	struct odsm_conn *conn, *tmp;
 	LIST_HEAD(dead);
 
 	spin_lock(&c->lock);
+	/* under the lock: one listed after an earlier reading would look
+	 * born in the future, and now - born_ns would wrap past the limit
+	 */
+	now = ktime_get_ns();
 	list_for_each_entry_safe(conn, tmp, &c->conns, node) {
 		if (!all && !conn->dead && !conn->dialled &&
 		    !READ_ONCE(conn->authed) && now - conn->born_ns > limit) {
