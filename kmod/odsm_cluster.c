@@ -171,8 +171,12 @@ static bool peer_authed(struct odsm_cluster *c, struct odsm_conn *conn,
 	bool restarted;
 
 	spin_lock(&c->lock);
-	/* one that failed meanwhile found itself nobody's: not installed */
-	if (READ_ONCE(conn->dead)) {
+	/*
+	 * One that failed meanwhile found itself nobody's: not installed;
+	 * nor one finishing while we leave (leave has emptied the slots
+	 * already, and only drops the list's reference after that).
+	 */
+	if (READ_ONCE(conn->dead) || !c->joined) {
 		spin_unlock(&c->lock);
 		return false;
 	}
