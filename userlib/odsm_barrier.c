@@ -57,12 +57,16 @@ static int barrier_count(uint64_t barrier, uint64_t *count)
 /* Put this node in the barrier's mask of nodes (once). */
 static int mark_node(uint64_t barrier)
 {
-	uint64_t bit = 1ULL << odsm_rt.info.node_id, m, old;
+	unsigned int id = odsm_rt.info.node_id;
+	uint64_t bit = 1ULL << (id % 64), m, old;
+	uint64_t at = barrier + ODSM_B_NODES + 8 * (id / 64);
 	int ret;
 
-	ret = odsm_read(barrier + ODSM_B_NODES, &m, sizeof(m));
+	if (id >= ODSM_MAX_NODES)
+		return -EINVAL;
+	ret = odsm_read(at, &m, sizeof(m));
 	while (!ret && !(m & bit)) {
-		ret = odsm_cmp_swap(barrier + ODSM_B_NODES, m, m | bit, &old);
+		ret = odsm_cmp_swap(at, m, m | bit, &old);
 		if (!ret && old == m)
 			break;
 		m = old;
@@ -73,13 +77,13 @@ static int mark_node(uint64_t barrier)
 int odsm_barrier_wait(uint64_t barrier, unsigned int timeout_ms)
 {
 	uint64_t end = timeout_ms ? odsm__sync_now_ms() + timeout_ms : 0;
-	uint64_t count, old, w, nodes;
+	uint64_t count, old, w, nodes[ODSM_MAX_NODES / 64];
 	unsigned int us = 0, polls = 0;
 	int ret;
 
 	ret = barrier_count(barrier, &count);
 	barrier = odsm_addr_of(barrier);
-	if (!ret && odsm_rt.info.node_id < 64)
+	if (!ret)
 		ret = mark_node(barrier);
 	if (!ret)
 		ret = odsm_fetch_add_nic(barrier + ODSM_B_WORD, 1, &old);
@@ -96,10 +100,11 @@ int odsm_barrier_wait(uint64_t barrier, unsigned int timeout_ms)
 		if (odsm_b_round(w) != odsm_b_round(old))
 			return 0;
 		if (++polls % DOWN_CHECK_EVERY == 0) {
-			ret = odsm_read(barrier + ODSM_B_NODES, &nodes,
+			ret = odsm_read(barrier + ODSM_B_NODES, nodes,
 					sizeof(nodes));
 			if (!ret)
-				ret = odsm__any_down(nodes);
+				ret = odsm__any_down(nodes,
+						     ODSM_MAX_NODES / 64);
 			if (ret)
 				return ret < 0 ? ret : -EHOSTDOWN;
 		}

@@ -110,7 +110,7 @@ static int ch_push(void *obj, const void *arg, size_t arg_len, void *ret,
 	if (arg_len != sizeof(m))
 		return -EINVAL;
 	memcpy(&m, arg, sizeof(m));
-	if (m.from >= 64 || !m.g || !odsm_in_heap(m.g))
+	if (m.from >= ODSM_MAX_NODES || !m.g || !odsm_in_heap(m.g))
 		return -EINVAL;
 	if (o->closed)
 		return -EPIPE;
@@ -118,7 +118,11 @@ static int ch_push(void *obj, const void *arg, size_t arg_len, void *ret,
 		return -EAGAIN;
 	o->ring[(o->head + o->count) % o->cap] = m;
 	o->count++;
-	o->senders |= 1ULL << m.from;
+	/* (a sender on node 64 or past is sent for, not watched: its
+	 * death is no -EHOSTDOWN of recv's)
+	 */
+	if (m.from < 64)
+		o->senders |= 1ULL << m.from;
 	ch_bump(o);
 	return 0;
 }

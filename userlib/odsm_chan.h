@@ -21,7 +21,8 @@
  *   -EREMOTE      recv on another node than the channel's
  *   -EHOSTDOWN    recv: a node that sent on the channel is down (*from
  *                 says which; reported once per node, after the boxes
- *                 it sent before); send: the receiver's node is down
+ *                 it sent before; senders on nodes 0..63 only); send:
+ *                 the receiver's node is down
  *   -ETIMEDOUT    recv: nothing within timeout_ms
  * Documentation/odsm/libodsm.rst ("Channels") has the rules.
  */

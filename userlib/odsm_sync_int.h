@@ -91,7 +91,8 @@ struct odsm_barrier_obj {
 	uint64_t magic;		/* ODSM_BARRIER_MAGIC */
 	uint64_t count;
 	uint64_t word;		/* round << 32 | arrived */
-	uint64_t nodes;		/* bit K: a thread of node K waited here */
+	/* bit K % 64 of word K / 64: a thread of node K waited here */
+	uint64_t nodes[ODSM_MAX_NODES / 64];
 };
 
 #define ODSM_BARRIER_MAGIC	0x4f44534d42415252ULL	/* "ODSMBARR" */
@@ -271,8 +272,10 @@ void odsm__sync_sleep_us(unsigned int us);
 uint64_t odsm__dir_word(unsigned int node, unsigned int idx);
 /* 1 when node is down as this node sees it, 0 when not, -errno. */
 int odsm__node_down(unsigned int node);
-/* 1 when any node of mask is down, 0 when none, -errno. */
-int odsm__any_down(uint64_t mask);
+/* 1 when any node of mask (words * 64 bits, node K bit K % 64 of word
+ * K / 64) is down, 0 when none, -errno.
+ */
+int odsm__any_down(const uint64_t *mask, unsigned int words);
 /* Wait (deadline_ms: odsm__sync_now_ms() time, 0 for ever) until node's
  * directory exists: 0, -ETIMEDOUT, -EHOSTDOWN, -EBADMSG (not one).
  */

@@ -47,7 +47,7 @@ uint64_t odsm__dir_word(unsigned int node, unsigned int idx)
 	       8ULL * idx;
 }
 
-int odsm__any_down(uint64_t mask)
+int odsm__any_down(const uint64_t *mask, unsigned int words)
 {
 	struct odsm_peer_info p[ODSM_MAX_NODES];
 	unsigned int n = ODSM_MAX_NODES, k;
@@ -58,15 +58,21 @@ int odsm__any_down(uint64_t mask)
 		return ret;
 	if (!n)			/* not in a cluster: only this node */
 		return 0;
-	for (k = 0; k < n && k < 64; k++)
-		if ((mask >> k & 1) && p[k].state == ODSM_PEER_DOWN)
+	for (k = 0; k < n && k < 64 * words; k++)
+		if ((mask[k / 64] >> (k % 64) & 1) &&
+		    p[k].state == ODSM_PEER_DOWN)
 			return 1;
 	return 0;
 }
 
 int odsm__node_down(unsigned int node)
 {
-	return node < 64 ? odsm__any_down(1ULL << node) : -EINVAL;
+	uint64_t mask[ODSM_MAX_NODES / 64] = { 0 };
+
+	if (node >= ODSM_MAX_NODES)
+		return -EINVAL;
+	mask[node / 64] = 1ULL << (node % 64);
+	return odsm__any_down(mask, ODSM_MAX_NODES / 64);
 }
 
 int odsm__dir_wait(unsigned int node, uint64_t deadline_ms)

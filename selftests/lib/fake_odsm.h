@@ -70,6 +70,9 @@ static struct {
 	uint32_t last_mut_flags;
 	uint64_t last_mut_addr;		/* the held copy it named */
 	unsigned int peer_state;	/* what ODSM_IOC_STATUS says of node 1 */
+	unsigned int nodes;		/* ... of nodes 0..nodes-1 (0: 2); every
+					 * node past 0 is in peer_state
+					 */
 } fk = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static uint64_t fk_part(unsigned int node)
@@ -148,6 +151,7 @@ static void fk_init(void)
 	odsm_rt.local_hi = fk_part(0) + FK_PART;
 	odsm_rt.tag = 0x5a5a;
 	fk.peer_state = ODSM_PEER_UP;
+	fk.nodes = 0;
 }
 
 static void fk_fini(void)
@@ -452,20 +456,22 @@ static int fk_ioctl_locked(unsigned long req, void *arg)
 		return 0;
 	}
 	case ODSM_IOC_STATUS: {
-		/* joined over tcp: node 0 (self) and node 1, whose state the
-		 * tests set (fk.peer_state; fk.node1_down: down whatever it is)
+		/* joined over tcp: node 0 (self) and node 1 (or nodes
+		 * 1..fk.nodes-1), whose state the tests set (fk.peer_state;
+		 * fk.node1_down: node 1 down whatever it is)
 		 */
 		struct odsm_status *st = arg;
 		struct odsm_peer_info *p = (void *)(uintptr_t)st->peers;
-		unsigned int i;
+		unsigned int i, n = fk.nodes ? fk.nodes : 2;
 
-		for (i = 0; i < 2 && i < st->nr && p; i++) {
+		for (i = 0; i < n && i < st->nr && p; i++) {
 			memset(&p[i], 0, sizeof(p[i]));
 			p[i].node_id = i;
-			p[i].state = i ? (fk.node1_down ? ODSM_PEER_DOWN :
-					  fk.peer_state) : ODSM_PEER_SELF;
+			p[i].state = !i ? ODSM_PEER_SELF :
+				     i == 1 && fk.node1_down ? ODSM_PEER_DOWN :
+				     fk.peer_state;
 		}
-		st->nr = 2;
+		st->nr = n;
 		st->transport = ODSM_TRANSPORT_TCP;
 		return 0;
 	}

@@ -379,4 +379,45 @@ TEST_F(sy, barrier_dead_participant)
 	ASSERT_GE(200ULL, ms_now() - t0);
 }
 
+/*
+ * A cluster of more than 64 nodes: a holder or a participant on node 70
+ * that dies is seen dead like one on node 1 (the status array, not a
+ * 64-bit mask).  Before, the CAS mutex's waiter got -EINVAL ("not a
+ * mutex"), the FIFO one -EINVAL with its ticket taken (the mutex stuck
+ * for every later locker), and the barrier never saw node 70 at all.
+ */
+TEST_F(sy, holders_past_node_63)
+{
+	uint64_t mx = mutex42(ODSM_MUTEX_CAS), w, e, *p, at, bar, m, t0;
+	struct odsm_guard g;
+
+	fk.nodes = 80;
+	w = odsm_mx_holder_word(70, 77);
+	ASSERT_EQ(0, odsm_write(odsm_addr_of(mx) + ODSM_MX_WORD, &w, 8));
+	fk.peer_state = ODSM_PEER_DOWN;
+	ASSERT_EQ(-EOWNERDEAD, odsm_mutex_lock(mx, &g, (void **)&p));
+	ASSERT_EQ(0, odsm_mutex_consistent(&g));
+	ASSERT_EQ(0, odsm_mutex_unlock(&g));
+
+	fk.peer_state = ODSM_PEER_UP;
+	mx = mutex42(ODSM_MUTEX_FIFO);
+	at = odsm_addr_of(mx);
+	ASSERT_EQ(0, odsm_fetch_add(at + ODSM_MX_WORD, 1ULL << 32, NULL));
+	e = odsm_mx_ring_entry(0, 70);
+	ASSERT_EQ(0, odsm_write(at + ODSM_MX_RINGOFF, &e, 8));
+	fk.peer_state = ODSM_PEER_DOWN;
+	ASSERT_EQ(-EOWNERDEAD, odsm_mutex_lock(mx, &g, (void **)&p));
+	ASSERT_EQ(42ULL, *p);
+	ASSERT_EQ(0, odsm_mutex_consistent(&g));
+	ASSERT_EQ(0, odsm_mutex_unlock(&g));
+
+	ASSERT_EQ(0, odsm_barrier_new(&bar, 3));
+	m = 1ULL << (70 % 64);
+	ASSERT_EQ(0, odsm_write(odsm_addr_of(bar) + ODSM_B_NODES + 8, &m, 8));
+	ASSERT_EQ(0, odsm_fetch_add(odsm_addr_of(bar) + ODSM_B_WORD, 1, NULL));
+	t0 = ms_now();
+	ASSERT_EQ(-EHOSTDOWN, odsm_barrier_wait(bar, 5000));
+	ASSERT_GE(200ULL, ms_now() - t0);
+}
+
 TEST_HARNESS_MAIN
