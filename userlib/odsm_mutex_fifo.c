@@ -20,6 +20,21 @@
 
 #define DOWN_CHECK_EVERY	4
 
+/*
+ * A step after the ticket was taken that failed: go on trying?  A ticket
+ * given up is never served, and every later locker would wait for it
+ * for ever, so a failed step is tried again after a pause (a home slow
+ * to answer, memory short for a moment) until it succeeds -- unless the
+ * home is down, with the mutex itself.
+ */
+static bool again(int ret, unsigned int *us)
+{
+	if (ret == -EHOSTDOWN)
+		return false;
+	odsm__sync_nap(us);
+	return true;
+}
+
 static uint64_t ring_at(uint64_t mutex, uint32_t t)
 {
 	return mutex + ODSM_MX_RINGOFF + 8ULL * (t % ODSM_MX_RING);
@@ -40,9 +55,11 @@ static int before_dead(uint64_t mutex, uint32_t s, uint32_t t)
 		node = odsm_mx_ring_node(e, s);
 		if (node < 0)
 			return 0;	/* not written yet: alive */
-		ret = odsm__node_down((unsigned int)node);
-		if (ret <= 0)
-			return ret;
+		/* one not known down is alive: never an abort, with our
+		 * ticket taken
+		 */
+		if (odsm__node_down((unsigned int)node) != 1)
+			return 0;
 	}
 	return 1;
 }
@@ -51,22 +68,27 @@ static int before_dead(uint64_t mutex, uint32_t s, uint32_t t)
 static int granted(struct odsm_guard *g, uint32_t t, bool took)
 {
 	uint64_t st, v = ODSM_MX_INCONSISTENT;
+	unsigned int us = 0;
 	int ret;
 
 	g->word = t;
 	g->flags = ODSM_GUARD_HELD | ODSM_GUARD_FIFO;
-	ret = odsm_read(g->mutex + ODSM_MX_STATE, &st, sizeof(st));
+	/* the lock is ours: a failure must not keep it (again()) */
+	while ((ret = odsm_read(g->mutex + ODSM_MX_STATE, &st, sizeof(st))) &&
+	       again(ret, &us))
+		;
 	if (ret)
 		return ret;
 	if (st & ODSM_MX_NOTRECOVERABLE) {
 		odsm__mutex_release_fifo(g);
 		return -ENOTRECOVERABLE;
 	}
-	if (took) {
-		ret = odsm_write(g->mutex + ODSM_MX_STATE, &v, sizeof(v));
-		if (ret)
-			return ret;
-	}
+	while (took &&
+	       (ret = odsm_write(g->mutex + ODSM_MX_STATE, &v, sizeof(v))) &&
+	       again(ret, &us))
+		;
+	if (ret)
+		return ret;
 	if (took || (st & ODSM_MX_INCONSISTENT)) {
 		g->flags |= ODSM_GUARD_INCONS;
 		return -EOWNERDEAD;
@@ -77,7 +99,7 @@ static int granted(struct odsm_guard *g, uint32_t t, bool took)
 int odsm__mutex_lock_fifo(struct odsm_guard *g, bool wait)
 {
 	uint64_t at = g->mutex + ODSM_MX_WORD, old, w, e, seen_us, now_us;
-	unsigned int us = 0, polls = 0, grant_us = 0;
+	unsigned int us = 0, polls = 0, grant_us = 0, rus = 0;
 	uint32_t t, seen;
 	int ret;
 
@@ -97,9 +119,12 @@ int odsm__mutex_lock_fifo(struct odsm_guard *g, bool wait)
 		if (ret)
 			return ret;
 	}
+	/* from here on the ticket is ours to be served: see again() */
 	t = odsm_mx_next(old);
 	e = odsm_mx_ring_entry(t, odsm_rt.info.node_id);
-	ret = odsm_write(ring_at(g->mutex, t), &e, sizeof(e));
+	while ((ret = odsm_write(ring_at(g->mutex, t), &e, sizeof(e))) &&
+	       again(ret, &rus))
+		;
 	if (ret)
 		return ret;
 	seen = odsm_mx_serving(old);
@@ -110,8 +135,11 @@ int odsm__mutex_lock_fifo(struct odsm_guard *g, bool wait)
 		odsm__sync_sleep_us(odsm_ticket_nap_us(t - odsm_mx_serving(w),
 						       grant_us, &us));
 		ret = odsm_read(at, &w, sizeof(w));
+		if (ret && again(ret, &rus))
+			continue;	/* w as it was */
 		if (ret)
 			return ret;
+		rus = 0;
 		if (odsm_mx_serving(w) != seen) {
 			now_us = odsm__sync_now_us();
 			grant_us = odsm_ticket_grant_us(grant_us,
@@ -123,14 +151,16 @@ int odsm__mutex_lock_fifo(struct odsm_guard *g, bool wait)
 		if (odsm_mx_serving(w) == t || ++polls % DOWN_CHECK_EVERY)
 			continue;
 		ret = before_dead(g->mutex, odsm_mx_serving(w), t);
-		if (ret < 0)
+		if (ret < 0 && ret == -EHOSTDOWN)
 			return ret;
-		if (!ret)
-			continue;
+		if (ret <= 0)
+			continue;	/* alive, or not known: wait on */
 		/* our predecessors are gone: serve ourselves */
 		ret = odsm_cmp_swap_nic(at, w, odsm_mx_serve(w, t), &old);
-		if (ret)
+		if (ret == -EHOSTDOWN)
 			return ret;
+		if (ret)
+			continue;	/* asked again at the next check */
 		if (old == w)
 			return granted(g, t, true);
 		w = old;

@@ -62,6 +62,7 @@ static struct {
 	bool node1_down;		/* ODSM_IOC_STATUS: node 1 is down */
 	int fail_move;			/* every MOVE fails with it */
 	int fail_read, fail_write;	/* the next READ / WRITE fails */
+	unsigned int fail_skip;		/* ... after this many went through */
 	/* ODSM_IOC_DELEG_CALL: the test plays the other node (under lock) */
 	int (*deleg_call)(struct odsm_deleg_call *a);
 	unsigned long move_calls;
@@ -137,6 +138,7 @@ static void fk_init(void)
 	memset(fk.copy, 0, sizeof(fk.copy));
 	fk.fail_borrow = fk.fail_mut = 0;
 	fk.fail_read = fk.fail_write = 0;
+	fk.fail_skip = 0;
 	fk.node1_down = false;
 	fk.deleg_call = NULL;
 	odsm_rt.fd = 1000;	/* never a real file: fake_ioctl answers */
@@ -442,7 +444,9 @@ static int fk_ioctl_locked(unsigned long req, void *arg)
 
 		if (!odsm_in_heap(r->gaddr))
 			return -EINVAL;
-		if (*fail) {		/* nothing read or written */
+		if (*fail && fk.fail_skip) {
+			fk.fail_skip--;
+		} else if (*fail) {	/* nothing read or written */
 			int err = *fail;
 
 			*fail = 0;

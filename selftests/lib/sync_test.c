@@ -420,4 +420,32 @@ TEST_F(sy, holders_past_node_63)
 	ASSERT_GE(200ULL, ms_now() - t0);
 }
 
+/*
+ * A FIFO locker whose step after taking its ticket fails (here the ring
+ * write) tries again instead of giving the ticket up: a ticket given up
+ * is never served, and every later locker would wait for it for ever.
+ */
+TEST_F(sy, fifo_ticket_never_abandoned)
+{
+	uint64_t mx = mutex42(ODSM_MUTEX_FIFO), *p;
+	struct odsm_guard g;
+
+	fk.fail_write = -ETIMEDOUT;
+	ASSERT_EQ(0, odsm_mutex_lock(mx, &g, (void **)&p));
+	ASSERT_EQ(42ULL, *p);
+	ASSERT_EQ(0, odsm_mutex_unlock(&g));
+	/* the next locker is served: no ticket was lost */
+	ASSERT_EQ(0, odsm_mutex_trylock(mx, &g, (void **)&p));
+	ASSERT_EQ(0, odsm_mutex_unlock(&g));
+	/* the state read of granted() fails once (the kind's read before
+	 * the ticket goes through): tried again too
+	 */
+	fk.fail_skip = 1;
+	fk.fail_read = -ETIMEDOUT;
+	ASSERT_EQ(0, odsm_mutex_lock(mx, &g, (void **)&p));
+	ASSERT_EQ(0, odsm_mutex_unlock(&g));
+	ASSERT_EQ(0, odsm_mutex_trylock(mx, &g, (void **)&p));
+	ASSERT_EQ(0, odsm_mutex_unlock(&g));
+}
+
 TEST_HARNESS_MAIN
