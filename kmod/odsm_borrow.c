@@ -12,6 +12,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/hashtable.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/workqueue.h>
@@ -108,16 +109,97 @@ static void free_original(u32 home, u64 inc, u64 cg)
 }
 
 /*
- * The free of an original a borrow kept until its write-back
- * (ODSM_MUT_KEEP_ORIGINAL): queued for the home's incarnation that is up
- * now.  The move's own incarnation is not known here; one that is down
- * gets no free at all, which may leak the original's memory at its home
- * but never frees an object of a later incarnation.
+ * Originals a borrow kept until its write-back (ODSM_MUT_KEEP_ORIGINAL),
+ * by the new object's address: the home's incarnation they were moved
+ * from, which the write-back's free must name.  The incarnation up at the
+ * write-back will not do: a home that restarted meanwhile hands the same
+ * colored addresses out again, and would free its new object there.
+ *
+ * Bounded: a program that never writes back (it died) leaves its entries;
+ * past KEPT_MAX the oldest goes.  A write-back that finds no entry (that
+ * one, or one after a leave, which forgets them all) frees nothing: the
+ * original stays allocated at its home, unreachable (move_frees_stale),
+ * never a wrong free.
  */
-static void free_original_now(u32 home, u64 cg)
-{
-	u64 inc = odsm_peer_incarnation(home, true);
+#define KEPT_MAX	4096
+#define KEPT_BITS	8
 
+struct kept_original {
+	struct hlist_node hash;
+	struct list_head age;
+	u64 addr;		/* the new object's, uncolored */
+	u64 orig;		/* the original's, uncolored */
+	u64 inc;		/* its home's incarnation at the move */
+};
+
+static DEFINE_HASHTABLE(kept, KEPT_BITS);
+static LIST_HEAD(kept_age);		/* oldest first */
+static unsigned int nr_kept;
+static DEFINE_SPINLOCK(kept_lock);
+
+static void kept_del_locked(struct kept_original *k)
+{
+	hash_del(&k->hash);
+	list_del(&k->age);
+	nr_kept--;
+}
+
+static struct kept_original *kept_find_locked(u64 addr)
+{
+	struct kept_original *k;
+
+	hash_for_each_possible(kept, k, hash, addr)
+		if (k->addr == addr)
+			return k;
+	return NULL;
+}
+
+/* A borrow kept the original cg of new_cg, moved from incarnation inc. */
+static void kept_note(u64 new_cg, u64 cg, u64 inc)
+{
+	struct kept_original *k = kmalloc(sizeof(*k), GFP_KERNEL_ACCOUNT);
+	struct kept_original *old, *gone = NULL;
+
+	if (!k)
+		return;		/* its write-back frees nothing */
+	k->addr = odsm_clear_color(new_cg);
+	k->orig = odsm_clear_color(cg);
+	k->inc = inc;
+	spin_lock(&kept_lock);
+	old = kept_find_locked(k->addr);
+	if (old) {		/* that object is gone: its entry too */
+		kept_del_locked(old);
+		gone = old;
+	} else if (nr_kept >= KEPT_MAX) {
+		gone = list_first_entry(&kept_age, struct kept_original, age);
+		kept_del_locked(gone);
+	}
+	hash_add(kept, &k->hash, k->addr);
+	list_add_tail(&k->age, &kept_age);
+	nr_kept++;
+	spin_unlock(&kept_lock);
+	kfree(gone);
+}
+
+/*
+ * The write-back of new_cg into a box that named cg (at home): the free
+ * of the original its borrow kept, queued for the incarnation it was
+ * moved from.  One the node does not know of gets no free at all.
+ */
+static void free_kept_original(u32 home, u64 new_cg, u64 cg)
+{
+	struct kept_original *k;
+	u64 inc = 0;
+
+	spin_lock(&kept_lock);
+	k = kept_find_locked(odsm_clear_color(new_cg));
+	if (k) {
+		kept_del_locked(k);
+		if (k->orig == odsm_clear_color(cg))
+			inc = k->inc;
+	}
+	spin_unlock(&kept_lock);
+	kfree(k);
 	if (!inc) {
 		odsm_stat_inc(ODSM_STAT_move_frees_stale);
 		return;
@@ -125,14 +207,32 @@ static void free_original_now(u32 home, u64 cg)
 	free_original(home, inc, cg);
 }
 
+static void kept_forget(void)
+{
+	struct kept_original *k, *tmp;
+	LIST_HEAD(list);
+
+	spin_lock(&kept_lock);
+	list_for_each_entry_safe(k, tmp, &kept_age, age) {
+		kept_del_locked(k);
+		list_add(&k->age, &list);
+	}
+	spin_unlock(&kept_lock);
+	list_for_each_entry_safe(k, tmp, &list, age)
+		kfree(k);
+}
+
 /*
  * Send the frees queued so far (leave, unload, tests' quiescence), also
  * those a test holds: nothing may stay queued once the cluster is gone.
+ * The kept originals are forgotten: after a re-join the node cannot tell
+ * a home's incarnation from its last life.
  */
 void odsm_borrow_flush(void)
 {
 	cancel_delayed_work_sync(&frees_work);
 	send_frees();
+	kept_forget();
 }
 
 /* ---- where an object lives --------------------------------------------- */
@@ -470,6 +570,8 @@ long odsm_ioc_borrow_mut(struct odsm_fref *f, void __user *arg)
 	 */
 	if (!(m.flags & ODSM_MUT_KEEP_ORIGINAL))
 		free_original(node, inc, m.gaddr);
+	else
+		kept_note(m.new_gaddr, m.gaddr, inc);
 	return copy_to_user(arg, &m, sizeof(m)) ? -EFAULT : 0;
 }
 
@@ -540,7 +642,7 @@ static long ioc_owner(void __user *arg, bool write)
 			return 0;
 		node = home_of_object(old[0], &local);
 		if (node >= 0 && !local)
-			free_original_now(node, old[0]);
+			free_kept_original(node, w.g, old[0]);
 		return 0;
 	}
 	w.g = box[0];

@@ -15,20 +15,26 @@
  *   1. moves the fake home's object M here (BORROW_MUT: a FETCH, then the
  *      FREE of M at its home, which stays queued), and
  *   2. borrows the fake home's object C in a second thread (a FETCH, then
- *      the copy waits before it enters the cache).
+ *      the copy waits before it enters the cache), and
+ *   3. moves the fake home's object K here keeping its original
+ *      (ODSM_MUT_KEEP_ORIGINAL: an owner box in its own heap names K).
  * The fake home, incarnation 1, serves both FETCHes; once node 0 saw both
  * held (fault_holds) the home restarts: it closes its connection and
  * completes a new handshake as incarnation 2.  Node 0 clears the holds,
- * waits for the free to be dealt with and borrows C again.
+ * waits for the free to be dealt with, borrows C again and writes K's new
+ * address back into its box (ODSM_WB_FREE_OLD: the free of K's original).
  *
  * Expected: incarnation 2 receives no FREE naming M's address (node 1
  * checks), node 0's move_frees_stale grows by one; the held borrow of C
  * fails with -ESTALE (cache_stale_refused grows) and the second borrow
- * reads incarnation 2's bytes.  Without the incarnation checks the FREE
+ * reads incarnation 2's bytes; the write-back's free of K names
+ * incarnation 1 and is dropped too (move_frees_stale + 2 in all), never
+ * reaching incarnation 2.  Without the incarnation checks the FREE
  * reaches incarnation 2, whose new object at M's address it would free,
  * and the copy of incarnation 1 is cached after the node forgot that
  * incarnation's copies: the second borrow hits it and reads the former
- * object's bytes.
+ * object's bytes.  The write-back's free once named the incarnation up at
+ * the write-back: incarnation 2, freeing its new object at K's address.
  */
 #include <pthread.h>
 #include "odsm_cluster.h"
@@ -49,18 +55,25 @@ enum {
 	W_HR_VERDICT,		/* node 1: 1 + the FREEs of M incarnation 2
 				 * received
 				 */
+	W_HR_KFREES,		/* node 1: the FREEs of K incarnation 2
+				 * received so far
+				 */
 };
 
 #define OBJ_SIZE	64U
 #define M_OFF		KiB(64)		/* the objects, in the fake's partition */
 #define C_OFF		KiB(128)
+#define K_OFF		KiB(192)
 #define M_COLOR		5U
 #define C_COLOR		7U
+#define K_COLOR		9U
 /* pattern tags: which incarnation's object the bytes are */
 #define TAG_M1		1
 #define TAG_C1		2
 #define TAG_C2		3
 #define TAG_M2		4
+#define TAG_K1		5
+#define TAG_K2		6
 #define FETCH_LEN	24U		/* gaddr, offset, len, whole */
 #define FETCH_REPLY_LEN	16U		/* size, color, reserved, len */
 
@@ -98,6 +111,7 @@ struct home {
 	unsigned int inc;	/* 1 or 2: which objects it holds */
 	unsigned int fetches;	/* FETCHes it served */
 	unsigned int frees_m;	/* FREEs that named M's address */
+	unsigned int frees_k;	/* and K's */
 	unsigned int frees;	/* FREEs of anything */
 };
 
@@ -119,6 +133,9 @@ static int fetch(struct fake_peer *fp, struct home *hm,
 	} else if (a == fake_obj(C_OFF)) {
 		color = C_COLOR;
 		tag = hm->inc == 1 ? TAG_C1 : TAG_C2;
+	} else if (a == fake_obj(K_OFF)) {
+		color = K_COLOR;
+		tag = hm->inc == 1 ? TAG_K1 : TAG_K2;
 	} else {
 		color = 0;
 		tag = 0;
@@ -161,11 +178,13 @@ static int serve(struct fake_peer *fp, const struct fp_hdr *h,
 		hm->frees++;
 		if (a == fake_obj(M_OFF))
 			hm->frees_m++;
+		if (a == fake_obj(K_OFF) && hm->inc == 2)
+			c_put(C.self, W_HR_KFREES, ++hm->frees_k);
 		fprintf(stderr, "# the home's incarnation %u got a FREE of %#" PRIx64 "\n",
 			hm->inc, h->len == 8 ? get64(p) : 0);
 		return fp_send(fp, T_FREE_REPLY, F_REPLY, h->seq,
-			       a == fake_obj(M_OFF) || a == fake_obj(C_OFF) ?
-			       0 : -EINVAL, NULL, 0);
+			       a == fake_obj(M_OFF) || a == fake_obj(C_OFF) ||
+			       a == fake_obj(K_OFF) ? 0 : -EINVAL, NULL, 0);
 	}
 	return -ENOSYS;
 }
@@ -185,7 +204,7 @@ static void fake_home(struct __test_metadata *_metadata)
 	ASSERT_EQ(0, ret) TH_LOG("incarnation 1 serving: %s", strerror(-ret));
 	TH_LOG("incarnation 1 served %u FETCHes, got %u FREEs", hm.fetches,
 	       hm.frees);
-	EXPECT_EQ(2U, hm.fetches);
+	EXPECT_EQ(3U, hm.fetches);
 	/* the restart: the old connection goes, a new incarnation dials */
 	fp_close(&fp);
 	hm = (struct home){ .inc = 2 };
@@ -194,11 +213,14 @@ static void fake_home(struct __test_metadata *_metadata)
 	ASSERT_EQ(0, c_put(C.self, W_HR_UP, 2));
 	ret = c_fake_home(&fp, W_HR_DONE, 240, serve, &hm);
 	EXPECT_EQ(0, ret) TH_LOG("incarnation 2 serving: %s", strerror(-ret));
-	TH_LOG("incarnation 2 served %u FETCHes, got %u FREEs (%u of M's address)",
-	       hm.fetches, hm.frees, hm.frees_m);
+	TH_LOG("incarnation 2 served %u FETCHes, got %u FREEs (%u of M's address, %u of K's)",
+	       hm.fetches, hm.frees, hm.frees_m, hm.frees_k);
 	ASSERT_EQ(0, c_put(C.self, W_HR_VERDICT, 1 + hm.frees_m));
 	EXPECT_EQ(0U, hm.frees_m) {
 		TH_LOG("the free of M, queued for incarnation 1, reached incarnation 2: it frees the new object at that address");
+	}
+	EXPECT_EQ(0U, hm.frees_k) {
+		TH_LOG("the write-back's free of K, moved from incarnation 1, reached incarnation 2");
 	}
 	fp_close(&fp);
 }
@@ -244,8 +266,9 @@ static uint64_t stat_wait(const char *stat, uint64_t want)
 
 static void target(struct __test_metadata *_metadata)
 {
-	uint64_t stale0, refused0, frees0, holds0, v = 0;
-	struct odsm_borrow_mut m = { 0 };
+	uint64_t stale0, refused0, frees0, holds0, v = 0, box, kf = 0, *bp;
+	struct odsm_borrow_mut m = { 0 }, mk = { 0 };
+	struct odsm_write_back wb = { 0 };
 	struct held_borrow hb = { .ret = 1 };
 	struct odsm_borrow b2;
 	uint8_t buf[OBJ_SIZE];
@@ -283,6 +306,19 @@ static void target(struct __test_metadata *_metadata)
 	EXPECT_EQ(holds0 + 2, v) {
 		TH_LOG("the free of M and the copy of C should both be held");
 	}
+	/* 3. move K here, keeping its original: a box of this node's
+	 * names it, and the write-back below frees it
+	 */
+	ASSERT_EQ(0, odsm_alloc(32, 16, ODSM_ALLOC_ZERO, &box));
+	bp = odsm_ptr(box);
+	bp[0] = colored(fake_obj(K_OFF), K_COLOR);
+	mk.gaddr = bp[0];
+	mk.flags = ODSM_MUT_KEEP_ORIGINAL;
+	ret = ioctl(odsm_rt.fd, ODSM_IOC_BORROW_MUT, &mk) ? -errno : 0;
+	ASSERT_EQ(0, ret) TH_LOG("BORROW_MUT of K: %s", odsm_strerror(ret));
+	ASSERT_EQ((uint32_t)ODSM_BORROWED_MOVED, mk.result);
+	ASSERT_EQ(0, odsm_read(mk.new_gaddr, buf, sizeof(buf)));
+	EXPECT_EQ(-1, c_check(buf, sizeof(buf), C.nodes - 1, TAG_K1));
 	ASSERT_EQ(0, c_put(C.self, W_HR_HELD, 1));
 
 	/* the home restarted: incarnation 2 is up */
@@ -296,6 +332,20 @@ static void target(struct __test_metadata *_metadata)
 	EXPECT_LE(frees0 + 1, stat_wait("remote_frees", frees0 + 1));
 	v = stat_wait("move_frees_stale", stale0 + 1);
 
+	/* 3'. K's new address into its box: the free of K's original */
+	wb.owner = odsm_addr_of(box);
+	wb.g = mk.new_gaddr;
+	wb.flags = ODSM_WB_FREE_OLD;
+	ret = ioctl(odsm_rt.fd, ODSM_IOC_WRITE_BACK, &wb) ? -errno : 0;
+	EXPECT_EQ(0, ret) TH_LOG("WRITE_BACK of K: %s", odsm_strerror(ret));
+	EXPECT_EQ(mk.new_gaddr, bp[0]);
+	/* dropped (move_frees_stale), or sent: then the home says so */
+	for (uint64_t end = c_now_ms() + 10000; c_now_ms() < end;
+	     c_sleep_ms(20))
+		if (c_stat("move_frees_stale") >= v + 1 ||
+		    (!c_get(1, W_HR_KFREES, &kf) && kf))
+			break;
+
 	/* C again: what the home holds at that address now */
 	ret2 = borrow(&b2, colored(fake_obj(C_OFF), C_COLOR));
 	if (!ret2)
@@ -306,6 +356,11 @@ static void target(struct __test_metadata *_metadata)
 		TH_LOG("move_frees_stale +%" PRIu64 ": the free of M was not dropped for the restarted home",
 		       v - stale0);
 	}
+	EXPECT_EQ(stale0 + 2, c_stat("move_frees_stale")) {
+		TH_LOG("the write-back's free of K was not dropped for the restarted home (incarnation 2 got %" PRIu64 ")",
+		       kf);
+	}
+	EXPECT_EQ(0ULL, kf);
 	EXPECT_EQ(-ESTALE, hb.ret) {
 		TH_LOG("the borrow of C held across the restart: %s, result %u",
 		       hb.ret ? odsm_strerror(hb.ret) : "succeeded",
@@ -328,6 +383,8 @@ static void target(struct __test_metadata *_metadata)
 	if (!hb.ret)
 		give_back(hb.b.gaddr);
 	EXPECT_EQ(0, odsm_free(m.new_gaddr));
+	EXPECT_EQ(0, odsm_free(mk.new_gaddr));
+	EXPECT_EQ(0, odsm_free(box));
 
 	ASSERT_EQ(0, c_poll(1, W_HR_VERDICT, 1, 120, &v));
 	EXPECT_EQ(1ULL, v) {
