@@ -479,7 +479,7 @@ int odsm_home_of(u64 addr, u64 len, bool *local)
 /* A request from a peer: served on the workqueue, which may sleep and send. */
 void odsm_serve_request(struct odsm_cluster *c, struct odsm_conn *conn,
 			const struct odsm_wire_hdr *h, const u8 *payload,
-			const struct odsm_msg_handler *mh)
+			const struct odsm_msg_handler *mh, bool refuse_it)
 {
 	/* src_node: the connection's peer, < nr_nodes (odsm_cluster_rx) */
 	struct odsm_peer *p = &c->peers[h->src_node];
@@ -492,14 +492,14 @@ void odsm_serve_request(struct odsm_cluster *c, struct odsm_conn *conn,
 	 * odsm_msg_handler).  It holds up this connection's later messages
 	 * only for as long as it takes.
 	 */
-	if (mh->quick && conn->ops->rx_serves) {
+	if (mh->quick && conn->ops->rx_serves && !refuse_it) {
 		odsm_stat_inc(ODSM_STAT_served_in_rx);
 		serve_one(c, conn, h, payload, mh, false,
 			  trace_odsm_rpc_serve_enabled() ? ktime_get_ns() : 0);
 		return;
 	}
 	/* the peer's, over its connections (see struct odsm_peer) */
-	refuse = atomic_read(&p->reqs) >= ODSM_PEER_REQS_MAX ||
+	refuse = refuse_it || atomic_read(&p->reqs) >= ODSM_PEER_REQS_MAX ||
 		 atomic_read(&p->req_bytes) + h->len > ODSM_PEER_REQ_BYTES_MAX;
 	req = NULL;
 	if (!refuse) {

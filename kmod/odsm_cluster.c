@@ -372,6 +372,7 @@ void odsm_cluster_rx(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	struct odsm_cluster *c = &odsm_cluster;
 	struct odsm_peer *p = &c->peers[h->src_node];
 	const struct odsm_msg_handler *mh;
+	enum odsm_rx_age age;
 	struct odsm_wire_ping ping;
 	struct odsm_wire_pong pong;
 
@@ -408,10 +409,14 @@ void odsm_cluster_rx(struct odsm_conn *conn, const struct odsm_wire_hdr *h,
 	mh = odsm_handler_of(h->type);
 	if (!mh)
 		goto bad;	/* no service serves it here */
-	if (mh->rx)
+	if (mh->rx) {
 		mh->rx(conn, h, payload);
-	else if (odsm_fault_rx_fresh(conn, h))	/* a replay is served once */
-		odsm_serve_request(c, conn, h, payload, mh);
+		return;
+	}
+	age = odsm_fault_rx_fresh(conn, h);
+	if (age != ODSM_RX_SEEN)	/* a replay is served once */
+		odsm_serve_request(c, conn, h, payload, mh,
+				   age == ODSM_RX_TOO_OLD);
 	return;
 bad:
 	odsm_stat_inc(ODSM_STAT_bad_msgs);

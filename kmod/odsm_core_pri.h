@@ -83,8 +83,9 @@ void odsm_fail_calls(struct odsm_cluster *c, u32 node, struct odsm_conn *conn,
 		     int err);
 void odsm_on_reply(struct odsm_cluster *c, const struct odsm_wire_hdr *h,
 		   const u8 *payload);
+/* refuse_it: answer -EAGAIN and serve nothing (as when too many wait) */
 void odsm_serve_request(struct odsm_cluster *c, struct odsm_conn *conn,
 			const struct odsm_wire_hdr *h, const u8 *payload,
-			const struct odsm_msg_handler *mh);
+			const struct odsm_msg_handler *mh, bool refuse_it);
 
 #endif /* _ODSM_CORE_PRI_H */

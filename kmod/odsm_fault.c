@@ -351,16 +351,16 @@ struct replay_win {
 static struct replay_win wins[ODSM_MAX_NODES];
 static DEFINE_SPINLOCK(wins_lock);	/* every window; held briefly */
 
-bool odsm_fault_rx_fresh(struct odsm_conn *conn,
-			 const struct odsm_wire_hdr *h)
+enum odsm_rx_age odsm_fault_rx_fresh(struct odsm_conn *conn,
+				     const struct odsm_wire_hdr *h)
 {
+	enum odsm_rx_age age = ODSM_RX_FRESH;
 	struct replay_win *w;
-	bool fresh = true;
 	u64 seq = h->seq, s;
 
 	/* a one-way message (KEYS) is no call and has no number */
 	if (!seq || h->src_node >= ODSM_MAX_NODES)
-		return true;
+		return ODSM_RX_FRESH;
 	w = &wins[h->src_node];
 	spin_lock(&wins_lock);
 	if (w->inc != conn->peer_inc || !w->top) {
@@ -379,12 +379,21 @@ bool odsm_fault_rx_fresh(struct odsm_conn *conn,
 				__clear_bit(s % RW_BITS, w->seen);
 		__set_bit(seq % RW_BITS, w->seen);
 		w->top = seq;
-	} else if (w->top - seq >= RW_BITS ||
-		   __test_and_set_bit(seq % RW_BITS, w->seen)) {
-		fresh = false;
+	} else if (w->top - seq >= RW_BITS) {
+		/*
+		 * Too old to tell: the sender numbers its calls to every
+		 * node from one counter, so a call that lost its CPU after
+		 * taking its number falls out of the window behind 1024
+		 * calls to any node and one later to us.  Answered, not
+		 * served: a refusal is safe either way, a silent drop cost
+		 * the caller the whole timeout.
+		 */
+		age = ODSM_RX_TOO_OLD;
+	} else if (__test_and_set_bit(seq % RW_BITS, w->seen)) {
+		age = ODSM_RX_SEEN;
 	}
 	spin_unlock(&wins_lock);
-	if (!fresh)
+	if (age == ODSM_RX_SEEN)
 		odsm_stat_inc(ODSM_STAT_dup_requests);
-	return fresh;
+	return age;
 }

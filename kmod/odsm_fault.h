@@ -55,12 +55,20 @@ void odsm_fault_hold_lazy(void);
  */
 void odsm_fault_slow_teardown(void);
 
+/* What odsm_fault_rx_fresh() says of a request */
+enum odsm_rx_age {
+	ODSM_RX_FRESH,		/* new: serve it */
+	ODSM_RX_SEEN,		/* a replay: dropped (dup_requests) */
+	ODSM_RX_TOO_OLD,	/* older than the window: answered -EAGAIN,
+				 * not served (requests_refused)
+				 */
+};
+
 /*
- * Is the request h, received on conn, new (serve it), or one its sender's
- * incarnation already sent (a replay: refused, counted in dup_requests)?
- * Any context.
+ * Is the request h, received on conn, new, one its sender's incarnation
+ * already sent, or too old to tell?  Any context.
  */
-bool odsm_fault_rx_fresh(struct odsm_conn *conn,
-			 const struct odsm_wire_hdr *h);
+enum odsm_rx_age odsm_fault_rx_fresh(struct odsm_conn *conn,
+				     const struct odsm_wire_hdr *h);
 
 #endif /* _ODSM_FAULT_H */

@@ -219,7 +219,7 @@ for k in "${KVERS[@]}"; do
 	# home answers with the wrong reply, and cluster_returnpick_test
 	# and cluster_mutpick_test, whose fake home restarts too: they need
 	# the fake node too)
-	flood=cluster_accept_test,cluster_deafpeer_test,cluster_delegwait_test,cluster_homerestart_test,cluster_lazyrestart_test,cluster_reqflood_test,cluster_returnpick_test,cluster_mutpick_test,cluster_twoway_test,cluster_wrongreply_test
+	flood=cluster_accept_test,cluster_deafpeer_test,cluster_delegwait_test,cluster_homerestart_test,cluster_lazyrestart_test,cluster_replaywin_test,cluster_reqflood_test,cluster_returnpick_test,cluster_mutpick_test,cluster_twoway_test,cluster_wrongreply_test
 	# On the older kernel the 3-guest runs only: what differs between
 	# kernels is the kernel's API under the module (compat shims, the
 	# mm, io_uring, the verbs), which they exercise whole; what differs
