@@ -155,7 +155,9 @@ unsigned long odsm_get_unmapped_area(struct file *filp, unsigned long addr,
 		odsm_stat_inc(ODSM_STAT_mmap_refused);
 		return -EINVAL;
 	}
-	if (pgoff || len != size || (addr && addr != g->base)) {
+	/* no address is a hint, but not with MAP_FIXED: that one is at 0 */
+	if (pgoff || len != size ||
+	    ((addr || (flags & MAP_FIXED)) && addr != g->base)) {
 		odsm_stat_inc(ODSM_STAT_mmap_refused);
 		return -EINVAL;
 	}
