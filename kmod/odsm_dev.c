@@ -69,8 +69,9 @@ static int alloc_target(const struct odsm_alloc *a)
 	if (!a->size || a->size > g->part_size ||
 	    (a->align && (!is_power_of_2(a->align) || a->align > ODSM_MAX_ALIGN)))
 		return -EINVAL;
+	/* a node only with the flag: the field may mean more one day */
 	if (!(a->flags & ODSM_ALLOC_ON_NODE))
-		return g->node_id;
+		return a->node ? -EINVAL : g->node_id;
 	if (a->node >= g->nr_nodes)
 		return -EINVAL;
 	/* no way to another node without a cluster */

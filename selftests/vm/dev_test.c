@@ -115,11 +115,15 @@ TEST(reserved_nonzero_einval)
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, t_info(fd, &in));
 
-	/* ALLOC: counted once, as a refused allocation */
-	for (i = 0; i < 2; i++) {
+	/* ALLOC: counted once, as a refused allocation; a node without
+	 * ODSM_ALLOC_ON_NODE is refused like a reserved field
+	 */
+	for (i = 0; i < 3; i++) {
 		memset(&a, 0, sizeof(a));
 		a.size = 64;
-		if (i)
+		if (i == 2)
+			a.node = 1;
+		else if (i)
 			a.reserved = 1;
 		else
 			a.reserved0 = 1;

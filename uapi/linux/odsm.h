@@ -92,7 +92,7 @@ struct odsm_alloc {
 	__u32 flags;
 	__u64 gaddr;
 	__u64 usable;
-	__u32 node;		/* with ODSM_ALLOC_ON_NODE */
+	__u32 node;		/* with ODSM_ALLOC_ON_NODE; else 0 */
 	__u32 reserved0;
 	__u64 reserved;
 };
