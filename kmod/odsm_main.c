@@ -56,13 +56,10 @@ static int __init odsm_init(void)
 		ret = PTR_ERR(odsm_heap.inode);
 		goto err_heap;
 	}
-	ret = odsm_sysfs_init();
-	if (ret)
-		goto err_inode;
 	/* services, then transports: they register with the core */
 	ret = odsm_cache_init();
 	if (ret)
-		goto err_sysfs;
+		goto err_inode;
 	ret = odsm_remote_init();
 	if (ret)
 		goto err_cache;
@@ -84,13 +81,19 @@ static int __init odsm_init(void)
 	ret = odsm_uring_init();
 	if (ret)
 		goto err_rdma;
-	ret = odsm_dev_register();
+	/* last but the device: its files read and write what is above */
+	ret = odsm_sysfs_init();
 	if (ret)
 		goto err_uring;
+	ret = odsm_dev_register();
+	if (ret)
+		goto err_sysfs;
 	pr_info("node %u of %u, heap 0x%llx + %u x %llu MiB\n",
 		g.node_id, g.nr_nodes, g.base, g.nr_nodes, g.part_size >> 20);
 	return 0;
 
+err_sysfs:
+	odsm_sysfs_exit();
 err_uring:
 	odsm_uring_exit();
 err_rdma:
@@ -107,8 +110,6 @@ err_remote:
 	odsm_remote_exit();
 err_cache:
 	odsm_cache_exit();
-err_sysfs:
-	odsm_sysfs_exit();
 err_inode:
 	odsm_fs_inode_put(odsm_heap.inode);
 err_heap:
@@ -126,6 +127,7 @@ static void __exit odsm_exit(void)
 {
 	odsm_leave();
 	odsm_dev_unregister();
+	odsm_sysfs_exit();
 	odsm_uring_exit();
 	odsm_rdma_exit();
 	odsm_tcp_exit();
@@ -134,7 +136,6 @@ static void __exit odsm_exit(void)
 	odsm_onesided_exit();
 	odsm_remote_exit();
 	odsm_cache_exit();
-	odsm_sysfs_exit();
 	odsm_fs_inode_put(odsm_heap.inode);
 	odsm_heap_destroy(&odsm_heap);
 	pr_info("unloaded\n");
