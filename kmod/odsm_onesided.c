@@ -552,7 +552,7 @@ static void known_set(unsigned long b, u32 idx, u32 nr, u64 inc, u32 w,
 		known_forget();
 		return;
 	}
-	n = kzalloc(size, GFP_KERNEL);
+	n = kzalloc(size, GFP_KERNEL_ACCOUNT);
 	if (!n) {
 		atomic_sub(size, &known_bytes);
 		return;
@@ -561,7 +561,7 @@ static void known_set(unsigned long b, u32 idx, u32 nr, u64 inc, u32 w,
 	n->nr = nr;
 	n->word[idx] = e;
 	/* k may be gone by now (a racing set or forget): then not ours */
-	old = xa_cmpxchg(&known_blks, b, k, n, GFP_KERNEL);
+	old = xa_cmpxchg(&known_blks, b, k, n, GFP_KERNEL_ACCOUNT);
 	if (old != k) {
 		atomic_sub(size, &known_bytes);
 		kfree(n);
@@ -578,7 +578,10 @@ static void known_set(unsigned long b, u32 idx, u32 nr, u64 inc, u32 w,
  * published words then say another class: a stale hint costs one
  * refused read, never a wrong copy.  One entry per block this node
  * fetched from, at most CLS_HINTS_MAX (about 4 GiB of blocks): past that
- * they are all forgotten and learnt again; freed at unload.
+ * they are all forgotten and learnt again; freed at unload.  These hints,
+ * the run hints and the known words are charged to the memory cgroup of
+ * the process whose miss learnt them (the caps count entries, not the
+ * xarray's nodes, which sparse blocks multiply), like the copies.
  */
 #define CLS_HINTS_MAX	65536
 static DEFINE_XARRAY(cls_hints);
@@ -653,13 +656,13 @@ static void run_learn(unsigned long b, u64 inc, u64 size, u16 color)
 	if (run_hint_of(b, inc, &osize, &ocolor) && osize == size &&
 	    ocolor == color)
 		return;
-	r = kmalloc(sizeof(*r), GFP_KERNEL);
+	r = kmalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
 	if (!r)
 		return;
 	r->inc = inc;
 	r->size = (u32)size;
 	r->color = color;
-	old = xa_store(&run_hints, b, r, GFP_KERNEL);
+	old = xa_store(&run_hints, b, r, GFP_KERNEL_ACCOUNT);
 	if (xa_is_err(old)) {
 		kfree(r);
 		return;
@@ -715,7 +718,7 @@ static void onesided_learn(u32 node, u64 inc, u64 cg, u64 size, u16 color)
 	if (old) {	/* another class now: replaced if still there */
 		if (xa_to_value(old) != cls + 1)
 			xa_cmpxchg(&cls_hints, b, old, xa_mk_value(cls + 1),
-				   GFP_KERNEL);
+				   GFP_KERNEL_ACCOUNT);
 		return;
 	}
 	if (atomic_inc_return(&nr_hints) > CLS_HINTS_MAX) {
@@ -724,7 +727,7 @@ static void onesided_learn(u32 node, u64 inc, u64 cg, u64 size, u16 color)
 		return;
 	}
 	/* -EBUSY (a racing learn inserted it) or -ENOMEM: not ours */
-	if (xa_insert(&cls_hints, b, xa_mk_value(cls + 1), GFP_KERNEL))
+	if (xa_insert(&cls_hints, b, xa_mk_value(cls + 1), GFP_KERNEL_ACCOUNT))
 		atomic_dec(&nr_hints);
 }
 
