@@ -364,6 +364,18 @@ TEST(channel)
 	EXPECT_EQ(-ETIMEDOUT, odsm_chan_recv(&c, &b, &from, 50));
 	fk.node1_down = false;
 
+	/* a sender on node 70 of 80 (refused -EINVAL before) */
+	fk.nodes = 80;
+	ASSERT_EQ(0, odsm_box_new(&b, 16, ODSM_ALLOC_ZERO));
+	odsm_rt.info.node_id = 70;
+	ret = odsm_chan_send(&c, &b);
+	odsm_rt.info.node_id = 0;
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, odsm_chan_recv(&c, &b, &from, 0));
+	EXPECT_EQ(70U, from);
+	EXPECT_EQ(0, odsm_box_drop(&b));
+	fk.nodes = 0;
+
 	/* closed: queued boxes still come, then -EPIPE */
 	ASSERT_EQ(0, odsm_chan_send(&c, &x));
 	ASSERT_EQ(0, odsm_chan_close(&c));
