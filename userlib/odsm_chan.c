@@ -78,11 +78,21 @@ static uint64_t ch_push_id, ch_pop_id, ch_close_id;
 static uint32_t ch_wake[CH_WAKE_SLOTS];
 static uint32_t ch_next_slot;
 
+/*
+ * The channel at obj, or NULL.  Its header is heap memory another node's
+ * bug may have written: a ring geometry that does not hold is no channel
+ * (-EBADFD), never an index past the ring or a division by zero.
+ */
 static struct ch_obj *ch_obj_of(void *obj)
 {
 	struct ch_obj *o = obj;
 
-	return o && o->magic == CH_MAGIC ? o : NULL;
+	if (!o || o->magic != CH_MAGIC)
+		return NULL;
+	if (!o->cap || o->cap > ODSM_CHAN_CAP_MAX || o->head >= o->cap ||
+	    o->count > o->cap)
+		return NULL;
+	return o;
 }
 
 static void ch_bump(struct ch_obj *o)
