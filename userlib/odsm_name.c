@@ -39,6 +39,7 @@ static uint64_t ent_at(uint64_t nt, unsigned int slot)
  * Lookups never wait for it (find()).
  */
 #define ODSM_NT_CLAIM_MS	30000
+unsigned int odsm__nt_claim_ms = ODSM_NT_CLAIM_MS;	/* tests shorten it */
 
 /*
  * The state of the entry at e once it is not CLAIMED (a publisher that
@@ -47,7 +48,7 @@ static uint64_t ent_at(uint64_t nt, unsigned int slot)
  */
 static int ent_settled(uint64_t e, uint64_t *state)
 {
-	uint64_t end = odsm__sync_now_ms() + ODSM_NT_CLAIM_MS;
+	uint64_t end = odsm__sync_now_ms() + odsm__nt_claim_ms;
 	unsigned int us = 0;
 	int ret;
 
@@ -128,6 +129,22 @@ static int claim(uint64_t nt, const char *name, unsigned int kind,
 			return 0;
 		/* taken: wait for its name, which may be ours */
 		ret = ent_settled(*e, &st);
+		if (ret == -ETIMEDOUT) {
+			/*
+			 * Its publisher died between claiming and settling
+			 * (or cannot reach node 0 for that long): its claim
+			 * becomes a tombstone, which settle() then refuses
+			 * it, and the probe goes on.  Before, every publish
+			 * probing past it timed out, for as long as the
+			 * module stays loaded.
+			 */
+			ret = odsm_cmp_swap(*e + ENT_STATE, st,
+					    (st & ~(0xffULL << 56)) |
+					    ODSM_NT_DEAD << 56, &old);
+			if (ret)
+				return ret;
+			continue;
+		}
 		if (ret)
 			return ret;
 		if (odsm_nt_st(st) != ODSM_NT_READY)
@@ -139,13 +156,22 @@ static int claim(uint64_t nt, const char *name, unsigned int kind,
 	return -ENOSPC;
 }
 
-/* Set the claimed entry e READY (the value is in), or DEAD after err. */
+/*
+ * Set the claimed entry e READY (the value is in), or DEAD after err: only
+ * while it is still our claim, which a publisher that waited too long for
+ * it may have turned DEAD (claim()): then -ETIMEDOUT, never a name
+ * published twice.
+ */
 static int settle(uint64_t e, unsigned int kind, int err)
 {
+	uint64_t mine = odsm_nt_state(ODSM_NT_CLAIMED, odsm_rt.info.node_id,
+				      kind);
 	uint64_t st = odsm_nt_state(err ? ODSM_NT_DEAD : ODSM_NT_READY,
-				    odsm_rt.info.node_id, kind);
-	int ret = odsm_write(e + ENT_STATE, &st, sizeof(st));
+				    odsm_rt.info.node_id, kind), old;
+	int ret = odsm_cmp_swap(e + ENT_STATE, mine, st, &old);
 
+	if (!ret && old != mine)
+		ret = -ETIMEDOUT;
 	return err ? err : ret;
 }
 

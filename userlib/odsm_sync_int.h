@@ -284,6 +284,8 @@ int odsm__dir_wait(unsigned int node, uint64_t deadline_ms);
  * partition): 0 and *nt, or -ENOENT when node 0 has no directory.
  */
 int odsm__names_table(uint64_t *nt);
+/* how long a publisher waits for another's claim (ms; tests shorten it) */
+extern unsigned int odsm__nt_claim_ms;
 
 /* odsm_app_join()'s record: name, with its barrier (odsm_name.c) */
 int odsm__name_publish_app(const char *name, uint64_t barrier);

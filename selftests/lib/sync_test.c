@@ -190,6 +190,35 @@ TEST_F(sy, names)
 	}
 }
 
+/*
+ * A publisher that died between claiming an entry and settling it: the
+ * next publisher whose probe passes there waits odsm__nt_claim_ms (30 s;
+ * 200 ms here), turns the claim into a tombstone and goes on.  Before,
+ * it failed -ETIMEDOUT, and so did every later one, for good.
+ */
+TEST_F(sy, names_stale_claim)
+{
+	uint64_t nt, e, st, t0;
+	struct odsm_name n;
+
+	ASSERT_EQ(0, odsm__names_table(&nt));
+	e = nt + (uint64_t)odsm_nt_slot(odsm_nt_hash("stale"), 0) *
+		 ODSM_NT_ENTRY;
+	st = odsm_nt_state(ODSM_NT_CLAIMED, 1, ODSM_NAME_ADDR);
+	ASSERT_EQ(0, odsm_write(e + offsetof(struct odsm_nt_entry, state),
+				&st, sizeof(st)));
+	odsm__nt_claim_ms = 200;
+	t0 = ms_now();
+	EXPECT_EQ(0, odsm_name_publish("stale", ODSM_NAME_ADDR, 5));
+	EXPECT_GE(5000ULL, ms_now() - t0);
+	EXPECT_EQ(0, odsm_name_lookup("stale", &n));
+	EXPECT_EQ(5ULL, n.value);
+	ASSERT_EQ(0, odsm_read(e + offsetof(struct odsm_nt_entry, state),
+			       &st, sizeof(st)));
+	EXPECT_EQ(ODSM_NT_DEAD, odsm_nt_st(st));
+	odsm__nt_claim_ms = 30000;
+}
+
 struct bt {
 	pthread_t th;
 	uint64_t bar, ctr;
