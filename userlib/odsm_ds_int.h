@@ -109,6 +109,7 @@ struct ds_q_ctr {
 #define DS_Q_SLOTS	(DS_HDR + 64)		/* the first slot's */
 #define DS_Q_SLOT	64
 #define DS_Q_LEN_OFF	ODSM_DS_VAL_MAX		/* a slot: value, length */
+#define DS_Q_POISON	0xff	/* a length: the push failed, no element */
 
 /*
  * Where a caller starts: the counters as it last saw them.  Limits only

@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "odsm.h"
 #include "odsm_ds.h"
@@ -96,16 +97,26 @@ static int reserve(const struct ds_ctx *x, uint64_t g, uint64_t lim_g,
 	return 0;
 }
 
-/* CAS-P: move the frontier at g from t to t + 1 once it reached t. */
+/*
+ * CAS-P: move the frontier at g from t to t + 1 once it reached t.  The
+ * wait gives up only after DS_WAIT_MS in which the frontier did not move
+ * at all: a slot reserved and never published (its pusher died, or gave
+ * up) wedges the ring for good, so a wait that sees the operations before
+ * it finish, however slowly, waits on.
+ */
 static int advance(uint64_t g, uint64_t t)
 {
-	uint64_t old, deadline = 0;
+	uint64_t old, seen = t, deadline = 0;
 	int ret;
 
 	for (;;) {
 		ret = odsm_cmp_swap_nic(g, t, t + 1, &old);
 		if (ret || old == t)
 			return ret;
+		if (old != seen) {	/* progress: the wait starts over */
+			seen = old;
+			deadline = 0;
+		}
 		ret = ds_wait(&deadline);
 		if (ret)
 			return ret;
@@ -117,7 +128,7 @@ int ds_push(const struct ds_ctx *x, struct ds_q_hints *hn, const void *val,
 {
 	uint8_t slot[DS_Q_LEN_OFF + 1];
 	uint64_t t;
-	int ret;
+	int ret, err;
 
 	ret = reserve(x, CTR(x, tail), CTR(x, head_done), x->buckets,
 		      &hn->tail, &hn->head_done, -ENOSPC, &t);
@@ -126,12 +137,30 @@ int ds_push(const struct ds_ctx *x, struct ds_q_hints *hn, const void *val,
 	memset(slot, 0, sizeof(slot));
 	memcpy(slot, val, len);
 	slot[DS_Q_LEN_OFF] = len;
-	ret = ds_io_write(x, slot_addr(x, t), slot, sizeof(slot));
-	if (ret)
-		return ret;
+	err = ds_io_write(x, slot_addr(x, t), slot, sizeof(slot));
+	/*
+	 * A slot reserved must be published, or no later push is ever
+	 * visible: one whose element was not written carries a length no
+	 * element has, which the pop that reaches it frees as -EBADMSG
+	 * (tried until it is written: only the home gone ends that, and
+	 * the queue with it)
+	 */
+	while (err) {
+		uint8_t poison = DS_Q_POISON;
+
+		ret = ds_io_write(x, slot_addr(x, t) + DS_Q_LEN_OFF, &poison,
+				  1);
+		if (!ret)
+			break;
+		if (ret == -EHOSTDOWN)
+			return ret;
+		usleep(1000);
+	}
 	if (p == ODSM_DS_CRW)
-		return advance(CTR(x, tail_ready), t);
-	return odsm_fetch_add_nic(CTR(x, tail_ready), 1, NULL);
+		ret = advance(CTR(x, tail_ready), t);
+	else
+		ret = odsm_fetch_add_nic(CTR(x, tail_ready), 1, NULL);
+	return err ?: ret;
 }
 
 int ds_pop(const struct ds_ctx *x, struct ds_q_hints *hn, void *val,

@@ -612,4 +612,38 @@ TEST(failed_step_leaves_no_bucket_held)
 	env_down(&e);
 }
 
+/*
+ * A push whose element write fails still publishes its slot, marked as no
+ * element: the pop that reaches it frees it with -EBADMSG, and the queue
+ * goes on.  Before, the slot stayed reserved and unpublished: the next
+ * CRW push timed out waiting behind it, and so did every one after.
+ */
+TEST(queue_failed_push_publishes)
+{
+	struct odsm_ds_queue *q;
+	struct odsm_ds_seg qs;
+	uint8_t got[ODSM_DS_VAL_MAX];
+	uint64_t v = 7;
+	struct env e;
+	size_t gl;
+
+	ASSERT_EQ(0, env_up(&e, 16));
+	ASSERT_EQ(0, odsm_ds_queue_create(e.d, 0, 4, &qs));
+	ASSERT_EQ(0, odsm_ds_queue_open(&qs, ODSM_DS_ONESIDED, &any, &q));
+	fk.fail_write = -EIO;
+	EXPECT_EQ(-EIO, odsm_ds_push(q, &v, sizeof(v), ODSM_DS_CRW));
+	EXPECT_EQ(0, odsm_ds_push(q, &v, sizeof(v), ODSM_DS_CRW));
+	gl = sizeof(got);
+	EXPECT_EQ(-EBADMSG, odsm_ds_pop(q, got, &gl, ODSM_DS_CRW));
+	gl = sizeof(got);
+	EXPECT_EQ(0, odsm_ds_pop(q, got, &gl, ODSM_DS_CRW));
+	EXPECT_EQ(sizeof(v), gl);
+	EXPECT_EQ(0, memcmp(got, &v, sizeof(v)));
+	gl = sizeof(got);
+	EXPECT_EQ(-ENOENT, odsm_ds_pop(q, got, &gl, ODSM_DS_CRW));
+	odsm_ds_queue_close(q);
+	odsm_trust_drop(&qs.t);
+	env_down(&e);
+}
+
 TEST_HARNESS_MAIN
