@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/syscall.h>
@@ -263,9 +264,32 @@ static __thread unsigned int dm_cache_next;
 static pthread_key_t dm_key;
 static pthread_once_t dm_once = PTHREAD_ONCE_INIT;
 
+/*
+ * Grant words of ended threads, for the next threads: never freed, since
+ * an unlocker that learnt of a waiter may still write its grant there
+ * after the waiter learnt of it from the trustee and ended.  Tokens are
+ * never reused, so such a late write into a word another thread now waits
+ * on is not its grant, never more than a look.
+ */
+static pthread_mutex_t dm_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t *dm_pool;
+static unsigned int dm_pool_n, dm_pool_cap;
+
 static void dm_thread_end(void *g)
 {
-	odsm_free((uint64_t)(uintptr_t)g);
+	uint64_t *p;
+
+	pthread_mutex_lock(&dm_pool_lock);
+	if (dm_pool_n == dm_pool_cap) {
+		p = realloc(dm_pool, (dm_pool_cap * 2 + 8) * sizeof(*p));
+		if (p) {
+			dm_pool = p;
+			dm_pool_cap = dm_pool_cap * 2 + 8;
+		}
+	}
+	if (dm_pool_n < dm_pool_cap)	/* else: lost, not freed */
+		dm_pool[dm_pool_n++] = (uint64_t)(uintptr_t)g;
+	pthread_mutex_unlock(&dm_pool_lock);
 }
 
 /*
@@ -278,6 +302,8 @@ static void dm_atfork_child(void)
 {
 	dm_grant_g = 0;
 	pthread_setspecific(dm_key, NULL);	/* the parent's, not to free */
+	dm_pool_n = 0;				/* the parent's too */
+	pthread_mutex_init(&dm_pool_lock, NULL);
 }
 
 static void dm_init(void)
@@ -292,9 +318,15 @@ static int dm_grant_word(uint64_t *g)
 
 	if (!dm_grant_g) {
 		pthread_once(&dm_once, dm_init);
-		ret = odsm_alloc(8, 8, ODSM_ALLOC_ZERO, &dm_grant_g);
-		if (ret)
-			return ret;
+		pthread_mutex_lock(&dm_pool_lock);
+		if (dm_pool_n)
+			dm_grant_g = dm_pool[--dm_pool_n];
+		pthread_mutex_unlock(&dm_pool_lock);
+		if (!dm_grant_g) {
+			ret = odsm_alloc(8, 8, ODSM_ALLOC_ZERO, &dm_grant_g);
+			if (ret)
+				return ret;
+		}
 		pthread_setspecific(dm_key, (void *)(uintptr_t)dm_grant_g);
 	}
 	*g = odsm_addr_of(dm_grant_g);
@@ -407,8 +439,20 @@ int odsm__mutex_lock_deleg(struct odsm_guard *g, bool wait)
 			break;
 		odsm__sync_nap(&us);	/* the queue is full */
 	}
-	if (ret == ODSM_DQ_QUEUED)
-		ret = dm_wait(g->mutex, &r);
+	if (ret == ODSM_DQ_QUEUED) {
+		ret = dm_wait(g->mutex, &r);	/* cancels on failure */
+	} else if (ret < 0 && ret != -ENOTRECOVERABLE) {
+		/*
+		 * The call failed, but the trustee may have run it (a reply
+		 * lost, a timeout): our token may hold the lock or wait in
+		 * the queue, which no one would ever release.  Cancelled, as
+		 * a wait that fails is.
+		 */
+		struct dm_next n;
+
+		if (!dm_apply(g->mutex, DM_OP_CANCEL, &r, &n))
+			dm_hand_over(&n);
+	}
 	if (ret < 0)
 		return ret;
 	g->word = r.tok;
