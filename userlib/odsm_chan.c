@@ -21,6 +21,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -394,6 +395,15 @@ int odsm_chan_recv(const odsm_chan *c, odsm_box *b, unsigned int *from,
 				if (from)
 					*from = (unsigned int)dead;
 				return -EHOSTDOWN;
+			}
+			/* the trustee's process gone: nothing will ever move
+			 * seq, and the pop says why (the runtime's error)
+			 */
+			if (o->host_pid != getpid() &&
+			    kill(o->host_pid, 0) && errno == ESRCH) {
+				ret = ch_take(c, b, from);
+				if (ret != -EAGAIN)
+					return ret;
 			}
 			left = CH_WAIT_MS;
 			if (timeout_ms >= 0) {
