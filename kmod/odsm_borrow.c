@@ -487,10 +487,10 @@ static int move_here(u32 node, u64 cg, u64 *new_cg, u64 *size, u64 *inc)
 	if (ret)
 		goto out;
 	ret = odsm_heap_alloc(&odsm_heap, *size, 0, 0, new_cg, &usable);
-	if (ret == -ENOMEM) {
-		odsm_cache_trim_to(0);
+	if (ret == -ENOMEM && odsm_cache_make_room(*size, false))
 		ret = odsm_heap_alloc(&odsm_heap, *size, 0, 0, new_cg, &usable);
-	}
+	if (ret == -ENOMEM && odsm_cache_make_room(*size, true))
+		ret = odsm_heap_alloc(&odsm_heap, *size, 0, 0, new_cg, &usable);
 	if (ret)
 		goto out;
 	dst = odsm_clear_color(*new_cg);

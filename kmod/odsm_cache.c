@@ -454,12 +454,37 @@ static void trim_locked(u64 budget)
 		odsm_hits_want();
 }
 
-void odsm_cache_trim_to(u64 budget)
+static void odsm_cache_trim_to(u64 budget)
 {
 	mutex_lock(&cache.lock);
 	trim_locked(budget);
 	mutex_unlock(&cache.lock);
 	reap();
+}
+
+/*
+ * Room for an allocation of size bytes that failed: idle copies go, the
+ * least recently used first, twice size of them (the allocator rounds
+ * up, and what they free may not be one piece); with all, every idle
+ * copy.  Nothing goes when all the idle copies together are less than
+ * size: emptying the node's cache for every process (which any borrower,
+ * a read-only one too, could do by asking for something big) would not
+ * make the room.  true: some went, try again.
+ */
+bool odsm_cache_make_room(u64 size, bool all)
+{
+	bool tried = false;
+
+	mutex_lock(&cache.lock);
+	if (cache.ci.idle_bytes && cache.ci.idle_bytes >= size) {
+		trim_locked(all || cache.ci.bytes <= 2 * size ? 0 :
+			    cache.ci.bytes - 2 * size);
+		tried = true;
+	}
+	mutex_unlock(&cache.lock);
+	if (tried)
+		reap();
+	return tried;
 }
 
 void odsm_cache_trim(void)
@@ -780,11 +805,11 @@ static int make_copy(u32 node, u64 cg, struct odsm_centry **out)
 	if (ret)
 		goto out;
 	ret = slot_new(e, size, &usable);
-	if (ret == -ENOMEM) {
-		/* make room: every idle copy goes */
-		odsm_cache_trim_to(0);
+	/* make room: some idle copies, then every one */
+	if (ret == -ENOMEM && odsm_cache_make_room(size, false))
 		ret = slot_new(e, size, &usable);
-	}
+	if (ret == -ENOMEM && odsm_cache_make_room(size, true))
+		ret = slot_new(e, size, &usable);
 	if (ret)
 		goto out;
 	e->size = size;

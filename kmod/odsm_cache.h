@@ -169,9 +169,10 @@ int odsm_cache_lazy_fill_range(u64 addr, u64 len);
  * forget every copy of node's objects (U32_MAX: of every node).
  */
 void odsm_cache_forget(u32 node);
-/* Evict unreferenced copies until the cache fits its budget (or budget). */
+/* Evict unreferenced copies until the cache fits its budget. */
 void odsm_cache_trim(void);
-void odsm_cache_trim_to(u64 budget);
+/* Idle copies go to make room for size bytes (all: every idle one). */
+bool odsm_cache_make_room(u64 size, bool all);
 
 /*
  * Is the local object at addr a cached copy (not the caller's to free)?
