@@ -52,6 +52,10 @@ struct odsm_heap {
 	struct odsm_geom geom;
 	struct odsm_palloc pa;
 	struct xarray pages;		/* partition page index -> page */
+	/* store_drop()s begun (under lock): a fault that took a page before
+	 * one maps it only if none began since (odsm_store_fault())
+	 */
+	unsigned long drop_seq;
 	struct xarray pinned;		/* block index -> pin count (value) */
 	struct xarray pubs;		/* pinned block index -> its page of
 					 * published slot words

@@ -201,9 +201,11 @@ int odsm_store_fault(struct odsm_heap *h, u64 addr, struct page **pagep)
 {
 	pgoff_t idx = store_index(h, addr);
 	struct page *page, *fresh = NULL;
+	unsigned long seq = 0;
 
 	mutex_lock(&h->lock);
 	for (;;) {
+		seq = h->drop_seq;
 		if (!odsm_palloc_backed(&h->pa, addr)) {
 			page = ERR_PTR(-EFAULT);
 			break;
@@ -242,8 +244,13 @@ int odsm_store_fault(struct odsm_heap *h, u64 addr, struct page **pagep)
 		return PTR_ERR(page);
 
 	lock_page(page);
-	if (xa_load(&h->pages, idx) != page) {
-		/* released meanwhile */
+	/*
+	 * Released meanwhile: gone from the store, or -- a page pinned for a
+	 * peer stays in the store when its block empties, unmapped and
+	 * zeroed -- a drop began since we looked (its lock and unlock of
+	 * the page orders its count before our look here).
+	 */
+	if (xa_load(&h->pages, idx) != page || READ_ONCE(h->drop_seq) != seq) {
 		unlock_page(page);
 		put_page(page);
 		return -EAGAIN;
@@ -441,6 +448,8 @@ static unsigned long store_drop(struct odsm_heap *h, u64 addr, u64 len,
 	while (idx < end) {
 		n = 0;
 		mutex_lock(&h->lock);
+		/* before the pages' lock and unlock below: odsm_store_fault() */
+		WRITE_ONCE(h->drop_seq, h->drop_seq + 1);
 		xa_for_each_range(&h->pages, i, page, idx, end - 1) {
 			if (!backed_too &&
 			    odsm_palloc_backed(&h->pa, part + ((u64)i << PAGE_SHIFT)))
