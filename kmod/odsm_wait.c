@@ -302,8 +302,8 @@ static long wake_remote(u32 node, u64 addr, u32 nr)
 		       &got);
 	if (!ret)
 		ret = odsm_wire_get_wake_reply(p, got, &r);
-	/* not "ret ? ret : r.woken": that is unsigned, and an error would
-	 * reach the caller as a large count, errno untouched
+	/* not "ret ? ret : r.woken": that is an unsigned int, and an error
+	 * would be a long of about 4 billion, no error at all
 	 */
 	if (ret)
 		return ret;
