@@ -1475,6 +1475,15 @@ static void rdma_remove_one(struct ib_device *dev, void *data)
 			  dev_name(&dev->dev));
 		rdma_destroy_id(lid);
 	}
+	/*
+	 * A loopback pair made meanwhile (its ends listed after we looked:
+	 * an end accepted just before the listener went, or a dial that
+	 * finished) would keep its ids, and the core's removal waits for
+	 * them; loop ends are freed only by the next NIC atomic or a
+	 * leave.  The pair goes now (the next atomic dials a new one);
+	 * this waits at most for a dial in flight, bounded by timeout_ms.
+	 */
+	odsm_rdma_loop_destroy();
 	list_for_each_entry_safe(x, tmp, &gone, rm_node) {
 		struct odsm_conn *conn = x->conn;
 
