@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <linux/odsm.h>	/* ODSM_MAX_NODES */
 #include "odsm_sync.h"
 
 /* ---- the name table ------------------------------------------------------ */
