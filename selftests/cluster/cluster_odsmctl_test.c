@@ -155,4 +155,31 @@ TEST(top)
 	EXPECT_NE(NULL, strstr(out, "msgs_tx")) TH_LOG("%s", out);
 }
 
+/*
+ * Usage errors exit 2 and change nothing: numbers with a sign, past 64
+ * bits or past a field's range, a stray argument, a node id outside the
+ * list.  Before, "--node-id 4294967297" was node 1 (truncated), a stray
+ * argument was ignored, and each went on to the ioctl (here refused
+ * while joined: exit 1).
+ */
+TEST(usage_errors_exit_2)
+{
+	static const char *const bad[] = {
+		"config --node-id 4294967297 --nodes 2",
+		"config --node-id 1 --nodes 4294967298",
+		"config --node-id -4294967294 --nodes 3",
+		"config --node-id 1 --nodes 2 --part-size 17179869185G",
+		"config --node-id 1 --nodes 2 stray",
+		"join --node-id 5 --nodes 10.0.0.1,10.0.0.2 --key-file /nonexistent",
+	};
+	unsigned int i;
+
+	C_BEGIN();
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *a = bad[i] ? bad[i] : "";
+
+		EXPECT_EQ(2, odsmctl(a)) TH_LOG("odsmctl %s: %s", a, out);
+	}
+}
+
 TEST_HARNESS_MAIN

@@ -318,4 +318,29 @@ TEST_F(files, unreadable_config)
 	ASSERT_EQ(2U, conf.nr_nodes);
 }
 
+/* the numbers odsmctl's options take too: no sign, no overflow */
+TEST(numbers)
+{
+	uint64_t v;
+
+	EXPECT_EQ(0, odsm_conf_parse_num("4096", 0, &v));
+	EXPECT_EQ(4096ULL, v);
+	EXPECT_EQ(0, odsm_conf_parse_num("0x10", 0, &v));
+	EXPECT_EQ(16ULL, v);
+	EXPECT_EQ(0, odsm_conf_parse_num("2M", 1, &v));
+	EXPECT_EQ(2ULL << 20, v);
+	EXPECT_EQ(0, odsm_conf_parse_num("16G", 1, &v));
+	EXPECT_EQ(16ULL << 30, v);
+	EXPECT_EQ(-EINVAL, odsm_conf_parse_num("2M", 0, &v));
+	EXPECT_EQ(-EINVAL, odsm_conf_parse_num("-1", 1, &v));
+	EXPECT_EQ(-EINVAL, odsm_conf_parse_num("-4294967294", 1, &v));
+	EXPECT_EQ(-EINVAL, odsm_conf_parse_num(" 1", 1, &v));
+	EXPECT_EQ(-EINVAL, odsm_conf_parse_num("", 1, &v));
+	EXPECT_EQ(-EINVAL, odsm_conf_parse_num("1x", 1, &v));
+	EXPECT_EQ(-EINVAL, odsm_conf_parse_num("17179869185G", 1, &v));
+	EXPECT_EQ(-EINVAL, odsm_conf_parse_num("99999999999999999999", 1, &v));
+	EXPECT_EQ(0, odsm_conf_parse_num("17179869183G", 1, &v));
+	EXPECT_EQ(17179869183ULL << 30, v);
+}
+
 TEST_HARNESS_MAIN

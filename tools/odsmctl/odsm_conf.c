@@ -93,7 +93,7 @@ int odsm_conf_parse_addr(const char *s, struct odsm_node_addr *a)
 }
 
 /* decimal or 0x, with a K, M or G suffix when sizes is set */
-static int parse_num(const char *s, int sizes, uint64_t *v)
+int odsm_conf_parse_num(const char *s, int sizes, uint64_t *v)
 {
 	unsigned long long x;
 	char *end;
@@ -133,7 +133,7 @@ static int parse_uint(const struct where *w, const char *key, const char *val,
 {
 	uint64_t v;
 
-	if (parse_num(val, 0, &v) || v < min || v > max)
+	if (odsm_conf_parse_num(val, 0, &v) || v < min || v > max)
 		return fail(w, "%s = %s: want a number from %llu to %llu", key,
 			    val, min, max);
 	*out = (unsigned int)v;
@@ -223,7 +223,7 @@ static int set_knob(struct odsm_conf *c, const struct where *w,
 			return fail(w, "%s = %s: want yes or no", k->name, val);
 		return 0;
 	}
-	if (parse_num(val, 1, &v))
+	if (odsm_conf_parse_num(val, 1, &v))
 		return fail(w, "%s = %s: want a number (K, M or G allowed)",
 			    k->name, val);
 	snprintf(ck->value, sizeof(ck->value), "%llu", (unsigned long long)v);
@@ -259,7 +259,7 @@ static int parse_line(struct odsm_conf *c, const struct where *w,
 			c->node_id = ODSM_CONF_NODE_AUTO;
 			return 0;
 		}
-		if (parse_num(val, 0, &v) || v >= ODSM_MAX_NODES)
+		if (odsm_conf_parse_num(val, 0, &v) || v >= ODSM_MAX_NODES)
 			return fail(w, "node_id = %s: want auto or a number from 0 to %d",
 				    val, ODSM_MAX_NODES - 1);
 		c->node_id = (int)v;
@@ -304,7 +304,7 @@ static int parse_line(struct odsm_conf *c, const struct where *w,
 		ret = once(w, key, &c->line_heap_base);
 		if (ret)
 			return ret;
-		if (parse_num(val, 1, &v) || v < (4ULL << 30) ||
+		if (odsm_conf_parse_num(val, 1, &v) || v < (4ULL << 30) ||
 		    v % ODSM_PART_ALIGN)
 			return fail(w, "heap_base = %s: want an address of at least 4G, a multiple of 2M",
 				    val);
@@ -315,7 +315,7 @@ static int parse_line(struct odsm_conf *c, const struct where *w,
 		ret = once(w, key, &c->line_part_size);
 		if (ret)
 			return ret;
-		if (parse_num(val, 1, &v) || !v || v % ODSM_PART_ALIGN ||
+		if (odsm_conf_parse_num(val, 1, &v) || !v || v % ODSM_PART_ALIGN ||
 		    v > ODSM_MAX_PART_SIZE)
 			return fail(w, "part_size = %s: want a multiple of 2M, at most 64G",
 				    val);
@@ -500,7 +500,7 @@ static char *read_text(const char *path, const struct where *w,
 	size_t len = 0;
 	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		fail(w, "%scannot open: %s", label, strerror(errno));
 		return NULL;

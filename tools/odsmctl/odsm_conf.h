@@ -62,6 +62,14 @@ struct odsm_conf {
 /* The knobs a file may set, NULL-terminated. */
 extern const struct odsm_knob odsm_knobs[];
 
+/*
+ * A number as the file and the command line take it: digits first (no
+ * sign, no blank), in C's bases, and with sizes a K, M or G suffix; one
+ * that does not fit in 64 bits (with its suffix) is refused.  0 or
+ * -EINVAL.
+ */
+int odsm_conf_parse_num(const char *s, int sizes, uint64_t *v);
+
 /* "10.0.0.1:7100" or "10.0.0.1" (port 7100) into *a; 0 or -EINVAL */
 int odsm_conf_parse_addr(const char *s, struct odsm_node_addr *a);
 

@@ -82,27 +82,15 @@ static int read_u64(const char *path, unsigned long long *v)
 
 #define human_bytes odsm_sf_human_bytes
 
+/* as the configuration file takes it: no sign, no overflow */
 static int parse_size(const char *s, unsigned long long *v)
 {
-	char *end;
+	uint64_t x;
+	int ret = odsm_conf_parse_num(s, 1, &x);
 
-	errno = 0;
-	*v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 'G': case 'g':
-		*v <<= 10;
-		/* fall through */
-	case 'M': case 'm':
-		*v <<= 10;
-		/* fall through */
-	case 'K': case 'k':
-		*v <<= 10;
-		end++;
-		break;
-	}
-	return *end ? -EINVAL : 0;
+	if (!ret)
+		*v = x;
+	return ret;
 }
 
 static int cmd_info(void)
@@ -339,10 +327,20 @@ static int cmd_config(int argc, char **argv)
 		}
 		switch (opt) {
 		case 'i':
+			if (v >= ODSM_MAX_NODES) {
+				fprintf(stderr, "odsmctl config: --node-id %llu: at most %d\n",
+					v, ODSM_MAX_NODES - 1);
+				return 2;
+			}
 			c.node_id = (unsigned int)v;
 			have_id = 1;
 			break;
 		case 'n':
+			if (!v || v > ODSM_MAX_NODES) {
+				fprintf(stderr, "odsmctl config: --nodes %llu: 1 to %d\n",
+					v, ODSM_MAX_NODES);
+				return 2;
+			}
 			c.nr_nodes = (unsigned int)v;
 			have_n = 1;
 			break;
@@ -353,6 +351,11 @@ static int cmd_config(int argc, char **argv)
 			c.part_size = v;
 			break;
 		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "odsmctl config: unexpected argument '%s'\n",
+			argv[optind]);
+		return 2;
 	}
 	if (!have_id || !have_n) {
 		fprintf(stderr, "odsmctl config: --node-id and --nodes are required\n");
@@ -473,7 +476,7 @@ static int read_key(const char *what, const char *path, unsigned char *key)
 	ssize_t n;
 	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		fprintf(stderr, "%s: cannot open the key file %s: %s\n",
 			what, path, strerror(errno));
@@ -748,7 +751,7 @@ static int cmd_join(int argc, char **argv)
 		fprintf(stderr, "odsmctl join: --node-id %llu but --nodes lists only %d nodes (ids 0..%d)\n",
 			id, n, n - 1);
 		free(nodes);
-		return 1;
+		return 2;	/* a usage error, as the man page says */
 	}
 	r.id = (unsigned int)id;
 	r.nr = (unsigned int)n;
