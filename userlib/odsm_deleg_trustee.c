@@ -32,6 +32,11 @@ struct dg_tlocal {
 	int cpu;
 	uint32_t *fstack;	/* free cells, a stack */
 	uint32_t nfree;
+	/* [cell - t * cells]: entrusted, not freed -- kept here, not in the
+	 * arena's words, so that no request or stray write can push a cell
+	 * onto fstack twice (an overflow, one cell for two objects)
+	 */
+	uint8_t *live;
 	uint8_t *deferred;	/* [client]: a worker answers its batch */
 	struct odsm_dreq_view *v;
 };
@@ -109,6 +114,7 @@ static int dg_entrust(struct dg_tlocal *tl, const void *arg, void *ret,
 		return -ENOSPC;
 	}
 	idx = tl->fstack[--tl->nfree];
+	tl->live[idx - tl->t * d->h->cells] = 1;
 	cell = dg_cell(d, idx);
 	cell->g = e.g;
 	cell->dtor = e.dtor;
@@ -130,7 +136,10 @@ static int dg_free(struct dg_tlocal *tl, uint64_t obj)
 	size_t zero = 0;
 	uint32_t gen;
 
-	if (!cell) {
+	/* a cell free already (its word says generation gen, count 0, as a
+	 * freed one does): a FREE of nothing
+	 */
+	if (!cell || !tl->live[(uint32_t)obj - tl->t * d->h->cells]) {
 		DG_INC(n->stale);
 		return -ESTALE;
 	}
@@ -147,6 +156,8 @@ static int dg_free(struct dg_tlocal *tl, uint64_t obj)
 	__atomic_store_n(&cell->word, (uint64_t)(gen ? gen : 1) << 32,
 			 __ATOMIC_RELEASE);
 	cell->g = 0;
+	cell->dtor = 0;
+	tl->live[(uint32_t)obj - tl->t * d->h->cells] = 0;
 	tl->fstack[tl->nfree++] = (uint32_t)obj;
 	return 0;
 }
@@ -436,6 +447,7 @@ static void dg_tlocal_free(struct odsm_deleg *d)
 
 	for (t = 0; d->tl && t < d->h->trustees; t++) {
 		free(d->tl[t].fstack);
+		free(d->tl[t].live);
 		free(d->tl[t].deferred);
 		free(d->tl[t].v);
 	}
@@ -463,10 +475,11 @@ int dg_trustees_start(struct odsm_deleg *d, const struct odsm_deleg_config *c)
 		tl->t = t;
 		tl->cpu = c->cpus ? c->cpus[t] : -1;
 		tl->fstack = calloc(h->cells, sizeof(*tl->fstack));
+		tl->live = calloc(h->cells, 1);
 		tl->deferred = calloc(h->clients, 1);
 		tl->v = calloc(odsm_dslot_max_count(h->slot_size),
 			       sizeof(*tl->v));
-		if (!tl->fstack || !tl->deferred || !tl->v)
+		if (!tl->fstack || !tl->live || !tl->deferred || !tl->v)
 			goto err;
 		/* generation 1 for every cell: a zeroed handle never matches */
 		for (i = 0; i < h->cells; i++) {

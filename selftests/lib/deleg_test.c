@@ -748,6 +748,49 @@ TEST(forged_batches_are_dropped_and_the_trustee_serves_on)
 
 /* ---- the heap arena (libodsm over the fake /dev/odsm) ---------------------- */
 
+/*
+ * A FREE of a cell that is free already (never entrusted, or freed: its
+ * word says generation gen, count 0) is refused -ESTALE.  It was
+ * accepted: the cell went onto the trustee's free stack twice, two later
+ * entrusts got the same cell and generation, and with every cell free the
+ * push overflowed the stack (ASan: heap-buffer-overflow).
+ */
+TEST(forged_free_of_a_free_cell)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 4,
+				       .cells = 4 };
+	struct odsm_dslot_hdr *h;
+	struct odsm_dreq *r;
+	odsm_trust a, b;
+	unsigned int fc, i;
+	struct env e;
+	uint8_t *slot;
+
+	ASSERT_EQ(0, env_start(&e, &c));
+	ASSERT_EQ(0, entrust(&e, 0, env_obj(&e, 8), 0, &a));
+	fc = forge_claim(e.d);
+	slot = dg_req_slot(e.d, 0, fc);
+	h = (void *)slot;
+	r = (void *)(slot + ODSM_DSLOT_HDR);
+	for (i = 0; i < 3; i++) {
+		memset(slot + 4, 0, 60);
+		h->count = 1;
+		h->len = 32;
+		r->kind = ODSM_DREQ_FREE;
+		/* cells 1..3: never entrusted, generation 1, count 0 */
+		r->obj = (1 + i) | (1ULL << 32);
+		ASSERT_EQ(0, forge_send(e.d, fc));
+		EXPECT_EQ(-ESTALE, ((struct odsm_dresp *)
+				    (dg_resp_slot(e.d, 0, fc) +
+				     ODSM_DSLOT_HDR))->status);
+	}
+	/* the free cells are each still one cell */
+	ASSERT_EQ(0, entrust(&e, 0, env_obj(&e, 8), 0, &a));
+	ASSERT_EQ(0, entrust(&e, 0, env_obj(&e, 8), 0, &b));
+	EXPECT_NE(a.cell, b.cell);
+	odsm_deleg_stop(e.d);
+}
+
 TEST(heap_arena_in_the_local_partition)
 {
 	struct odsm_deleg_config c = { .trustees = 1, .clients = 2,
