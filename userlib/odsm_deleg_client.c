@@ -441,9 +441,20 @@ static int dg_flush_pair(struct dg_thread *me, unsigned int t, bool sync)
 
 	if (!p->b.count)
 		return 0;
-	ret = dg_wait_pair(me, t);
-	if (ret)
-		return ret;
+	/*
+	 * The batch in flight first.  Its callbacks may stage and send one
+	 * of their own (when this call itself came from a callback, that is
+	 * refused: dg_wait_pair() says -EDEADLK), so it may be in flight
+	 * again after the wait: wait again, and what is staged may have
+	 * gone with it.
+	 */
+	while (p->inflight) {
+		ret = dg_wait_pair(me, t);
+		if (ret)
+			return ret;
+	}
+	if (!p->b.count)
+		return 0;
 	odsm_dbatch_seal(&p->b);
 	if (d->remote) {
 		dg_rflush(p, sync);
@@ -551,6 +562,16 @@ static int dg_call(const odsm_trust *t, uint16_t kind, uint64_t op,
 	if (arg_len > UINT32_MAX || cap > UINT32_MAX) {
 		DG_INC(dg_mycl(me)->n.too_long);
 		return -E2BIG;
+	}
+	/*
+	 * From a callback of a batch to this trustee: refused before it is
+	 * staged.  Staged, a flush would send it (nothing is in flight while
+	 * the callbacks run) and its answer would later land in this frame,
+	 * gone by then.
+	 */
+	if (me->pairs[tr].in_cb) {
+		DG_INC(dg_mycl(me)->n.deadlk);
+		return -EDEADLK;
 	}
 	r.obj = t->cell | (uint64_t)t->gen << 32;
 	r.arg_len = (uint32_t)arg_len;
@@ -830,16 +851,26 @@ int odsm_trust_clone(const odsm_trust *t, odsm_trust *out)
 
 int odsm_trust_drop(odsm_trust *t)
 {
-	struct odsm_deleg *d = dg_find(t->arena);
+	struct odsm_deleg *d;
+	struct dg_thread *me;
 	struct dg_cell *cell;
+	unsigned int tr;
 	uint64_t w;
-	int ret = 0;
+	int ret;
 
-	if (!d && dg_remote_attach(t->arena, &d))
-		return -EBADF;
-	if ((uint64_t)t->cell >= (uint64_t)d->h->trustees * d->h->cells)
-		return -ESTALE;
+	/*
+	 * What the last drop's FREE needs (a client slot), before the count
+	 * moves: a last reference dropped with no FREE sent would leave the
+	 * object for good.  From a callback of a batch to its trustee the
+	 * FREE cannot be sent (dg_call()): a remote drop, or a last one, is
+	 * refused there, the count unchanged.
+	 */
+	ret = dg_target(t, &d, &me, &tr);
+	if (ret)
+		return ret;
 	if (d->remote) {
+		if (me->pairs[tr].in_cb)
+			return -EDEADLK;
 		ret = dg_rref(d, t, -1, &w);
 		if (ret)
 			return ret;
@@ -850,6 +881,8 @@ int odsm_trust_drop(odsm_trust *t)
 	do {
 		if ((uint32_t)(w >> 32) != t->gen || !(uint32_t)w)
 			return -ESTALE;
+		if ((uint32_t)w == 1 && me->pairs[tr].in_cb)
+			return -EDEADLK;
 	} while (!__atomic_compare_exchange_n(&cell->word, &w, w - 1, false,
 					      __ATOMIC_ACQ_REL,
 					      __ATOMIC_ACQUIRE));

@@ -791,6 +791,98 @@ TEST(forged_free_of_a_free_cell)
 	odsm_deleg_stop(e.d);
 }
 
+/* ---- callbacks that call ----------------------------------------------- */
+
+static odsm_trust g_t;
+static int g_cb_ret = 1;
+
+static __attribute__((noinline)) int apply_in_frame(void)
+{
+	uint64_t buf[4] = { 0 };
+	size_t l = sizeof(buf);
+
+	return odsm_deleg_apply(&g_t, OP_INC, NULL, 0, buf, &l);
+}
+
+static void cb_apply(void *cookie, int st, const void *ret, size_t len)
+{
+	g_cb_ret = apply_in_frame();
+}
+
+/*
+ * A synchronous apply from an apply_then callback of a batch to the same
+ * trustee is refused -EDEADLK, and nothing is sent.  It was sent anyway:
+ * the "refused" increment ran, and its answer was later written into the
+ * apply's stack frame, gone by then (ASan: stack-use-after-return).
+ */
+TEST(apply_from_callback_refused_not_sent)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 4 };
+	struct odsm_deleg_completion cp;
+	struct env e;
+	uint64_t *ctr;
+
+	ASSERT_EQ(0, env_start(&e, &c));
+	ctr = env_obj(&e, 8);
+	ASSERT_EQ(0, entrust(&e, 0, ctr, 0, &g_t));
+	ASSERT_EQ(0, odsm_deleg_apply_then(&g_t, OP_INC, NULL, 0, NULL, 0,
+					   cb_apply, NULL, &cp, 0));
+	ASSERT_EQ(0, odsm_deleg_flush(e.d));
+	while (!cp.done)
+		odsm_deleg_poll(e.d);
+	EXPECT_EQ(-EDEADLK, g_cb_ret);
+	odsm_deleg_drain(e.d);
+	EXPECT_EQ(1ULL, *ctr);
+	odsm_deleg_stop(e.d);
+}
+
+static int n_issued, n_done, n_err;
+
+static void cb_leaf(void *cookie, int st, const void *ret, size_t len)
+{
+	n_done++;
+	n_err += st != 0;
+}
+
+static void cb_chain(void *cookie, int st, const void *ret, size_t len)
+{
+	n_done++;
+	n_err += st != 0;
+	if (!odsm_deleg_apply_then(&g_t, OP_INC, NULL, 0, NULL, 0, cb_leaf,
+				   NULL, NULL, 0))
+		n_issued++;
+}
+
+/*
+ * Callbacks that queue one more apply_then each, with the stage full
+ * while a batch is in flight: the flush that waited for that batch finds
+ * its callbacks sent one of their own, and waits for it too.  It sealed
+ * and sent over it: requests lost, never completed (3001 issued, 2000
+ * completed and run).
+ */
+TEST(callbacks_that_send_lose_nothing)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 4,
+				       .slot_size = 256 };
+	struct env e;
+	uint64_t *ctr;
+	int i;
+
+	ASSERT_EQ(0, env_start(&e, &c));
+	ctr = env_obj(&e, 8);
+	ASSERT_EQ(0, entrust(&e, 0, ctr, 0, &g_t));
+	for (i = 0; i < 2000; i++)
+		if (!odsm_deleg_apply_then(&g_t, OP_INC, NULL, 0, NULL, 0,
+					   cb_chain, NULL, NULL, 0))
+			n_issued++;
+	for (i = 0; i < 5; i++)
+		odsm_deleg_drain(e.d);
+	EXPECT_EQ(n_issued, n_done);
+	EXPECT_EQ(0, n_err);
+	EXPECT_EQ((uint64_t)n_issued, *ctr);
+	odsm_deleg_stop(e.d);
+}
+
 TEST(heap_arena_in_the_local_partition)
 {
 	struct odsm_deleg_config c = { .trustees = 1, .clients = 2,
