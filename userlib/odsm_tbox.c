@@ -52,21 +52,37 @@ int odsm_tgroup_new(odsm_box *grp, size_t parent_size, size_t arena_size)
 
 int odsm_tgroup_drop(odsm_box *grp)
 {
-	uint32_t dead = TG_DEAD;
+	uint32_t dead = TG_DEAD, was;
+	struct odsm_obj_info oi;
+	char *magic;
+	int ret;
 
 	if (!grp || !grp->g)
 		return -EINVAL;
+	if (!odsm_is_local(grp->g))
+		return odsm_box_drop(grp);	/* the home refuses a stale one */
 	/*
 	 * A local group reads as freed from now on: a borrow through a stale
 	 * box of it, which reads the bytes in place (the fast path checks
 	 * no color), is -ESTALE while the slot keeps the mark (its page
 	 * may go, or the slot be reused: then nothing is promised, as for
-	 * any local object).  A remote home refuses a stale address itself.
+	 * any local object).  Only for the group itself, and only if it
+	 * goes: a stale box's address may hold another object now, whose
+	 * bytes are not ours to mark, and a drop refused (a checked borrow
+	 * still out) leaves the group as it was.
 	 */
-	if (odsm_is_local(grp->g))
-		memcpy((char *)odsm_ptr(grp->g) +
-		       offsetof(struct tg_hdr, magic), &dead, sizeof(dead));
-	return odsm_box_drop(grp);
+	ret = odsm_obj_info(grp->g, &oi);
+	if (ret)
+		return ret;
+	if (odsm_color_of(grp->g) < oi.alloc_color)
+		return -ESTALE;
+	magic = (char *)odsm_ptr(grp->g) + offsetof(struct tg_hdr, magic);
+	memcpy(&was, magic, sizeof(was));
+	memcpy(magic, &dead, sizeof(dead));
+	ret = odsm_box_drop(grp);
+	if (ret)
+		memcpy(magic, &was, sizeof(was));
+	return ret;
 }
 
 int odsm_tbox_new(odsm_mut *gm, size_t size, odsm_tbox *c, void **p)
