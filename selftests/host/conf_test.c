@@ -124,7 +124,7 @@ TEST(every_knob_is_known)
 
 	for (k = odsm_knobs; k->name; k++) {
 		snprintf(text, sizeof(text), BASE "%s = %s\n", k->name,
-			 k->is_bool ? "off" : "4K");
+			 k->is_bool ? "off" : k->is_count ? "4096" : "4K");
 		ASSERT_EQ(0, parse(text));
 		ASSERT_EQ(1U, conf.nr_knobs);
 		ASSERT_STREQ(k->is_bool ? "N" : "4096", conf.knobs[0].value);
@@ -158,7 +158,14 @@ TEST(line_errors)
 		       "t.conf:4: heap_base = 1G: want an address of at least 4G, a multiple of 2M");
 	ASSERT_REFUSED(BASE "onesided = maybe\n", "t.conf:4: onesided = maybe: want yes or no");
 	ASSERT_REFUSED(BASE "premap_blocks = many\n",
-		       "t.conf:4: premap_blocks = many: want a number (K, M or G allowed)");
+		       "t.conf:4: premap_blocks = many: want a number");
+	/* a count with a size's suffix: 512M MiB would be 512 TiB */
+	ASSERT_REFUSED(BASE "store_reserve_mb = 512M\n",
+		       "t.conf:4: store_reserve_mb = 512M: want a number");
+	ASSERT_REFUSED(BASE "readahead_pages = 1K\n",
+		       "t.conf:4: readahead_pages = 1K: want a number");
+	ASSERT_REFUSED(BASE "cache_budget_bytes = 1Q\n",
+		       "t.conf:4: cache_budget_bytes = 1Q: want a number (K, M or G allowed)");
 	ASSERT_REFUSED(BASE "lazy_threshold = 1M\nlazy_threshold = 2M\n",
 		       "t.conf:5: lazy_threshold given twice (first at line 4)");
 }

@@ -28,14 +28,14 @@
 #define SYS_PARAM	"/sys/module/odsm/parameters/"
 
 const struct odsm_knob odsm_knobs[] = {
-	{ "cache_budget_bytes", SYS_ODSM "cache_budget_bytes", 0 },
-	{ "lazy_threshold", SYS_ODSM "lazy_threshold", 0 },
-	{ "readahead_pages", SYS_ODSM "readahead_pages", 0 },
-	{ "onesided", SYS_PARAM "onesided", 1 },
-	{ "nic_atomics", SYS_PARAM "nic_atomics", 1 },
-	{ "premap_blocks", SYS_PARAM "premap_blocks", 0 },
-	{ "store_reserve_mb", SYS_PARAM "store_reserve_mb", 0 },
-	{ NULL, NULL, 0 },
+	{ "cache_budget_bytes", SYS_ODSM "cache_budget_bytes", 0, 0 },
+	{ "lazy_threshold", SYS_ODSM "lazy_threshold", 0, 0 },
+	{ "readahead_pages", SYS_ODSM "readahead_pages", 0, 1 },
+	{ "onesided", SYS_PARAM "onesided", 1, 0 },
+	{ "nic_atomics", SYS_PARAM "nic_atomics", 1, 0 },
+	{ "premap_blocks", SYS_PARAM "premap_blocks", 0, 1 },
+	{ "store_reserve_mb", SYS_PARAM "store_reserve_mb", 0, 1 },
+	{ NULL, NULL, 0, 0 },
 };
 
 /* where a message points: the file being read and the line in it */
@@ -223,8 +223,9 @@ static int set_knob(struct odsm_conf *c, const struct where *w,
 			return fail(w, "%s = %s: want yes or no", k->name, val);
 		return 0;
 	}
-	if (odsm_conf_parse_num(val, 1, &v))
-		return fail(w, "%s = %s: want a number (K, M or G allowed)",
+	if (odsm_conf_parse_num(val, !k->is_count, &v))
+		return fail(w, k->is_count ? "%s = %s: want a number" :
+			    "%s = %s: want a number (K, M or G allowed)",
 			    k->name, val);
 	snprintf(ck->value, sizeof(ck->value), "%llu", (unsigned long long)v);
 	return 0;

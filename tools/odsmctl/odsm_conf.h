@@ -28,6 +28,9 @@ struct odsm_knob {
 	const char *name;	/* its key in the file */
 	const char *path;	/* the file under /sys it is written to */
 	int is_bool;		/* Y/N (else a number, K/M/G allowed) */
+	int is_count;		/* a number of things (pages, MiB): no
+				 * K/M/G, which would multiply a unit
+				 */
 };
 
 struct odsm_conf_knob {
