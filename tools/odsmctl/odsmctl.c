@@ -492,6 +492,13 @@ static int read_key(const char *what, const char *path, unsigned char *key)
 			what, path, (unsigned int)(st.st_mode & 07777));
 		goto err;
 	}
+	/* its owner may read it, and rewrite it: only we may */
+	if (st.st_uid != geteuid()) {
+		fprintf(stderr, "%s: the key file %s belongs to uid %u, not to us (uid %u): chown it\n",
+			what, path, (unsigned int)st.st_uid,
+			(unsigned int)geteuid());
+		goto err;
+	}
 	n = read(fd, key, ODSM_KEY_MAX + 1);
 	if (n < ODSM_KEY_MIN || n > ODSM_KEY_MAX) {
 		fprintf(stderr, "%s: the key file %s must hold %d to %d bytes (odsmctl keygen FILE makes one)\n",
@@ -886,7 +893,9 @@ static int cmd_up(int argc, char **argv)
 	const char *path = ODSM_CONF_PATH;
 	char err[ODSM_CONF_ERR_LEN];
 	struct join_req r = { .what = "odsmctl up" };
+	unsigned char key[ODSM_KEY_MAX + 1];
 	int opt, check = 0, id;
+	double t0, waited;
 
 	while ((opt = getopt_long(argc, argv, "c:n", opts, NULL)) != -1) {
 		switch (opt) {
@@ -908,10 +917,15 @@ static int cmd_up(int argc, char **argv)
 		fprintf(stderr, "odsmctl up: %s\n", err);
 		return 2;
 	}
+	/* the key first: a bad one must fail the check, and change nothing */
+	if (c.key_file[0] && read_key("odsmctl up", c.key_file, key) < 0)
+		return 1;
+	memset(key, 0, sizeof(key));
 	if (check) {
 		print_conf(&c, c.node_id == ODSM_CONF_NODE_AUTO ? find_self(&c) : c.node_id);
 		return 0;
 	}
+	t0 = now_s();
 	id = c.node_id == ODSM_CONF_NODE_AUTO ? resolve_self(&c) : c.node_id;
 	if (id < 0)
 		return 1;
@@ -931,7 +945,9 @@ static int cmd_up(int argc, char **argv)
 	r.timeout_ms = c.timeout_ms;
 	r.heap_base = c.heap_base;
 	r.part_size = c.part_size;
-	r.wait_s = c.wait_s;
+	/* one wait_s in all: what finding our address took is spent */
+	waited = now_s() - t0;
+	r.wait_s = waited >= c.wait_s ? 0 : c.wait_s - (unsigned int)waited;
 	return join_cluster(&r);
 }
 
