@@ -81,7 +81,7 @@ for f in usr/src/odsm-$VERSION/dkms.conf usr/src/odsm-$VERSION/Kbuild \
 	 usr/bin/odsmctl usr/bin/odsm-bench usr/bin/odsm-demo \
 	 lib/systemd/system/odsm.service lib/udev/rules.d/70-odsm.rules \
 	 usr/share/doc/odsm-tools/examples/cluster.conf \
-	 usr/share/doc/libodsm-dev/examples/odsm-coherence.c; do
+	 usr/share/doc/libodsm-dev/examples/odsm-coherence.c etc/odsm; do
 	[ -e "$R/$f" ] || missing+=("$f")
 done
 grep -q "^PACKAGE_VERSION=\"$VERSION\"$" "$R/usr/src/odsm-$VERSION/dkms.conf" ||
