@@ -364,8 +364,11 @@ dkms-src:
 
 # Register with DKMS and build and install for every kernel with headers;
 # DKMS rebuilds it for each kernel installed later.  Root.
+# A version registered already is removed first: dkms would keep its
+# built module ("already installed") although the sources changed.
 dkms-install: dkms-src
-	dkms status -m odsm -v $(VERSION) | grep -q . || dkms add -m odsm -v $(VERSION)
+	! dkms status -m odsm -v $(VERSION) | grep -q . || dkms remove -m odsm -v $(VERSION) --all
+	dkms add -m odsm -v $(VERSION)
 	for b in /lib/modules/*/build; do \
 		[ -d "$$b" ] || continue; \
 		k=$${b#/lib/modules/}; k=$${k%/build}; \

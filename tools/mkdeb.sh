@@ -28,7 +28,7 @@ git rev-parse --is-inside-work-tree >/dev/null 2>&1 ||
 rm -rf "$OUT"
 mkdir -p "$SRC"
 git ls-files -z -c -o --exclude-standard |
-	while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
+	while IFS= read -r -d '' f; do if [ -e "$f" ]; then printf '%s\0' "$f"; fi; done |
 	tar --null -T - -cf - | tar -xf - -C "$SRC"
 
 echo "  DEB     odsm $VERSION (log: $OUT/build.log)"

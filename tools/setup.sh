@@ -67,7 +67,9 @@ export DEBIAN_FRONTEND=noninteractive
 APT_OPTS=(-y -q --no-install-recommends -o Dpkg::Use-Pty=0)
 
 # bookworm-backports, from the same mirror as the main suite
-if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+# (a line that is no comment, of a file apt reads: not a .save copy)
+if ! grep -qs '^[^#]*bookworm-backports' /etc/apt/sources.list \
+	/etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; then
 	uri=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
 	[ -n "$uri" ] || uri=$(awk '/^deb .*bookworm /{print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
 	[ -n "$uri" ] || uri=http://deb.debian.org/debian
@@ -77,8 +79,10 @@ fi
 echo "setup: apt-get update"
 # Third-party sources configured on the machine may be unreachable; that must
 # not stop us as long as Debian's own index was fetched.
-apt-get update -q -o Dpkg::Use-Pty=0 >/tmp/odsm-apt-update.log 2>&1 ||
-	echo "setup: apt-get update reported errors (see /tmp/odsm-apt-update.log); continuing"
+# (the log in a file of our own: a fixed name in /tmp is anyone's to plant)
+aptlog=$(mktemp /tmp/odsm-apt-update.XXXXXX)
+apt-get update -q -o Dpkg::Use-Pty=0 >"$aptlog" 2>&1 ||
+	echo "setup: apt-get update reported errors (see $aptlog); continuing"
 
 # Resolve the newest kernel ABI of each series, e.g. 6.1.0-37-amd64, and the
 # package of its image: "ABI PACKAGE".  The index may name an image that no
