@@ -147,6 +147,8 @@ static int dg_attach_slot(struct odsm_deleg *d)
 {
 	int i;
 
+	dg_fork_watch();
+	d->fgen = dg_fork_gen;
 	pthread_mutex_lock(&dg_att_lock);
 	for (i = 0; i < DG_MAX_ATTACH; i++) {
 		if (!dg_att[i]) {
@@ -169,6 +171,7 @@ int dg_attach_remote(struct odsm_deleg *d, struct odsm_deleg **out)
 	struct odsm_deleg *e;
 	int i, free_at = -1;
 
+	dg_fork_watch();
 	pthread_mutex_lock(&dg_att_lock);
 	for (i = DG_MAX_ATTACH - 1; i >= 0; i--) {
 		e = dg_att[i];
@@ -189,6 +192,7 @@ int dg_attach_remote(struct odsm_deleg *d, struct odsm_deleg **out)
 	}
 	d->att = free_at;
 	d->did = dg_next_id++;
+	d->fgen = dg_fork_gen;
 	__atomic_store_n(&dg_att[free_at], d, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&dg_att_lock);
 	*out = d;
@@ -337,6 +341,19 @@ void odsm_deleg_stop(struct odsm_deleg *d)
 {
 	if (!d)
 		return;
+	/*
+	 * In a child of fork(): the slots, trustees and gateway are the
+	 * parent's (its memory here is a copy, the arena is shared): the
+	 * child only lets go of its copy, and the parent's runtime runs on.
+	 */
+	if (d->fgen != dg_fork_gen) {
+		dg_detach(d);
+		if (d->remote)
+			dg_remote_free(d);
+		else
+			free(d);
+		return;
+	}
 	dg_thread_release_all(d);
 	if (d->host) {
 		dg_trustees_stop(d);

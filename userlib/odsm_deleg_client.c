@@ -95,9 +95,22 @@ static void dg_key_dtor(void *p)
 	free(ts);
 }
 
+unsigned long dg_fork_gen;
+
+static void dg_atfork_child(void)
+{
+	dg_fork_gen++;
+}
+
 static void dg_key_init(void)
 {
 	pthread_key_create(&dg_key, dg_key_dtor);
+	pthread_atfork(NULL, NULL, dg_atfork_child);
+}
+
+void dg_fork_watch(void)
+{
+	pthread_once(&dg_key_once, dg_key_init);
 }
 
 /* Whether the holder of client slot cl is gone (its thread exited). */
@@ -169,6 +182,7 @@ static struct dg_thread *dg_thread_new(struct odsm_deleg *d)
 		return NULL;
 	me->d = d;
 	me->did = d->did;
+	me->fgen = dg_fork_gen;
 	me->pairs = calloc(d->h->trustees, sizeof(*me->pairs));
 	if (!me->pairs)
 		goto err;
@@ -222,11 +236,15 @@ static int dg_me(struct odsm_deleg *d, struct dg_thread **out)
 		pthread_setspecific(dg_key, dg_ts);
 	}
 	me = dg_ts->me[d->att];
-	if (me && me->did == d->did) {
+	if (me && me->did == d->did && me->fgen == dg_fork_gen) {
 		*out = me;
 		return 0;
 	}
-	/* a runtime detached since: its memory went with it (leaked) */
+	/*
+	 * A runtime detached since: its memory went with it (leaked).  Or
+	 * the parent's record, in a child of fork(): its slot is the
+	 * parent's, left as it is, and the child claims one of its own.
+	 */
 	me = dg_thread_new(d);
 	if (!me)
 		return -ENOMEM;
@@ -946,7 +964,7 @@ static struct dg_thread *dg_me_if(struct odsm_deleg *d)
 {
 	struct dg_thread *me = dg_ts ? dg_ts->me[d->att] : NULL;
 
-	return me && me->did == d->did ? me : NULL;
+	return me && me->did == d->did && me->fgen == dg_fork_gen ? me : NULL;
 }
 
 int odsm_deleg_flush(struct odsm_deleg *d)

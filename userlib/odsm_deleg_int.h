@@ -149,6 +149,7 @@ struct dg_pair {
 struct dg_thread {
 	struct odsm_deleg *d;
 	uint64_t did;			/* d's id when this was made */
+	unsigned long fgen;		/* dg_fork_gen then: of this process */
 	uint32_t client;
 	uint32_t tag;
 	struct dg_pair *pairs;		/* [trustees] */
@@ -167,6 +168,7 @@ struct odsm_deleg {
 	uint64_t did;			/* unique in this process */
 	int att;			/* index in the attachment table */
 	bool host;			/* this process runs the trustees */
+	unsigned long fgen;		/* dg_fork_gen when it was attached */
 	bool remote;			/* another node runs it: h is a copy
 					 * of its header, nothing else is here
 					 */
@@ -279,5 +281,15 @@ static inline void dg_pause(void)
 {
 	__builtin_ia32_pause();
 }
+
+/*
+ * Bumped in a child of fork(): a client slot, a thread record or the
+ * trustees a process had are its parent's in the child (the slot is in
+ * shared memory), so what carries an older value is not the child's.
+ * Compared on every call: no getpid() system call on the fast path.
+ */
+extern unsigned long dg_fork_gen;
+/* Count forks from now on (once per process; any runtime's attach). */
+void dg_fork_watch(void);
 
 #endif /* ODSM_DELEG_INT_H */

@@ -883,6 +883,71 @@ TEST(callbacks_that_send_lose_nothing)
 	odsm_deleg_stop(e.d);
 }
 
+/*
+ * A child of fork() claims a client slot of its own: it shared its
+ * parent's thread's (the slot is in the shared arena), both published
+ * the same seq numbers into it, and increments were lost or a side hung
+ * waiting for a seq already overwritten.
+ */
+TEST(fork_child_claims_its_own_slot)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 4 };
+	int i, status, bad = 0;
+	struct env e;
+	uint64_t *ctr;
+	pid_t pid;
+
+	ASSERT_EQ(0, env_start(&e, &c));
+	ctr = env_obj(&e, 8);
+	ASSERT_EQ(0, entrust(&e, 0, ctr, 0, &g_t));
+	ASSERT_EQ(0, odsm_deleg_apply(&g_t, OP_INC, NULL, 0, NULL, NULL));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int b = 0;
+
+		alarm(30);
+		for (i = 0; i < 20000; i++)
+			b += !!odsm_deleg_apply(&g_t, OP_INC, NULL, 0, NULL,
+						NULL);
+		_exit(b ? 3 : 0);
+	}
+	for (i = 0; i < 20000; i++)
+		bad += !!odsm_deleg_apply(&g_t, OP_INC, NULL, 0, NULL, NULL);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) {
+		TH_LOG("the child: status %#x", status);
+	}
+	EXPECT_EQ(0, bad);
+	EXPECT_EQ(40001ULL, *ctr);
+	odsm_deleg_stop(e.d);
+}
+
+/* A child's odsm_deleg_stop() lets go of its copy; it stopped the
+ * parent's runtime (the parent's next apply: -ESHUTDOWN).
+ */
+TEST(fork_child_stop_leaves_parent_runtime)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 4 };
+	struct env e;
+	int status;
+	pid_t pid;
+
+	ASSERT_EQ(0, env_start(&e, &c));
+	ASSERT_EQ(0, entrust(&e, 0, env_obj(&e, 8), 0, &g_t));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		alarm(10);
+		odsm_deleg_stop(e.d);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	EXPECT_EQ(0, odsm_deleg_apply(&g_t, OP_INC, NULL, 0, NULL, NULL));
+	odsm_deleg_stop(e.d);
+}
+
 TEST(heap_arena_in_the_local_partition)
 {
 	struct odsm_deleg_config c = { .trustees = 1, .clients = 2,
