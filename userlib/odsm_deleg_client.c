@@ -85,7 +85,7 @@ static void dg_key_dtor(void *p)
 			unsigned int n = me->d->h->trustees;
 
 			if (!me->d->remote)
-				__atomic_store_n(&dg_client(me->d, me->client)->tid,
+				__atomic_store_n(&dg_client(me->d, me->client)->owner,
 						 0, __ATOMIC_RELEASE);
 			dg_unlock_attached();
 			dg_thread_free(me, n);
@@ -113,11 +113,11 @@ void dg_fork_watch(void)
 	pthread_once(&dg_key_once, dg_key_init);
 }
 
-/* Whether the holder of client slot cl is gone (its thread exited). */
-static bool dg_holder_dead(struct dg_client *cl)
+/* Whether the holder owner (a slot's word) is gone (its thread exited). */
+static bool dg_holder_dead(uint64_t owner)
 {
-	uint32_t tid = __atomic_load_n(&cl->tid, __ATOMIC_ACQUIRE);
-	int32_t pid = __atomic_load_n(&cl->pid, __ATOMIC_ACQUIRE);
+	uint32_t tid = (uint32_t)owner;
+	int32_t pid = (int32_t)(owner >> 32);
 
 	if (!tid || pid <= 0)
 		return false;
@@ -130,7 +130,9 @@ static int dg_wait_seq(struct odsm_deleg *d, unsigned int t,
 /* Take a free client slot (or one whose holder died); -EUSERS if none. */
 static int dg_claim(struct odsm_deleg *d, struct dg_thread *me)
 {
-	uint32_t tid = (uint32_t)syscall(SYS_gettid), cur, hi, c, t;
+	uint64_t mine = (uint64_t)getpid() << 32 |
+			(uint32_t)syscall(SYS_gettid), cur;
+	uint32_t hi, c, t;
 	struct dg_hdr *h = d->h;
 	struct dg_client *cl;
 	int pass, ret;
@@ -139,10 +141,10 @@ static int dg_claim(struct odsm_deleg *d, struct dg_thread *me)
 		/* the lanes are the module's */
 		for (c = DG_LANES; c < h->clients; c++) {
 			cl = dg_client(d, c);
-			cur = __atomic_load_n(&cl->tid, __ATOMIC_ACQUIRE);
-			if (cur && !(pass && dg_holder_dead(cl)))
+			cur = __atomic_load_n(&cl->owner, __ATOMIC_ACQUIRE);
+			if (cur && !(pass && dg_holder_dead(cur)))
 				continue;
-			if (__atomic_compare_exchange_n(&cl->tid, &cur, tid,
+			if (__atomic_compare_exchange_n(&cl->owner, &cur, mine,
 							false, __ATOMIC_ACQ_REL,
 							__ATOMIC_RELAXED))
 				goto got;
@@ -150,7 +152,6 @@ static int dg_claim(struct odsm_deleg *d, struct dg_thread *me)
 	}
 	return -EUSERS;
 got:
-	__atomic_store_n(&cl->pid, getpid(), __ATOMIC_RELEASE);
 	cl->waiting = 0;
 	me->client = c;
 	hi = __atomic_load_n(&h->clients_hi, __ATOMIC_ACQUIRE);
@@ -165,7 +166,7 @@ got:
 		me->pairs[t].seq = __atomic_load_n(&q->seq, __ATOMIC_ACQUIRE);
 		ret = dg_wait_seq(d, t, cl, me->pairs[t].seq);
 		if (ret) {
-			__atomic_store_n(&cl->tid, 0, __ATOMIC_RELEASE);
+			__atomic_store_n(&cl->owner, 0, __ATOMIC_RELEASE);
 			return ret;
 		}
 	}
@@ -1035,7 +1036,7 @@ void odsm_deleg_thread_done(struct odsm_deleg *d)
 		return;
 	odsm_deleg_drain(d);
 	if (!d->remote)
-		__atomic_store_n(&dg_client(d, me->client)->tid, 0,
+		__atomic_store_n(&dg_client(d, me->client)->owner, 0,
 				 __ATOMIC_RELEASE);
 	dg_ts->me[d->att] = NULL;
 	dg_thread_free(me, d->h->trustees);

@@ -86,8 +86,11 @@ struct dg_trustee {
 } __attribute__((aligned(DG_LINE)));
 
 struct dg_client {
-	uint32_t tid;			/* the holder's thread id; 0: free */
-	int32_t pid;			/* its process */
+	/* the holder: its process << 32 | its thread id; 0: free.  One
+	 * word, claimed in one compare-and-swap: a claimer that judges the
+	 * holder dead reads both from the value it replaces
+	 */
+	uint64_t owner;
 	uint32_t waiting;		/* 1 while it sleeps on a response */
 	uint32_t pad;
 	struct dg_ccount n;

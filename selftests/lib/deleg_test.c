@@ -642,15 +642,15 @@ TEST(apply_with_reads_the_argument_in_place)
 static unsigned int forge_claim(struct odsm_deleg *d)
 {
 	unsigned int c;
-	uint32_t z = 0;
+	uint64_t z = 0;
 
 	for (c = 0; c < d->h->clients; c++)
-		if (__atomic_compare_exchange_n(&dg_client(d, c)->tid, &z,
+		if (__atomic_compare_exchange_n(&dg_client(d, c)->owner, &z,
+						(uint64_t)getpid() << 32 |
 						(uint32_t)syscall(SYS_gettid),
 						false, __ATOMIC_SEQ_CST,
 						__ATOMIC_SEQ_CST))
 			break;
-	dg_client(d, c)->pid = getpid();
 	if (d->h->clients_hi < c + 1)
 		__atomic_store_n(&d->h->clients_hi, c + 1, __ATOMIC_SEQ_CST);
 	return c;
