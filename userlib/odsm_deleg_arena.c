@@ -266,6 +266,7 @@ int odsm_deleg_start(const struct odsm_deleg_arena *a,
 	d = dg_new(a);
 	if (!d)
 		return -ENOMEM;
+	dg_geo_set(d, &h);
 	memset(a->base, 0, h.size);
 	h.gaddr = a->cg ? odsm_addr_of(a->cg) : (uintptr_t)a->base;
 	h.owner_pid = getpid();
@@ -328,6 +329,7 @@ int odsm_deleg_attach(const struct odsm_deleg_arena *a,
 	d = dg_new(a);
 	if (!d)
 		return -ENOMEM;
+	dg_geo_set(d, &want);	/* what was checked, not read again */
 	ret = dg_attach_slot(d);
 	if (ret) {
 		free(d);
@@ -420,7 +422,7 @@ void odsm_deleg_stats(const struct odsm_deleg *d, struct odsm_deleg_stats *s)
 	if (d->remote)
 		return;
 #define RD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
-	for (i = 0; i < d->h->trustees; i++) {
+	for (i = 0; i < d->geo.trustees; i++) {
 		const struct dg_tcount *n = &dg_trustee(d, i)->n;
 
 		s->requests += RD(n->requests);
@@ -436,7 +438,7 @@ void odsm_deleg_stats(const struct odsm_deleg *d, struct odsm_deleg_stats *s)
 		s->no_cell += RD(n->no_cell);
 		s->deadlk += RD(n->deadlk);
 	}
-	for (i = 0; i < d->h->clients; i++) {
+	for (i = 0; i < d->geo.clients; i++) {
 		const struct dg_ccount *n = &dg_client(d, i)->n;
 
 		s->sent += RD(n->sent);

@@ -82,7 +82,7 @@ static void dg_key_dtor(void *p)
 		if (!me)
 			continue;
 		if (dg_lock_attached(me->d, me->did)) {
-			unsigned int n = me->d->h->trustees;
+			unsigned int n = me->d->geo.trustees;
 
 			if (!me->d->remote)
 				__atomic_store_n(&dg_client(me->d, me->client)->owner,
@@ -139,7 +139,7 @@ static int dg_claim(struct odsm_deleg *d, struct dg_thread *me)
 
 	for (pass = 0; pass < 2; pass++) {
 		/* the lanes are the module's */
-		for (c = DG_LANES; c < h->clients; c++) {
+		for (c = DG_LANES; c < d->geo.clients; c++) {
 			cl = dg_client(d, c);
 			cur = __atomic_load_n(&cl->owner, __ATOMIC_ACQUIRE);
 			if (cur && !(pass && dg_holder_dead(cur)))
@@ -160,7 +160,7 @@ got:
 					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		;
 	/* a batch the last holder left in flight is answered first */
-	for (t = 0; t < h->trustees; t++) {
+	for (t = 0; t < d->geo.trustees; t++) {
 		struct odsm_dslot_hdr *q = (void *)dg_req_slot(d, t, c);
 
 		me->pairs[t].seq = __atomic_load_n(&q->seq, __ATOMIC_ACQUIRE);
@@ -175,7 +175,7 @@ got:
 
 static struct dg_thread *dg_thread_new(struct odsm_deleg *d)
 {
-	unsigned int t, slot = d->h->slot_size,
+	unsigned int t, slot = d->geo.slot_size,
 		     max = odsm_dslot_max_count(slot);
 	struct dg_thread *me = calloc(1, sizeof(*me));
 
@@ -184,10 +184,10 @@ static struct dg_thread *dg_thread_new(struct odsm_deleg *d)
 	me->d = d;
 	me->did = d->did;
 	me->fgen = dg_fork_gen;
-	me->pairs = calloc(d->h->trustees, sizeof(*me->pairs));
+	me->pairs = calloc(d->geo.trustees, sizeof(*me->pairs));
 	if (!me->pairs)
 		goto err;
-	for (t = 0; t < d->h->trustees; t++) {
+	for (t = 0; t < d->geo.trustees; t++) {
 		struct dg_pair *p = &me->pairs[t];
 
 		p->stage = aligned_alloc(DG_LINE, slot);
@@ -212,7 +212,7 @@ static struct dg_thread *dg_thread_new(struct odsm_deleg *d)
 	}
 	return me;
 err:
-	dg_thread_free(me, d->h->trustees);
+	dg_thread_free(me, d->geo.trustees);
 	return NULL;
 }
 
@@ -226,7 +226,7 @@ static int dg_me(struct odsm_deleg *d, struct dg_thread **out)
 		/* counted by the trustee's own runtime, the one it serves */
 		if (!d->remote)
 			DG_INC(dg_trustee(d, dg_my_trustee %
-					  d->h->trustees)->n.deadlk);
+					  d->geo.trustees)->n.deadlk);
 		return -EDEADLK;
 	}
 	if (!dg_ts) {
@@ -252,7 +252,7 @@ static int dg_me(struct odsm_deleg *d, struct dg_thread **out)
 	/* another node's runtime: no slot to claim, the module carries */
 	ret = d->remote ? 0 : dg_claim(d, me);
 	if (ret) {
-		dg_thread_free(me, d->h->trustees);
+		dg_thread_free(me, d->geo.trustees);
 		return ret;
 	}
 	dg_ts->me[d->att] = me;
@@ -341,7 +341,7 @@ static int dg_complete(struct dg_thread *me, unsigned int t, int err)
 	int bad = 0, st;
 
 	if (!err)
-		bad = odsm_dslot_parse_resp(resp, d->h->slot_size, n, p->rv,
+		bad = odsm_dslot_parse_resp(resp, d->geo.slot_size, n, p->rv,
 					    &bst);
 	/* the callbacks below may stage and send: keep this batch apart */
 	done = p->pdone;
@@ -400,7 +400,7 @@ static void dg_fail_staged(struct dg_thread *me, unsigned int t, int err)
 	struct dg_pair *p = &me->pairs[t];
 	uint16_t i, n = p->b.count;
 
-	odsm_dbatch_init(&p->b, p->stage, me->d->h->slot_size);
+	odsm_dbatch_init(&p->b, p->stage, me->d->geo.slot_size);
 	for (i = 0; i < n; i++)
 		dg_finish(&p->pstage[i], err, NULL, 0);
 }
@@ -491,7 +491,7 @@ static int dg_flush_pair(struct dg_thread *me, unsigned int t, bool sync)
 	p->nfly = p->b.count;
 	p->inflight = true;
 	DG_INC(dg_mycl(me)->n.sent);
-	odsm_dbatch_init(&p->b, p->stage, d->h->slot_size);
+	odsm_dbatch_init(&p->b, p->stage, d->geo.slot_size);
 	return 0;
 }
 
@@ -552,13 +552,13 @@ static int dg_target(const odsm_trust *t, struct odsm_deleg **dp,
 		if (ret)
 			return ret == -EINVAL ? -EBADF : ret;
 	}
-	if ((uint64_t)t->cell >= (uint64_t)d->h->trustees * d->h->cells)
+	if ((uint64_t)t->cell >= (uint64_t)d->geo.trustees * d->geo.cells)
 		return -ESTALE;
 	ret = dg_me(d, me);
 	if (ret)
 		return ret;
 	*dp = d;
-	*tr = t->cell / d->h->cells;
+	*tr = t->cell / d->geo.cells;
 	return 0;
 }
 
@@ -695,7 +695,7 @@ static uint64_t dg_part_of(uint64_t g)
  */
 static int dg_move_there(struct odsm_deleg *d, struct odsm_box *b)
 {
-	uint32_t slot = d->h->slot_size;
+	uint32_t slot = d->geo.slot_size;
 	struct odsm_dreq r = { .op = dg_op_move_id(), .arg_len = sizeof(*b),
 			       .ret_max = sizeof(uint64_t), .tag = 1,
 			       .kind = ODSM_DREQ_APPLY };
@@ -784,14 +784,14 @@ int odsm_deleg_entrust(struct odsm_deleg *d, unsigned int trustee,
 	size_t len = sizeof(h);
 	int ret;
 
-	if (trustee >= d->h->trustees || !b->g)
+	if (trustee >= d->geo.trustees || !b->g)
 		return -EINVAL;
 	ret = dg_bring(d, b);
 	if (ret)
 		return ret;
 	e.g = b->g;
 	/* any cell of the trustee routes the request; ENTRUST ignores obj */
-	via.cell = trustee * d->h->cells;
+	via.cell = trustee * d->geo.cells;
 	ret = dg_call(&via, ODSM_DREQ_ENTRUST, 0, &e, sizeof(e), &h, &len);
 	if (ret)
 		return ret;
@@ -847,7 +847,7 @@ int odsm_trust_clone(const odsm_trust *t, odsm_trust *out)
 
 	if (!d && dg_remote_attach(t->arena, &d))
 		return -EBADF;
-	if ((uint64_t)t->cell >= (uint64_t)d->h->trustees * d->h->cells)
+	if ((uint64_t)t->cell >= (uint64_t)d->geo.trustees * d->geo.cells)
 		return -ESTALE;
 	if (d->remote) {
 		ret = dg_rref(d, t, 1, &w);
@@ -929,7 +929,7 @@ int odsm_trust_revoke(odsm_trust *t)
 
 	if (!d && dg_remote_attach(t->arena, &d))
 		return -EBADF;
-	if ((uint64_t)t->cell >= (uint64_t)d->h->trustees * d->h->cells)
+	if ((uint64_t)t->cell >= (uint64_t)d->geo.trustees * d->geo.cells)
 		return -ESTALE;
 	w = (uint64_t)t->gen << 32 | 1;
 	if (!d->remote) {
@@ -974,7 +974,7 @@ int odsm_deleg_flush(struct odsm_deleg *d)
 	unsigned int t;
 	int ret = 0, r;
 
-	for (t = 0; me && t < d->h->trustees; t++) {
+	for (t = 0; me && t < d->geo.trustees; t++) {
 		r = dg_flush_pair(me, t, false);
 		if (r && !ret)
 			ret = r;
@@ -988,7 +988,7 @@ int odsm_deleg_poll(struct odsm_deleg *d)
 	unsigned int t;
 	int n = 0, r;
 
-	for (t = 0; me && t < d->h->trustees; t++) {
+	for (t = 0; me && t < d->geo.trustees; t++) {
 		struct dg_pair *p = &me->pairs[t];
 
 		if (p->inflight && !p->in_cb && dg_answered(me, t))
@@ -1016,7 +1016,7 @@ int odsm_deleg_drain(struct odsm_deleg *d)
 	unsigned int t;
 	int ret = 0, r;
 
-	for (t = 0; me && t < d->h->trustees; t++) {
+	for (t = 0; me && t < d->geo.trustees; t++) {
 		r = dg_flush_pair(me, t, true);
 		if (r)
 			dg_fail_staged(me, t, r);
@@ -1039,7 +1039,7 @@ void odsm_deleg_thread_done(struct odsm_deleg *d)
 		__atomic_store_n(&dg_client(d, me->client)->owner, 0,
 				 __ATOMIC_RELEASE);
 	dg_ts->me[d->att] = NULL;
-	dg_thread_free(me, d->h->trustees);
+	dg_thread_free(me, d->geo.trustees);
 }
 
 void dg_thread_release_all(struct odsm_deleg *d)
@@ -1060,7 +1060,7 @@ void dg_thread_release_all(struct odsm_deleg *d)
 int dg_relay(struct odsm_deleg *d, const uint8_t *req, uint32_t req_len,
 	     uint8_t *resp, uint32_t *resp_len)
 {
-	uint32_t slot = d->h->slot_size, t = 0, len;
+	uint32_t slot = d->geo.slot_size, t = 0, len;
 	const struct odsm_dslot_hdr *r;
 	struct odsm_dreq first;
 	struct dg_thread *me;
@@ -1074,8 +1074,8 @@ int dg_relay(struct odsm_deleg *d, const uint8_t *req, uint32_t req_len,
 		return ret;
 	if (req_len >= ODSM_DSLOT_HDR + sizeof(first)) {
 		memcpy(&first, req + ODSM_DSLOT_HDR, sizeof(first));
-		t = (uint32_t)first.obj / d->h->cells;
-		if (t >= d->h->trustees)
+		t = (uint32_t)first.obj / d->geo.cells;
+		if (t >= d->geo.trustees)
 			t = 0;		/* it answers -ESTALE */
 	}
 	q = dg_req_slot(d, t, me->client);

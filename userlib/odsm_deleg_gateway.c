@@ -54,7 +54,7 @@ static void dg_gw_move(struct odsm_deleg *d, const uint8_t *req,
 	void *ret;
 	int st = 0;
 
-	odsm_drbatch_init(&rb, resp, d->h->slot_size);
+	odsm_drbatch_init(&rb, resp, d->geo.slot_size);
 	ret = odsm_drbatch_ret(&rb, v->ret_max);
 	if (v->arg_len != sizeof(b) || v->ret_max < sizeof(b.g))
 		st = -EINVAL;
@@ -105,7 +105,7 @@ static int dg_gw_batch(struct odsm_deleg *d, uint8_t *req, uint32_t req_len,
 		       uint8_t *resp, uint32_t *len,
 		       struct odsm_dreq_view *v, uint64_t *copies)
 {
-	uint32_t slot = d->h->slot_size, n = 0;
+	uint32_t slot = d->geo.slot_size, n = 0;
 	unsigned int nc = 0;
 	int ret;
 
@@ -128,7 +128,7 @@ static int dg_gw_batch(struct odsm_deleg *d, uint8_t *req, uint32_t req_len,
 static void *dg_gw_main(void *arg)
 {
 	struct odsm_deleg *d = arg;
-	uint32_t slot = d->h->slot_size, len;
+	uint32_t slot = d->geo.slot_size, len;
 	uint8_t *req = aligned_alloc(DG_LINE, slot);
 	uint8_t *resp = aligned_alloc(DG_LINE, slot);
 	uint32_t max = odsm_dslot_max_count(slot);
@@ -199,15 +199,15 @@ static int dg_gateway_bind(struct odsm_deleg *d)
 {
 	struct odsm_deleg_lanes l = {
 		.slots = dg_gaddr(d, dg_req_slot(d, 0, 0)),
-		.trustee_stride = (uint64_t)d->h->clients * 2 * d->h->slot_size,
+		.trustee_stride = (uint64_t)d->geo.clients * 2 * d->geo.slot_size,
 		.wake = dg_gaddr(d, &dg_trustee(d, 0)->wake),
 		.wake_stride = sizeof(struct dg_trustee),
-		.trustees = d->h->trustees,
+		.trustees = d->geo.trustees,
 		.lanes = DG_LANES,
-		.cells = d->h->cells,
+		.cells = d->geo.cells,
 	};
 	struct odsm_deleg_bind b = { .endpoint = d->h->gaddr,
-				     .slot_size = d->h->slot_size,
+				     .slot_size = d->geo.slot_size,
 				     .flags = ODSM_DELEG_BIND_LANES,
 				     .lanes = (uintptr_t)&l };
 	uint32_t hi = __atomic_load_n(&d->h->clients_hi, __ATOMIC_ACQUIRE);

@@ -169,6 +169,15 @@ struct odsm_deleg {
 	struct dg_hdr *h;
 	uint8_t *base;
 	uint64_t did;			/* unique in this process */
+	/*
+	 * The geometry, as it was checked at start or attach, in this
+	 * process's memory: the header in the arena is anyone's to write,
+	 * and a slot size or a count read from it again at each use would
+	 * size what the parser fills (state, clients_hi and magic stay live)
+	 */
+	struct {
+		uint32_t trustees, clients, slot_size, cells;
+	} geo;
 	int att;			/* index in the attachment table */
 	bool host;			/* this process runs the trustees */
 	unsigned long fgen;		/* dg_fork_gen when it was attached */
@@ -216,13 +225,13 @@ static inline uint8_t *dg_req_slot(const struct odsm_deleg *d,
 				   unsigned int t, unsigned int c)
 {
 	return d->base + d->h->off_slots +
-	       ((uint64_t)t * d->h->clients + c) * 2 * d->h->slot_size;
+	       ((uint64_t)t * d->geo.clients + c) * 2 * d->geo.slot_size;
 }
 
 static inline uint8_t *dg_resp_slot(const struct odsm_deleg *d,
 				    unsigned int t, unsigned int c)
 {
-	return dg_req_slot(d, t, c) + d->h->slot_size;
+	return dg_req_slot(d, t, c) + d->geo.slot_size;
 }
 
 #define DG_INC(field)	__atomic_store_n(&(field), (field) + 1, __ATOMIC_RELAXED)
@@ -294,5 +303,14 @@ static inline void dg_pause(void)
 extern unsigned long dg_fork_gen;
 /* Count forks from now on (once per process; any runtime's attach). */
 void dg_fork_watch(void);
+
+/* d's geometry from the header h it was started or checked with */
+static inline void dg_geo_set(struct odsm_deleg *d, const struct dg_hdr *h)
+{
+	d->geo.trustees = h->trustees;
+	d->geo.clients = h->clients;
+	d->geo.slot_size = h->slot_size;
+	d->geo.cells = h->cells;
+}
 
 #endif /* ODSM_DELEG_INT_H */

@@ -222,6 +222,7 @@ int dg_remote_attach(uint64_t arena, struct odsm_deleg **out)
 	    want.size != h->size || want.off_cells != h->off_cells)
 		goto err;
 	d->h = h;
+	dg_geo_set(d, &want);
 	d->remote = true;
 	d->gw_fd = -1;
 	ret = dg_attach_remote(d, out);

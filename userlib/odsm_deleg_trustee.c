@@ -66,7 +66,7 @@ static struct dg_cell *dg_cell_get(struct dg_tlocal *tl, uint64_t obj,
 	struct dg_cell *cell;
 	uint64_t w;
 
-	if (idx / d->h->cells != tl->t)
+	if (idx / d->geo.cells != tl->t)
 		return NULL;
 	cell = dg_cell(d, idx);
 	w = __atomic_load_n(&cell->word, __ATOMIC_ACQUIRE);
@@ -114,7 +114,7 @@ static int dg_entrust(struct dg_tlocal *tl, const void *arg, void *ret,
 		return -ENOSPC;
 	}
 	idx = tl->fstack[--tl->nfree];
-	tl->live[idx - tl->t * d->h->cells] = 1;
+	tl->live[idx - tl->t * d->geo.cells] = 1;
 	cell = dg_cell(d, idx);
 	cell->g = e.g;
 	cell->dtor = e.dtor;
@@ -139,7 +139,7 @@ static int dg_free(struct dg_tlocal *tl, uint64_t obj)
 	/* a cell free already (its word says generation gen, count 0, as a
 	 * freed one does): a FREE of nothing
 	 */
-	if (!cell || !tl->live[(uint32_t)obj - tl->t * d->h->cells]) {
+	if (!cell || !tl->live[(uint32_t)obj - tl->t * d->geo.cells]) {
 		DG_INC(n->stale);
 		return -ESTALE;
 	}
@@ -157,7 +157,7 @@ static int dg_free(struct dg_tlocal *tl, uint64_t obj)
 			 __ATOMIC_RELEASE);
 	cell->g = 0;
 	cell->dtor = 0;
-	tl->live[(uint32_t)obj - tl->t * d->h->cells] = 0;
+	tl->live[(uint32_t)obj - tl->t * d->geo.cells] = 0;
 	tl->fstack[tl->nfree++] = (uint32_t)obj;
 	return 0;
 }
@@ -268,7 +268,7 @@ static int dg_launch(struct dg_tlocal *tl, unsigned int c, uint32_t seq,
 static bool dg_serve(struct dg_tlocal *tl, unsigned int c)
 {
 	struct odsm_deleg *d = tl->d;
-	unsigned int t = tl->t, slot = d->h->slot_size;
+	unsigned int t = tl->t, slot = d->geo.slot_size;
 	struct dg_tcount *n = &dg_trustee(d, t)->n;
 	uint8_t *req = dg_req_slot(d, t, c), *resp = req + slot;
 	struct odsm_drbatch rb;
@@ -374,8 +374,8 @@ static void *dg_trustee_main(void *arg)
 	__atomic_fetch_add(&d->nthreads, 1, __ATOMIC_RELEASE);
 	while (__atomic_load_n(&d->h->state, __ATOMIC_ACQUIRE) == DG_RUNNING) {
 		hi = __atomic_load_n(&d->h->clients_hi, __ATOMIC_ACQUIRE);
-		if (hi > d->h->clients)
-			hi = d->h->clients;	/* scribbled on: ignore */
+		if (hi > d->geo.clients)
+			hi = d->geo.clients;	/* scribbled on: ignore */
 		any = false;
 		/* round-robin: each pass starts one client further on */
 		for (i = 0; i < hi; i++) {
@@ -445,7 +445,7 @@ static void dg_tlocal_free(struct odsm_deleg *d)
 {
 	unsigned int t;
 
-	for (t = 0; d->tl && t < d->h->trustees; t++) {
+	for (t = 0; d->tl && t < d->geo.trustees; t++) {
 		free(d->tl[t].fstack);
 		free(d->tl[t].live);
 		free(d->tl[t].deferred);
@@ -463,27 +463,27 @@ int dg_trustees_start(struct odsm_deleg *d, const struct odsm_deleg_config *c)
 	int ret = -ENOMEM;
 
 	d->spin = c->spin ? c->spin : DG_SPIN_DEFAULT;
-	d->tl = calloc(h->trustees, sizeof(*d->tl));
-	d->threads = calloc(h->trustees, sizeof(*d->threads));
+	d->tl = calloc(d->geo.trustees, sizeof(*d->tl));
+	d->threads = calloc(d->geo.trustees, sizeof(*d->threads));
 	d->workers = calloc(nw, sizeof(*d->workers));
 	if (!d->tl || !d->threads || !d->workers)
 		goto err;
-	for (t = 0; t < h->trustees; t++) {
+	for (t = 0; t < d->geo.trustees; t++) {
 		struct dg_tlocal *tl = &d->tl[t];
 
 		tl->d = d;
 		tl->t = t;
 		tl->cpu = c->cpus ? c->cpus[t] : -1;
-		tl->fstack = calloc(h->cells, sizeof(*tl->fstack));
-		tl->live = calloc(h->cells, 1);
-		tl->deferred = calloc(h->clients, 1);
-		tl->v = calloc(odsm_dslot_max_count(h->slot_size),
+		tl->fstack = calloc(d->geo.cells, sizeof(*tl->fstack));
+		tl->live = calloc(d->geo.cells, 1);
+		tl->deferred = calloc(d->geo.clients, 1);
+		tl->v = calloc(odsm_dslot_max_count(d->geo.slot_size),
 			       sizeof(*tl->v));
 		if (!tl->fstack || !tl->live || !tl->deferred || !tl->v)
 			goto err;
 		/* generation 1 for every cell: a zeroed handle never matches */
-		for (i = 0; i < h->cells; i++) {
-			uint32_t idx = t * h->cells + (h->cells - 1 - i);
+		for (i = 0; i < d->geo.cells; i++) {
+			uint32_t idx = t * d->geo.cells + (d->geo.cells - 1 - i);
 
 			dg_cell(d, idx)->word = 1ULL << 32;
 			tl->fstack[tl->nfree++] = idx;
@@ -491,7 +491,7 @@ int dg_trustees_start(struct odsm_deleg *d, const struct odsm_deleg_config *c)
 	}
 	pthread_mutex_init(&d->jlock, NULL);
 	pthread_cond_init(&d->jcond, NULL);
-	for (t = 0; t < h->trustees; t++) {
+	for (t = 0; t < d->geo.trustees; t++) {
 		ret = -pthread_create(&d->threads[t], NULL, dg_trustee_main,
 				      &d->tl[t]);
 		if (ret)
@@ -504,7 +504,7 @@ int dg_trustees_start(struct odsm_deleg *d, const struct odsm_deleg_config *c)
 		d->nworkers++;
 	}
 	/* every trustee holds its liveness mutex before anyone may look */
-	while (__atomic_load_n(&d->nthreads, __ATOMIC_ACQUIRE) < h->trustees)
+	while (__atomic_load_n(&d->nthreads, __ATOMIC_ACQUIRE) < d->geo.trustees)
 		sched_yield();
 	return 0;
 err_stop:
@@ -527,13 +527,13 @@ void dg_trustees_stop(struct odsm_deleg *d)
 	unsigned int t;
 
 	__atomic_store_n(&d->h->state, DG_STOPPED, __ATOMIC_SEQ_CST);
-	for (t = 0; t < d->h->trustees; t++) {
+	for (t = 0; t < d->geo.trustees; t++) {
 		struct dg_trustee *tr = dg_trustee(d, t);
 
 		__atomic_fetch_add(&tr->wake, 1, __ATOMIC_SEQ_CST);
 		dg_futex_wake(&tr->wake, INT_MAX);
 	}
-	for (t = 0; t < d->h->trustees; t++)
+	for (t = 0; t < d->geo.trustees; t++)
 		pthread_join(d->threads[t], NULL);
 	pthread_mutex_lock(&d->jlock);
 	d->jstop = true;

@@ -948,6 +948,48 @@ TEST(fork_child_stop_leaves_parent_runtime)
 	odsm_deleg_stop(e.d);
 }
 
+/*
+ * The geometry is the one checked at start: a stray write to the arena
+ * header's slot_size (1024 -> 2048) let the trustee parse a batch of 50
+ * records into room for 31 (ASan: heap-buffer-overflow in the parser).
+ * Now the oversized batch is refused as malformed, and the runtime
+ * serves on.
+ */
+TEST(header_scribble_changes_no_geometry)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 4 };
+	struct odsm_dslot_hdr *h;
+	struct odsm_dreq *r;
+	unsigned int fc, i;
+	struct env e;
+	uint8_t *slot;
+	uint64_t *ctr;
+
+	ASSERT_EQ(0, env_start(&e, &c));
+	ctr = env_obj(&e, 8);
+	ASSERT_EQ(0, entrust(&e, 0, ctr, 0, &g_t));
+	fc = forge_claim(e.d);
+	e.d->h->slot_size = 2048;
+	e.d->h->clients = 1000;
+	slot = dg_req_slot(e.d, 0, fc);
+	h = (void *)slot;
+	/* (past the request slot: into its response slot, in the arena) */
+	memset(slot + 4, 0, 2044);
+	for (i = 0; i < 50; i++) {
+		r = (void *)(slot + ODSM_DSLOT_HDR + 32 * i);
+		r->kind = ODSM_DREQ_FREE;
+		r->obj = 3 | (5ULL << 32);
+	}
+	h->count = 50;
+	h->len = 50 * 32;
+	EXPECT_NE(0, forge_send(e.d, fc));	/* malformed: refused */
+	ASSERT_EQ(0, odsm_deleg_apply(&g_t, OP_INC, NULL, 0, NULL, NULL));
+	EXPECT_EQ(1ULL, *ctr);
+	e.d->h->slot_size = 1024;
+	e.d->h->clients = c.clients + DG_LANES;
+	odsm_deleg_stop(e.d);
+}
+
 TEST(heap_arena_in_the_local_partition)
 {
 	struct odsm_deleg_config c = { .trustees = 1, .clients = 2,
