@@ -247,7 +247,15 @@ static inline uint64_t odsm__copy_of(uint64_t ext)
 
 	if ((c >> ODSM_EXT_TAG_SHIFT) != odsm_rt.tag)
 		return 0;
-	return c & ODSM_ADDR_MASK;
+	c &= ODSM_ADDR_MASK;
+	/*
+	 * A copy is in this node's partition: a word of another process
+	 * that drew the same 16-bit tag, naming anything else, is not
+	 * followed either (a tag is random, not unique)
+	 */
+	if (c < odsm_rt.local_lo || c >= odsm_rt.local_hi)
+		return 0;
+	return c;
 }
 
 /* The copy word for a cached copy at addr, tagged as this process's. */
