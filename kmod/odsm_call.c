@@ -8,6 +8,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/delay.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include "odsm.h"
@@ -239,12 +240,37 @@ static void serve_one(struct odsm_cluster *c, struct odsm_conn *conn,
 	kvfree(data);
 }
 
+/*
+ * A request queued longer than this (ns) is not served: its caller, whose
+ * own timeout is the cluster's, has given up on it or is about to, and an
+ * operation applied after that (a WRITE over a newer one, an ALLOC nobody
+ * learns of) is worse than none.  It is answered -EAGAIN (nothing ran),
+ * which a caller still waiting sends again (rpc()).
+ */
+static u64 serve_deadline_ns(void)
+{
+	return (u64)odsm_cluster_timeout_ms() * NSEC_PER_MSEC * 3 / 4;
+}
+
 static void serve_work(struct work_struct *w)
 {
 	struct odsm_req *req = container_of(w, struct odsm_req, work);
+	bool refuse = req->refused;
 
-	serve_one(&odsm_cluster, req->conn, &req->h, req->payload, req->mh,
-		  req->refused, req->arrived_ns);
+	if (!refuse && ktime_get_ns() - req->arrived_ns > serve_deadline_ns()) {
+		odsm_stat_inc(ODSM_STAT_requests_expired);
+		refuse = true;
+	}
+	/* its connection failed: its caller was failed with it (-EHOSTDOWN,
+	 * odsm_fail_calls()), and no answer can reach it
+	 */
+	if (READ_ONCE(req->conn->dead)) {
+		if (!refuse)
+			odsm_stat_inc(ODSM_STAT_requests_expired);
+	} else {
+		serve_one(&odsm_cluster, req->conn, &req->h, req->payload,
+			  req->mh, refuse, req->arrived_ns);
+	}
 	if (req->refused) {
 		atomic_dec(&req->peer->refusals);
 	} else {
@@ -362,15 +388,40 @@ out:
 	return ret;
 }
 
+/*
+ * A call, and its answer.  A refusal (-EAGAIN: the home served nothing --
+ * its queue for us full, the request too old for its replay window or
+ * queued past its deadline, an object that kept changing) is sent again,
+ * under a new sequence number, after a pause that doubles up to 64 ms,
+ * until the cluster's timeout has passed since the first send: a moment's
+ * overload at the home is no error of the caller's (a lazy copy's fault
+ * would be SIGBUS, a moved original's free lost).
+ */
 static int rpc(u32 node, u64 inc, u8 type, const void *payload, u32 plen,
 	       const void *data, u32 dlen, void *reply, u32 cap, u32 *rlen)
 {
+	unsigned long end = 0;
 	struct odsm_rpc_call call;
+	unsigned int ms = 1;
 	int ret;
 
-	ret = odsm_rpc_start(&call, node, inc, type, payload, plen, data,
-			     dlen, reply, cap);
-	return ret ? ret : odsm_rpc_wait(&call, rlen);
+	for (;;) {
+		ret = odsm_rpc_start(&call, node, inc, type, payload, plen,
+				     data, dlen, reply, cap);
+		if (!ret)
+			ret = odsm_rpc_wait(&call, rlen);
+		if (ret != -EAGAIN)
+			return ret;
+		if (!end)
+			end = jiffies +
+			      msecs_to_jiffies(odsm_cluster_timeout_ms());
+		if (time_after(jiffies, end) || fatal_signal_pending(current) ||
+		    odsm_abandoned())
+			return ret;
+		odsm_stat_inc(ODSM_STAT_calls_retried);
+		msleep(ms);
+		ms = min(ms * 2, 64U);
+	}
 }
 
 int odsm_rpc(u32 node, u8 type, const void *payload, u32 plen,
@@ -521,7 +572,7 @@ void odsm_serve_request(struct odsm_cluster *c, struct odsm_conn *conn,
 	req->conn = conn;
 	req->peer = p;
 	req->refused = refuse;
-	req->arrived_ns = trace_odsm_rpc_serve_enabled() ? ktime_get_ns() : 0;
+	req->arrived_ns = ktime_get_ns();	/* serve_work()'s deadline */
 	req->h = *h;
 	if (refuse) {
 		atomic_inc(&p->refusals);

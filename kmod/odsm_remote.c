@@ -501,6 +501,7 @@ int odsm_remote_alloc(u32 node, u64 size, u32 align, u32 flags, u64 *cg,
 	struct odsm_wire_alloc_reply ar;
 	u8 p[ODSM_WIRE_ALLOC_SIZE];	/* the request, then its reply */
 	u32 n = odsm_wire_put_alloc(p, &al), got = 0;
+	u64 a;
 	int ret;
 
 	odsm_stat_inc(ODSM_STAT_remote_allocs);
@@ -509,10 +510,19 @@ int odsm_remote_alloc(u32 node, u64 size, u32 align, u32 flags, u64 *cg,
 		ret = odsm_wire_get_alloc_reply(p, got, &ar);
 	if (ret)
 		return ret;
-	/* the home node answers for its own partition only */
-	if (odsm_node_of(&odsm_heap.geom, odsm_clear_color(ar.gaddr)) != node ||
-	    !odsm_in_heap(&odsm_heap.geom, odsm_clear_color(ar.gaddr)))
+	/*
+	 * The home node answers for its own partition only, with an object
+	 * of at least the size asked that ends inside it (usable reaches
+	 * the caller as the object's size)
+	 */
+	a = odsm_clear_color(ar.gaddr);
+	if (!odsm_in_heap(&odsm_heap.geom, a) ||
+	    odsm_node_of(&odsm_heap.geom, a) != node || ar.usable < size ||
+	    ar.usable > odsm_heap.geom.part_size -
+			(a - odsm_part_start(&odsm_heap.geom, node))) {
+		odsm_stat_inc(ODSM_STAT_bad_msgs);
 		return -EPROTO;
+	}
 	*cg = ar.gaddr;
 	*usable = ar.usable;
 	return 0;

@@ -153,6 +153,12 @@ enum odsm_stat {
 	ODSM_STAT_requests_refused,	/* peers' requests refused: their
 					 * queue was full
 					 */
+	ODSM_STAT_requests_expired,	/* peers' requests not served: their
+					 * caller had given up meanwhile
+					 */
+	ODSM_STAT_calls_retried,	/* calls sent again after a refusal
+					 * (-EAGAIN: nothing ran)
+					 */
 	ODSM_STAT_rdma_ids_parked,	/* RDMA CM ids kept after their
 					 * teardown until a route to the peer
 					 * is back (odsm_rdma_park.c)

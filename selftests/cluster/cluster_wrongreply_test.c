@@ -13,7 +13,14 @@
  *   1. the first with an ATOMIC_REPLY of 8 bytes: node 0's read fails
  *      -EPROTO, its bad_msgs grows by one, the fake node stays up;
  *   2. the second with a READ_REPLY: node 0 reads those bytes (the
- *      connection and the path are still good).
+ *      connection and the path are still good);
+ *   3. the third with a refusal (-EAGAIN: nothing ran), then its
+ *      sending again with a READ_REPLY: node 0's read returns those
+ *      bytes, and calls_retried grows by one.  Before, the refusal was
+ *      the read's result;
+ *   4. an ALLOC of 100 bytes answered with an object of 99 bytes (usable
+ *      below the size asked): -EPROTO, bad_msgs +1; before, the 99
+ *      reached the caller as the new object's size.
  */
 #include "odsm_cluster.h"
 #include "fake_peer.h"
@@ -52,13 +59,21 @@ static int serve(struct fake_peer *fp, const struct fp_hdr *h,
 		 const uint8_t *p, void *ctx)
 {
 	unsigned int *reads = ctx;
-	uint8_t b[8];
+	uint8_t b[16];
 
+	if (h->type == T_ALLOC) {
+		put64(b, c_part(C.nodes - 1) + 4096);
+		put64(b + 8, 99);
+		return fp_send(fp, T_ALLOC_REPLY, F_REPLY, h->seq, 0, b, 16);
+	}
 	if (h->type != T_READ)
 		return -ENOSYS;
 	put64(b, (*reads)++ ? WR_RIGHT : WR_WRONG);
+	if (*reads == 3)	/* refused: nothing ran */
+		return fp_send(fp, T_READ_REPLY, F_REPLY, h->seq, -EAGAIN,
+			       NULL, 0);
 	return fp_send(fp, *reads == 1 ? T_ATOMIC_REPLY : T_READ_REPLY,
-		       F_REPLY, h->seq, 0, b, sizeof(b));
+		       F_REPLY, h->seq, 0, b, 8);
 }
 
 static void fake_home(struct __test_metadata *_metadata)
@@ -72,7 +87,7 @@ static void fake_home(struct __test_metadata *_metadata)
 	ASSERT_EQ(0, c_put(C.self, W_WR_UP, 1));
 	ret = c_fake_home(&fp, W_WR_DONE, 120, serve, &reads);
 	EXPECT_EQ(0, ret) TH_LOG("serving: %s", strerror(-ret));
-	EXPECT_EQ(2U, reads);
+	EXPECT_EQ(4U, reads);
 	fp_close(&fp);
 }
 
@@ -103,6 +118,21 @@ static void target(struct __test_metadata *_metadata)
 	ret = odsm_read(addr, &v, sizeof(v));
 	EXPECT_EQ(0, ret) TH_LOG("the second read: %s", strerror(-ret));
 	EXPECT_EQ(WR_RIGHT, v);
+
+	/* 3. refused once, then answered */
+	v = 0;
+	bad0 = c_stat("calls_retried");
+	ret = odsm_read(addr, &v, sizeof(v));
+	EXPECT_EQ(0, ret) TH_LOG("a read refused once: %s", strerror(-ret));
+	EXPECT_EQ(WR_RIGHT, v);
+	EXPECT_EQ(bad0 + 1, c_stat("calls_retried"));
+
+	/* 4. an object smaller than asked */
+	bad0 = c_stat("bad_msgs");
+	ret = odsm_alloc_on(C.nodes - 1, 100, 0, 0, &v);
+	EXPECT_EQ(-EPROTO, ret) TH_LOG("an ALLOC answered 99 usable bytes: %s",
+				       ret ? strerror(-ret) : "taken");
+	EXPECT_EQ(bad0 + 1, c_stat("bad_msgs"));
 	ASSERT_EQ(0, c_put(C.self, W_WR_DONE, 1));
 }
 
