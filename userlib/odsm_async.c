@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -213,6 +214,7 @@ unsigned int odsm_async_pending(const struct odsm_async *a)
 
 static pthread_once_t ring_once = PTHREAD_ONCE_INIT;
 static pthread_key_t ring_key;
+static bool ring_key_ok;
 static __thread struct odsm_async *thread_ring;
 
 static void ring_dtor(void *ring)
@@ -220,10 +222,35 @@ static void ring_dtor(void *ring)
 	odsm_async_free(ring);
 }
 
+/*
+ * A child of fork() would share the forking thread's ring with its parent
+ * (the ring's memory is a shared mapping): each would take the other's
+ * completions and submit the other's commands.  The child lets go of it,
+ * without waiting for commands that are the parent's, and makes its own
+ * at its first batch.
+ */
+static void ring_atfork_child(void)
+{
+	struct odsm_async *a = thread_ring;
+
+	if (!a)
+		return;
+	thread_ring = NULL;
+	if (ring_key_ok)
+		(void)pthread_setspecific(ring_key, NULL);
+	munmap(a->sqes, a->sqes_len);
+	munmap(a->sq_map, a->sq_map_len);
+	close(a->fd);
+	free(a);
+}
+
 static void ring_key_init(void)
 {
-	/* without the key a thread's ring outlives it: a leak, not a fault */
-	(void)pthread_key_create(&ring_key, ring_dtor);
+	/* without the key a thread's ring outlives it: a leak, not a fault
+	 * (and no other key of the process is named in its place)
+	 */
+	ring_key_ok = !pthread_key_create(&ring_key, ring_dtor);
+	(void)pthread_atfork(NULL, NULL, ring_atfork_child);
 }
 
 /* The calling thread's ring, set up on its first batch. */
@@ -236,7 +263,8 @@ static int my_ring(struct odsm_async **out)
 		ret = odsm_async_new(BATCH_DEPTH, &thread_ring);
 		if (ret)
 			return ret;
-		(void)pthread_setspecific(ring_key, thread_ring);
+		if (ring_key_ok)
+			(void)pthread_setspecific(ring_key, thread_ring);
 	}
 	*out = thread_ring;
 	return 0;
@@ -245,7 +273,8 @@ static int my_ring(struct odsm_async **out)
 /* A batch's ring that failed: the kernel may still use its commands. */
 static void drop_ring(void)
 {
-	(void)pthread_setspecific(ring_key, NULL);
+	if (ring_key_ok)
+		(void)pthread_setspecific(ring_key, NULL);
 	thread_ring = NULL;	/* and its arguments leak with it */
 }
 
@@ -268,14 +297,20 @@ static unsigned int unqueue(struct odsm_async *a)
  * be sent: the error that stopped them).  0, or the first failure by
  * index.  *abandoned: the ring failed with commands in flight, which may
  * still write args.
+ *
+ * A command the module refused for the program's cap on commands in
+ * flight (-EBUSY: READ, WRITE and BORROW never answer it themselves) did
+ * not run: it goes again, after the next completion of ours, or after a
+ * pause when none of ours is in flight (other threads hold the cap).
  */
 static int run_many(unsigned int op, void *args, size_t size, unsigned int n,
 		    int *res, int *abandoned)
 {
 	struct odsm_async_done d[BATCH_DEPTH];
+	unsigned int redo[BATCH_DEPTH], nredo = 0;
+	unsigned int sent = 0, done = 0, i, t, qr, qs;
 	struct odsm_async *a;
-	unsigned int sent = 0, done = 0, i;
-	int k, ret;
+	int k, ret, q;
 
 	*abandoned = 0;
 	for (i = 0; i < n; i++)
@@ -284,15 +319,40 @@ static int run_many(unsigned int op, void *args, size_t size, unsigned int n,
 	if (ret)
 		goto not_run;
 	while (done < n) {
-		while (sent < n &&
-		       !odsm_async_queue(a, op, (char *)args + sent * size, sent))
+		q = 0;
+		qr = 0;
+		qs = 0;
+		while (nredo && !(q = odsm_async_queue(a, op, (char *)args +
+						       redo[nredo - 1] * size,
+						       redo[nredo - 1]))) {
+			nredo--;
+			qr++;
+		}
+		while (!q && sent < n &&
+		       !(q = odsm_async_queue(a, op, (char *)args + sent * size,
+					      sent))) {
 			sent++;
+			qs++;
+		}
+		/* no device (odsm_init() not called): nothing will run */
+		if (q && q != -EBUSY && !a->pending) {
+			ret = q;
+			goto not_run;
+		}
 		ret = odsm_async_submit(a);
 		if (ret < 0) {
-			/* the kernel took none: they are sent again, or not */
-			sent -= unqueue(a);
+			/* the kernel took none: they are sent again, or not
+			 * (the redone ones are still in redo[] past nredo)
+			 */
+			unqueue(a);
+			nredo += qr;
+			sent -= qs;
 			if (!a->pending)
 				goto not_run;
+		}
+		if (!a->pending) {	/* all refused by the cap: wait */
+			usleep(1000);
+			continue;
 		}
 		k = odsm_async_reap(a, d, BATCH_DEPTH, 1);
 		if (k < 0) {
@@ -300,9 +360,17 @@ static int run_many(unsigned int op, void *args, size_t size, unsigned int n,
 			*abandoned = 1;
 			return k;
 		}
-		for (i = 0; i < (unsigned int)k; i++)
-			res[d[i].tag] = d[i].result;
-		done += k;
+		for (i = 0; i < (unsigned int)k; i++) {
+			t = (unsigned int)d[i].tag;
+			if (t >= n)
+				continue;	/* never ours */
+			if (d[i].result == -EBUSY && nredo < BATCH_DEPTH) {
+				redo[nredo++] = t;
+				continue;
+			}
+			res[t] = d[i].result;
+			done++;
+		}
 	}
 	for (i = 0; i < n; i++)
 		if (res[i])

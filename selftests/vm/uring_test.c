@@ -8,6 +8,7 @@
  * commands in flight loses none (uring_cmds and uring_done meet again) and
  * hangs nothing.  The remote cases: selftests/cluster/cluster_uring_test.c.
  */
+#include <pthread.h>
 #include <time.h>
 #include <linux/odsm_deleg.h>
 #include "odsm_vm.h"
@@ -412,8 +413,29 @@ static int other_program_reads(const uint8_t *want, uint64_t gaddr)
  * endpoint of this node that nobody serves: each fails -ETIMEDOUT after
  * 3/4 of the cluster's timeout (1.5 s unjoined).
  */
+/* A batch of 8 READs run while the program's cap is taken (a thread). */
+struct capped {
+	pthread_t th;
+	uint64_t obj;
+	uint8_t buf[8][100];
+	int res[8], ret;
+};
+
+static void *capped_batch(void *arg)
+{
+	struct capped *c = arg;
+	struct odsm_range r[8];
+	unsigned int i;
+
+	for (i = 0; i < 8; i++)
+		r[i] = (struct odsm_range){ c->obj + i * 1024, c->buf[i], 100 };
+	c->ret = odsm_read_many(r, 8, c->res);
+	return NULL;
+}
+
 TEST_F(uring, per_program_cap)
 {
+	struct capped cb = { .obj = self->obj };
 	enum { CAP = ODSM_URING_INFLIGHT_MAX };
 	static struct odsm_deleg_call dc[CAP + 2];
 	static struct odsm_rw rw[CAP];
@@ -465,6 +487,10 @@ TEST_F(uring, per_program_cap)
 		got++;
 	}
 	EXPECT_EQ(refused0 + 2, ustat("uring_refused"));
+	/* a batch of this program's meanwhile: refused by the cap, sent
+	 * again until the count comes back (it returned -EBUSY at once)
+	 */
+	ASSERT_EQ(0, pthread_create(&cb.th, NULL, capped_batch, &cb));
 	/* another program's command runs meanwhile */
 	pid = fork();
 	ASSERT_LE(0, pid);
@@ -489,6 +515,12 @@ TEST_F(uring, per_program_cap)
 			       res);
 	}
 	EXPECT_EQ((unsigned int)CAP, timedout);
+	ASSERT_EQ(0, pthread_join(cb.th, NULL));
+	EXPECT_EQ(0, cb.ret);
+	for (i = 0; i < 8; i++) {
+		EXPECT_EQ(0, cb.res[i]);
+		EXPECT_EQ(0, memcmp(cb.buf[i], self->p + i * 1024, 100));
+	}
 	/* the count came back: CAP more at once, none refused */
 	for (i = 0; i < CAP; i++) {
 		rw[i] = (struct odsm_rw){ .gaddr = self->obj + (i % NR) * 1024,
@@ -516,6 +548,82 @@ TEST_F(uring, per_program_cap)
 	close(rt);
 	close(fd2);
 	EXPECT_EQ(0, settle(5));
+}
+
+/*
+ * A child of fork() gets a batch ring of its own: the forking thread's is
+ * a shared mapping, which parent and child used together before (each
+ * took the other's completions, and both hung or wrote past res[]).
+ */
+static int batch_loop(const uint8_t *want, uint64_t obj, unsigned int n,
+		      unsigned int rounds)
+{
+	static uint8_t buf[NR][64];
+	struct odsm_range r[NR];
+	int res[NR + 8];
+	unsigned int k, i;
+
+	for (k = 0; k < rounds; k++) {
+		for (i = 0; i < NR + 8; i++)
+			res[i] = 0x5a5a;
+		for (i = 0; i < n; i++)
+			r[i] = (struct odsm_range){ obj + i * 1024 + k % 64,
+						    buf[i], 64 };
+		if (odsm_read_many(r, n, res))
+			return 1;
+		for (i = 0; i < n; i++)
+			if (res[i] || memcmp(buf[i], want + i * 1024 + k % 64,
+					     64))
+				return 2;
+		for (i = n; i < NR + 8; i++)
+			if (res[i] != 0x5a5a)
+				return 3;	/* written past res[n] */
+	}
+	return 0;
+}
+
+TEST_F(uring, batch_ring_after_fork)
+{
+	int status;
+	pid_t pid;
+
+	/* the parent's thread has its ring now */
+	ASSERT_EQ(0, batch_loop(self->p, self->obj, 8, 1));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		alarm(60);
+		_exit(batch_loop(self->p, self->obj, 8, 300));
+	}
+	EXPECT_EQ(0, batch_loop(self->p, self->obj, NR, 300));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status)) {
+		TH_LOG("the child: signal %d (a hang: SIGALRM)",
+		       WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	}
+	if (WIFEXITED(status))
+		EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/* Without the device (odsm_fini()), a batch fails; it spun for ever. */
+TEST_F(uring, batch_without_device_fails)
+{
+	uint8_t buf[8];
+	struct odsm_range r = { self->obj, buf, sizeof(buf) };
+	int res = 1, status;
+	pid_t pid = fork();
+
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		alarm(10);
+		odsm_fini();
+		_exit(odsm_read_many(&r, 1, &res) == -EBADF && res == -EBADF ?
+		      0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	if (WIFEXITED(status))
+		EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
 TEST_HARNESS_MAIN
