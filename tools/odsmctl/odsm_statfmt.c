@@ -46,6 +46,8 @@ static const struct {
 	{ "accept_evicted", G(ERRORS, 0) },
 	{ "handshake_timeouts", G(ERRORS, 0) },
 	{ "requests_refused", G(ERRORS, 0) },
+	{ "requests_expired", G(ERRORS, 0) },
+	{ "calls_retried", G(ERRORS, 0) },
 	{ "dup_requests", G(ERRORS, 0) },
 	{ "move_free_errors", G(ERRORS, 0) },
 	{ "move_frees_stale", G(ERRORS, 0) },

@@ -918,8 +918,13 @@ static int cmd_up(int argc, char **argv)
 		return 2;
 	}
 	/* the key first: a bad one must fail the check, and change nothing */
-	if (c.key_file[0] && read_key("odsmctl up", c.key_file, key) < 0)
+	if (check && access(c.key_file, F_OK)) {
+		/* --check of a file made before its key (the example) */
+		fprintf(stderr, "odsmctl up: note: no key file %s yet\n",
+			c.key_file);
+	} else if (read_key("odsmctl up", c.key_file, key) < 0) {
 		return 1;
+	}
 	memset(key, 0, sizeof(key));
 	if (check) {
 		print_conf(&c, c.node_id == ODSM_CONF_NODE_AUTO ? find_self(&c) : c.node_id);
