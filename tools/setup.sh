@@ -79,8 +79,8 @@ fi
 echo "setup: apt-get update"
 # Third-party sources configured on the machine may be unreachable; that must
 # not stop us as long as Debian's own index was fetched.
-# (the log in a file of our own: a fixed name in /tmp is anyone's to plant)
-aptlog=$(mktemp /tmp/odsm-apt-update.XXXXXX)
+# (the log in a file of our own, in $TMPDIR: a fixed name is anyone's to plant)
+aptlog=$(mktemp -t odsm-apt-update.XXXXXX)
 apt-get update -q -o Dpkg::Use-Pty=0 >"$aptlog" 2>&1 ||
 	echo "setup: apt-get update reported errors (see $aptlog); continuing"
 

@@ -846,8 +846,7 @@ static void cb_leaf(void *cookie, int st, const void *ret, size_t len)
 
 static void cb_chain(void *cookie, int st, const void *ret, size_t len)
 {
-	n_done++;
-	n_err += st != 0;
+	cb_leaf(cookie, st, ret, len);
 	if (!odsm_deleg_apply_then(&g_t, OP_INC, NULL, 0, NULL, 0, cb_leaf,
 				   NULL, NULL, 0))
 		n_issued++;
