@@ -592,6 +592,20 @@ static int dg_call(const odsm_trust *t, uint16_t kind, uint64_t op,
 		DG_INC(dg_mycl(me)->n.deadlk);
 		return -EDEADLK;
 	}
+	/*
+	 * A launch must end its batch (the trustee refuses one that does
+	 * not).  A flush waits for the batch in flight first, and that
+	 * batch's callbacks may stage more behind the launch: so it goes
+	 * in a batch of its own, staged when nothing is in flight or staged
+	 * (what the callbacks stage meanwhile is sent ahead of it).
+	 */
+	while (kind == ODSM_DREQ_LAUNCH &&
+	       (me->pairs[tr].inflight || me->pairs[tr].b.count)) {
+		err = me->pairs[tr].inflight ? dg_wait_pair(me, tr) :
+					       dg_flush_pair(me, tr, false);
+		if (err)
+			return err;
+	}
 	r.obj = t->cell | (uint64_t)t->gen << 32;
 	r.arg_len = (uint32_t)arg_len;
 	r.ret_max = (uint32_t)cap;

@@ -883,6 +883,41 @@ TEST(callbacks_that_send_lose_nothing)
 }
 
 /*
+ * A launch sent while a batch with callbacks is in flight: its flush
+ * waits for that batch, whose callback stages one more request behind
+ * the launch.  The launch was then not the last of its batch, and the
+ * trustee refused it (-EINVAL) although the caller did nothing wrong.
+ */
+TEST(launch_after_a_callback_stages)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 4 };
+	struct odsm_deleg_stats st;
+	struct env e;
+	uint64_t *ctr, r = 0;
+	size_t l = 8;
+
+	ASSERT_EQ(0, env_start(&e, &c));
+	ctr = env_obj(&e, 8);
+	ASSERT_EQ(0, entrust(&e, 0, ctr, 0, &g_t));
+	n_issued = n_done = n_err = 0;
+	ASSERT_EQ(0, odsm_deleg_apply_then(&g_t, OP_INC, NULL, 0, NULL, 0,
+					   cb_chain, NULL, NULL, 0));
+	n_issued++;
+	ASSERT_EQ(0, odsm_deleg_flush(e.d));
+	/* the batch is in flight: the launch's flush runs cb_chain */
+	EXPECT_EQ(0, odsm_deleg_launch(&g_t, OP_NESTED, &g_t, sizeof(g_t),
+				       &r, &l));
+	odsm_deleg_drain(e.d);
+	EXPECT_EQ(2, n_issued);
+	EXPECT_EQ(n_issued, n_done);
+	EXPECT_EQ(0, n_err);
+	EXPECT_EQ(4ULL, *ctr);	/* 1, the callback's 1, the launch's 2 */
+	odsm_deleg_stats(e.d, &st);
+	EXPECT_EQ(0U, st.bad_arg);
+	odsm_deleg_stop(e.d);
+}
+
+/*
  * A child of fork() claims a client slot of its own: it shared its
  * parent's thread's (the slot is in the shared arena), both published
  * the same seq numbers into it, and increments were lost or a side hung
