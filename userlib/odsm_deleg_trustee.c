@@ -16,6 +16,9 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/random.h>
 #include "odsm.h"
 #include "odsm_deleg_int.h"
 
@@ -441,6 +444,27 @@ static void *dg_worker_main(void *arg)
 	return NULL;
 }
 
+/*
+ * The generation every cell starts at in a new runtime: random, never 0
+ * (a zeroed handle never matches).  A handle kept from an earlier runtime
+ * in the same arena (a restarted process, an arena reused at the same
+ * address) names a cell of this one with its old generation: with every
+ * runtime starting at 1 it named the object entrusted there now.
+ */
+static uint32_t dg_first_gen(void)
+{
+	uint32_t g = 0;
+
+	if (getrandom(&g, sizeof(g), GRND_NONBLOCK) != sizeof(g)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		g = (uint32_t)(ts.tv_nsec ^ ts.tv_sec * 2654435761u) ^
+		    (uint32_t)getpid() * 40503u;
+	}
+	return g ? g : 1;
+}
+
 static void dg_tlocal_free(struct odsm_deleg *d)
 {
 	unsigned int t;
@@ -460,6 +484,7 @@ int dg_trustees_start(struct odsm_deleg *d, const struct odsm_deleg_config *c)
 {
 	struct dg_hdr *h = d->h;
 	unsigned int t, i, nw = c->workers ? c->workers : 1;
+	uint32_t gen = dg_first_gen();
 	int ret = -ENOMEM;
 
 	d->spin = c->spin ? c->spin : DG_SPIN_DEFAULT;
@@ -481,11 +506,10 @@ int dg_trustees_start(struct odsm_deleg *d, const struct odsm_deleg_config *c)
 			       sizeof(*tl->v));
 		if (!tl->fstack || !tl->live || !tl->deferred || !tl->v)
 			goto err;
-		/* generation 1 for every cell: a zeroed handle never matches */
 		for (i = 0; i < d->geo.cells; i++) {
 			uint32_t idx = t * d->geo.cells + (d->geo.cells - 1 - i);
 
-			dg_cell(d, idx)->word = 1ULL << 32;
+			dg_cell(d, idx)->word = (uint64_t)gen << 32;
 			tl->fstack[tl->nfree++] = idx;
 		}
 	}

@@ -777,8 +777,8 @@ TEST(forged_free_of_a_free_cell)
 		h->count = 1;
 		h->len = 32;
 		r->kind = ODSM_DREQ_FREE;
-		/* cells 1..3: never entrusted, generation 1, count 0 */
-		r->obj = (1 + i) | (1ULL << 32);
+		/* cells 1..3: never entrusted, a's generation, count 0 */
+		r->obj = (1 + i) | ((uint64_t)a.gen << 32);
 		ASSERT_EQ(0, forge_send(e.d, fc));
 		EXPECT_EQ(-ESTALE, ((struct odsm_dresp *)
 				    (dg_resp_slot(e.d, 0, fc) +
@@ -788,6 +788,37 @@ TEST(forged_free_of_a_free_cell)
 	ASSERT_EQ(0, entrust(&e, 0, env_obj(&e, 8), 0, &a));
 	ASSERT_EQ(0, entrust(&e, 0, env_obj(&e, 8), 0, &b));
 	EXPECT_NE(a.cell, b.cell);
+	odsm_deleg_stop(e.d);
+}
+
+/*
+ * A handle kept across a restart of the runtime in the same arena: it
+ * names a cell of the new runtime.  With every runtime starting its
+ * cells at generation 1 it reached the object entrusted there now.
+ */
+TEST(handle_of_an_earlier_runtime_is_stale)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 4 };
+	odsm_trust old, now;
+	uint64_t *a, *b;
+	struct env e;
+
+	ASSERT_EQ(0, env_start(&e, &c));
+	a = env_obj(&e, 8);
+	b = env_obj(&e, 8);
+	ASSERT_EQ(0, entrust(&e, 0, a, 0, &old));
+	ASSERT_EQ(0, odsm_deleg_apply(&old, OP_INC, NULL, 0, NULL, NULL));
+	odsm_deleg_stop(e.d);
+	ASSERT_EQ(0, odsm_deleg_start(&e.a, &c, &e.d));
+	ASSERT_EQ(0, entrust(&e, 0, b, 0, &now));
+	ASSERT_EQ(old.cell, now.cell);
+	EXPECT_NE(old.gen, now.gen);
+	EXPECT_EQ(-ESTALE, odsm_deleg_apply(&old, OP_INC, NULL, 0, NULL,
+					    NULL));
+	EXPECT_EQ(0ULL, *b);
+	EXPECT_EQ(0, odsm_deleg_apply(&now, OP_INC, NULL, 0, NULL, NULL));
+	EXPECT_EQ(1ULL, *b);
+	EXPECT_EQ(1ULL, *a);
 	odsm_deleg_stop(e.d);
 }
 
