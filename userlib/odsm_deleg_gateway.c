@@ -73,16 +73,40 @@ static void dg_gw_move(struct odsm_deleg *d, const uint8_t *req,
 }
 
 /*
+ * Would the trustee run request v (an apply_with)?  Its cell live, of its
+ * generation, with a reference; its op registered.  Asked before the
+ * argument is copied: a request the trustee refuses anyway must not make
+ * this node allocate and read for it.  (The cell may still end before
+ * the trustee runs it: that copy is freed with the others.)
+ */
+static bool dg_gw_would_run(const struct odsm_deleg *d,
+			    const struct odsm_dreq_view *v)
+{
+	uint32_t idx = (uint32_t)v->obj;
+	uint64_t w;
+
+	if ((uint64_t)idx >= (uint64_t)d->geo.trustees * d->geo.cells)
+		return false;
+	w = __atomic_load_n(&dg_cell(d, idx)->word, __ATOMIC_ACQUIRE);
+	return (uint32_t)(w >> 32) == (uint32_t)(v->obj >> 32) &&
+	       (uint32_t)w && dg_op_lookup(v->op);
+}
+
+/*
  * Copy every apply_with argument of the batch that is not in this
  * partition into a fresh object here and point its request at the copy;
  * copies[] gets them (to free once answered), the count is returned.  A
  * copy that cannot be made leaves its request as it was: the trustee
- * answers it -EFAULT.
+ * answers it -EFAULT.  So does one the trustee would refuse anyway
+ * (dg_gw_would_run()), and one past DG_GW_COPY_MAX bytes of copies in
+ * the batch: what another node's batch makes this node allocate is
+ * bounded.
  */
-static unsigned int dg_gw_bring_args(uint8_t *req,
-				     const struct odsm_dreq_view *v,
-				     uint32_t n, uint64_t *copies)
+unsigned int dg_gw_bring_args(const struct odsm_deleg *d, uint8_t *req,
+			      const struct odsm_dreq_view *v, uint32_t n,
+			      uint64_t *copies)
 {
+	uint64_t budget = DG_GW_COPY_MAX;
 	unsigned int i, nc = 0;
 	struct odsm_dwith w;
 
@@ -90,10 +114,14 @@ static unsigned int dg_gw_bring_args(uint8_t *req,
 		if (v[i].kind != ODSM_DREQ_APPLY_WITH)
 			continue;
 		memcpy(&w, req + v[i].arg_off, sizeof(w));
-		if (dg_copy_here(w.gaddr, w.len, &copies[nc]))
+		if (!w.len || !odsm_in_heap(w.gaddr) ||
+		    odsm_is_local(w.gaddr))
+			continue;	/* read in place */
+		if (w.len > budget || !dg_gw_would_run(d, &v[i]))
 			continue;
-		if (!copies[nc])
-			continue;	/* here already */
+		if (dg_copy_here(w.gaddr, w.len, &copies[nc]) || !copies[nc])
+			continue;
+		budget -= w.len;
 		w.gaddr = copies[nc++];
 		memcpy(req + v[i].arg_off, &w, sizeof(w));
 	}
@@ -117,7 +145,7 @@ static int dg_gw_batch(struct odsm_deleg *d, uint8_t *req, uint32_t req_len,
 			dg_gw_move(d, req, v, resp, len);
 			return 0;
 		}
-		nc = dg_gw_bring_args(req, v, n, copies);
+		nc = dg_gw_bring_args(d, req, v, n, copies);
 	}
 	ret = dg_relay(d, req, req_len, resp, len);
 	while (nc)

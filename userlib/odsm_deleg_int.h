@@ -286,6 +286,11 @@ int dg_rwait(struct dg_rjob *j);
 uint64_t dg_cell_gaddr(const struct odsm_deleg *d, uint32_t idx);
 
 /* odsm_deleg_gateway.c */
+/* the most bytes of apply_with arguments copied here for one batch */
+#define DG_GW_COPY_MAX	(64ULL << 20)
+unsigned int dg_gw_bring_args(const struct odsm_deleg *d, uint8_t *req,
+			      const struct odsm_dreq_view *v, uint32_t n,
+			      uint64_t *copies);
 void dg_gateway_start(struct odsm_deleg *d);
 void dg_gateway_stop(struct odsm_deleg *d);
 

@@ -1127,6 +1127,77 @@ TEST(heap_arena_in_the_local_partition)
 	fk_fini();
 }
 
+/*
+ * The gateway copies an apply_with argument of another node here before
+ * it relays the batch: only for a request the trustee would run (a live
+ * cell of its generation, a registered op) and within DG_GW_COPY_MAX
+ * bytes a batch.  Before, every such request of another node's batch made
+ * this node allocate and read its argument, however long, for a stale
+ * handle or an unknown op as well.
+ */
+TEST(gateway_copies_only_what_would_run)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 2,
+				       .cells = 8 };
+	struct odsm_dwith w[4], got;
+	struct odsm_dreq_view v[4];
+	struct odsm_dreq r = { .kind = ODSM_DREQ_APPLY_WITH, .op = 0,
+			       .arg_len = sizeof(got) };
+	struct odsm_deleg_arena a;
+	struct odsm_dbatch bt;
+	struct odsm_deleg *d;
+	odsm_box b, rb;
+	odsm_trust t;
+	uint64_t copies[4];
+	unsigned long allocs;
+	uint8_t req[1024];
+	unsigned int i, nc;
+	uint32_t n;
+
+	fk_init();
+	register_ops();
+	ASSERT_EQ(0, odsm_deleg_arena_heap(&a, odsm_deleg_arena_size(&c)));
+	ASSERT_EQ(0, odsm_deleg_start(&a, &c, &d));
+	ASSERT_EQ(0, odsm_box_new(&b, 8, ODSM_ALLOC_ZERO));
+	ASSERT_EQ(0, odsm_deleg_entrust(d, 0, &b, 0, &t));
+	ASSERT_EQ(0, odsm_box_new_on(&rb, 1, 64, ODSM_ALLOC_ZERO, NULL));
+	for (i = 0; i < 4; i++) {
+		w[i].gaddr = rb.g;
+		w[i].len = 64;
+	}
+	w[3].len = DG_GW_COPY_MAX + 1;
+	odsm_dbatch_init(&bt, req, sizeof(req));
+	for (i = 0; i < 4; i++) {
+		r.tag = i;
+		r.op = i == 2 ? 0x5eed : OP_SUM;	/* 2: never registered */
+		r.obj = t.cell | (uint64_t)(t.gen + (i == 1)) << 32; /* 1: stale */
+		ASSERT_EQ(0, odsm_dbatch_add(&bt, &r, &w[i]));
+	}
+	odsm_dbatch_seal(&bt);
+	ASSERT_EQ(0, odsm_dslot_parse_req(req, sizeof(req), v, 4, &n));
+	ASSERT_EQ(4U, n);
+	allocs = fk.st.allocs;
+	nc = dg_gw_bring_args(d, req, v, 3, copies);
+	EXPECT_EQ(1U, nc);
+	EXPECT_EQ(allocs + 1, fk.st.allocs);
+	/* past the budget: not even tried */
+	EXPECT_EQ(0U, dg_gw_bring_args(d, req, &v[3], 1, copies + 1));
+	EXPECT_EQ(allocs + 1, fk.st.allocs);
+	memcpy(&got, req + v[0].arg_off, sizeof(got));
+	EXPECT_TRUE(odsm_is_local(got.gaddr));
+	for (i = 1; i < 4; i++) {
+		memcpy(&got, req + v[i].arg_off, sizeof(got));
+		EXPECT_EQ(rb.g, got.gaddr);
+	}
+	while (nc)
+		odsm_free(copies[--nc]);
+	EXPECT_EQ(0, odsm_box_drop(&rb));
+	EXPECT_EQ(0, odsm_trust_drop(&t));
+	odsm_deleg_stop(d);
+	EXPECT_EQ(0, odsm_deleg_arena_heap_free(&a));
+	fk_fini();
+}
+
 /* ---- processes: a trustee killed, a client killed ---------------------------- */
 
 struct shared {
