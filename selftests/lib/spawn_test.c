@@ -464,4 +464,38 @@ TEST(arc)
 	fk_fini();
 }
 
+/*
+ * A handle kept after its arc's last drop, whose count's address the heap
+ * gave to another arc since: the same address under another color.  The
+ * heap's atomics ignore colors, so its clone added to the other arc's
+ * count (which then refused get_mut) and its drop took that count to 0
+ * and freed the other arc's count.
+ */
+TEST(arc_stale_handle_leaves_a_reused_count)
+{
+	odsm_arc a, stale, c;
+	odsm_box b, back = { 0 }, x;
+	unsigned long frees;
+
+	fk_init();
+	ASSERT_EQ(0, odsm_box_new(&b, 64, ODSM_ALLOC_ZERO));
+	ASSERT_EQ(0, odsm_arc_new(&b, &a));
+	ASSERT_EQ(0, odsm_box_new(&x, 64, ODSM_ALLOC_ZERO));
+	/* the count's address, the color it had before (a freed arc's) */
+	stale.g = x.g;
+	stale.cnt = (a.cnt & ~(0xffffULL << 48)) |
+		    (uint64_t)((odsm_color_of(a.cnt) + 0x7777) & 0xffff) << 48;
+	ASSERT_NE(odsm_color_of(a.cnt), odsm_color_of(stale.cnt));
+	frees = fk.st.frees;
+	EXPECT_EQ(-ESTALE, odsm_arc_clone(&stale, &c));
+	EXPECT_EQ(-ESTALE, odsm_arc_drop(&stale));
+	EXPECT_EQ(-ESTALE, odsm_arc_get_mut(&stale, &back));
+	EXPECT_EQ(frees, fk.st.frees);
+	/* the live arc's count is still 1: its get_mut works */
+	ASSERT_EQ(0, odsm_arc_get_mut(&a, &back));
+	EXPECT_EQ(0, odsm_box_drop(&back));
+	EXPECT_EQ(0, odsm_box_drop(&x));
+	fk_fini();
+}
+
 TEST_HARNESS_MAIN
