@@ -265,8 +265,10 @@ int odsm_palloc_alloc(struct odsm_palloc *pa, u64 size, u32 align,
 	blk->size = size;
 	blk->color = (u16)color;
 	blk->copied = 0;
-	for (i = 1; i < nr; i++)
+	for (i = 1; i < nr; i++) {
 		pa->blocks[first + i].kind = ODSM_BLK_TAIL;
+		pa->blocks[first + i].nr = i;	/* back to the head */
+	}
 	pa->free_blocks -= nr;
 	*usable = (u64)nr << ODSM_BLOCK_SHIFT;
 	*cgaddr = odsm_with_color(block_addr(pa, (u32)first), (u16)color);
@@ -434,9 +436,12 @@ int odsm_palloc_containing(const struct odsm_palloc *pa, u64 addr,
 		slot_of(pa, (u32)b, addr, &rem);
 		return odsm_palloc_lookup(pa, addr - rem, oi);
 	}
-	/* a tail: its head is at most the partition's blocks back */
-	while (b > 0 && pa->blocks[b].kind == ODSM_BLK_TAIL)
-		b--;
+	/* a tail knows how far back its head is (no walk under the lock) */
+	if (pa->blocks[b].kind == ODSM_BLK_TAIL) {
+		if (pa->blocks[b].nr > b)
+			return -EINVAL;
+		b -= pa->blocks[b].nr;
+	}
 	if (pa->blocks[b].kind != ODSM_BLK_HEAD)
 		return -EINVAL;
 	if (odsm_palloc_lookup(pa, block_addr(pa, (u32)b), oi) ||

@@ -50,7 +50,9 @@ struct odsm_block {
 	u8 cls;			/* SLAB, FREE with history: size class */
 	u16 color;		/* HEAD: allocation color */
 	u32 floor;		/* first color a new object here may carry */
-	u32 nr;			/* HEAD: blocks in the object */
+	u32 nr;			/* HEAD: blocks in the object; TAIL: how
+				 * many blocks back its head is
+				 */
 	s32 prev, next;		/* SLAB: partial list of its class */
 	u8 copied;		/* HEAD: copied into a peer's cache */
 	union {

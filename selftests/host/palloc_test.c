@@ -176,10 +176,15 @@ static void pa_check(struct __test_metadata *_metadata,
 			for (i = 0; i < blk->nr; i++) {
 				const struct odsm_block *t = &pa->blocks[b + i];
 
-				if (i)
+				if (i) {
 					ASSERT_EQ(ODSM_BLK_TAIL, t->kind)
 						TH_LOG("block %u of head %u",
 						       b + i, b);
+					/* containing() jumps back by it */
+					ASSERT_EQ(i, t->nr)
+						TH_LOG("tail %u of head %u",
+						       b + i, b);
+				}
 				/* the object's color is above every floor */
 				ASSERT_GE((u32)blk->color, t->floor);
 			}
@@ -1289,6 +1294,7 @@ TEST_F(pa, backed_and_lookup)
 TEST_F(pa, containing_copied_and_stale)
 {
 	struct odsm_palloc *pa = &self->pa;
+	struct odsm_release rel;
 	struct odsm_objinfo oi;
 	u64 s, s2, m, x;
 
@@ -1311,6 +1317,13 @@ TEST_F(pa, containing_copied_and_stale)
 	EXPECT_EQ(-EINVAL, odsm_palloc_containing(pa, cg_addr(m) + 3 * BLK,
 						  &oi));
 	EXPECT_EQ(-EINVAL, odsm_palloc_containing(pa, PBASE - 16, &oi));
+	/* the last byte of a run freed and allocated again, longer */
+	ASSERT_EQ(0, odsm_palloc_free(pa, m, &rel));
+	m = do_alloc(_metadata, pa, 5 * BLK, 0, NULL);
+	ASSERT_EQ(0, odsm_palloc_containing(pa, cg_addr(m) + 5 * BLK - 1,
+					    &oi));
+	EXPECT_EQ(cg_addr(m), oi.addr);
+	EXPECT_EQ(5 * BLK, oi.usable);
 
 	/* copied: set per object, read by lookup and containing alike */
 	ASSERT_EQ(0, odsm_palloc_lookup(pa, s, &oi));
