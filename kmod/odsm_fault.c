@@ -29,8 +29,12 @@
 
 /* ---- the injector ---------------------------------------------------- */
 
-/* the types it may touch: services' requests and replies, READ..MAP_REPLY */
-#define FAULT_TYPES_ALL	GENMASK(ODSM_MSG_MAP_REPLY, ODSM_MSG_READ)
+/*
+ * The types it may touch: services' requests and replies, READ..MAP_REPLY
+ * and DELEG..AQP_REPLY (not KEYS, sent unasked from a receiver)
+ */
+#define FAULT_TYPES_ALL	(GENMASK(ODSM_MSG_MAP_REPLY, ODSM_MSG_READ) | \
+			 GENMASK(ODSM_MSG_AQP_REPLY, ODSM_MSG_DELEG))
 /* longest delay (ms): well below any timeout_ms a test would use */
 #define FAULT_DELAY_MS_MAX	1000
 
@@ -131,7 +135,7 @@ MODULE_PARM_DESC(fault_dup, "TESTS ONLY: send this many in 1000 twice (0)");
 module_param_cb(fault_delay_ms, &delay_ms_ops, &fault_delay_ms, 0644);
 MODULE_PARM_DESC(fault_delay_ms, "longest injected delay, ms (20, at most 1000)");
 module_param_cb(fault_types, &types_ops, &fault_types, 0644);
-MODULE_PARM_DESC(fault_types, "bit mask of the message types faults may hit (all calls: 0x3fff0)");
+MODULE_PARM_DESC(fault_types, "bit mask of the message types faults may hit (all calls: 0x7fbfff0)");
 module_param_cb(fault_seed, &seed_ops, &fault_seed, 0644);
 MODULE_PARM_DESC(fault_seed, "seed of the injector's decisions; writing it restarts them (1)");
 

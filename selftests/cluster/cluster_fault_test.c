@@ -12,6 +12,10 @@
  *   under_fire_faulted   the coherence-under-fire stress (under_fire.h)
  *                        with delays and duplicates on every call: no
  *                        torn, stale or lost write, exact totals
+ *   deleg_served_once    delegation batches (DELEG) and their answers
+ *                        sent twice and late: each neighbour's counter,
+ *                        entrusted to its runtime, counts every apply
+ *                        once, and each apply returns the count it made
  *   drops_errno_or_value drops, delays and duplicates together: every
  *                        write, read and fetch-and-add either succeeds
  *                        with the right value or fails with -ETIMEDOUT,
@@ -55,7 +59,7 @@ FIXTURE_TEARDOWN(fl)
 }
 
 /* phases of f_barrier: each test's, in order */
-enum { P_REPLAY = 10, P_FIRE = 20, P_DROPS = 30 };
+enum { P_REPLAY = 10, P_DELEG = 15, P_FIRE = 20, P_DROPS = 30 };
 
 static unsigned int neighbour(void)
 {
@@ -99,6 +103,106 @@ TEST_F_TIMEOUT(fl, replay_served_once, 300)
 	EXPECT_LE(dup_req + 60ULL, c_stat("dup_requests"));
 	TH_LOG("node %u: dup_requests +%" PRIu64, C.self,
 	       c_stat("dup_requests") - dup_req);
+}
+
+/* ---- delegation ------------------------------------------------------ */
+
+#define D_SYNC		20	/* applies, one batch each */
+#define D_THEN		40	/* apply_then, batched */
+
+static int d_inc(void *obj, const void *arg, size_t len, void *ret,
+		 size_t *rl)
+{
+	uint64_t *c = obj;
+
+	if (*rl < sizeof(*c))
+		return -EINVAL;
+	*c += 1;
+	memcpy(ret, c, sizeof(*c));
+	*rl = sizeof(*c);
+	return 0;
+}
+
+static uint64_t d_seen[D_THEN];
+static int d_then_bad;
+
+static void d_done(void *cookie, int st, const void *ret, size_t len)
+{
+	uintptr_t i = (uintptr_t)cookie;
+
+	if (st || len != 8 || i >= D_THEN)
+		d_then_bad++;
+	else
+		memcpy(&d_seen[i], ret, 8);
+}
+
+/*
+ * Every DELEG request and every answer sent twice, the second late: the
+ * home's replay window serves a batch once, its caller takes the first
+ * answer.  Only this node increments its neighbour's counter, so the
+ * applies return 1 .. D_SYNC + D_THEN in order, none skipped.
+ */
+TEST_F_TIMEOUT(fl, deleg_served_once, 300)
+{
+	struct odsm_deleg_config cfg = { .trustees = 1, .clients = 8 };
+	uint64_t dup_req, dups, *ctr, v, w, arena, op;
+	struct odsm_deleg_arena a;
+	struct odsm_deleg *d = NULL, *rd;
+	odsm_trust mine, nb;
+	size_t l;
+	odsm_box b;
+	unsigned int i;
+
+	FAULT_BEGIN();
+	ASSERT_EQ(0, odsm_deleg_register("fl.inc", d_inc, &op));
+	ASSERT_EQ(0, odsm_deleg_arena_heap(&a, odsm_deleg_arena_size(&cfg)));
+	ASSERT_EQ(0, odsm_deleg_start(&a, &cfg, &d));
+	ASSERT_EQ(0, odsm_deleg_gateway_status(d));
+	ASSERT_EQ(0, odsm_box_new(&b, 8, ODSM_ALLOC_ZERO));
+	ctr = odsm_ptr(b.g);
+	ASSERT_EQ(0, odsm_deleg_entrust(d, 0, &b, 0, &mine));
+	ASSERT_EQ(0, c_put(C.self, W_F_DCTR,
+			   mine.cell | (uint64_t)mine.gen << 32));
+	ASSERT_EQ(0, c_put(C.self, W_F_DRT, mine.arena));
+	ASSERT_EQ(0, f_barrier(P_DELEG, -1, 120));
+	ASSERT_EQ(0, c_get(neighbour(), W_F_DRT, &arena));
+	ASSERT_EQ(0, c_get(neighbour(), W_F_DCTR, &w));
+	nb.arena = arena;
+	nb.cell = (uint32_t)w;
+	nb.gen = (uint32_t)(w >> 32);
+	dup_req = c_stat("dup_requests");
+	dups = c_stat("fault_dups");
+	ASSERT_EQ(0, f_faults(0, 300, 1000, 1U << F_DELEG |
+			      1U << F_DELEG_REPLY, 15 + C.self));
+	for (i = 1; i <= D_SYNC; i++) {
+		l = sizeof(v);
+		EXPECT_EQ(0, odsm_deleg_apply(&nb, op, NULL, 0, &v, &l));
+		EXPECT_EQ((uint64_t)i, v) TH_LOG("apply %u counted %" PRIu64 ": a batch served twice?", i, v);
+	}
+	d_then_bad = 0;
+	for (i = 0; i < D_THEN; i++)
+		EXPECT_EQ(0, odsm_deleg_apply_then(&nb, op, NULL, 0, NULL, 8,
+						   d_done, (void *)(uintptr_t)i,
+						   NULL, 0));
+	rd = NULL;
+	ASSERT_EQ(0, odsm_deleg_at(nb.arena, &rd));
+	EXPECT_EQ(0, odsm_deleg_drain(rd));
+	EXPECT_EQ(0, d_then_bad);
+	for (i = 0; i < D_THEN; i++)
+		EXPECT_EQ((uint64_t)D_SYNC + 1 + i, d_seen[i]);
+	EXPECT_LE(dups + D_SYNC, c_stat("fault_dups"));
+	ASSERT_EQ(0, f_faults(0, 0, 0, F_ALL, 1));
+	ASSERT_EQ(0, f_barrier(P_DELEG + 1, -1, 120));
+
+	/* the previous node's applies here: each served once */
+	EXPECT_EQ((uint64_t)(D_SYNC + D_THEN), *ctr);
+	EXPECT_LE(dup_req + D_SYNC, c_stat("dup_requests"));
+	TH_LOG("node %u: dup_requests +%" PRIu64 ", fault_dups +%" PRIu64,
+	       C.self, c_stat("dup_requests") - dup_req,
+	       c_stat("fault_dups") - dups);
+	EXPECT_EQ(0, odsm_trust_drop(&mine));
+	odsm_deleg_stop(d);
+	EXPECT_EQ(0, odsm_deleg_arena_heap_free(&a));
 }
 
 static struct fire fire = {

@@ -24,6 +24,8 @@ enum {
 	W_MD_TURN,		/* ... whose turn it is to move each object */
 	W_MD_VER,		/* ... the last version written back of each */
 	W_MD_READY,		/* ... 1 when the above are published */
+	W_F_DRT = 474,		/* deleg: this node's runtime's address */
+	W_F_DCTR,		/* ... its counter's handle (cell | gen << 32) */
 };
 
 /* message types (kmod/odsm_wire.h) */
@@ -31,7 +33,9 @@ enum {
 #define F_ALLOC		8
 #define F_FREE		10
 #define F_ATOMIC	12
-#define F_ALL		0x3fff0U	/* every call's request and reply */
+#define F_DELEG		19
+#define F_DELEG_REPLY	20
+#define F_ALL		0x7fbfff0U	/* every call's request and reply */
 
 static C_UNUSED int f_param(const char *name, unsigned long long v)
 {
