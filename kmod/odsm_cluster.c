@@ -928,6 +928,8 @@ int odsm_cluster_status(struct odsm_status *st, struct odsm_peer_info *out,
 		o->state = p->state;
 		o->rtt_ns = p->rtt_ns;
 		o->free_bytes = p->free_bytes;
+		o->incarnation = i == c->self ? c->incarnation :
+						p->incarnation;
 		spin_unlock(&c->lock);
 		o->msgs_tx = atomic64_read(&p->msgs_tx);
 		o->msgs_rx = atomic64_read(&p->msgs_rx);

@@ -5,8 +5,10 @@
  * NIC's atomics over RDMA: the word is of the NIC atomic domain, so
  * every atomic on it is an odsm_*_nic one, and nothing writes it), then
  * polled with bounded backoff.  A waiter that finds the holder's node
- * down takes the lock over in one compare-and-swap from the dead
- * holder's word, marked inconsistent: -EOWNERDEAD.
+ * down, or up as another incarnation than the one the word names (it
+ * left and joined again: its processes are gone), takes the lock over in
+ * one compare-and-swap from the dead holder's word, marked inconsistent:
+ * -EOWNERDEAD.
  */
 #include <errno.h>
 #include <unistd.h>
@@ -15,18 +17,27 @@
 #include "odsm_sync_int.h"
 #include "odsm_mutex_int.h"
 
-static uint64_t my_word(void)
+/* This thread's word: asks for this node's incarnation (a system call) */
+static int my_word(uint64_t *w)
 {
-	return odsm_mx_holder_word(odsm_rt.info.node_id,
-				   (uint32_t)syscall(SYS_gettid));
+	uint32_t inc;
+	int ret = odsm__node_inc_tag(odsm_rt.info.node_id, &inc);
+
+	*w = odsm_mx_holder_word(odsm_rt.info.node_id,
+				 (uint32_t)syscall(SYS_gettid), inc);
+	return ret;
 }
 
 int odsm__mutex_lock_cas(struct odsm_guard *g, bool wait)
 {
-	uint64_t at = g->mutex + ODSM_MX_WORD, mine = my_word();
-	uint64_t expect = 0, want = mine, old;
+	uint64_t at = g->mutex + ODSM_MX_WORD, mine, expect = 0, want, old;
 	unsigned int us = 0;
 	int ret, down;
+
+	ret = my_word(&mine);
+	if (ret)
+		return ret;
+	want = mine;
 
 	for (;;) {
 		ret = odsm_cmp_swap_nic(at, expect, want, &old);
@@ -46,7 +57,8 @@ int odsm__mutex_lock_cas(struct odsm_guard *g, bool wait)
 		if ((old & ~ODSM_MX_INCONSISTENT) == mine)
 			return -EDEADLK;	/* this thread holds it */
 		if (old) {
-			down = odsm__node_down((unsigned int)odsm_mx_holder(old));
+			down = odsm__holder_gone((unsigned int)odsm_mx_holder(old),
+						 odsm_mx_holder_inc(old));
 			if (down < 0)
 				return down;
 		} else {

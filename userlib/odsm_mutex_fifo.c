@@ -55,10 +55,11 @@ static int before_dead(uint64_t mutex, uint32_t s, uint32_t t)
 		node = odsm_mx_ring_node(e, s);
 		if (node < 0)
 			return 0;	/* not written yet: alive */
-		/* one not known down is alive: never an abort, with our
-		 * ticket taken
+		/* one not known gone is alive: never an abort, with our
+		 * ticket taken (gone: down, or joined again since)
 		 */
-		if (odsm__node_down((unsigned int)node) != 1)
+		if (odsm__holder_gone((unsigned int)node,
+				      odsm_mx_ring_inc(e)) != 1)
 			return 0;
 	}
 	return 1;
@@ -100,8 +101,13 @@ int odsm__mutex_lock_fifo(struct odsm_guard *g, bool wait)
 {
 	uint64_t at = g->mutex + ODSM_MX_WORD, old, w, e, seen_us, now_us;
 	unsigned int us = 0, polls = 0, grant_us = 0, rus = 0;
-	uint32_t t, seen;
+	uint32_t t, seen, inc;
 	int ret;
+
+	/* before the ticket: a failure here keeps nobody waiting */
+	ret = odsm__node_inc_tag(odsm_rt.info.node_id, &inc);
+	if (ret)
+		return ret;
 
 	if (!wait) {	/* a ticket only when it is served at once */
 		ret = odsm_read(at, &w, sizeof(w));
@@ -121,7 +127,7 @@ int odsm__mutex_lock_fifo(struct odsm_guard *g, bool wait)
 	}
 	/* from here on the ticket is ours to be served: see again() */
 	t = odsm_mx_next(old);
-	e = odsm_mx_ring_entry(t, odsm_rt.info.node_id);
+	e = odsm_mx_ring_entry(t, odsm_rt.info.node_id, inc);
 	while ((ret = odsm_write(ring_at(g->mutex, t), &e, sizeof(e))) &&
 	       again(ret, &rus))
 		;

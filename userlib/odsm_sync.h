@@ -168,7 +168,8 @@ int odsm_mutex_new(uint64_t *mutex, unsigned int kind, struct odsm_box *obj);
  * Lock: *p points at the guarded object, here (a mutable borrow: the
  * object moves to this node).  Waits for ever with backoff unless
  * the mutex's node is down (-EHOSTDOWN).  -EOWNERDEAD: the holder's node
- * died holding it; the lock is ours, *p is the object as the last unlock
+ * died holding it (or, CAS and FIFO kinds, left and joined again); the
+ * lock is ours, *p is the object as the last unlock
  * left it (the dead holder's changes are lost): make it consistent and
  * call odsm_mutex_consistent(), or unlock and every later lock fails
  * -ENOTRECOVERABLE.  -EINVAL: not a mutex.  The delegated kind also

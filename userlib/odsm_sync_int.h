@@ -152,20 +152,42 @@ struct odsm_mutex_obj {
 /*
  * The CAS kind's lock word: 0 when free; else the holder's node + 1 in
  * bits 0..15, a tag of the holding thread in 16..47 (a guard is
- * released only by the holder that took it), and two flags.
+ * released only by the holder that took it), the tag of its node's
+ * incarnation in 48..61 (odsm_mx_inc_tag(); 0: not known), and two flags.
  */
 #define ODSM_MX_INCONSISTENT	(1ULL << 62)	/* taken from a dead holder */
 #define ODSM_MX_NOTRECOVERABLE	(1ULL << 63)	/* unlocked while inconsistent */
+#define ODSM_MX_INC_MAX		0x3fffU
 
-static inline uint64_t odsm_mx_holder_word(unsigned int node, uint32_t tag)
+/*
+ * 14 bits of a node's incarnation (struct odsm_peer_info), 1..0x3fff, or
+ * 0 for one not known: a holder's node that left and joined again (its
+ * processes gone, as after a restart) is seen in the lock words as
+ * another incarnation, but for one chance in 16383.
+ */
+static inline uint32_t odsm_mx_inc_tag(uint64_t incarnation)
 {
-	return (uint64_t)(node + 1) | (uint64_t)(tag & 0xffffffffU) << 16;
+	return incarnation ?
+	       (uint32_t)(incarnation % ODSM_MX_INC_MAX) + 1 : 0;
+}
+
+static inline uint64_t odsm_mx_holder_word(unsigned int node, uint32_t tag,
+					   uint32_t inc)
+{
+	return (uint64_t)(node + 1) | (uint64_t)(tag & 0xffffffffU) << 16 |
+	       (uint64_t)(inc & ODSM_MX_INC_MAX) << 48;
 }
 
 /* The node holding the CAS kind's word w (not free), or -1. */
 static inline int odsm_mx_holder(uint64_t w)
 {
 	return (int)(w & 0xffff) - 1;
+}
+
+/* The incarnation tag of the holder of the CAS kind's word w, or 0. */
+static inline uint32_t odsm_mx_holder_inc(uint64_t w)
+{
+	return (uint32_t)(w >> 48) & ODSM_MX_INC_MAX;
 }
 
 /* The FIFO kind's word: tickets handed out, and the ticket served. */
@@ -185,9 +207,15 @@ static inline uint64_t odsm_mx_serve(uint64_t w, uint32_t s)
 	return (w & ~0xffffffffULL) | s;
 }
 
-static inline uint64_t odsm_mx_ring_entry(uint32_t ticket, unsigned int node)
+/*
+ * A FIFO ring entry: the node that took a ticket (+ 1) in bits 0..15, the
+ * ticket in 16..47, its node's incarnation tag in 48..61 (0: not known).
+ */
+static inline uint64_t odsm_mx_ring_entry(uint32_t ticket, unsigned int node,
+					  uint32_t inc)
 {
-	return (uint64_t)ticket << 16 | (node + 1);
+	return (uint64_t)ticket << 16 | (node + 1) |
+	       (uint64_t)(inc & ODSM_MX_INC_MAX) << 48;
 }
 
 /*
@@ -199,6 +227,12 @@ static inline int odsm_mx_ring_node(uint64_t e, uint32_t t)
 	if ((uint32_t)(e >> 16) != t || !(e & 0xffff))
 		return -1;
 	return (int)(e & 0xffff) - 1;
+}
+
+/* The incarnation tag of ring entry e's node, or 0. */
+static inline uint32_t odsm_mx_ring_inc(uint64_t e)
+{
+	return (uint32_t)(e >> 48) & ODSM_MX_INC_MAX;
 }
 
 /* ---- backoff ------------------------------------------------------------- */
@@ -277,6 +311,19 @@ int odsm__node_down(unsigned int node);
  * K / 64) is down, 0 when none, -errno.
  */
 int odsm__any_down(const uint64_t *mask, unsigned int words);
+/*
+ * The tag (odsm_mx_inc_tag()) of node's incarnation, this node's own
+ * included, in *tag; 0 there when not known (no cluster, a module that
+ * does not say).  0 or -errno.
+ */
+int odsm__node_inc_tag(unsigned int node, uint32_t *tag);
+/*
+ * Is the holder of a lock gone: its node down, or up as another
+ * incarnation than tag (0: not known, not compared), as happens when it
+ * left and joined again (a restart) with nobody looking meanwhile?  1, 0
+ * or -errno.
+ */
+int odsm__holder_gone(unsigned int node, uint32_t tag);
 /* Wait (deadline_ms: odsm__sync_now_ms() time, 0 for ever) until node's
  * directory exists: 0, -ETIMEDOUT, -EHOSTDOWN, -EBADMSG (not one).
  */

@@ -75,6 +75,41 @@ int odsm__node_down(unsigned int node)
 	return odsm__any_down(mask, ODSM_MAX_NODES / 64);
 }
 
+int odsm__node_inc_tag(unsigned int node, uint32_t *tag)
+{
+	struct odsm_peer_info p[ODSM_MAX_NODES];
+	unsigned int n = node + 1;
+	int ret;
+
+	*tag = 0;
+	if (node >= ODSM_MAX_NODES)
+		return -EINVAL;
+	ret = odsm_status(p, &n, NULL);
+	if (!ret && node < n)
+		*tag = odsm_mx_inc_tag(p[node].incarnation);
+	return ret;
+}
+
+int odsm__holder_gone(unsigned int node, uint32_t tag)
+{
+	struct odsm_peer_info p[ODSM_MAX_NODES];
+	unsigned int n = node + 1;
+	uint32_t now;
+	int ret;
+
+	if (node >= ODSM_MAX_NODES)
+		return -EINVAL;
+	ret = odsm_status(p, &n, NULL);
+	if (ret)
+		return ret;
+	if (!n || node >= n)	/* not in a cluster: only this node */
+		return 0;
+	if (p[node].state == ODSM_PEER_DOWN)
+		return 1;
+	now = odsm_mx_inc_tag(p[node].incarnation);
+	return tag && now && now != tag;
+}
+
 int odsm__dir_wait(unsigned int node, uint64_t deadline_ms)
 {
 	unsigned int us = 0;

@@ -7,6 +7,14 @@
  * their objects' blocks when connecting, and with nic_atomics=N flagged
  * atomics fall back to requests.  The scenario runs it with
  * ODSM_REJOINED=1 after the re-join; without it every test SKIPs.
+ *
+ * Before the leave the scenario runs it once with ODSM_REJOIN_PREP=1:
+ * node 1 locks a CAS mutex and a FIFO mutex of node 0 and exits holding
+ * them.  After the re-join node 1 is up again, never seen down by node 0
+ * (every node left at once), but as another incarnation: its processes
+ * are gone, and node 0 takes both locks over (-EOWNERDEAD).  Before the
+ * lock words named the holder's incarnation, only a node seen down freed
+ * a lock: the CAS one stayed -EBUSY for good, the FIFO one hung.
  */
 #include "odsm_cluster.h"
 
@@ -28,6 +36,73 @@ FIXTURE_TEARDOWN(cl)
 	if (!getenv("ODSM_REJOINED")) \
 		SKIP(return, "no ODSM_REJOINED: the scenario did not re-join"); \
 } while (0)
+
+#define PREP_BEGIN() do { \
+	C_BEGIN(); \
+	if (!getenv("ODSM_REJOIN_PREP")) \
+		SKIP(return, "no ODSM_REJOIN_PREP: not before the leave"); \
+} while (0)
+
+/* A mutex of kind on this node guarding an 8-byte zero: its address. */
+static int new_mutex(unsigned int kind, uint64_t *mx)
+{
+	odsm_box b;
+	int ret = odsm_box_new(&b, 8, ODSM_ALLOC_ZERO);
+
+	return ret ? ret : odsm_mutex_new(mx, kind, &b);
+}
+
+TEST_F_TIMEOUT(cl, locks_left_held, 120)
+{
+	struct odsm_guard g1, g2;
+	uint64_t cas, fifo;
+	void *p;
+
+	PREP_BEGIN();
+	if (C.self == 0) {
+		ASSERT_EQ(0, new_mutex(ODSM_MUTEX_CAS, &cas));
+		ASSERT_EQ(0, new_mutex(ODSM_MUTEX_FIFO, &fifo));
+		ASSERT_EQ(0, c_put(0, W_REJOIN_FIFO, fifo));
+		ASSERT_EQ(0, c_put(0, W_REJOIN_CAS, cas));
+		ASSERT_EQ(0, c_poll(1, W_REJOIN_HELD, 0, 100, NULL));
+	} else if (C.self == 1) {
+		ASSERT_EQ(0, c_poll(0, W_REJOIN_CAS, 0, 100, &cas));
+		ASSERT_EQ(0, c_get(0, W_REJOIN_FIFO, &fifo));
+		ASSERT_EQ(0, odsm_mutex_lock(cas, &g1, &p));
+		ASSERT_EQ(0, odsm_mutex_lock(fifo, &g2, &p));
+		/* and this process ends holding both */
+		ASSERT_EQ(0, c_put(1, W_REJOIN_HELD, 1));
+	}
+}
+
+/*
+ * Node 1's locks, taken over from its former incarnation: at once for
+ * the CAS kind's trylock, and for the FIFO kind's lock within its
+ * periodic check of the tickets ahead.
+ */
+TEST_F_TIMEOUT(cl, locks_of_a_former_incarnation, 120)
+{
+	uint64_t cas = 0, fifo = 0, held = 0, *p;
+	struct odsm_guard g;
+
+	REJOIN_BEGIN();
+	if (C.self != 0)
+		return;
+	if (c_get(0, W_REJOIN_CAS, &cas) || c_get(0, W_REJOIN_FIFO, &fifo) ||
+	    c_get(1, W_REJOIN_HELD, &held) || !cas || !fifo || !held)
+		SKIP(return, "no locks were left held before the leave");
+	ASSERT_EQ(-EOWNERDEAD, odsm_mutex_trylock(cas, &g, (void **)&p));
+	EXPECT_EQ(0ULL, *p);
+	ASSERT_EQ(0, odsm_mutex_consistent(&g));
+	ASSERT_EQ(0, odsm_mutex_unlock(&g));
+	ASSERT_EQ(0, odsm_mutex_trylock(cas, &g, (void **)&p));
+	ASSERT_EQ(0, odsm_mutex_unlock(&g));
+	ASSERT_EQ(-EOWNERDEAD, odsm_mutex_lock(fifo, &g, (void **)&p));
+	ASSERT_EQ(0, odsm_mutex_consistent(&g));
+	ASSERT_EQ(0, odsm_mutex_unlock(&g));
+	ASSERT_EQ(0, odsm_mutex_lock(fifo, &g, (void **)&p));
+	ASSERT_EQ(0, odsm_mutex_unlock(&g));
+}
 
 /* The keys this node holds for node j's blocks (RDMA), or 0. */
 static uint32_t peer_keys(unsigned int j)

@@ -86,6 +86,9 @@ enum {
 	W_AT_NIC_CAS,
 	W_AT_NIC_BITMAP,
 	W_REJOIN_NIC = 30,	/* cluster_rejoin_test: F_NIC fetch-adds */
+	W_REJOIN_HELD = 31,	/* node 1: 1 once it left the locks held */
+	W_REJOIN_CAS = 13,	/* node 0: a CAS mutex node 1 left held */
+	W_REJOIN_FIFO = 14,	/* node 0: a FIFO mutex node 1 left held */
 	/* cluster_badmsg_test: handshakes between node 0 and node 1 */
 	W_BAD_READY = 32,	/* node 0: 1 + bad_msgs before the first case */
 	W_BAD_SENT,		/* node 1: number of the last case sent */

@@ -112,16 +112,24 @@ TEST(barrier_rounds)
 
 TEST(cas_holder_word)
 {
-	uint64_t w = odsm_mx_holder_word(5, 0xdeadbeef);
+	uint64_t w = odsm_mx_holder_word(5, 0xdeadbeef, ODSM_MX_INC_MAX);
 
 	ASSERT_NE(0ULL, w);
 	ASSERT_EQ(5, odsm_mx_holder(w));
 	ASSERT_EQ(5, odsm_mx_holder(w | ODSM_MX_INCONSISTENT));
-	ASSERT_EQ(0, odsm_mx_holder(odsm_mx_holder_word(0, 0)));
-	ASSERT_NE(0ULL, odsm_mx_holder_word(0, 0));	/* node 0 holds too */
+	ASSERT_EQ(0, odsm_mx_holder(odsm_mx_holder_word(0, 0, 0)));
+	ASSERT_NE(0ULL, odsm_mx_holder_word(0, 0, 0));	/* node 0 holds too */
 	/* the flags stay off the holder and the tag */
 	ASSERT_EQ(0ULL, w & (ODSM_MX_INCONSISTENT | ODSM_MX_NOTRECOVERABLE));
-	ASSERT_NE(odsm_mx_holder_word(5, 1), odsm_mx_holder_word(5, 2));
+	ASSERT_NE(odsm_mx_holder_word(5, 1, 1), odsm_mx_holder_word(5, 2, 1));
+	/* the incarnation tag: its own bits, read back whole */
+	ASSERT_EQ(ODSM_MX_INC_MAX, odsm_mx_holder_inc(w));
+	ASSERT_EQ(0xdeadbeefULL, (w >> 16) & 0xffffffffULL);
+	ASSERT_EQ(0U, odsm_mx_holder_inc(odsm_mx_holder_word(5, 1, 0)));
+	ASSERT_EQ(0U, odsm_mx_inc_tag(0));	/* not known */
+	ASSERT_LE(1U, odsm_mx_inc_tag(ODSM_MX_INC_MAX));
+	ASSERT_GE(ODSM_MX_INC_MAX, odsm_mx_inc_tag(~0ULL));
+	ASSERT_NE(odsm_mx_inc_tag(1), odsm_mx_inc_tag(2));
 }
 
 TEST(fifo_ticket_word)
@@ -152,14 +160,15 @@ TEST(fifo_ticket_word)
 
 TEST(fifo_ring_entries)
 {
-	uint64_t e = odsm_mx_ring_entry(1234, 2);
+	uint64_t e = odsm_mx_ring_entry(1234, 2, 77);
 
 	ASSERT_EQ(2, odsm_mx_ring_node(e, 1234));
+	ASSERT_EQ(77U, odsm_mx_ring_inc(e));
 	/* of another ticket (overwritten, or not written yet): unknown */
 	ASSERT_EQ(-1, odsm_mx_ring_node(e, 1234 + ODSM_MX_RING));
 	ASSERT_EQ(-1, odsm_mx_ring_node(0, 0));
-	ASSERT_EQ(0, odsm_mx_ring_node(odsm_mx_ring_entry(0, 0), 0));
-	ASSERT_EQ(3, odsm_mx_ring_node(odsm_mx_ring_entry(0xffffffffU, 3),
+	ASSERT_EQ(0, odsm_mx_ring_node(odsm_mx_ring_entry(0, 0, 0), 0));
+	ASSERT_EQ(3, odsm_mx_ring_node(odsm_mx_ring_entry(0xffffffffU, 3, ODSM_MX_INC_MAX),
 				       0xffffffffU));
 }
 

@@ -74,6 +74,9 @@ static struct {
 	unsigned int nodes;		/* ... of nodes 0..nodes-1 (0: 2); every
 					 * node past 0 is in peer_state
 					 */
+	uint64_t peer_inc;		/* ... and has this incarnation (node
+					 * K: peer_inc + K; 0: not said)
+					 */
 } fk = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static uint64_t fk_part(unsigned int node)
@@ -474,6 +477,7 @@ static int fk_ioctl_locked(unsigned long req, void *arg)
 			p[i].state = !i ? ODSM_PEER_SELF :
 				     i == 1 && fk.node1_down ? ODSM_PEER_DOWN :
 				     fk.peer_state;
+			p[i].incarnation = fk.peer_inc ? fk.peer_inc + i : 0;
 		}
 		st->nr = n;
 		st->transport = ODSM_TRANSPORT_TCP;

@@ -345,7 +345,7 @@ TEST_F(sy, cas_dead_holder)
 	struct odsm_guard g, g2;
 
 	/* node 1 holds it */
-	w = odsm_mx_holder_word(1, 77);
+	w = odsm_mx_holder_word(1, 77, 0);
 	ASSERT_EQ(0, odsm_write(odsm_addr_of(mx) + ODSM_MX_WORD, &w, 8));
 	ASSERT_EQ(-EBUSY, odsm_mutex_trylock(mx, &g, (void **)&p));
 	fk.peer_state = ODSM_PEER_DOWN;
@@ -356,7 +356,7 @@ TEST_F(sy, cas_dead_holder)
 	ASSERT_EQ(0, odsm_mutex_lock(mx, &g, (void **)&p));
 	ASSERT_EQ(-EDEADLK, odsm_mutex_lock(mx, &g2, (void **)&p));
 	/* a guard taken over from us is not ours to release */
-	w = odsm_mx_holder_word(1, 78);
+	w = odsm_mx_holder_word(1, 78, 0);
 	ASSERT_EQ(0, odsm_write(odsm_addr_of(mx) + ODSM_MX_WORD, &w, 8));
 	ASSERT_EQ(-EPERM, odsm_mutex_unlock(&g));
 	/* taken from the dead node again, and unlocked inconsistent */
@@ -373,7 +373,7 @@ TEST_F(sy, fifo_dead_holder)
 
 	/* node 1 took ticket 0 (served at once: it holds the lock) */
 	ASSERT_EQ(0, odsm_fetch_add(at + ODSM_MX_WORD, 1ULL << 32, NULL));
-	e = odsm_mx_ring_entry(0, 1);
+	e = odsm_mx_ring_entry(0, 1, 0);
 	ASSERT_EQ(0, odsm_write(at + ODSM_MX_RINGOFF, &e, 8));
 	ASSERT_EQ(-EBUSY, odsm_mutex_trylock(mx, &g, (void **)&p));
 	fk.peer_state = ODSM_PEER_DOWN;
@@ -386,12 +386,62 @@ TEST_F(sy, fifo_dead_holder)
 	/* node 1 holds it again and dies: unlocked inconsistent */
 	fk.peer_state = ODSM_PEER_UP;
 	ASSERT_EQ(0, odsm_fetch_add(at + ODSM_MX_WORD, 1ULL << 32, NULL));
-	e = odsm_mx_ring_entry(3, 1);
+	e = odsm_mx_ring_entry(3, 1, 0);
 	ASSERT_EQ(0, odsm_write(at + ODSM_MX_RINGOFF + 8 * 3, &e, 8));
 	fk.peer_state = ODSM_PEER_DOWN;
 	ASSERT_EQ(-EOWNERDEAD, odsm_mutex_lock(mx, &g, (void **)&p));
 	ASSERT_EQ(0, odsm_mutex_unlock(&g));
 	ASSERT_EQ(-ENOTRECOVERABLE, odsm_mutex_lock(mx, &g, (void **)&p));
+}
+
+/*
+ * A holder whose node left and joined again (restarted: its processes
+ * are gone) while nobody looked: up, but as another incarnation than the
+ * one its word or ticket names.  Before, only a node seen down freed a
+ * lock, so this one stayed held for good.  The holder's words name the
+ * incarnation it had (tag of 1000 + 1); the node is now 2000 + 1.
+ */
+TEST_F(sy, holder_node_restarted)
+{
+	uint64_t mx = mutex42(ODSM_MUTEX_CAS), at, w, e, *p;
+	struct odsm_guard g;
+	uint32_t mine;
+
+	fk.peer_inc = 1000;
+	/* a lock taken here names this node's incarnation (1000 + 0) */
+	ASSERT_EQ(0, odsm_mutex_lock(mx, &g, (void **)&p));
+	ASSERT_EQ(0, odsm_read(odsm_addr_of(mx) + ODSM_MX_WORD, &w, 8));
+	EXPECT_EQ(odsm_mx_inc_tag(1000), odsm_mx_holder_inc(w));
+	ASSERT_EQ(0, odsm_mutex_unlock(&g));
+	ASSERT_EQ(0, odsm__node_inc_tag(0, &mine));
+	EXPECT_EQ(odsm_mx_inc_tag(1000), mine);
+
+	/* node 1, as it was, holds it: alive while it is that incarnation */
+	w = odsm_mx_holder_word(1, 77, odsm_mx_inc_tag(1001));
+	ASSERT_EQ(0, odsm_write(odsm_addr_of(mx) + ODSM_MX_WORD, &w, 8));
+	ASSERT_EQ(-EBUSY, odsm_mutex_trylock(mx, &g, (void **)&p));
+	fk.peer_inc = 2000;
+	ASSERT_EQ(-EOWNERDEAD, odsm_mutex_trylock(mx, &g, (void **)&p));
+	ASSERT_EQ(42ULL, *p);
+	ASSERT_EQ(0, odsm_mutex_consistent(&g));
+	ASSERT_EQ(0, odsm_mutex_unlock(&g));
+
+	/* the FIFO kind: node 1's ticket 0, of incarnation 1001 */
+	fk.peer_inc = 1000;
+	mx = mutex42(ODSM_MUTEX_FIFO);
+	at = odsm_addr_of(mx);
+	ASSERT_EQ(0, odsm_fetch_add(at + ODSM_MX_WORD, 1ULL << 32, NULL));
+	e = odsm_mx_ring_entry(0, 1, odsm_mx_inc_tag(1001));
+	ASSERT_EQ(0, odsm_write(at + ODSM_MX_RINGOFF, &e, 8));
+	fk.peer_inc = 2000;
+	ASSERT_EQ(-EOWNERDEAD, odsm_mutex_lock(mx, &g, (void **)&p));
+	ASSERT_EQ(42ULL, *p);
+	ASSERT_EQ(0, odsm_mutex_consistent(&g));
+	ASSERT_EQ(0, odsm_mutex_unlock(&g));
+	/* this node's own ticket named its incarnation */
+	ASSERT_EQ(0, odsm_read(at + ODSM_MX_RINGOFF + 8, &e, 8));
+	EXPECT_EQ(odsm_mx_inc_tag(2000), odsm_mx_ring_inc(e));
+	fk.peer_inc = 0;
 }
 
 TEST_F(sy, barrier_dead_participant)
@@ -421,7 +471,7 @@ TEST_F(sy, holders_past_node_63)
 	struct odsm_guard g;
 
 	fk.nodes = 80;
-	w = odsm_mx_holder_word(70, 77);
+	w = odsm_mx_holder_word(70, 77, 0);
 	ASSERT_EQ(0, odsm_write(odsm_addr_of(mx) + ODSM_MX_WORD, &w, 8));
 	fk.peer_state = ODSM_PEER_DOWN;
 	ASSERT_EQ(-EOWNERDEAD, odsm_mutex_lock(mx, &g, (void **)&p));
@@ -432,7 +482,7 @@ TEST_F(sy, holders_past_node_63)
 	mx = mutex42(ODSM_MUTEX_FIFO);
 	at = odsm_addr_of(mx);
 	ASSERT_EQ(0, odsm_fetch_add(at + ODSM_MX_WORD, 1ULL << 32, NULL));
-	e = odsm_mx_ring_entry(0, 70);
+	e = odsm_mx_ring_entry(0, 70, 0);
 	ASSERT_EQ(0, odsm_write(at + ODSM_MX_RINGOFF, &e, 8));
 	fk.peer_state = ODSM_PEER_DOWN;
 	ASSERT_EQ(-EOWNERDEAD, odsm_mutex_lock(mx, &g, (void **)&p));

@@ -212,7 +212,10 @@ struct odsm_peer_info {
 				 * access one-sided
 				 */
 	__u32 regs;		/* RDMA: blocks it registered for the peer */
-	__u64 reserved[1];
+	__u64 incarnation;	/* the node's join as this node last knew
+				 * it (random at each join; this node's
+				 * own for its entry), 0: not known yet
+				 */
 };
 
 /*

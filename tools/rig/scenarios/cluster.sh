@@ -6,7 +6,9 @@
 # checks that a second join is refused, waits until it sees every
 # peer up, and runs the multi-node kselftest programs (/rig/bin/cluster_*_test,
 # selftests/cluster/) on every node at once, with a rig barrier between
-# programs, then checks that odsmctl drop-copies leaves no copy.  Then every node leaves the cluster, joins it again (with the
+# programs, then checks that odsmctl drop-copies leaves no copy.  Then
+# cluster_rejoin_test runs once with ODSM_REJOIN_PREP=1 (node 1 exits
+# holding two of node 0's locks), every node leaves the cluster, joins it again (with the
 # module parameter nic_atomics=N, as on a device without RDMA atomics) and
 # runs cluster_rejoin_test (the objects outlive the leave, the new
 # connections work), and the module is unloaded.  Fails if any program fails.
@@ -252,6 +254,12 @@ elif [ "${rig_fake_peer:-0}" = 1 ]; then
 	# the programs knew the fake node; the re-join phase does not
 	barrier || fail "barrier before unloading"
 else
+	# node 1 leaves two locks held, for cluster_rejoin_test after the
+	# re-join (its former incarnation's locks are taken over)
+	if [ -x /rig/bin/cluster_rejoin_test ]; then
+		run_test /rig/bin/cluster_rejoin_test ODSM_REJOIN_PREP=1
+		barrier || fail "barrier after leaving locks held"
+	fi
 	# leave (twice: the second does nothing), join again, check
 	odsmctl leave || { echo "cluster: odsmctl leave failed"; failed=$((failed + 1)); }
 	odsmctl leave || { echo "cluster: a second odsmctl leave failed"; failed=$((failed + 1)); }
