@@ -159,6 +159,25 @@ static int send_hello(struct odsm_cluster *c, struct odsm_conn *conn, u32 dst,
 /* ---- receiving ---------------------------------------------------------- */
 
 /*
+ * Each node's incarnation as this node saw it last ([0]) and the one it
+ * saw before that ([1]), 0 for none: kept across this node's own leaves
+ * and joins (the peers' array is not), for the module's life.  Reported
+ * by ODSM_IOC_STATUS: libodsm's mutexes take a lock over from a holder
+ * whose word names the incarnation before the one seen last (its node
+ * left and joined again), and only then: a word of a newer incarnation
+ * than this node has seen is of a live holder.  Under c->lock.
+ */
+static u64 seen_inc[ODSM_MAX_NODES][2];
+
+static void seen_inc_note(u32 id, u64 incarnation)
+{
+	if (seen_inc[id][0] == incarnation)
+		return;
+	seen_inc[id][1] = seen_inc[id][0];
+	seen_inc[id][0] = incarnation;
+}
+
+/*
  * The handshake is complete on conn for node id: the peer is up.  An
  * accepted connection replaces whatever older one the peer had (it
  * restarted, or its old connection died); a dialled one must still be
@@ -207,6 +226,7 @@ static bool peer_authed(struct odsm_cluster *c, struct odsm_conn *conn,
 	restarted = c->peers[id].incarnation &&
 		    c->peers[id].incarnation != incarnation;
 	c->peers[id].incarnation = incarnation;
+	seen_inc_note(id, incarnation);
 	c->peers[id].last_rx_ns = ktime_get_ns();
 	spin_unlock(&c->lock);
 
@@ -807,6 +827,7 @@ int odsm_cluster_join(const struct odsm_join *j,
 		goto err_wq;
 	spin_lock(&c->lock);
 	c->joined = true;
+	seen_inc_note(c->self, c->incarnation);
 	spin_unlock(&c->lock);
 	c->ticker = kthread_run(ticker_thread, c, "odsm-tick");
 	if (IS_ERR(c->ticker)) {
@@ -928,8 +949,8 @@ int odsm_cluster_status(struct odsm_status *st, struct odsm_peer_info *out,
 		o->state = p->state;
 		o->rtt_ns = p->rtt_ns;
 		o->free_bytes = p->free_bytes;
-		o->incarnation = i == c->self ? c->incarnation :
-						p->incarnation;
+		o->incarnation = (u32)seen_inc[i][0] |
+				 (u64)(u32)seen_inc[i][1] << 32;
 		spin_unlock(&c->lock);
 		o->msgs_tx = atomic64_read(&p->msgs_tx);
 		o->msgs_rx = atomic64_read(&p->msgs_rx);

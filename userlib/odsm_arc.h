@@ -15,7 +15,8 @@
  * Every function returns 0 or a negative errno value:
  *   -EINVAL   a NULL or empty handle or box
  *   -ESTALE   the object was freed (its count reached zero)
- *   -EBUSY    get_mut: other references exist (a write is refused)
+ *   -EBUSY    get_mut: other references exist (a write is refused);
+ *             clone: the count is at its limit (2^48 - 1)
  */
 #ifndef ODSM_ARC_H
 #define ODSM_ARC_H

@@ -5,8 +5,8 @@
  * NIC's atomics over RDMA: the word is of the NIC atomic domain, so
  * every atomic on it is an odsm_*_nic one, and nothing writes it), then
  * polled with bounded backoff.  A waiter that finds the holder's node
- * down, or up as another incarnation than the one the word names (it
- * left and joined again: its processes are gone), takes the lock over in
+ * down, or the word naming the incarnation it saw before the last one
+ * (the node left and joined again: its processes are gone), takes the lock over in
  * one compare-and-swap from the dead holder's word, marked inconsistent:
  * -EOWNERDEAD.
  */
@@ -54,8 +54,9 @@ int odsm__mutex_lock_cas(struct odsm_guard *g, bool wait)
 		}
 		if (old & ODSM_MX_NOTRECOVERABLE)
 			return -ENOTRECOVERABLE;
-		if ((old & ~ODSM_MX_INCONSISTENT) == mine)
-			return -EDEADLK;	/* this thread holds it */
+		/* this thread holds it (whatever incarnation it named) */
+		if (old && (old & ODSM_MX_WHO) == (mine & ODSM_MX_WHO))
+			return -EDEADLK;
 		if (old) {
 			down = odsm__holder_gone((unsigned int)odsm_mx_holder(old),
 						 odsm_mx_holder_inc(old));

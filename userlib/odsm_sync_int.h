@@ -122,7 +122,7 @@ static inline uint64_t odsm_b_close(uint64_t count)
 /*
  * A mutex object: magic and kind, the lock word, the owner box of the
  * guarded object (16-aligned), and for the FIFO kind a ring of who took
- * the last tickets (ticket << 16 | node + 1), for the dead-holder check;
+ * the last tickets (odsm_mx_ring_entry()), for the dead-holder check;
  * for the delegated kind, the ring's first 16 bytes hold the odsm_trust
  * of the queue its trustee keeps (odsm_mutex_dq.h).
  */
@@ -158,17 +158,20 @@ struct odsm_mutex_obj {
 #define ODSM_MX_INCONSISTENT	(1ULL << 62)	/* taken from a dead holder */
 #define ODSM_MX_NOTRECOVERABLE	(1ULL << 63)	/* unlocked while inconsistent */
 #define ODSM_MX_INC_MAX		0x3fffU
+/* the holder's node and thread in the CAS kind's word */
+#define ODSM_MX_WHO		0xffffffffffffULL
 
 /*
- * 14 bits of a node's incarnation (struct odsm_peer_info), 1..0x3fff, or
- * 0 for one not known: a holder's node that left and joined again (its
- * processes gone, as after a restart) is seen in the lock words as
- * another incarnation, but for one chance in 16383.
+ * 14 bits of (32 bits of) a node's incarnation (struct odsm_peer_info),
+ * 1..0x3fff, or 0 for one not known: a holder's node that left and
+ * joined again (its processes gone, as after a restart) is seen in the
+ * lock words as the incarnation before the last, but for one chance in
+ * 16383.
  */
-static inline uint32_t odsm_mx_inc_tag(uint64_t incarnation)
+static inline uint32_t odsm_mx_inc_tag(uint32_t incarnation)
 {
 	return incarnation ?
-	       (uint32_t)(incarnation % ODSM_MX_INC_MAX) + 1 : 0;
+	       incarnation % ODSM_MX_INC_MAX + 1 : 0;
 }
 
 static inline uint64_t odsm_mx_holder_word(unsigned int node, uint32_t tag,
@@ -318,10 +321,10 @@ int odsm__any_down(const uint64_t *mask, unsigned int words);
  */
 int odsm__node_inc_tag(unsigned int node, uint32_t *tag);
 /*
- * Is the holder of a lock gone: its node down, or up as another
- * incarnation than tag (0: not known, not compared), as happens when it
- * left and joined again (a restart) with nobody looking meanwhile?  1, 0
- * or -errno.
+ * Is the holder of a lock gone: its node down, or tag (0: not known, not
+ * compared) that of the incarnation this node saw before the last one,
+ * as when the node left and joined again (a restart) with nobody
+ * looking meanwhile?  1, 0 or -errno.
  */
 int odsm__holder_gone(unsigned int node, uint32_t tag);
 /* Wait (deadline_ms: odsm__sync_now_ms() time, 0 for ever) until node's

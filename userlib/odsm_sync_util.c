@@ -86,7 +86,7 @@ int odsm__node_inc_tag(unsigned int node, uint32_t *tag)
 		return -EINVAL;
 	ret = odsm_status(p, &n, NULL);
 	if (!ret && node < n)
-		*tag = odsm_mx_inc_tag(p[node].incarnation);
+		*tag = odsm_mx_inc_tag((uint32_t)p[node].incarnation);
 	return ret;
 }
 
@@ -94,7 +94,7 @@ int odsm__holder_gone(unsigned int node, uint32_t tag)
 {
 	struct odsm_peer_info p[ODSM_MAX_NODES];
 	unsigned int n = node + 1;
-	uint32_t now;
+	uint32_t last, before;
 	int ret;
 
 	if (node >= ODSM_MAX_NODES)
@@ -106,8 +106,14 @@ int odsm__holder_gone(unsigned int node, uint32_t tag)
 		return 0;
 	if (p[node].state == ODSM_PEER_DOWN)
 		return 1;
-	now = odsm_mx_inc_tag(p[node].incarnation);
-	return tag && now && now != tag;
+	/*
+	 * Gone only when the holder's incarnation is the one this node saw
+	 * before the last: one it has not seen yet (its node restarted
+	 * again, this node has not heard of it) is a live holder's.
+	 */
+	last = odsm_mx_inc_tag((uint32_t)p[node].incarnation);
+	before = odsm_mx_inc_tag((uint32_t)(p[node].incarnation >> 32));
+	return tag && tag == before && tag != last;
 }
 
 int odsm__dir_wait(unsigned int node, uint64_t deadline_ms)

@@ -128,7 +128,7 @@ TEST(cas_holder_word)
 	ASSERT_EQ(0U, odsm_mx_holder_inc(odsm_mx_holder_word(5, 1, 0)));
 	ASSERT_EQ(0U, odsm_mx_inc_tag(0));	/* not known */
 	ASSERT_LE(1U, odsm_mx_inc_tag(ODSM_MX_INC_MAX));
-	ASSERT_GE(ODSM_MX_INC_MAX, odsm_mx_inc_tag(~0ULL));
+	ASSERT_GE(ODSM_MX_INC_MAX, odsm_mx_inc_tag(~0U));
 	ASSERT_NE(odsm_mx_inc_tag(1), odsm_mx_inc_tag(2));
 }
 

@@ -74,9 +74,11 @@ static struct {
 	unsigned int nodes;		/* ... of nodes 0..nodes-1 (0: 2); every
 					 * node past 0 is in peer_state
 					 */
-	uint64_t peer_inc;		/* ... and has this incarnation (node
-					 * K: peer_inc + K; 0: not said)
+	uint32_t peer_inc;		/* ... and was seen last as this
+					 * incarnation (node K: peer_inc + K;
+					 * 0: not said), and before that as
 					 */
+	uint32_t peer_inc_before;	/* this one (+ K; 0: none) */
 } fk = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static uint64_t fk_part(unsigned int node)
@@ -477,7 +479,10 @@ static int fk_ioctl_locked(unsigned long req, void *arg)
 			p[i].state = !i ? ODSM_PEER_SELF :
 				     i == 1 && fk.node1_down ? ODSM_PEER_DOWN :
 				     fk.peer_state;
-			p[i].incarnation = fk.peer_inc ? fk.peer_inc + i : 0;
+			p[i].incarnation =
+				(fk.peer_inc ? fk.peer_inc + i : 0) |
+				(uint64_t)(fk.peer_inc_before ?
+					   fk.peer_inc_before + i : 0) << 32;
 		}
 		st->nr = n;
 		st->transport = ODSM_TRANSPORT_TCP;

@@ -399,12 +399,15 @@ TEST_F(sy, fifo_dead_holder)
  * are gone) while nobody looked: up, but as another incarnation than the
  * one its word or ticket names.  Before, only a node seen down freed a
  * lock, so this one stayed held for good.  The holder's words name the
- * incarnation it had (tag of 1000 + 1); the node is now 2000 + 1.
+ * incarnation it had (tag of 1000 + 1); the node is now 2000 + 1, seen
+ * after 1000 + 1.  A word naming an incarnation this node has not seen
+ * yet (3000 + 1: the holder's node restarted again, and this node does
+ * not know yet) is a live holder's: not taken over.
  */
 TEST_F(sy, holder_node_restarted)
 {
 	uint64_t mx = mutex42(ODSM_MUTEX_CAS), at, w, e, *p;
-	struct odsm_guard g;
+	struct odsm_guard g, g2;
 	uint32_t mine;
 
 	fk.peer_inc = 1000;
@@ -421,19 +424,34 @@ TEST_F(sy, holder_node_restarted)
 	ASSERT_EQ(0, odsm_write(odsm_addr_of(mx) + ODSM_MX_WORD, &w, 8));
 	ASSERT_EQ(-EBUSY, odsm_mutex_trylock(mx, &g, (void **)&p));
 	fk.peer_inc = 2000;
+	fk.peer_inc_before = 1000;
 	ASSERT_EQ(-EOWNERDEAD, odsm_mutex_trylock(mx, &g, (void **)&p));
 	ASSERT_EQ(42ULL, *p);
 	ASSERT_EQ(0, odsm_mutex_consistent(&g));
 	ASSERT_EQ(0, odsm_mutex_unlock(&g));
+	/* a newer incarnation than this node saw: alive */
+	w = odsm_mx_holder_word(1, 77, odsm_mx_inc_tag(3001));
+	ASSERT_EQ(0, odsm_write(odsm_addr_of(mx) + ODSM_MX_WORD, &w, 8));
+	ASSERT_EQ(-EBUSY, odsm_mutex_trylock(mx, &g, (void **)&p));
+	w = 0;
+	ASSERT_EQ(0, odsm_write(odsm_addr_of(mx) + ODSM_MX_WORD, &w, 8));
+	/* this thread's own word, of an incarnation before: still its own */
+	ASSERT_EQ(0, odsm_mutex_lock(mx, &g, (void **)&p));
+	fk.peer_inc = 4000;
+	ASSERT_EQ(-EDEADLK, odsm_mutex_trylock(mx, &g2, (void **)&p));
+	ASSERT_EQ(0, odsm_mutex_unlock(&g));
+	fk.peer_inc = 2000;
 
 	/* the FIFO kind: node 1's ticket 0, of incarnation 1001 */
 	fk.peer_inc = 1000;
+	fk.peer_inc_before = 0;
 	mx = mutex42(ODSM_MUTEX_FIFO);
 	at = odsm_addr_of(mx);
 	ASSERT_EQ(0, odsm_fetch_add(at + ODSM_MX_WORD, 1ULL << 32, NULL));
 	e = odsm_mx_ring_entry(0, 1, odsm_mx_inc_tag(1001));
 	ASSERT_EQ(0, odsm_write(at + ODSM_MX_RINGOFF, &e, 8));
 	fk.peer_inc = 2000;
+	fk.peer_inc_before = 1000;
 	ASSERT_EQ(-EOWNERDEAD, odsm_mutex_lock(mx, &g, (void **)&p));
 	ASSERT_EQ(42ULL, *p);
 	ASSERT_EQ(0, odsm_mutex_consistent(&g));
@@ -442,6 +460,7 @@ TEST_F(sy, holder_node_restarted)
 	ASSERT_EQ(0, odsm_read(at + ODSM_MX_RINGOFF + 8, &e, 8));
 	EXPECT_EQ(odsm_mx_inc_tag(2000), odsm_mx_ring_inc(e));
 	fk.peer_inc = 0;
+	fk.peer_inc_before = 0;
 }
 
 TEST_F(sy, barrier_dead_participant)

@@ -212,9 +212,11 @@ struct odsm_peer_info {
 				 * access one-sided
 				 */
 	__u32 regs;		/* RDMA: blocks it registered for the peer */
-	__u64 incarnation;	/* the node's join as this node last knew
-				 * it (random at each join; this node's
-				 * own for its entry), 0: not known yet
+	__u64 incarnation;	/* the node's joins (random at each) as
+				 * this node saw them: bits 0..31 of the
+				 * last seen, in 32..63 of the one seen
+				 * before it; 0: none (kept across this
+				 * node's own leaves; its own entry too)
 				 */
 };
 
