@@ -73,19 +73,21 @@ static void dg_gw_move(struct odsm_deleg *d, const uint8_t *req,
 }
 
 /*
- * Would the trustee run request v (an apply_with)?  Its cell live, of its
- * generation, with a reference; its op registered.  Asked before the
+ * Would trustee t run request v (an apply_with)?  Its cell t's (dg_relay()
+ * takes the batch to the trustee of its first request's cell), live, of
+ * its generation, with a reference; its op registered.  Asked before the
  * argument is copied: a request the trustee refuses anyway must not make
  * this node allocate and read for it.  (The cell may still end before
  * the trustee runs it: that copy is freed with the others.)
  */
-static bool dg_gw_would_run(const struct odsm_deleg *d,
+static bool dg_gw_would_run(const struct odsm_deleg *d, uint32_t t,
 			    const struct odsm_dreq_view *v)
 {
 	uint32_t idx = (uint32_t)v->obj;
 	uint64_t w;
 
-	if ((uint64_t)idx >= (uint64_t)d->geo.trustees * d->geo.cells)
+	if ((uint64_t)idx >= (uint64_t)d->geo.trustees * d->geo.cells ||
+	    idx / d->geo.cells != t)
 		return false;
 	w = __atomic_load_n(&dg_cell(d, idx)->word, __ATOMIC_ACQUIRE);
 	return (uint32_t)(w >> 32) == (uint32_t)(v->obj >> 32) &&
@@ -109,7 +111,11 @@ unsigned int dg_gw_bring_args(const struct odsm_deleg *d, uint8_t *req,
 	uint64_t budget = DG_GW_COPY_MAX;
 	unsigned int i, nc = 0;
 	struct odsm_dwith w;
+	uint32_t t;
 
+	if (!n)
+		return 0;
+	t = (uint32_t)v[0].obj / d->geo.cells;	/* as dg_relay() picks */
 	for (i = 0; i < n; i++) {
 		if (v[i].kind != ODSM_DREQ_APPLY_WITH)
 			continue;
@@ -117,7 +123,7 @@ unsigned int dg_gw_bring_args(const struct odsm_deleg *d, uint8_t *req,
 		if (!w.len || !odsm_in_heap(w.gaddr) ||
 		    odsm_is_local(w.gaddr))
 			continue;	/* read in place */
-		if (w.len > budget || !dg_gw_would_run(d, &v[i]))
+		if (w.len > budget || !dg_gw_would_run(d, t, &v[i]))
 			continue;
 		if (dg_copy_here(w.gaddr, w.len, &copies[nc]) || !copies[nc])
 			continue;

@@ -1137,7 +1137,7 @@ TEST(heap_arena_in_the_local_partition)
  */
 TEST(gateway_copies_only_what_would_run)
 {
-	struct odsm_deleg_config c = { .trustees = 1, .clients = 2,
+	struct odsm_deleg_config c = { .trustees = 2, .clients = 2,
 				       .cells = 8 };
 	struct odsm_dwith w[4], got;
 	struct odsm_dreq_view v[4];
@@ -1146,8 +1146,8 @@ TEST(gateway_copies_only_what_would_run)
 	struct odsm_deleg_arena a;
 	struct odsm_dbatch bt;
 	struct odsm_deleg *d;
-	odsm_box b, rb;
-	odsm_trust t;
+	odsm_box b, b1, rb;
+	odsm_trust t, t1;
 	uint64_t copies[4];
 	unsigned long allocs;
 	uint8_t req[1024];
@@ -1160,6 +1160,8 @@ TEST(gateway_copies_only_what_would_run)
 	ASSERT_EQ(0, odsm_deleg_start(&a, &c, &d));
 	ASSERT_EQ(0, odsm_box_new(&b, 8, ODSM_ALLOC_ZERO));
 	ASSERT_EQ(0, odsm_deleg_entrust(d, 0, &b, 0, &t));
+	ASSERT_EQ(0, odsm_box_new(&b1, 8, ODSM_ALLOC_ZERO));
+	ASSERT_EQ(0, odsm_deleg_entrust(d, 1, &b1, 0, &t1));
 	ASSERT_EQ(0, odsm_box_new_on(&rb, 1, 64, ODSM_ALLOC_ZERO, NULL));
 	for (i = 0; i < 4; i++) {
 		w[i].gaddr = rb.g;
@@ -1189,10 +1191,21 @@ TEST(gateway_copies_only_what_would_run)
 		memcpy(&got, req + v[i].arg_off, sizeof(got));
 		EXPECT_EQ(rb.g, got.gaddr);
 	}
+	/*
+	 * Behind a request of trustee 1's: the batch is relayed there,
+	 * which refuses a cell of trustee 0's (request 1 is still node 1's)
+	 */
+	v[0] = v[1];
+	v[0].obj = t1.cell | (uint64_t)t1.gen << 32;
+	v[0].kind = ODSM_DREQ_APPLY;
+	v[1].obj = t.cell | (uint64_t)t.gen << 32;
+	EXPECT_EQ(0U, dg_gw_bring_args(d, req, v, 2, copies + 1));
+	EXPECT_EQ(allocs + 1, fk.st.allocs);
 	while (nc)
 		odsm_free(copies[--nc]);
 	EXPECT_EQ(0, odsm_box_drop(&rb));
 	EXPECT_EQ(0, odsm_trust_drop(&t));
+	EXPECT_EQ(0, odsm_trust_drop(&t1));
 	odsm_deleg_stop(d);
 	EXPECT_EQ(0, odsm_deleg_arena_heap_free(&a));
 	fk_fini();
