@@ -120,11 +120,9 @@ unsigned int dg_gw_bring_args(const struct odsm_deleg *d, uint8_t *req,
 		if (v[i].kind != ODSM_DREQ_APPLY_WITH)
 			continue;
 		memcpy(&w, req + v[i].arg_off, sizeof(w));
-		if (!w.len || !odsm_in_heap(w.gaddr) ||
-		    odsm_is_local(w.gaddr))
-			continue;	/* read in place */
 		if (w.len > budget || !dg_gw_would_run(d, t, &v[i]))
 			continue;
+		/* no copy (0) for an argument here already: read in place */
 		if (dg_copy_here(w.gaddr, w.len, &copies[nc]) || !copies[nc])
 			continue;
 		budget -= w.len;
