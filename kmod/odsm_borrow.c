@@ -451,7 +451,10 @@ long odsm_ioc_return(struct odsm_fref *f, void __user *arg)
  * An object the home has handed copies of is read one-sided where a miss
  * could be (odsm_cache_read_whole()): its copied mark keeps write-backs
  * into its boxes out until the free, as the mark a move's FETCH sets
- * does, so its bytes are the object's until then either way.
+ * does, so its bytes are the object's until then either way.  Any
+ * other is FETCHed, and a run's first FETCH sets that mark: the rest of
+ * a run is read one-sided after it where it can be
+ * (odsm_cache_move_rest()).
  */
 static int move_here(u32 node, u64 cg, u64 *new_cg, u64 *size, u64 *inc)
 {
@@ -496,8 +499,9 @@ static int move_here(u32 node, u64 cg, u64 *new_cg, u64 *size, u64 *inc)
 	dst = odsm_clear_color(*new_cg);
 	ret = odsm_store_rw(&odsm_heap, dst, buf + ODSM_WIRE_FETCH_REPLY_SIZE,
 			    got, true);
-	if (!ret)
-		ret = odsm_fetch_rest(node, *inc, cg, got, *size, dst);
+	if (!ret && !onesided)
+		ret = odsm_cache_move_rest(node, *inc, cg, buf, got, *size,
+					   dst);
 	if (ret)	/* nothing moved: the original stays the object */
 		odsm_heap_free(&odsm_heap, *new_cg);
 	else if (onesided)

@@ -731,6 +731,67 @@ int odsm_cache_read_whole(u32 node, u64 cg, void **firstp, u64 *size)
 }
 
 /*
+ * The rest of a move read one-sided in pieces of at most this much: a
+ * buffer of a FETCH chunk's size whatever the object's (each piece ends
+ * with a READ of the run's word, 4 bytes, a 64Ki-th of a piece's bytes).
+ */
+#define MOVE_PIECE	ODSM_WIRE_MAX_DATA
+
+int odsm_cache_move_rest(u32 node, u64 inc, u64 cg, const void *first,
+			 u32 got, u64 size, u64 dst)
+{
+	const struct odsm_miss_reader *mr = READ_ONCE(miss_reader);
+	struct odsm_wire_fetch_reply fr;
+	u64 from = got;
+	void *buf = NULL;
+	int ret = 0;
+	u32 len;
+
+	/*
+	 * Only a run (a slab's word is of its slot, not the run word
+	 * run_read() checks), and only with the color the FETCH answered:
+	 * that FETCH marked the object copied under the home's heap lock,
+	 * so its word has been "live, copied, that color" since, until a
+	 * free, which changes it for good (odsm_pubword.h).
+	 */
+	if (mr && from < size && size > ODSM_SLAB_MAX &&
+	    !odsm_wire_get_fetch_reply(first, ODSM_WIRE_FETCH_REPLY_SIZE + got,
+				       &fr))
+		buf = kvmalloc(min_t(u64, size - from, MOVE_PIECE), GFP_KERNEL);
+	while (buf && from < size) {
+		/* killed, or an io_uring command whose program went */
+		if (odsm_abandoned()) {
+			ret = -EINTR;
+			break;
+		}
+		len = min_t(u64, size - from, MOVE_PIECE);
+		ret = mr->run_read(node, inc, cg, size, fr.color, from, buf,
+				   len, false);
+		/*
+		 * -EOPNOTSUPP: without the keys of its blocks (the reader
+		 * asked for them, for the next run there), or refused by its
+		 * word: the rest by FETCHes, their window of chunks in flight
+		 * (one piece at a time here was slower; the FETCH of a freed
+		 * object says -ESTALE)
+		 */
+		if (ret)
+			break;
+		odsm_stat_inc(ODSM_STAT_move_rest_onesided);
+		ret = odsm_store_rw(&odsm_heap, dst + from, buf, len, true);
+		if (ret)
+			break;
+		from += len;
+	}
+	kvfree(buf);
+	/* the words and bytes read one-sided are of the incarnation inc only */
+	if (from > got && odsm_peer_incarnation(node, false) != inc)
+		return -EREMCHG;
+	if (ret && ret != -EOPNOTSUPP)
+		return ret;
+	return odsm_fetch_rest(node, inc, cg, from, size, dst);
+}
+
+/*
  * The first bytes of a new copy of the object at cg into *firstp (from
  * odsm_first_alloc(), the bytes after a FETCH reply's fixed part): read
  * by the miss reader where it can (one-sided, where the home publishes
@@ -1249,9 +1310,11 @@ static int lazy_fill(struct odsm_centry *e, u64 off)
 	/* one-sided where the home lets us (its words say the same object) */
 	ret = -EOPNOTSUPP;
 	if (mr && e->color_known)
-		ret = mr->lazy_read(e->node, e->inc, e->cn.key, e->size,
-				    e->color, off, buf + ODSM_WIRE_FETCH_REPLY_SIZE,
-				    len);
+		ret = mr->run_read(e->node, e->inc, e->cn.key, e->size,
+				   e->color, off, buf + ODSM_WIRE_FETCH_REPLY_SIZE,
+				   len, true);
+	if (!ret)
+		odsm_stat_inc(ODSM_STAT_lazy_onesided);
 	if (ret == -EOPNOTSUPP) {
 		ret = odsm_fetch_at(e->node, e->inc, e->cn.key, off, buf, len,
 				    0, &osize, &got);

@@ -56,13 +56,14 @@ struct odsm_miss_reader {
 	 */
 	void (*learn)(u32 node, u64 inc, u64 cg, u64 size, u16 color);
 	/*
-	 * len bytes at offset off of the object at cg (size bytes, allocated
-	 * with color, as the FETCH of node's incarnation inc that made its
-	 * lazily filled copy said) into buf: 0, -EOPNOTSUPP to ask with a
-	 * FETCH instead, another -errno: the home is gone.
+	 * len bytes at offset off of the multi-block object at cg (size
+	 * bytes, allocated with color, as the FETCH of node's incarnation
+	 * inc that made its lazily filled copy, or began its move, said)
+	 * into buf: 0, -EOPNOTSUPP to ask with a FETCH instead, another
+	 * -errno: the home is gone.  lazy: for a lazily filled copy's pages.
 	 */
-	int (*lazy_read)(u32 node, u64 inc, u64 cg, u64 size, u16 color,
-			 u64 off, void *buf, u32 len);
+	int (*run_read)(u32 node, u64 inc, u64 cg, u64 size, u16 color,
+			u64 off, void *buf, u32 len, bool lazy);
 };
 
 /*
@@ -87,6 +88,16 @@ void odsm_cache_set_miss_reader(const struct odsm_miss_reader *r);
  * incarnation after, as for any one-sided miss.
  */
 int odsm_cache_read_whole(u32 node, u64 cg, void **firstp, u64 *size);
+/*
+ * For a move whose first FETCH (its reply and got bytes in first, from
+ * node's incarnation inc) marked a multi-block object copied: the rest of
+ * its size bytes into the local range at dst, read one-sided by the miss
+ * reader where it can (the run's word after each piece), FETCHed from
+ * where it cannot (odsm_fetch_rest()).  -EREMCHG: the home restarted
+ * during a one-sided read (nothing can be kept).
+ */
+int odsm_cache_move_rest(u32 node, u64 inc, u64 cg, const void *first,
+			 u32 got, u64 size, u64 dst);
 
 struct odsm_fref *odsm_fref_new(void);
 /* The file is closing: drop every reference it still holds. */

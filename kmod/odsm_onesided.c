@@ -987,14 +987,16 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size,
 
 /*
  * len bytes at offset off of the run at cg (size bytes, allocated with
- * color, as the FETCH of its lazily filled copy from node's incarnation
- * inc said) into buf, one-sided: the bytes and the run's word after
- * them, which must still be the word that FETCH left (live, copied, that
- * color: odsm_pub_known()'s argument, for any bytes of the run).  The
- * cache's lazy reader (struct odsm_miss_reader).
+ * color, as the FETCH of its lazily filled copy, or of a move's first
+ * bytes, from node's incarnation inc said) into buf, one-sided: the
+ * bytes and the run's word after them, which must still be the word that
+ * FETCH left (live, copied, that color: odsm_pub_known()'s argument, for
+ * any bytes of the run).  The cache's run reader (struct
+ * odsm_miss_reader); for a lazily filled copy's pages (lazy) only with
+ * onesided_lazy on.
  */
-static int lazy_read(u32 node, u64 inc, u64 cg, u64 size, u16 color, u64 off,
-		     void *buf, u32 len)
+static int run_read(u32 node, u64 inc, u64 cg, u64 size, u16 color, u64 off,
+		    void *buf, u32 len, bool lazy)
 {
 	u64 head = odsm_clear_color(cg), addr = head + off;
 	u32 known = odsm_pub_run_word(true, true, color), after = 0;
@@ -1002,7 +1004,7 @@ static int lazy_read(u32 node, u64 inc, u64 cg, u64 size, u16 color, u64 off,
 	struct odsm_conn *conn;
 	int ret = -EOPNOTSUPP;
 
-	if (!onesided_on() || !READ_ONCE(onesided_lazy) ||
+	if (!onesided_on() || (lazy && !READ_ONCE(onesided_lazy)) ||
 	    (head & (ODSM_BLOCK_SIZE - 1)) ||
 	    off >= size || len > size - off || odsm_color(cg) < color)
 		return -EOPNOTSUPP;
@@ -1025,8 +1027,7 @@ static int lazy_read(u32 node, u64 inc, u64 cg, u64 size, u16 color, u64 off,
 		ret = -EOPNOTSUPP;
 		goto out;
 	}
-	odsm_stat_inc(ODSM_STAT_lazy_onesided);
-	/* brought into the cache like a FETCH's, so counted with them */
+	/* brought here like a FETCH's, so counted with them */
 	odsm_stat_add(ODSM_STAT_bytes_fetched, len);
 out:
 	odsm_peer_conn_put(conn);
@@ -1081,7 +1082,7 @@ static struct odsm_peer_events onesided_events = {
 };
 
 static const struct odsm_miss_reader onesided_reader = {
-	.copy = onesided_copy, .learn = onesided_learn, .lazy_read = lazy_read,
+	.copy = onesided_copy, .learn = onesided_learn, .run_read = run_read,
 };
 
 int odsm_onesided_init(void)

@@ -42,6 +42,7 @@ const char * const odsm_stat_names[ODSM_STAT_NR] = {
 	[ODSM_STAT_mut_moves] = "mut_moves",
 	[ODSM_STAT_mut_taken] = "mut_taken",
 	[ODSM_STAT_move_onesided] = "move_onesided",
+	[ODSM_STAT_move_rest_onesided] = "move_rest_onesided",
 	[ODSM_STAT_move_free_errors] = "move_free_errors",
 	[ODSM_STAT_writebacks] = "writebacks",
 	[ODSM_STAT_bytes_fetched] = "bytes_fetched",

@@ -134,6 +134,7 @@ static const struct {
 	{ "onesided_copy_known", G(ONESIDED, 0) },
 	{ "onesided_run_copies", G(ONESIDED, 0) },
 	{ "move_onesided", G(ONESIDED, 0) },
+	{ "move_rest_onesided", G(ONESIDED, 0) },
 	{ "onesided_fallbacks", G(ONESIDED, 0) },
 	{ "loop_atomics", G(ONESIDED, 0) },
 	{ "atomic_qps", G(ONESIDED, 0) },
