@@ -253,6 +253,10 @@ END {
 	line("move_copied_1MiB_onesided_vs_fetch (rdma)",
 	     g("coherence", "rdma move_copied_1MiB_onesided_vs_fetch", "onesided_us"), "us",
 	     g("coherence", "rdma move_copied_1MiB_onesided_vs_fetch", "fetch_us"), "us", "", "")
+	# moves of objects written here, never copied: the rest one-sided
+	line("move_written_1MiB_onesided_vs_fetch (rdma)",
+	     g("coherence", "rdma move_written_1MiB_onesided_vs_fetch", "onesided_us"), "us",
+	     g("coherence", "rdma move_written_1MiB_onesided_vs_fetch", "fetch_us"), "us", "", "")
 }' "$csv" >"$dir/summary.txt.tmp"
 mv "$dir/summary.txt.tmp" "$dir/summary.txt"
 echo "bench: summary (ratio = odsm / reference; met: the goal holds; - : no goal, or not measured)"

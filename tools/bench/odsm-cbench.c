@@ -398,7 +398,10 @@ static void lazy_onesided(void)
  * one-sided WRITE registers its blocks for it: MAP), then copied once
  * (the home marks it so).
  */
-static uint64_t copied_obj(uint64_t size)
+/* an object of node's, written here (one-sided: its blocks' keys come);
+ * borrowed once (copied: the home marks it so) unless !copy
+ */
+static uint64_t written_obj(uint64_t size, bool copy)
 {
 	static char bytes[MiB(1)];
 	uint64_t cg = remote_obj(size);
@@ -409,6 +412,8 @@ static uint64_t copied_obj(uint64_t size)
 	ret = odsm_write(cg, bytes, size);
 	if (ret)
 		die("write", ret);
+	if (!copy)
+		return cg;
 	ret = borrow(cg, &b);
 	if (ret)
 		die("borrow", ret);
@@ -434,11 +439,15 @@ static double timed_move(uint64_t cg)
  * move_copied: moves of objects this node wrote and copied before (every
  * copy evicted: cache_budget_bytes 0), read one-sided (move_onesided) against
  * FETCHes (module parameter onesided off), in turn, n of each; medians.
- * Over RDMA only.
+ * move_written: of 1 MiB objects written here but never copied: a first
+ * FETCH (which marks them copied), then the rest one-sided
+ * (move_rest_onesided, pieces of 256 KiB) against FETCHes.  Over RDMA only.
  */
 static void move_copied(int n)
 {
-	static const uint64_t sizes[] = { 4096, MiB(1) };
+	static const uint64_t sizes[] = { 4096, MiB(1), MiB(1) };
+	static const char *const names[] = { "copied_4KiB", "copied_1MiB",
+					     "written_1MiB" };
 	double *on = calloc(n, sizeof(double)), *off = calloc(n, sizeof(double));
 	double on_med, off_med, p90;
 	unsigned long long m0;
@@ -449,10 +458,13 @@ static void move_copied(int n)
 		goto out;
 	knob("cache_budget_bytes", 0);
 	knob("lazy_threshold", MiB(1));
-	for (s = 0; s < 2; s++) {
-		m0 = stat_of("move_onesided");
+	for (s = 0; s < 3; s++) {
+		const char *what = s < 2 ? "move_onesided" : "move_rest_onesided";
+
+		m0 = stat_of(what);
 		for (i = 0; i < n; i++) {
-			uint64_t a = copied_obj(sizes[s]), b = copied_obj(sizes[s]);
+			uint64_t a = written_obj(sizes[s], s < 2),
+				 b = written_obj(sizes[s], s < 2);
 
 			on[i] = timed_move(a);
 			param("onesided", false);
@@ -461,9 +473,10 @@ static void move_copied(int n)
 		}
 		stats(on, n, &on_med, &p90);
 		stats(off, n, &off_med, &p90);
-		row("coherence %s move_copied_%s_onesided_vs_fetch ratio=%.2f onesided_us=%.0f fetch_us=%.0f moves_onesided=%llu of %d",
-		    xport, s ? "1MiB" : "4KiB", on_med / off_med, on_med,
-		    off_med, stat_of("move_onesided") - m0, n);
+		row("coherence %s move_%s_onesided_vs_fetch ratio=%.2f onesided_us=%.0f fetch_us=%.0f %s=%llu of %d",
+		    xport, names[s], on_med / off_med, on_med, off_med,
+		    s < 2 ? "moves_onesided" : "pieces_onesided",
+		    stat_of(what) - m0, s < 2 ? n : 4 * n);
 	}
 	knob("cache_budget_bytes", MiB(64));
 out:
