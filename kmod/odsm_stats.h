@@ -48,7 +48,7 @@ enum odsm_stat {
 	ODSM_STAT_mut_moves,		/* remote mutable borrows: moved here */
 	ODSM_STAT_mut_taken,		/* ... a cached copy became the object */
 	ODSM_STAT_move_onesided,	/* moves read one-sided (RDMA) */
-	ODSM_STAT_move_rest_onesided,	/* moves FETCHed first, rest one-sided */
+	ODSM_STAT_move_rest_onesided,	/* pieces of moves' rests one-sided */
 	ODSM_STAT_move_free_errors,	/* moved originals not freed at home */
 	ODSM_STAT_writebacks,		/* owner boxes written by WRITE_BACK */
 	ODSM_STAT_bytes_fetched,	/* object bytes fetched from homes */

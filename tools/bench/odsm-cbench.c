@@ -395,11 +395,8 @@ static void lazy_onesided(void)
 
 /*
  * A remote object of size bytes (at most 1 MiB), written by this node (a
- * one-sided WRITE registers its blocks for it: MAP), then copied once
- * (the home marks it so).
- */
-/* an object of node's, written here (one-sided: its blocks' keys come);
- * borrowed once (copied: the home marks it so) unless !copy
+ * one-sided WRITE registers its blocks for it: MAP), then, with copy,
+ * copied once (the home marks it so).
  */
 static uint64_t written_obj(uint64_t size, bool copy)
 {
