@@ -110,7 +110,8 @@ u32 odsm_heap_kept_blocks(struct odsm_heap *h);
 int odsm_heap_move(struct odsm_heap *h, u64 cgaddr, u64 *new_cgaddr);
 int odsm_heap_obj_info(struct odsm_heap *h, u64 cgaddr,
 		       struct odsm_objinfo *oi);
-u32 odsm_heap_backed_blocks(struct odsm_heap *h, u64 *out, u32 max);
+u32 odsm_heap_backed_blocks(struct odsm_heap *h, u64 from, u64 end, u64 *out,
+			    u32 max);
 /* odsm_heap_fetch() flags: mark the object copied only if sent whole */
 #define ODSM_FETCH_WHOLE	0x1
 /* len, whole: as a FETCH's (odsm_wire_fetch_span()); buf takes the larger */

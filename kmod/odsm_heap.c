@@ -592,18 +592,21 @@ int odsm_heap_owner_rw(struct odsm_heap *h, u64 addr, void *box,
 }
 
 /*
- * The first max blocks of the local partition that hold objects, in
- * address order, into out; how many.  What a new RDMA connection
- * registers for its peer up front.
+ * The first max blocks of the local partition's [from, end) that hold
+ * objects, in address order, into out; how many.  What a new RDMA
+ * connection registers for its peer up front (the whole partition), and
+ * of a window a peer asks keys for, what is worth registering.
  */
-u32 odsm_heap_backed_blocks(struct odsm_heap *h, u64 *out, u32 max)
+u32 odsm_heap_backed_blocks(struct odsm_heap *h, u64 from, u64 end, u64 *out,
+			    u32 max)
 {
 	u64 a, part = odsm_part_start(&h->geom, h->geom.node_id);
-	u64 end = part + h->geom.part_size;
 	u32 n = 0, i = 0;
 
+	from = max(from, part);
+	end = min(end, part + h->geom.part_size);
 	mutex_lock(&h->lock);
-	for (a = part; a < end && n < max; a += ODSM_BLOCK_SIZE) {
+	for (a = from; a < end && n < max; a += ODSM_BLOCK_SIZE) {
 		if (odsm_palloc_backed(&h->pa, a))
 			out[n++] = a;
 		if (!(++i % 4096))

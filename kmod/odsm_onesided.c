@@ -173,9 +173,9 @@ static void keys_send_work(struct work_struct *w)
 	struct keys_work *kw = container_of(w, struct keys_work, work);
 	u32 max = kw->nr ? kw->nr : min(READ_ONCE(premap_blocks),
 					ODSM_WIRE_KEYS_MAX);
+	u64 *blks = NULL, from, end;
 	u8 *buf = NULL;
-	u64 *blks = NULL;
-	u32 n, i;
+	u32 n;
 
 	if (!max)
 		goto out;
@@ -184,13 +184,19 @@ static void keys_send_work(struct work_struct *w)
 		       max * ODSM_WIRE_MAP_REPLY_SIZE, ODSM_GFP_REQ);
 	if (!blks || !buf)
 		goto out;
+	/*
+	 * Of an asked window only the blocks that hold objects: a move asks
+	 * past its run too (run_read()), where the blocks may be free, and
+	 * those are no refusal to count.
+	 */
 	if (kw->nr) {
-		for (i = 0; i < kw->nr; i++)
-			blks[i] = kw->gaddr + (u64)i * ODSM_WIRE_MAP_LEN;
-		n = kw->nr;
+		from = kw->gaddr;
+		end = from + (u64)kw->nr * ODSM_WIRE_MAP_LEN;
 	} else {
-		n = odsm_heap_backed_blocks(&odsm_heap, blks, max);
+		from = odsm_part_start(&odsm_heap.geom, odsm_heap.geom.node_id);
+		end = from + odsm_heap.geom.part_size;
 	}
+	n = odsm_heap_backed_blocks(&odsm_heap, from, end, blks, max);
 	keys_send_blocks(kw->conn, blks, n, buf);
 out:
 	kvfree(blks);
@@ -995,10 +1001,31 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size,
  * odsm_miss_reader); for a lazily filled copy's pages (lazy) only with
  * onesided_lazy on.
  */
+/*
+ * The end of the window of keys a move of the run [head, head + size)
+ * asks for: the run's blocks and as many after it (node's partition
+ * allowing).  A program that moves one of a series of objects moves the
+ * next ones soon, and the home's allocator places runs one after
+ * another: asked while this move reads, the next run's keys are there
+ * when it comes (without them its rest goes by FETCH, and a move that
+ * waited for them would be slower: see odsm_cache_move_rest()).  The
+ * home registers only the blocks that hold objects (keys_send_work()),
+ * at most RDMA_MAX_REGS per connection; a run is at most
+ * ODSM_WIRE_KEYS_ASK_MAX blocks ahead.
+ */
+static u64 move_keys_end(u32 node, u64 head, u64 size)
+{
+	const struct odsm_geom *g = &odsm_heap.geom;
+	u64 part_end = odsm_part_start(g, node) + g->part_size;
+
+	size = min_t(u64, size, (u64)ODSM_WIRE_KEYS_ASK_MAX * ODSM_BLOCK_SIZE);
+	return head + size <= part_end - size ? head + 2 * size : part_end;
+}
+
 static int run_read(u32 node, u64 inc, u64 cg, u64 size, u16 color, u64 off,
 		    void *buf, u32 len, bool lazy)
 {
-	u64 head = odsm_clear_color(cg), addr = head + off;
+	u64 head = odsm_clear_color(cg), addr = head + off, end;
 	u32 known = odsm_pub_run_word(true, true, color), after = 0;
 	const struct odsm_transport_ops *t;
 	struct odsm_conn *conn;
@@ -1015,9 +1042,13 @@ static int run_read(u32 node, u64 inc, u64 cg, u64 size, u16 color, u64 off,
 	if (!t->read_pub || !t->missing || !t->can_map)
 		goto out;
 	/* the head's key (its word) and the bytes' keys, else ask for them */
-	if (!keys_or_ask(conn, node, head, 1, head + size) ||
-	    !keys_or_ask(conn, node, addr, len, head + size))
+	end = lazy ? head + size : move_keys_end(node, head, size);
+	if (!keys_or_ask(conn, node, head, 1, end) ||
+	    !keys_or_ask(conn, node, addr, len, end))
 		goto out;
+	/* a move: the next run's, ahead, the first time they are missing */
+	if (!lazy && end > head + size)
+		keys_or_ask(conn, node, head + size, end - head - size, end);
 	ret = pub_read_on(conn, node, inc, addr, buf, len, head, 0, NULL,
 			  &after);
 	if (ret)

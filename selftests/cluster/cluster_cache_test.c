@@ -54,6 +54,9 @@
  *                      right, the original freed at its home; a never
  *                      copied one moves by FETCH without a read wasted;
  *                      a freed one is refused by its word (-ESTALE)
+ *   onesided_move_ahead  over RDMA a move of a run without keys asks
+ *                      for the next run's blocks' keys too: the next
+ *                      one of a series moves with its rest one-sided
  *   onesided_lazy      over RDMA the faults of a lazily filled copy read
  *                      its pages one-sided once the home registered its
  *                      blocks (KEYS_ASK), checked by the run's word:
@@ -1155,7 +1158,12 @@ TEST(onesided_move)
 		EXPECT_EQ(-1, c_check(odsm_ptr(m.new_gaddr), sizes[i], HOME,
 				      90 + i));
 		if (c_stat("move_onesided") == m0) {
-			EXPECT_EQ(a0 + (sizes[i] + KiB(64) - 1) / KiB(64),
+			/* its blocks, and as many after it for the next run
+			 * (onesided_move_ahead); a part of them here already
+			 * from an earlier object: the rest
+			 */
+			EXPECT_LT(a0, c_stat("keys_asked"));
+			EXPECT_GE(a0 + 2 * (sizes[i] + KiB(64) - 1) / KiB(64),
 				  c_stat("keys_asked"));
 		} else {
 			EXPECT_EQ(a0, c_stat("keys_asked"));
@@ -1201,6 +1209,117 @@ TEST(onesided_move)
 		EXPECT_EQ(0, odsm_free(m.new_gaddr));
 	}
 	ASSERT_EQ(0, c_set_knob("cache_budget_bytes", MiB(64)));
+}
+
+/* ---- onesided_move_ahead ----------------------------------------------- */
+
+#define AHEAD_SIZE	KiB(320)	/* five blocks */
+#define AHEAD_BLOCKS	(AHEAD_SIZE / KiB(64))
+#define AHEAD_OBJS	24
+
+/* Is the object moved to m all zeros, its size right? */
+static bool moved_zero(const struct odsm_borrow_mut *m, uint32_t size)
+{
+	const uint8_t *p = odsm_ptr(m->new_gaddr);
+	uint32_t i;
+
+	if (m->result != ODSM_BORROWED_MOVED || m->size != size)
+		return false;
+	for (i = 0; i < size; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+static int cg_cmp(const void *x, const void *y)
+{
+	uint64_t a = odsm_addr_of(*(const uint64_t *)x);
+	uint64_t b = odsm_addr_of(*(const uint64_t *)y);
+
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * onesided_move_ahead (USER alone): a move of a never-copied run whose
+ * blocks have no keys here goes by FETCH and asks the home for the keys
+ * of its blocks and of as many after it (KEYS_ASK: keys_asked grows by
+ * more than its blocks), so that the next run of a series, which the home's
+ * allocator placed right after it, finds its keys here when it moves:
+ * its rest (after the FETCH of its first page) is read one-sided
+ * (move_rest_onesided, pieces of 256 KiB), every byte right.  Objects
+ * allocated zeroed at the home and never written here, so that their
+ * blocks have no keys here; blocks an earlier object left keys for
+ * (keys stay with the connection) ask nothing, and the test goes on to
+ * the next pair then (all allocated first: a freed original's blocks
+ * are not taken again).  Over TCP, or with onesided off, nothing is
+ * asked and nothing read one-sided.
+ */
+TEST(onesided_move_ahead)
+{
+	uint64_t cg[AHEAD_OBJS], k0, a0, rest0;
+	struct odsm_borrow_mut m;
+	unsigned int i, j, pairs = 0;
+	bool os, done = false;
+
+	MISSES_BEGIN(os);
+	for (i = 0; i < AHEAD_OBJS; i++)
+		ASSERT_EQ(0, odsm_alloc_on(HOME, AHEAD_SIZE, 0,
+					   ODSM_ALLOC_ZERO, &cg[i]));
+	qsort(cg, AHEAD_OBJS, sizeof(cg[0]), cg_cmp);
+	for (i = 0; i + 1 < AHEAD_OBJS && !done; i++) {
+		/* a run and the next one right after it */
+		if (odsm_addr_of(cg[i + 1]) != odsm_addr_of(cg[i]) + AHEAD_SIZE)
+			continue;
+		pairs++;
+		k0 = c_stat("keys_received");
+		a0 = c_stat("keys_asked");
+		ASSERT_EQ(0, move_of(cg[i], &m));
+		cg[i] = 0;
+		EXPECT_TRUE(moved_zero(&m, AHEAD_SIZE));
+		EXPECT_EQ(0, odsm_free(m.new_gaddr));
+		if (os && c_stat("keys_asked") == a0)
+			continue;	/* its blocks had keys here already */
+		if (os) {
+			/* its blocks from the first without a key, and
+			 * the next run's: past its end
+			 */
+			EXPECT_LT(a0 + AHEAD_BLOCKS, c_stat("keys_asked"));
+			EXPECT_GE(a0 + 2 * AHEAD_BLOCKS, c_stat("keys_asked"));
+			/* the next one's keys (the moved one's may not come:
+			 * it is freed by now)
+			 */
+			for (j = 0; j < 150 && c_stat("keys_received") <
+						  k0 + AHEAD_BLOCKS; j++)
+				c_sleep_ms(20);
+			EXPECT_LE(k0 + AHEAD_BLOCKS, c_stat("keys_received"));
+		} else {
+			EXPECT_EQ(a0, c_stat("keys_asked"));
+		}
+		rest0 = c_stat("move_rest_onesided");
+		ASSERT_EQ(0, move_of(cg[i + 1], &m));
+		cg[i + 1] = 0;
+		EXPECT_TRUE(moved_zero(&m, AHEAD_SIZE));
+		if (os) {
+			/* its two pieces after the first page (one at least,
+			 * as in onesided_move)
+			 */
+			EXPECT_LT(rest0, c_stat("move_rest_onesided"));
+			EXPECT_GE(rest0 + 2, c_stat("move_rest_onesided"));
+		} else {
+			EXPECT_EQ(rest0, c_stat("move_rest_onesided"));
+		}
+		TH_LOG("pair %u: the next run's rest in %llu pieces one-sided",
+		       pairs, (unsigned long long)
+			      (c_stat("move_rest_onesided") - rest0));
+		EXPECT_EQ(0, odsm_free(m.new_gaddr));
+		done = true;
+	}
+	EXPECT_TRUE(done)
+		TH_LOG("no pair of runs without keys here of %u placed one after the other",
+		       pairs);
+	for (i = 0; i < AHEAD_OBJS; i++)
+		if (cg[i])
+			EXPECT_EQ(0, odsm_free(cg[i]));
 }
 
 /* ---- onesided_lazy ----------------------------------------------------- */
