@@ -17,7 +17,10 @@
  *               is odsm-hbench's, on Table 2's workload natively.
  *   mut         a mutable borrow of a remote object (it moves here) vs a
  *               raw read of the same size
- *   move_bw     1 MiB moves in MiB/s vs 1 MiB raw reads
+ *   move_bw     1 MiB moves in MiB/s vs 1 MiB raw reads, with how many
+ *               of the moves' 256 KiB pieces were read one-sided (the
+ *               objects allocated one after another, never written here:
+ *               a move asks for the next run's keys)
  *   first_byte  borrow a 64 MiB remote object and touch its first byte,
  *               lazily (lazy_threshold 1 MiB) and eagerly (threshold above
  *               the object); then the time to touch every page lazily for
@@ -248,10 +251,12 @@ static void move_bw(int n)
 	uint64_t *objs = calloc(n, sizeof(uint64_t)), cg;
 	char *buf = malloc(MiB(1));
 	double t0, moves, reads;
+	unsigned long long p0;
 	int i;
 
 	for (i = 0; i < n; i++)
 		objs[i] = remote_obj(MiB(1));
+	p0 = stat_of("move_rest_onesided");
 	t0 = now_us();
 	for (i = 0; i < n; i++) {
 		memset(&m, 0, sizeof(m));
@@ -261,6 +266,7 @@ static void move_bw(int n)
 		objs[i] = m.new_gaddr;
 	}
 	moves = n / ((now_us() - t0) / 1e6);
+	p0 = stat_of("move_rest_onesided") - p0;
 	for (i = 0; i < n; i++)
 		odsm_free(objs[i]);
 	cg = remote_obj(MiB(1));
@@ -269,8 +275,8 @@ static void move_bw(int n)
 		raw_read(cg, buf, MiB(1));
 	reads = n / ((now_us() - t0) / 1e6);
 	odsm_free(cg);
-	row("coherence %s move_1MiB_MiB_s=%.1f raw_read_1MiB_MiB_s=%.1f ratio=%.2f",
-	    xport, moves, reads, moves / reads);
+	row("coherence %s move_1MiB_MiB_s=%.1f raw_read_1MiB_MiB_s=%.1f ratio=%.2f pieces_onesided=%llu of %d",
+	    xport, moves, reads, moves / reads, p0, 4 * n);
 	free(objs);
 	free(buf);
 }
