@@ -20,6 +20,7 @@
 #include "odsm_cluster.h"
 #include "odsm_core_pri.h"
 #include "odsm_fault.h"
+#include "odsm_hits.h"
 #include "odsm_trace.h"
 
 /* ---- peers ------------------------------------------------------------ */
@@ -829,6 +830,8 @@ int odsm_cluster_join(const struct odsm_join *j,
 	c->joined = true;
 	seen_inc_note(c->self, c->incarnation);
 	spin_unlock(&c->lock);
+	/* what ODSM_IOC_STATUS says of this node, for the mutexes */
+	odsm_hits_node_inc(c->incarnation);
 	c->ticker = kthread_run(ticker_thread, c, "odsm-tick");
 	if (IS_ERR(c->ticker)) {
 		ret = PTR_ERR(c->ticker);
@@ -845,6 +848,7 @@ err_listen:
 	spin_lock(&c->lock);
 	c->joined = false;
 	spin_unlock(&c->lock);
+	odsm_hits_node_inc(0);
 	c->ops->unlisten();
 	reap_dead_conns(c, true);
 err_wq:
@@ -876,6 +880,7 @@ void odsm_cluster_leave(void)
 	spin_lock(&c->lock);
 	c->joined = false;
 	spin_unlock(&c->lock);
+	odsm_hits_node_inc(0);
 	for (i = 0; i < c->nr_nodes; i++)
 		odsm_fail_calls(c, i, NULL, -EHOSTDOWN);
 	down_write(&c->users);

@@ -3,7 +3,8 @@
  * The cache's hit page (see odsm_hits.h).
  *
  * The page holds two counters, written only here, read by libodsm on
- * every user-space hit and return.  Nothing in it is read back by the
+ * every user-space hit and return, and this node's incarnation, which
+ * its mutexes name in their lock words.  Nothing in it is read back by the
  * kernel, and user space cannot write it (the mapping is read-only and
  * VM_MAYWRITE is cleared, so mprotect() cannot make it writable): it
  * carries no trust from user space into the module.  What makes a
@@ -30,7 +31,10 @@ static struct odsm_hits_page *hp(void)
 int odsm_hits_init(void)
 {
 	hits_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
-	return hits_page ? 0 : -ENOMEM;
+	if (!hits_page)
+		return -ENOMEM;
+	hp()->features = ODSM_HITS_F_NODE_INC;
+	return 0;
 }
 
 void odsm_hits_exit(void)
@@ -85,4 +89,15 @@ void odsm_hits_forgot(void)
 void odsm_hits_want(void)
 {
 	bump(&hp()->want_epoch);
+}
+
+/*
+ * Under the cluster's join lock, so joins and leaves store in order; a
+ * process that reads the old value names the incarnation it would have
+ * asked ODSM_IOC_STATUS for a moment earlier.
+ */
+void odsm_hits_node_inc(u64 inc)
+{
+	/* pairs with libodsm's load-acquire before it names the node */
+	smp_store_release(&hp()->node_incarnation, inc);
 }

@@ -24,5 +24,7 @@ int odsm_hits_mmap(struct vm_area_struct *vma);
 void odsm_hits_forgot(void);
 /* The cache needs room: processes return the references they keep idle. */
 void odsm_hits_want(void);
+/* This node joined a cluster as incarnation inc, or left it (0). */
+void odsm_hits_node_inc(u64 inc);
 
 #endif /* _ODSM_HITS_H */

@@ -313,6 +313,17 @@ void odsm__hits_attach(const struct odsm_hits_page *page)
 	pthread_mutex_unlock(&hits_lock);
 }
 
+bool odsm__hits_node_inc(uint64_t *inc)
+{
+	const struct odsm_hits_page *p = hits_page;
+
+	if (!p || !(LD(&p->features, RLX) & ODSM_HITS_F_NODE_INC))
+		return false;
+	/* pairs with the module's store-release at a join or a leave */
+	*inc = LD(&p->node_incarnation, ACQ);
+	return true;
+}
+
 void odsm__hits_fini(void)
 {
 	/* the references go with the file */

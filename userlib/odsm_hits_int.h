@@ -16,6 +16,11 @@ void odsm__hits_fini(void);
  */
 struct odsm_hits_page;
 void odsm__hits_attach(const struct odsm_hits_page *page);
+/*
+ * This node's incarnation as the hit page keeps it (0: in no cluster):
+ * false when there is no page, or the module keeps none there.
+ */
+bool odsm__hits_node_inc(uint64_t *inc);
 /* The hit page's forget_epoch, read before a BORROW that may be recorded. */
 uint64_t odsm__hits_epoch(void);
 /* A borrow of g served from the table: the copy, its count raised. */

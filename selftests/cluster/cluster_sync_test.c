@@ -16,7 +16,10 @@
  *     increment the guarded counter and append their (node, thread, i)
  *     to the guarded array mf_iters(ITERS) times; the total is exact
  *     and each thread's entries are all there, in its order;
- *   - bad input: null, freed and wrong-kind handles get an errno.
+ *   - bad input: null, freed and wrong-kind handles get an errno;
+ *   - this node's incarnation on the hit page, which the mutexes name in
+ *     their lock words without a system call, is the one
+ *     ODSM_IOC_STATUS says of it.
  *
  * With 3 nodes or more, the last node ends holding both kinds of
  * "sync-dead-*" mutex (and changed their objects): the cluster scenario's
@@ -26,6 +29,7 @@
 #include <pthread.h>
 #include "odsm_cluster.h"
 #include "mutex_fire.h"
+#include "odsm_hits_int.h"
 
 #define APP		"cluster-sync"
 #define SECS		120
@@ -338,6 +342,26 @@ TEST_F_TIMEOUT(cl, mutex_bad_input, 120)
  * objects, and exits holding them.  cluster_down_test (rig.down=last)
  * checks the rest.
  */
+/*
+ * The module keeps this node's incarnation on the hit page (set at the
+ * join, 0 after a leave: cluster_rejoin_test's locks of a former
+ * incarnation are taken over only if the words named the old one): the
+ * same as ODSM_IOC_STATUS says of this node.
+ */
+TEST_F_TIMEOUT(cl, own_incarnation_on_the_page, 60)
+{
+	struct odsm_peer_info p[ODSM_MAX_NODES];
+	unsigned int n = ODSM_MAX_NODES;
+	uint64_t inc = 0;
+
+	C_BEGIN();
+	ASSERT_EQ(0, odsm_status(p, &n, NULL));
+	ASSERT_LT(C.self, n);
+	ASSERT_TRUE(odsm__hits_node_inc(&inc));
+	EXPECT_NE(0ULL, inc);
+	EXPECT_EQ((uint32_t)p[C.self].incarnation, (uint32_t)inc);
+}
+
 TEST_F_TIMEOUT(cl, dead_holder_setup, 120)
 {
 	static const char *names[] = { "sync-dead-cas", "sync-dead-fifo" };

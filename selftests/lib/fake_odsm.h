@@ -46,7 +46,7 @@ struct fk_stats {
 	unsigned long borrows, hits, misses, returns;
 	unsigned long muts, moved, taken, held;
 	unsigned long writebacks, frees, remote_frees, reads, allocs, infos;
-	unsigned long atomics;
+	unsigned long atomics, statuses;
 };
 
 static struct {
@@ -473,6 +473,7 @@ static int fk_ioctl_locked(unsigned long req, void *arg)
 		struct odsm_peer_info *p = (void *)(uintptr_t)st->peers;
 		unsigned int i, n = fk.nodes ? fk.nodes : 2;
 
+		fk.st.statuses++;
 		for (i = 0; i < n && i < st->nr && p; i++) {
 			memset(&p[i], 0, sizeof(p[i]));
 			p[i].node_id = i;

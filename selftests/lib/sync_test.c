@@ -13,7 +13,9 @@
  *   - both mutexes under 4 threads: exact totals;
  *   - robust semantics: a lock word or a ticket of node 1, node 1 down:
  *     -EOWNERDEAD, consistent or not (-ENOTRECOVERABLE); a barrier with
- *     node 1 counted in it: -EHOSTDOWN.
+ *     node 1 counted in it: -EHOSTDOWN;
+ *   - a lock names this node's incarnation from the hit page, with no
+ *     ODSM_IOC_STATUS.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -22,6 +24,7 @@
 
 #include "fake_odsm.h"
 #include "odsm_sync_int.h"
+#include "odsm_hits_int.h"
 
 #include "ksft_host.h"
 
@@ -392,6 +395,56 @@ TEST_F(sy, fifo_dead_holder)
 	ASSERT_EQ(-EOWNERDEAD, odsm_mutex_lock(mx, &g, (void **)&p));
 	ASSERT_EQ(0, odsm_mutex_unlock(&g));
 	ASSERT_EQ(-ENOTRECOVERABLE, odsm_mutex_lock(mx, &g, (void **)&p));
+}
+
+/*
+ * A lock takes this node's incarnation from the hit page, where the
+ * module keeps it (ODSM_HITS_F_NODE_INC), not from ODSM_IOC_STATUS (a
+ * system call per lock): the CAS kind's word and the FIFO kind's ring
+ * entry name it (5000 + 1), or 0 while the node is in no cluster (the
+ * page says 0).  A page without the feature (a module that keeps no
+ * incarnation there) has the lock ask ODSM_IOC_STATUS (node 0: 1000).
+ */
+TEST_F(sy, own_incarnation_from_the_page)
+{
+	static struct odsm_hits_page page;
+	uint64_t cas = mutex42(ODSM_MUTEX_CAS), fifo = mutex42(ODSM_MUTEX_FIFO);
+	uint64_t w, e, *p;
+	unsigned long st0;
+	struct odsm_guard g;
+
+	memset(&page, 0, sizeof(page));
+	page.features = ODSM_HITS_F_NODE_INC;
+	page.node_incarnation = 5000 | 1ULL << 40;	/* the tag: low 32 bits */
+	fk.peer_inc = 1000;
+	odsm__hits_attach(&page);
+	st0 = fk.st.statuses;
+	ASSERT_EQ(0, odsm_mutex_lock(cas, &g, (void **)&p));
+	ASSERT_EQ(0, odsm_read(odsm_addr_of(cas) + ODSM_MX_WORD, &w, 8));
+	EXPECT_EQ(odsm_mx_inc_tag(5000), odsm_mx_holder_inc(w));
+	ASSERT_EQ(0, odsm_mutex_unlock(&g));
+	ASSERT_EQ(0, odsm_mutex_lock(fifo, &g, (void **)&p));
+	ASSERT_EQ(0, odsm_read(odsm_addr_of(fifo) + ODSM_MX_RINGOFF, &e, 8));
+	EXPECT_EQ(odsm_mx_ring_entry(0, 0, odsm_mx_inc_tag(5000)), e);
+	ASSERT_EQ(0, odsm_mutex_unlock(&g));
+	EXPECT_EQ(st0, fk.st.statuses);
+
+	/* in no cluster: 0, still no system call */
+	page.node_incarnation = 0;
+	ASSERT_EQ(0, odsm_mutex_lock(cas, &g, (void **)&p));
+	ASSERT_EQ(0, odsm_read(odsm_addr_of(cas) + ODSM_MX_WORD, &w, 8));
+	EXPECT_EQ(0U, odsm_mx_holder_inc(w));
+	ASSERT_EQ(0, odsm_mutex_unlock(&g));
+	EXPECT_EQ(st0, fk.st.statuses);
+
+	/* a page without it: ODSM_IOC_STATUS says */
+	page.features = 0;
+	ASSERT_EQ(0, odsm_mutex_lock(cas, &g, (void **)&p));
+	ASSERT_EQ(0, odsm_read(odsm_addr_of(cas) + ODSM_MX_WORD, &w, 8));
+	EXPECT_EQ(odsm_mx_inc_tag(1000), odsm_mx_holder_inc(w));
+	ASSERT_EQ(0, odsm_mutex_unlock(&g));
+	EXPECT_LT(st0, fk.st.statuses);
+	odsm__hits_attach(NULL);
 }
 
 /*

@@ -490,8 +490,11 @@ struct odsm_prefetch {
  * address the caller reserved: the heap's mapping owns the file's other
  * offsets).  The module bumps its counters; libodsm reads them on every
  * hit it serves from its own table of copies (see "Cache hits in user
- * space" in Documentation/odsm/design.rst).  A writable or executable
- * mapping, or one of another length, is refused (-EINVAL).
+ * space" in Documentation/odsm/design.rst).  With ODSM_HITS_F_NODE_INC in
+ * features the module also keeps this node's incarnation there, which
+ * libodsm's mutexes name in their lock words without a system call.  A
+ * writable or executable mapping, or one of another length, is refused
+ * (-EINVAL).
  */
 #define ODSM_HITS_OFFSET	_BITULL(46)	/* past any heap offset */
 
@@ -503,7 +506,15 @@ struct odsm_hits_page {
 	__u64 want_epoch;	/* bumped when the cache wants room: return
 				 * the references kept idle
 				 */
+	__u64 features;		/* ODSM_HITS_F_*: what else the page keeps */
+	__u64 node_incarnation;	/* with ODSM_HITS_F_NODE_INC: this node's
+				 * incarnation while it is in a cluster (the
+				 * one ODSM_IOC_STATUS says of it), 0 while
+				 * it is in none
+				 */
 };
+
+#define ODSM_HITS_F_NODE_INC	_BITULL(0)	/* node_incarnation kept */
 
 /*
  * Delegation across nodes (Documentation/odsm/delegation.rst): the module
