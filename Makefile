@@ -236,7 +236,7 @@ $(KSFT)/kselftest_harness.h:
 		--wildcards 'linux-source-6.1/tools/testing/selftests/kselftest*.h'
 	@touch $@
 
-$(BUILD)/tests/host/%: selftests/host/%.c $(wildcard selftests/host/*.h) $(CORE_SRC) $(CORE_HDR) \
+$(BUILD)/tests/host/%: selftests/host/%.c $(wildcard selftests/host/*.h) $(CORE_SRC) $(CORE_HDR) $(wildcard userlib/*.h) \
 		$(KSFT)/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(UCFLAGS) -I$(KSFT) -Ikmod -Itools/odsmctl -fsanitize=address,undefined \

@@ -50,7 +50,11 @@ struct dm_req {
 	uint64_t tok;
 	uint64_t grant;		/* lock: the caller's grant word */
 	uint32_t wait;		/* lock: queue it when held */
-	uint32_t pad;
+	uint32_t inc;		/* lock: the caller's node's incarnation (low
+				 * 32 bits; 0: not known).  Not checked: a
+				 * wrong one only makes its own call look
+				 * dead (or, 0, never restarted)
+				 */
 };
 
 /* What unlock and cancel answer: the waiter the lock went to. */
@@ -62,10 +66,10 @@ struct dm_next {
 /* The trust handle of a mutex, kept where its object says (ring). */
 #define DM_TRUST	ODSM_MX_RINGOFF
 
-static int dm_down(unsigned int node, void *cookie)
+static int dm_down(unsigned int node, uint32_t inc, void *cookie)
 {
 	(void)cookie;
-	return odsm__node_down(node);
+	return odsm__node_gone(node, inc);
 }
 
 /*
@@ -105,7 +109,8 @@ static int dm_op_lock(void *obj, const void *arg, size_t len, void *ret,
 	err = dm_arg(obj, arg, len, &r, true);
 	if (err)
 		return err;
-	return odsm_dq_lock(obj, r.tok, r.grant, r.wait, dm_down, NULL);
+	return odsm_dq_lock_as(obj, r.tok, r.inc, r.grant, r.wait, dm_down,
+			       NULL);
 }
 
 static int dm_op_poll(void *obj, const void *arg, size_t len, void *ret,
@@ -429,6 +434,10 @@ int odsm__mutex_lock_deleg(struct odsm_guard *g, bool wait)
 	int ret;
 
 	ret = dm_grant_word(&r.grant);
+	if (ret)
+		return ret;
+	/* named with the call: the trustee drops it if the node restarts */
+	ret = odsm__node_inc(odsm_rt.info.node_id, &r.inc);
 	if (ret)
 		return ret;
 	r.tok = odsm_dq_token(odsm_rt.info.node_id,

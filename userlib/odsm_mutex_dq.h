@@ -14,7 +14,10 @@
  * for an earlier call never matches a later one.  Each waiter gives the
  * global address of a grant word on its own node, which the unlocker
  * (not the trustee: its loop never waits on the network) writes with the
- * waiter's token.
+ * waiter's token.  Each lock call also says its node's incarnation (0:
+ * not known), kept with its token: a holder or waiter whose node joined
+ * again as another incarnation since (restarted: its processes are gone)
+ * is dead, as one whose node is down.
  */
 #ifndef ODSM_MUTEX_DQ_H
 #define ODSM_MUTEX_DQ_H
@@ -37,24 +40,31 @@
 struct odsm_dq_waiter {
 	uint64_t tok;
 	uint64_t grant;		/* global address of its grant word */
+	uint32_t inc;		/* its node's incarnation, 0: not known */
+	uint32_t pad;
 };
 
 struct odsm_dq {
 	uint64_t holder;	/* token, 0 when free */
 	uint32_t flags;
 	uint32_t head, n;	/* the ring of waiters */
-	uint32_t pad;
+	uint32_t holder_inc;	/* the holder's node's incarnation, or 0 */
 	struct odsm_dq_waiter q[ODSM_DQ_MAX];
 	/* counters: the trustee's only, read for tests and debugging */
 	uint64_t grants;	/* locks granted */
 	uint64_t queued;	/* requests that waited */
-	uint64_t dead_holders;	/* holders skipped: node down */
-	uint64_t dead_waiters;	/* waiters skipped: node down */
+	uint64_t dead_holders;	/* holders dropped: node down or restarted */
+	uint64_t dead_waiters;	/* waiters skipped: node down or restarted */
 	uint64_t refused;	/* malformed requests (-EINVAL) */
 };
 
-/* Is node down?  1, 0 or -errno (the trustee asks its own module). */
-typedef int (*odsm_dq_down_fn)(unsigned int node, void *cookie);
+/*
+ * Is the node of a call made as incarnation inc gone: down, or (inc not
+ * 0) joined again as another incarnation since?  1, 0 or -errno (the
+ * trustee asks its own module).
+ */
+typedef int (*odsm_dq_down_fn)(unsigned int node, uint32_t inc,
+			       void *cookie);
 
 static inline uint64_t odsm_dq_token(unsigned int node, uint32_t tid,
 				     uint32_t seq)
@@ -104,11 +114,12 @@ static inline void odsm_dq_grant_next(struct odsm_dq *q, odsm_dq_down_fn down,
 		w = *odsm_dq_at(q, 0);
 		q->head = (q->head + 1) % ODSM_DQ_MAX;
 		q->n--;
-		if (down(odsm_dq_node(w.tok), cookie) == 1) {
+		if (down(odsm_dq_node(w.tok), w.inc, cookie) == 1) {
 			q->dead_waiters++;
 			continue;
 		}
 		q->holder = w.tok;
+		q->holder_inc = w.inc;
 		*grant = w.grant;
 		q->grants++;
 		return;
@@ -128,7 +139,7 @@ static inline int odsm_dq_check_holder(struct odsm_dq *q, odsm_dq_down_fn down,
 
 	if (!q->holder)
 		return 0;
-	ret = down(odsm_dq_node(q->holder), cookie);
+	ret = down(odsm_dq_node(q->holder), q->holder_inc, cookie);
 	if (ret <= 0)
 		return ret;
 	q->flags |= ODSM_DQ_INCONS;
@@ -153,12 +164,14 @@ static inline int odsm_dq_find(struct odsm_dq *q, uint64_t tok, bool thread)
 }
 
 /*
- * A lock request (wait: queue it when held, else -EBUSY): GRANTED,
- * GRANTED_INCONS, QUEUED; -EDEADLK (this thread holds it or waits),
- * -ENOTRECOVERABLE, -EAGAIN (the queue is full), -errno of down.
+ * A lock request of a call of tok's node as incarnation inc (wait: queue
+ * it when held, else -EBUSY): GRANTED, GRANTED_INCONS, QUEUED; -EDEADLK
+ * (this thread holds it or waits), -ENOTRECOVERABLE, -EAGAIN (the queue
+ * is full), -errno of down.
  */
-static inline int odsm_dq_lock(struct odsm_dq *q, uint64_t tok, uint64_t grant,
-			       bool wait, odsm_dq_down_fn down, void *cookie)
+static inline int odsm_dq_lock_as(struct odsm_dq *q, uint64_t tok,
+				  uint32_t inc, uint64_t grant, bool wait,
+				  odsm_dq_down_fn down, void *cookie)
 {
 	int ret;
 
@@ -172,6 +185,7 @@ static inline int odsm_dq_lock(struct odsm_dq *q, uint64_t tok, uint64_t grant,
 		return ret;
 	if (!q->holder && !q->n) {
 		q->holder = tok;
+		q->holder_inc = inc;
 		q->grants++;
 		return odsm_dq_granted(q);
 	}
@@ -179,10 +193,17 @@ static inline int odsm_dq_lock(struct odsm_dq *q, uint64_t tok, uint64_t grant,
 		return -EBUSY;
 	if (q->n == ODSM_DQ_MAX)
 		return -EAGAIN;
-	*odsm_dq_at(q, q->n) = (struct odsm_dq_waiter){ tok, grant };
+	*odsm_dq_at(q, q->n) = (struct odsm_dq_waiter){ tok, grant, inc, 0 };
 	q->n++;
 	q->queued++;
 	return ODSM_DQ_QUEUED;
+}
+
+/* odsm_dq_lock_as() of a call whose incarnation is not known. */
+static inline int odsm_dq_lock(struct odsm_dq *q, uint64_t tok, uint64_t grant,
+			       bool wait, odsm_dq_down_fn down, void *cookie)
+{
+	return odsm_dq_lock_as(q, tok, 0, grant, wait, down, cookie);
 }
 
 /*

@@ -308,18 +308,24 @@ void odsm__sync_nap(unsigned int *us);
 void odsm__sync_sleep_us(unsigned int us);
 /* Global address of word idx of node's directory. */
 uint64_t odsm__dir_word(unsigned int node, unsigned int idx);
-/* 1 when node is down as this node sees it, 0 when not, -errno. */
-int odsm__node_down(unsigned int node);
 /* 1 when any node of mask (words * 64 bits, node K bit K % 64 of word
  * K / 64) is down, 0 when none, -errno.
  */
 int odsm__any_down(const uint64_t *mask, unsigned int words);
 /*
- * The tag (odsm_mx_inc_tag()) of node's incarnation, this node's own
- * included, in *tag; 0 there when not known (no cluster, a module that
- * does not say).  0 or -errno.
+ * node's incarnation as this node saw it last (its low 32 bits), this
+ * node's own included (from the hit page, no system call), in *inc; 0
+ * there when not known (no cluster, a module that does not say).  0 or
+ * -errno.
  */
+int odsm__node_inc(unsigned int node, uint32_t *inc);
+/* The same as a tag (odsm_mx_inc_tag()), what the lock words name. */
 int odsm__node_inc_tag(unsigned int node, uint32_t *tag);
+/*
+ * Is node gone for a lock call it made as incarnation inc (0: not known):
+ * down, or seen joining as another incarnation since?  1, 0 or -errno.
+ */
+int odsm__node_gone(unsigned int node, uint32_t inc);
 /*
  * Is the holder of a lock gone: its node down, or tag (0: not known, not
  * compared) that of the incarnation this node saw before the last one,

@@ -66,38 +66,58 @@ int odsm__any_down(const uint64_t *mask, unsigned int words)
 	return 0;
 }
 
-int odsm__node_down(unsigned int node)
-{
-	uint64_t mask[ODSM_MAX_NODES / 64] = { 0 };
-
-	if (node >= ODSM_MAX_NODES)
-		return -EINVAL;
-	mask[node / 64] = 1ULL << (node % 64);
-	return odsm__any_down(mask, ODSM_MAX_NODES / 64);
-}
-
-int odsm__node_inc_tag(unsigned int node, uint32_t *tag)
+int odsm__node_inc(unsigned int node, uint32_t *inc)
 {
 	struct odsm_peer_info p[ODSM_MAX_NODES];
 	unsigned int n = node + 1;
-	uint64_t inc;
+	uint64_t own;
 	int ret;
 
-	*tag = 0;
+	*inc = 0;
 	if (node >= ODSM_MAX_NODES)
 		return -EINVAL;
 	/*
 	 * This node's own, at every lock of a mutex: from the hit page,
 	 * where the module keeps it, without a system call
 	 */
-	if (node == odsm_rt.info.node_id && odsm__hits_node_inc(&inc)) {
-		*tag = odsm_mx_inc_tag((uint32_t)inc);
+	if (node == odsm_rt.info.node_id && odsm__hits_node_inc(&own)) {
+		*inc = (uint32_t)own;
 		return 0;
 	}
 	ret = odsm_status(p, &n, NULL);
 	if (!ret && node < n)
-		*tag = odsm_mx_inc_tag((uint32_t)p[node].incarnation);
+		*inc = (uint32_t)p[node].incarnation;
 	return ret;
+}
+
+int odsm__node_inc_tag(unsigned int node, uint32_t *tag)
+{
+	uint32_t inc;
+	int ret = odsm__node_inc(node, &inc);
+
+	*tag = odsm_mx_inc_tag(inc);
+	return ret;
+}
+
+int odsm__node_gone(unsigned int node, uint32_t inc)
+{
+	struct odsm_peer_info p[ODSM_MAX_NODES];
+	unsigned int n = node + 1;
+	uint32_t now;
+	int ret;
+
+	if (node >= ODSM_MAX_NODES)
+		return -EINVAL;
+	ret = odsm_status(p, &n, NULL);
+	if (ret)
+		return ret;
+	if (!n || node >= n)	/* not in a cluster: only this node */
+		return 0;
+	if (p[node].state == ODSM_PEER_DOWN)
+		return 1;
+	/* restarted since: this node saw a join of another incarnation */
+	now = (uint32_t)p[node].incarnation;
+	return inc && now && now != inc;
 }
 
 int odsm__holder_gone(unsigned int node, uint32_t tag)

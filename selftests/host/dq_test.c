@@ -5,7 +5,10 @@
  * wrap, trylock and relock refusals, a full queue, cancel from the middle
  * and of a grant not yet seen, dead holders (the next holder gets it
  * inconsistent, consistent() or unlock -> not recoverable, which drops
- * the queue) and dead waiters (skipped, consistent), and the tokens.
+ * the queue) and dead waiters (skipped, consistent), holders and
+ * waiters whose node restarted unseen (joined again as another
+ * incarnation than their call named: dead too; a call that named none
+ * is not), and the tokens.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,14 +18,17 @@
 #include "ksft_host.h"
 
 static uint64_t dead_nodes;	/* bit K: node K is down */
+static uint32_t node_inc[4];	/* each node's incarnation now (0: none) */
 static unsigned int down_calls;
 
-static int down(unsigned int node, void *cookie)
+static int down(unsigned int node, uint32_t inc, void *cookie)
 {
 	down_calls++;
 	if (cookie)
 		return -EIO;
-	return node < 64 && (dead_nodes >> node & 1);
+	if (node < 64 && (dead_nodes >> node & 1))
+		return 1;
+	return inc && node < 4 && node_inc[node] && node_inc[node] != inc;
 }
 
 static uint64_t tok(unsigned int node, uint32_t thread, uint32_t seq)
@@ -191,6 +197,57 @@ TEST(dead_holder)
 						 NULL));
 	ASSERT_EQ(-ENOTRECOVERABLE, odsm_dq_lock(q, tok(0, 6, 1), 48, false,
 						 down, NULL));
+	free(q);
+}
+
+/*
+ * A node that left and joined again with nobody seeing it down: its
+ * calls named the incarnation they were made as, and the node is now
+ * another one.  Its holder is dropped (the next holder gets it
+ * inconsistent), its waiters skipped; a call that named no incarnation
+ * (0: an older library) is judged by down alone, as before.
+ */
+TEST(restarted_holder_and_waiter)
+{
+	struct odsm_dq *q = calloc(1, sizeof(*q));
+	uint64_t a = tok(1, 1, 1), b = tok(2, 2, 1), c = tok(0, 3, 1);
+	uint64_t d = tok(1, 4, 1), next, g;
+
+	ASSERT_NE(NULL, q);
+	dead_nodes = 0;
+	node_inc[0] = 100;
+	node_inc[1] = 101;
+	node_inc[2] = 102;
+	ASSERT_EQ(ODSM_DQ_GRANTED, odsm_dq_lock_as(q, a, 101, 8, true, down,
+						   NULL));
+	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock_as(q, b, 102, 16, true, down,
+						  NULL));
+	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock_as(q, c, 100, 24, true, down,
+						  NULL));
+	/* still the same incarnations: nothing changes */
+	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_poll(q, c, down, NULL));
+	ASSERT_EQ(a, q->holder);
+	/* node 1 restarts (never down), node 2 too: a is dropped, b skipped */
+	node_inc[1] = 201;
+	node_inc[2] = 202;
+	ASSERT_EQ(ODSM_DQ_GRANTED_INCONS, odsm_dq_poll(q, c, down, NULL));
+	ASSERT_EQ(c, q->holder);
+	ASSERT_EQ(1ULL, q->dead_holders);
+	ASSERT_EQ(1ULL, q->dead_waiters);
+	ASSERT_EQ(0, odsm_dq_consistent(q, c));
+	/* node 1's new incarnation locks and holds it: alive */
+	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock_as(q, d, 201, 32, true, down,
+						  NULL));
+	ASSERT_EQ(0, odsm_dq_unlock(q, c, down, NULL, &next, &g));
+	ASSERT_EQ(d, next);
+	ASSERT_EQ(ODSM_DQ_GRANTED, odsm_dq_poll(q, d, down, NULL));
+	ASSERT_EQ(0, odsm_dq_unlock(q, d, down, NULL, &next, &g));
+	/* a holder that named no incarnation: only down drops it */
+	ASSERT_EQ(ODSM_DQ_GRANTED, odsm_dq_lock(q, a, 8, true, down, NULL));
+	node_inc[1] = 301;
+	ASSERT_EQ(-EBUSY, odsm_dq_lock_as(q, c, 100, 24, false, down, NULL));
+	ASSERT_EQ(a, q->holder);
+	memset(node_inc, 0, sizeof(node_inc));
 	free(q);
 }
 

@@ -15,7 +15,9 @@
  *     waiter learns it from the trustee within its 100 ms poll;
  *   - robust: a holder of node 1, node 1 down: -EOWNERDEAD, consistent
  *     or not (-ENOTRECOVERABLE); a waiter of node 1 that died is skipped
- *     and the object stays consistent;
+ *     and the object stays consistent; a holder of node 1 whose node
+ *     joined again as another incarnation, never seen down: -EOWNERDEAD
+ *     too; the lock calls of this node name its incarnation;
  *   - refusals: no runtime (-ESRCH), a malformed request to the trustee
  *     (-EINVAL, counted), trylock of a held one, relock by the holder.
  */
@@ -85,13 +87,15 @@ static int peek(uint64_t mx, struct view *q)
 /* A request to the trustee as a thread of node would make it. */
 struct req {
 	uint64_t tok, grant;
-	uint32_t wait, pad;
+	uint32_t wait, inc;
 };
 
-static int as_node(uint64_t mx, const char *op, unsigned int node,
-		   uint32_t seq, bool wait)
+/* ... as its node's incarnation inc (0: not said) */
+static int as_node_inc(uint64_t mx, const char *op, unsigned int node,
+		       uint32_t seq, bool wait, uint32_t inc)
 {
-	struct req r = { .tok = odsm_dq_token(node, 4242, seq), .wait = wait };
+	struct req r = { .tok = odsm_dq_token(node, 4242, seq), .wait = wait,
+			 .inc = inc };
 	uint64_t next[2];
 	size_t len = sizeof(next);
 	odsm_trust t = trust_of(mx);
@@ -99,6 +103,12 @@ static int as_node(uint64_t mx, const char *op, unsigned int node,
 	r.grant = odsm_rt.info.heap_base + node * odsm_rt.info.part_size + 64;
 	return odsm_deleg_apply(&t, odsm_deleg_op_id(op), &r, sizeof(r), next,
 				&len);
+}
+
+static int as_node(uint64_t mx, const char *op, unsigned int node,
+		   uint32_t seq, bool wait)
+{
+	return as_node_inc(mx, op, node, seq, wait, 0);
 }
 
 FIXTURE(dm)
@@ -263,6 +273,45 @@ TEST_F(dm, dead_holder)
 	ASSERT_EQ(-ENOTRECOVERABLE, odsm_mutex_lock(mx, &g, (void **)&p));
 	ASSERT_EQ(-ENOTRECOVERABLE, odsm_mutex_trylock(mx, &g, (void **)&p));
 	ASSERT_EQ(0, odsm_mutex_free(mx, NULL));
+}
+
+/*
+ * A holder of node 1 whose node left and joined again (its processes
+ * gone) while the trustee's node never saw it down: the fake's
+ * ODSM_IOC_STATUS says node 1 is now another incarnation (fk.peer_inc +
+ * 1) than the lock call named.  Taken over (-EOWNERDEAD) as from a dead
+ * one.  A call that named no incarnation is judged by down alone: it
+ * stays held.  This node's own lock calls name its incarnation, which
+ * the trustee keeps with the holder.
+ */
+TEST_F(dm, restarted_holder)
+{
+	uint64_t mx = mutex42(), mx2 = mutex42(), *p;
+	struct odsm_guard g;
+
+	fk.peer_inc = 1000;		/* node K: 1000 + K */
+	ASSERT_EQ(ODSM_DQ_GRANTED, as_node_inc(mx, "odsm.mutex.lock", 1, 1,
+					       true, 1001));
+	ASSERT_EQ(ODSM_DQ_GRANTED, as_node(mx2, "odsm.mutex.lock", 1, 2,
+					   true));
+	ASSERT_EQ(-EBUSY, odsm_mutex_trylock(mx, &g, (void **)&p));
+	/* node 1 restarted, up all along */
+	fk.peer_inc = 2000;
+	ASSERT_EQ(-EOWNERDEAD, odsm_mutex_trylock(mx, &g, (void **)&p));
+	ASSERT_EQ(42ULL, *p);
+	ASSERT_EQ(0, odsm_mutex_consistent(&g));
+	ASSERT_EQ(0, odsm_mutex_unlock(&g));
+	/* no incarnation named: held still */
+	ASSERT_EQ(-EBUSY, odsm_mutex_trylock(mx2, &g, (void **)&p));
+	/* this node's own call named 2000 + 0: a restart of node 0 seen by
+	 * the trustee (its own node's status) drops it too
+	 */
+	ASSERT_EQ(0, odsm_mutex_lock(mx, &g, (void **)&p));
+	fk.peer_inc = 3000;
+	ASSERT_EQ(ODSM_DQ_GRANTED_INCONS, as_node(mx, "odsm.mutex.lock", 1, 3,
+						  false));
+	ASSERT_EQ(-EPERM, odsm_mutex_unlock(&g));
+	fk.peer_inc = 0;
 }
 
 static void *lock_thread(void *arg)
