@@ -66,16 +66,34 @@ int odsm__any_down(const uint64_t *mask, unsigned int words)
 	return 0;
 }
 
-int odsm__node_inc(unsigned int node, uint32_t *inc)
+/*
+ * node's entry as ODSM_IOC_STATUS says it, into *pi: 1; 0 when this node
+ * is in no cluster (only itself); -errno.
+ */
+static int peer_info(unsigned int node, struct odsm_peer_info *pi)
 {
 	struct odsm_peer_info p[ODSM_MAX_NODES];
 	unsigned int n = node + 1;
+	int ret;
+
+	if (node >= ODSM_MAX_NODES)
+		return -EINVAL;
+	ret = odsm_status(p, &n, NULL);
+	if (ret)
+		return ret;
+	if (!n || node >= n)
+		return 0;
+	*pi = p[node];
+	return 1;
+}
+
+int odsm__node_inc(unsigned int node, uint32_t *inc)
+{
+	struct odsm_peer_info pi;
 	uint64_t own;
 	int ret;
 
 	*inc = 0;
-	if (node >= ODSM_MAX_NODES)
-		return -EINVAL;
 	/*
 	 * This node's own, at every lock of a mutex: from the hit page,
 	 * where the module keeps it, without a system call
@@ -84,10 +102,10 @@ int odsm__node_inc(unsigned int node, uint32_t *inc)
 		*inc = (uint32_t)own;
 		return 0;
 	}
-	ret = odsm_status(p, &n, NULL);
-	if (!ret && node < n)
-		*inc = (uint32_t)p[node].incarnation;
-	return ret;
+	ret = peer_info(node, &pi);
+	if (ret > 0)
+		*inc = (uint32_t)pi.incarnation;
+	return ret < 0 ? ret : 0;
 }
 
 int odsm__node_inc_tag(unsigned int node, uint32_t *tag)
@@ -101,48 +119,36 @@ int odsm__node_inc_tag(unsigned int node, uint32_t *tag)
 
 int odsm__node_gone(unsigned int node, uint32_t inc)
 {
-	struct odsm_peer_info p[ODSM_MAX_NODES];
-	unsigned int n = node + 1;
+	struct odsm_peer_info pi;
 	uint32_t now;
-	int ret;
+	int ret = peer_info(node, &pi);
 
-	if (node >= ODSM_MAX_NODES)
-		return -EINVAL;
-	ret = odsm_status(p, &n, NULL);
-	if (ret)
+	if (ret <= 0)		/* in no cluster: only this node */
 		return ret;
-	if (!n || node >= n)	/* not in a cluster: only this node */
-		return 0;
-	if (p[node].state == ODSM_PEER_DOWN)
+	if (pi.state == ODSM_PEER_DOWN)
 		return 1;
 	/* restarted since: this node saw a join of another incarnation */
-	now = (uint32_t)p[node].incarnation;
+	now = (uint32_t)pi.incarnation;
 	return inc && now && now != inc;
 }
 
 int odsm__holder_gone(unsigned int node, uint32_t tag)
 {
-	struct odsm_peer_info p[ODSM_MAX_NODES];
-	unsigned int n = node + 1;
+	struct odsm_peer_info pi;
 	uint32_t last, before;
-	int ret;
+	int ret = peer_info(node, &pi);
 
-	if (node >= ODSM_MAX_NODES)
-		return -EINVAL;
-	ret = odsm_status(p, &n, NULL);
-	if (ret)
+	if (ret <= 0)		/* in no cluster: only this node */
 		return ret;
-	if (!n || node >= n)	/* not in a cluster: only this node */
-		return 0;
-	if (p[node].state == ODSM_PEER_DOWN)
+	if (pi.state == ODSM_PEER_DOWN)
 		return 1;
 	/*
 	 * Gone only when the holder's incarnation is the one this node saw
 	 * before the last: one it has not seen yet (its node restarted
 	 * again, this node has not heard of it) is a live holder's.
 	 */
-	last = odsm_mx_inc_tag((uint32_t)p[node].incarnation);
-	before = odsm_mx_inc_tag((uint32_t)(p[node].incarnation >> 32));
+	last = odsm_mx_inc_tag((uint32_t)pi.incarnation);
+	before = odsm_mx_inc_tag((uint32_t)(pi.incarnation >> 32));
 	return tag && tag == before && tag != last;
 }
 
