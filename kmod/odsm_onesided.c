@@ -992,16 +992,6 @@ static int onesided_copy(u32 node, u64 cg, void *buf, u32 room, u64 *size,
 }
 
 /*
- * len bytes at offset off of the run at cg (size bytes, allocated with
- * color, as the FETCH of its lazily filled copy, or of a move's first
- * bytes, from node's incarnation inc said) into buf, one-sided: the
- * bytes and the run's word after them, which must still be the word that
- * FETCH left (live, copied, that color: odsm_pub_known()'s argument, for
- * any bytes of the run).  The cache's run reader (struct
- * odsm_miss_reader); for a lazily filled copy's pages (lazy) only with
- * onesided_lazy on.
- */
-/*
  * The end of the window of keys a move of the run [head, head + size)
  * asks for: the run's blocks and as many after it (node's partition
  * allowing).  A program that moves one of a series of objects moves the
@@ -1022,6 +1012,16 @@ static u64 move_keys_end(u32 node, u64 head, u64 size)
 	return head + size <= part_end - size ? head + 2 * size : part_end;
 }
 
+/*
+ * len bytes at offset off of the run at cg (size bytes, allocated with
+ * color, as the FETCH of its lazily filled copy, or of a move's first
+ * bytes, from node's incarnation inc said) into buf, one-sided: the
+ * bytes and the run's word after them, which must still be the word that
+ * FETCH left (live, copied, that color: odsm_pub_known()'s argument, for
+ * any bytes of the run).  The cache's run reader (struct
+ * odsm_miss_reader); for a lazily filled copy's pages (lazy) only with
+ * onesided_lazy on.
+ */
 static int run_read(u32 node, u64 inc, u64 cg, u64 size, u16 color, u64 off,
 		    void *buf, u32 len, bool lazy)
 {
