@@ -109,8 +109,7 @@ static int dm_op_lock(void *obj, const void *arg, size_t len, void *ret,
 	err = dm_arg(obj, arg, len, &r, true);
 	if (err)
 		return err;
-	return odsm_dq_lock_as(obj, r.tok, r.inc, r.grant, r.wait, dm_down,
-			       NULL);
+	return odsm_dq_lock(obj, r.tok, r.inc, r.grant, r.wait, dm_down, NULL);
 }
 
 static int dm_op_poll(void *obj, const void *arg, size_t len, void *ret,

@@ -164,14 +164,14 @@ static inline int odsm_dq_find(struct odsm_dq *q, uint64_t tok, bool thread)
 }
 
 /*
- * A lock request of a call of tok's node as incarnation inc (wait: queue
- * it when held, else -EBUSY): GRANTED, GRANTED_INCONS, QUEUED; -EDEADLK
- * (this thread holds it or waits), -ENOTRECOVERABLE, -EAGAIN (the queue
- * is full), -errno of down.
+ * A lock request of a call of tok's node as incarnation inc (0: not
+ * known; wait: queue it when held, else -EBUSY): GRANTED, GRANTED_INCONS,
+ * QUEUED; -EDEADLK (this thread holds it or waits), -ENOTRECOVERABLE,
+ * -EAGAIN (the queue is full), -errno of down.
  */
-static inline int odsm_dq_lock_as(struct odsm_dq *q, uint64_t tok,
-				  uint32_t inc, uint64_t grant, bool wait,
-				  odsm_dq_down_fn down, void *cookie)
+static inline int odsm_dq_lock(struct odsm_dq *q, uint64_t tok, uint32_t inc,
+			       uint64_t grant, bool wait, odsm_dq_down_fn down,
+			       void *cookie)
 {
 	int ret;
 
@@ -197,13 +197,6 @@ static inline int odsm_dq_lock_as(struct odsm_dq *q, uint64_t tok,
 	q->n++;
 	q->queued++;
 	return ODSM_DQ_QUEUED;
-}
-
-/* odsm_dq_lock_as() of a call whose incarnation is not known. */
-static inline int odsm_dq_lock(struct odsm_dq *q, uint64_t tok, uint64_t grant,
-			       bool wait, odsm_dq_down_fn down, void *cookie)
-{
-	return odsm_dq_lock_as(q, tok, 0, grant, wait, down, cookie);
 }
 
 /*

@@ -65,14 +65,14 @@ TEST(fifo_across_the_wrap)
 	ASSERT_NE(NULL, q);
 	dead_nodes = 0;
 	holder = tok(0, 1, 1);
-	ASSERT_EQ(ODSM_DQ_GRANTED, odsm_dq_lock(q, holder, grant_of(holder),
+	ASSERT_EQ(ODSM_DQ_GRANTED, odsm_dq_lock(q, holder, 0, grant_of(holder),
 						true, down, NULL));
 	/* waves of waiters, more than the ring over all: grants in order */
 	for (round = 0; round < 5; round++) {
 		for (i = 0; i < 40; i++, asked++) {
 			t = tok(asked % 3, 100 + asked, asked);
 			ASSERT_EQ(ODSM_DQ_QUEUED,
-				  odsm_dq_lock(q, t, grant_of(t), true, down,
+				  odsm_dq_lock(q, t, 0, grant_of(t), true, down,
 					       NULL));
 		}
 		for (i = 0; i < 40; i++, granted++) {
@@ -104,29 +104,29 @@ TEST(refusals)
 	dead_nodes = 0;
 	ASSERT_EQ(-EPERM, odsm_dq_unlock(q, 0, down, NULL, &next, &g));
 	ASSERT_EQ(-EPERM, odsm_dq_held(q, 0));
-	ASSERT_EQ(ODSM_DQ_GRANTED, odsm_dq_lock(q, a, 8, false, down, NULL));
+	ASSERT_EQ(ODSM_DQ_GRANTED, odsm_dq_lock(q, a, 0, 8, false, down, NULL));
 	ASSERT_EQ(0, odsm_dq_held(q, a));
 	ASSERT_EQ(-EPERM, odsm_dq_held(q, b));
 	/* the holder's thread again, with a new call: a deadlock */
-	ASSERT_EQ(-EDEADLK, odsm_dq_lock(q, tok(0, 1, 2), 8, true, down,
+	ASSERT_EQ(-EDEADLK, odsm_dq_lock(q, tok(0, 1, 2), 0, 8, true, down,
 					 NULL));
-	ASSERT_EQ(-EBUSY, odsm_dq_lock(q, b, 8, false, down, NULL));
-	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, b, 8, true, down, NULL));
+	ASSERT_EQ(-EBUSY, odsm_dq_lock(q, b, 0, 8, false, down, NULL));
+	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, b, 0, 8, true, down, NULL));
 	/* a waiting thread asking again: a deadlock too */
-	ASSERT_EQ(-EDEADLK, odsm_dq_lock(q, tok(1, 2, 2), 8, true, down,
+	ASSERT_EQ(-EDEADLK, odsm_dq_lock(q, tok(1, 2, 2), 0, 8, true, down,
 					 NULL));
 	ASSERT_EQ(-EPERM, odsm_dq_unlock(q, b, down, NULL, &next, &g));
 	ASSERT_EQ(-EPERM, odsm_dq_consistent(q, b));
 	ASSERT_EQ(-ENOENT, odsm_dq_poll(q, tok(1, 3, 1), down, NULL));
 	/* the queue fills: -EAGAIN, nothing lost */
 	for (i = 1; i < ODSM_DQ_MAX; i++)
-		ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, tok(1, 10 + i, 1), 8,
+		ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, tok(1, 10 + i, 1), 0, 8,
 						       true, down, NULL));
-	ASSERT_EQ(-EAGAIN, odsm_dq_lock(q, tok(1, 99, 1), 8, true, down,
+	ASSERT_EQ(-EAGAIN, odsm_dq_lock(q, tok(1, 99, 1), 0, 8, true, down,
 					NULL));
 	ASSERT_EQ(ODSM_DQ_MAX, q->n);
 	/* a failing down check fails the request, changes nothing */
-	ASSERT_EQ(-EIO, odsm_dq_lock(q, tok(1, 98, 1), 8, true, down,
+	ASSERT_EQ(-EIO, odsm_dq_lock(q, tok(1, 98, 1), 0, 8, true, down,
 				     (void *)1));
 	ASSERT_EQ(a, q->holder);
 	free(q);
@@ -140,10 +140,10 @@ TEST(cancel)
 
 	ASSERT_NE(NULL, q);
 	dead_nodes = 0;
-	ASSERT_EQ(ODSM_DQ_GRANTED, odsm_dq_lock(q, a, 8, true, down, NULL));
-	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, b, 16, true, down, NULL));
-	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, c, 24, true, down, NULL));
-	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, d, 32, true, down, NULL));
+	ASSERT_EQ(ODSM_DQ_GRANTED, odsm_dq_lock(q, a, 0, 8, true, down, NULL));
+	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, b, 0, 16, true, down, NULL));
+	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, c, 0, 24, true, down, NULL));
+	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, d, 0, 32, true, down, NULL));
 	/* from the middle: the others keep their order */
 	ASSERT_EQ(0, odsm_dq_cancel(q, c, down, NULL, &next, &g));
 	ASSERT_EQ(0ULL, next);
@@ -167,9 +167,9 @@ TEST(dead_holder)
 
 	ASSERT_NE(NULL, q);
 	dead_nodes = 0;
-	ASSERT_EQ(ODSM_DQ_GRANTED, odsm_dq_lock(q, a, 8, true, down, NULL));
-	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, b, 16, true, down, NULL));
-	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, c, 24, true, down, NULL));
+	ASSERT_EQ(ODSM_DQ_GRANTED, odsm_dq_lock(q, a, 0, 8, true, down, NULL));
+	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, b, 0, 16, true, down, NULL));
+	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, c, 0, 24, true, down, NULL));
 	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_poll(q, b, down, NULL));
 	/* node 2 dies holding it: the first waiter learns it by polling */
 	dead_nodes = 1ULL << 2;
@@ -184,18 +184,18 @@ TEST(dead_holder)
 	ASSERT_EQ(ODSM_DQ_GRANTED, odsm_dq_poll(q, c, down, NULL));
 	/* node 1 dies too: a new locker takes it over, inconsistent */
 	dead_nodes |= 1ULL << 1;
-	ASSERT_EQ(ODSM_DQ_GRANTED_INCONS, odsm_dq_lock(q, tok(0, 4, 1), 32,
+	ASSERT_EQ(ODSM_DQ_GRANTED_INCONS, odsm_dq_lock(q, tok(0, 4, 1), 0, 32,
 						       true, down, NULL));
 	ASSERT_EQ(tok(0, 4, 1), q->holder);
 	ASSERT_EQ(2ULL, q->dead_holders);
-	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, tok(0, 5, 1), 40, true,
+	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, tok(0, 5, 1), 0, 40, true,
 					       down, NULL));
 	/* unlocked inconsistent: nobody gets it again, the waiter learns */
 	ASSERT_EQ(0, odsm_dq_unlock(q, tok(0, 4, 1), down, NULL, &next, &g));
 	ASSERT_EQ(0ULL, next);
 	ASSERT_EQ(-ENOTRECOVERABLE, odsm_dq_poll(q, tok(0, 5, 1), down,
 						 NULL));
-	ASSERT_EQ(-ENOTRECOVERABLE, odsm_dq_lock(q, tok(0, 6, 1), 48, false,
+	ASSERT_EQ(-ENOTRECOVERABLE, odsm_dq_lock(q, tok(0, 6, 1), 0, 48, false,
 						 down, NULL));
 	free(q);
 }
@@ -218,11 +218,11 @@ TEST(restarted_holder_and_waiter)
 	node_inc[0] = 100;
 	node_inc[1] = 101;
 	node_inc[2] = 102;
-	ASSERT_EQ(ODSM_DQ_GRANTED, odsm_dq_lock_as(q, a, 101, 8, true, down,
+	ASSERT_EQ(ODSM_DQ_GRANTED, odsm_dq_lock(q, a, 101, 8, true, down,
 						   NULL));
-	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock_as(q, b, 102, 16, true, down,
+	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, b, 102, 16, true, down,
 						  NULL));
-	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock_as(q, c, 100, 24, true, down,
+	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, c, 100, 24, true, down,
 						  NULL));
 	/* still the same incarnations: nothing changes */
 	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_poll(q, c, down, NULL));
@@ -236,16 +236,16 @@ TEST(restarted_holder_and_waiter)
 	ASSERT_EQ(1ULL, q->dead_waiters);
 	ASSERT_EQ(0, odsm_dq_consistent(q, c));
 	/* node 1's new incarnation locks and holds it: alive */
-	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock_as(q, d, 201, 32, true, down,
+	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, d, 201, 32, true, down,
 						  NULL));
 	ASSERT_EQ(0, odsm_dq_unlock(q, c, down, NULL, &next, &g));
 	ASSERT_EQ(d, next);
 	ASSERT_EQ(ODSM_DQ_GRANTED, odsm_dq_poll(q, d, down, NULL));
 	ASSERT_EQ(0, odsm_dq_unlock(q, d, down, NULL, &next, &g));
 	/* a holder that named no incarnation: only down drops it */
-	ASSERT_EQ(ODSM_DQ_GRANTED, odsm_dq_lock(q, a, 8, true, down, NULL));
+	ASSERT_EQ(ODSM_DQ_GRANTED, odsm_dq_lock(q, a, 0, 8, true, down, NULL));
 	node_inc[1] = 301;
-	ASSERT_EQ(-EBUSY, odsm_dq_lock_as(q, c, 100, 24, false, down, NULL));
+	ASSERT_EQ(-EBUSY, odsm_dq_lock(q, c, 100, 24, false, down, NULL));
 	ASSERT_EQ(a, q->holder);
 	memset(node_inc, 0, sizeof(node_inc));
 	free(q);
@@ -259,10 +259,10 @@ TEST(dead_waiters_are_skipped)
 
 	ASSERT_NE(NULL, q);
 	dead_nodes = 0;
-	ASSERT_EQ(ODSM_DQ_GRANTED, odsm_dq_lock(q, a, 8, true, down, NULL));
-	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, b, 16, true, down, NULL));
-	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, c, 24, true, down, NULL));
-	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, d, 32, true, down, NULL));
+	ASSERT_EQ(ODSM_DQ_GRANTED, odsm_dq_lock(q, a, 0, 8, true, down, NULL));
+	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, b, 0, 16, true, down, NULL));
+	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, c, 0, 24, true, down, NULL));
+	ASSERT_EQ(ODSM_DQ_QUEUED, odsm_dq_lock(q, d, 0, 32, true, down, NULL));
 	dead_nodes = 1ULL << 1 | 1ULL << 2;
 	ASSERT_EQ(0, odsm_dq_unlock(q, a, down, NULL, &next, &g));
 	ASSERT_EQ(d, next);
@@ -274,7 +274,7 @@ TEST(dead_waiters_are_skipped)
 	/* a free mutex costs no down check */
 	ASSERT_EQ(0, odsm_dq_unlock(q, d, down, NULL, &next, &g));
 	down_calls = 0;
-	ASSERT_EQ(ODSM_DQ_GRANTED, odsm_dq_lock(q, b, 8, true, down, NULL));
+	ASSERT_EQ(ODSM_DQ_GRANTED, odsm_dq_lock(q, b, 0, 8, true, down, NULL));
 	ASSERT_EQ(0U, down_calls);
 	free(q);
 }
