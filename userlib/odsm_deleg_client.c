@@ -323,6 +323,8 @@ static void dg_finish(const struct dg_pending *pd, int st, const void *ret,
 		pd->c->ret_len = len;
 		__atomic_store_n(&pd->c->done, 1, __ATOMIC_RELEASE);
 	}
+	if (pd->fin)
+		*pd->fin = true;
 }
 
 /*
@@ -446,8 +448,37 @@ static void dg_rflush(struct dg_pair *p, bool sync)
 }
 
 /*
- * Send the staged batch to trustee t (after the one in flight); sync:
- * the caller waits for its answer next.
+ * The launch set aside for trustee t (p->launch), if any, at the end of
+ * the batch about to be sealed: a launch must end its batch (the trustee
+ * refuses one that does not), and nothing joins a batch once sealed.  A
+ * batch without room for it goes without it, and the next one takes it.
+ */
+static void dg_add_launch(struct dg_thread *me, unsigned int t)
+{
+	struct dg_pair *p = &me->pairs[t];
+	struct dg_launch *l = p->launch;
+	int ret;
+
+	if (!l)
+		return;
+	l->r.tag = me->tag++;
+	ret = odsm_dbatch_add(&p->b, &l->r, l->arg);
+	if (ret == -ENOSPC && p->b.count)
+		return;
+	p->launch = NULL;
+	if (ret) {
+		DG_INC(dg_mycl(me)->n.too_long);
+		dg_finish(&l->pd, ret, NULL, 0);
+		return;
+	}
+	p->pstage[p->b.count - 1] = l->pd;
+	p->pstage[p->b.count - 1].tag = l->r.tag;
+}
+
+/*
+ * Send the staged batch to trustee t (after the one in flight), ended by
+ * the launch set aside if there is one; sync: the caller waits for its
+ * answer next.
  */
 static int dg_flush_pair(struct dg_thread *me, unsigned int t, bool sync)
 {
@@ -458,7 +489,7 @@ static int dg_flush_pair(struct dg_thread *me, unsigned int t, bool sync)
 	uint8_t *slot;
 	int ret;
 
-	if (!p->b.count)
+	if (!p->b.count && !p->launch)
 		return 0;
 	/*
 	 * The batch in flight first.  Its callbacks may stage and send one
@@ -472,6 +503,7 @@ static int dg_flush_pair(struct dg_thread *me, unsigned int t, bool sync)
 		if (ret)
 			return ret;
 	}
+	dg_add_launch(me, t);
 	if (!p->b.count)
 		return 0;
 	odsm_dbatch_seal(&p->b);
@@ -562,6 +594,28 @@ static int dg_target(const odsm_trust *t, struct odsm_deleg **dp,
 	return 0;
 }
 
+/*
+ * Send what is staged for trustee t and wait until *fin: the caller's
+ * request (staged, or a launch set aside) has completed.  Until then
+ * only: the callbacks of the batches waited for may stage and send more
+ * for as long as they like, and the caller is not held up by those.
+ */
+static int dg_send_wait(struct dg_thread *me, unsigned int t, const bool *fin)
+{
+	struct dg_pair *p = &me->pairs[t];
+	int err = 0;
+
+	while (!*fin && !err) {
+		if (p->inflight)
+			err = dg_wait_pair(me, t);
+		else if (p->b.count || p->launch)
+			err = dg_flush_pair(me, t, true);
+		else
+			err = -EPROTO;	/* ours is staged, aside or out */
+	}
+	return err;
+}
+
 /* Stage one request, send it and wait: the synchronous calls. */
 static int dg_call(const odsm_trust *t, uint16_t kind, uint64_t op,
 		   const void *arg, size_t arg_len, void *ret,
@@ -569,15 +623,19 @@ static int dg_call(const odsm_trust *t, uint16_t kind, uint64_t op,
 {
 	struct odsm_dreq r = { .op = op, .kind = kind };
 	struct dg_pending pd = { 0 };
+	size_t cap = ret_len ? *ret_len : 0;
 	struct dg_thread *me;
 	struct odsm_deleg *d;
+	struct dg_launch l;
+	struct dg_pair *p;
+	bool fin = false;
 	unsigned int tr;
-	size_t cap = ret_len ? *ret_len : 0;
 	int st = 0, err;
 
 	err = dg_target(t, &d, &me, &tr);
 	if (err)
 		return err;
+	p = &me->pairs[tr];
 	if (arg_len > UINT32_MAX || cap > UINT32_MAX) {
 		DG_INC(dg_mycl(me)->n.too_long);
 		return -E2BIG;
@@ -588,23 +646,9 @@ static int dg_call(const odsm_trust *t, uint16_t kind, uint64_t op,
 	 * the callbacks run) and its answer would later land in this frame,
 	 * gone by then.
 	 */
-	if (me->pairs[tr].in_cb) {
+	if (p->in_cb) {
 		DG_INC(dg_mycl(me)->n.deadlk);
 		return -EDEADLK;
-	}
-	/*
-	 * A launch must end its batch (the trustee refuses one that does
-	 * not).  A flush waits for the batch in flight first, and that
-	 * batch's callbacks may stage more behind the launch: so it goes
-	 * in a batch of its own, staged when nothing is in flight or staged
-	 * (what the callbacks stage meanwhile is sent ahead of it).
-	 */
-	while (kind == ODSM_DREQ_LAUNCH &&
-	       (me->pairs[tr].inflight || me->pairs[tr].b.count)) {
-		err = me->pairs[tr].inflight ? dg_wait_pair(me, tr) :
-					       dg_flush_pair(me, tr, false);
-		if (err)
-			return err;
 	}
 	r.obj = t->cell | (uint64_t)t->gen << 32;
 	r.arg_len = (uint32_t)arg_len;
@@ -613,15 +657,37 @@ static int dg_call(const odsm_trust *t, uint16_t kind, uint64_t op,
 	pd.ret_cap = cap;
 	pd.status = &st;
 	pd.ret_len = ret_len;
-	err = dg_stage(me, tr, &r, arg, &pd, false);
-	if (err)
-		return err;
-	err = dg_flush_pair(me, tr, true);
-	if (err)
+	pd.fin = &fin;
+	if (kind == ODSM_DREQ_LAUNCH) {
+		/*
+		 * A launch must end its batch, and the callbacks of the
+		 * batch in flight may stage more behind anything staged now:
+		 * it waits aside, and the next flush of the pair puts it at
+		 * the end of the batch it sends (dg_add_launch()), whoever
+		 * flushes, so it goes with the first batch out however long
+		 * the callbacks go on staging.  One at a time: a caller
+		 * waits for it, and callbacks of this pair may not call.
+		 */
+		if (p->launch)
+			return -EDEADLK;
+		l.r = r;
+		l.arg = arg;
+		l.pd = pd;
+		p->launch = &l;
+	} else {
+		err = dg_stage(me, tr, &r, arg, &pd, false);
+		if (err)
+			return err;
+	}
+	err = dg_send_wait(me, tr, &fin);
+	if (err && !fin) {
 		/* ours among them: nothing may point at this frame later */
 		dg_fail_staged(me, tr, err);
-	else
-		err = dg_wait_pair(me, tr);
+		if (p->launch == &l) {
+			p->launch = NULL;
+			dg_finish(&l.pd, err, NULL, 0);
+		}
+	}
 	/* on an error the request completed with it: st holds it too */
 	return err ? err : st;
 }

@@ -119,7 +119,18 @@ struct dg_pending {
 	odsm_deleg_done_fn fn;
 	void *cookie;
 	struct odsm_deleg_completion *c;
+	bool *fin;			/* set once it completed */
 	uint32_t tag;
+};
+
+/*
+ * A launch set aside until the next batch of its pair is sent, which it
+ * ends (dg_add_launch()); in the frame of the call that waits for it.
+ */
+struct dg_launch {
+	struct odsm_dreq r;
+	const void *arg;
+	struct dg_pending pd;
 };
 
 /*
@@ -146,6 +157,7 @@ struct dg_pair {
 	struct dg_pending *pstage, *pfly, *pdone;
 	struct odsm_dresp_view *rv;
 	bool in_cb;			/* completions of this pair running */
+	struct dg_launch *launch;	/* ends the next batch sent */
 	struct dg_rjob *job;		/* remote runtimes: the batch out */
 };
 

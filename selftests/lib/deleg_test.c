@@ -949,6 +949,107 @@ TEST(launch_after_a_callback_stages)
 }
 
 /*
+ * A chain of apply_then that goes on by itself: each callback issues the
+ * next link (and with chain_sends sends it at once), up to CHAIN_MAX.
+ */
+#define CHAIN_MAX	3000
+static struct odsm_deleg *g_d;
+static bool chain_sends;
+
+static void cb_forever(void *cookie, int st, const void *ret, size_t len)
+{
+	cb_leaf(cookie, st, ret, len);
+	if (n_issued >= CHAIN_MAX)
+		return;
+	if (!odsm_deleg_apply_then(&g_t, OP_INC, NULL, 0, NULL, 0, cb_forever,
+				   NULL, NULL, 0))
+		n_issued++;
+	if (chain_sends)
+		odsm_deleg_flush(g_d);
+}
+
+/* Start the chain, sent; after the call under test, finish it. */
+static void chain_start(struct env *e, bool sends)
+{
+	n_issued = n_done = n_err = 0;
+	g_d = e->d;
+	chain_sends = sends;
+	if (!odsm_deleg_apply_then(&g_t, OP_INC, NULL, 0, NULL, 0, cb_forever,
+				   NULL, NULL, 0))
+		n_issued++;
+	odsm_deleg_flush(e->d);
+}
+
+static void chain_finish(struct env *e)
+{
+	int i;
+
+	for (i = 0; i < 2 * CHAIN_MAX && n_done < n_issued; i++)
+		odsm_deleg_drain(e->d);
+}
+
+/*
+ * A synchronous call while a chain of callbacks goes on must come back
+ * after the first link or two, then the chain runs to its end.  launch:
+ * a launch amid callbacks that only stage; else an apply amid callbacks
+ * that send what they stage.
+ */
+static void call_amid_chain(struct __test_metadata *_metadata, bool launch)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 4 };
+	struct odsm_deleg_stats st;
+	uint64_t *ctr, r = 0;
+	size_t l = 8;
+	struct env e;
+	int at, ret;
+
+	ASSERT_EQ(0, env_start(&e, &c));
+	ctr = env_obj(&e, 8);
+	ASSERT_EQ(0, entrust(&e, 0, ctr, 0, &g_t));
+	chain_start(&e, !launch);
+	if (launch)
+		ret = odsm_deleg_launch(&g_t, OP_NESTED, &g_t, sizeof(g_t), &r,
+					&l);
+	else
+		ret = odsm_deleg_apply(&g_t, OP_INC, NULL, 0, &r, &l);
+	EXPECT_EQ(0, ret);
+	at = n_done;
+	TH_LOG("%s back after %d links of %d", launch ? "launch" : "apply",
+	       at, CHAIN_MAX);
+	EXPECT_LE(at, 3);
+	chain_finish(&e);
+	EXPECT_EQ(CHAIN_MAX, n_issued);
+	EXPECT_EQ(n_issued, n_done);
+	EXPECT_EQ(0, n_err);
+	/* a launched OP_NESTED adds 2 */
+	EXPECT_EQ((uint64_t)CHAIN_MAX + (launch ? 2 : 1), *ctr);
+	odsm_deleg_stats(e.d, &st);
+	EXPECT_EQ(0U, st.bad_arg);
+	EXPECT_EQ(launch ? 1U : 0U, st.launches);
+	odsm_deleg_stop(e.d);
+}
+
+/*
+ * A launch waited until nothing was in flight or staged, which the chain
+ * never allowed: it came back only once the chain had run all its links.
+ * It ends the next batch sent now.
+ */
+TEST(launch_not_starved_by_a_chain_of_callbacks)
+{
+	call_amid_chain(_metadata, true);
+}
+
+/*
+ * An apply's flush waited for the batch in flight as long as there was
+ * one, past its own answer, while callbacks kept sending.  It returns once
+ * its request is answered.
+ */
+TEST(apply_not_held_by_callbacks_that_send)
+{
+	call_amid_chain(_metadata, false);
+}
+
+/*
  * A child of fork() claims a client slot of its own: it shared its
  * parent's thread's (the slot is in the shared arena), both published
  * the same seq numbers into it, and increments were lost or a side hung
