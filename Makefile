@@ -117,7 +117,7 @@ FUZZERS	   := $(patsubst selftests/fuzz/odsm_%.c,$(BUILD)/bin/odsm-%,\
 MODULE	:= $(BUILD)/kmod/$(KVER)/kmod/odsm.ko
 
 .PHONY: all module lib tools tests setup check check-debug demo bench bench-plots model fuzz checkpatch install \
-	clean install-lib print-version dkms-src dkms-install dkms-uninstall deb FORCE
+	clean install-lib print-version print-pub-headers dkms-src dkms-install dkms-uninstall deb FORCE
 
 all: module lib tools tests
 
@@ -164,13 +164,17 @@ $(BUILD)/lib/%.pic.o: kmod/%.c $(LIB_HDR) $(LIB_IHDR)
 $(LIB_A): $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
+# the headers a program includes: what the library exports is what they
+# declare (check-exports.sh), their structs' layout is debian/libodsm1.layout's
+PUB_HDR := userlib/odsm.h userlib/odsm_deleg.h userlib/odsm_sync.h userlib/odsm_ds.h \
+	userlib/odsm_spawn.h userlib/odsm_chan.h userlib/odsm_arc.h \
+	userlib/odsm_tbox.h userlib/odsm_async.h
+
 # exports only the API (userlib/libodsm.map), checked against odsm.h
 $(LIB_SO): $(LIB_OBJ:.o=.pic.o) userlib/libodsm.map tools/check-exports.sh
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libodsm.so.1 -Wl,--version-script=userlib/libodsm.map \
 		-o $@ $(filter %.o,$^) -pthread
-	@tools/check-exports.sh $@ userlib/odsm.h userlib/odsm_deleg.h userlib/odsm_sync.h userlib/odsm_ds.h \
-		userlib/odsm_spawn.h userlib/odsm_chan.h userlib/odsm_arc.h \
-		userlib/odsm_tbox.h userlib/odsm_async.h || { rm -f $@; exit 1; }
+	@tools/check-exports.sh $@ $(PUB_HDR) || { rm -f $@; exit 1; }
 	ln -sf libodsm.so.1 $(BUILD)/lib/libodsm.so
 
 $(BUILD)/lib/odsm.pc: userlib/odsm.pc.in FORCE
@@ -350,6 +354,9 @@ install-lib: lib
 
 print-version:
 	@echo $(VERSION)
+
+print-pub-headers:
+	@echo $(PUB_HDR)
 
 # ---- DKMS and packages ------------------------------------------------------
 # The module's source as DKMS builds it (dkms.conf says how), in

@@ -5,7 +5,8 @@
 #             checkpatch --strict is clean on kmod/ and uapi/; no kmod
 #             file calls a layer above its own (tools/kmod-deps.sh);
 #             libodsm.so.1 exports what debian/libodsm1.symbols states
-#             (tools/check-symbols.sh)
+#             (tools/check-symbols.sh), and its headers' structs are laid
+#             out as debian/libodsm1.layout states (tools/check-layout.sh)
 #   host      unit tests of the pure logic, and of libodsm against a fake
 #             /dev/odsm (ASan + UBSan)
 #   model     spin checks the coherence protocol's model (model/): the
@@ -125,14 +126,16 @@ else
 	echo "not ok: kmod layers"
 	bf=$((bf + 1))
 fi
-# libodsm's ABI: its soname and every symbol with its version node
-step "libodsm ABI: debian/libodsm1.symbols"
-if tools/check-symbols.sh >"$LOGS/symbols.txt" 2>&1; then
-	echo "ok: libodsm.so.1 exports what debian/libodsm1.symbols states"
+# libodsm's ABI: its soname, every symbol with its version node, and the
+# layout of the structs its headers define
+step "libodsm ABI: debian/libodsm1.symbols and .layout"
+if tools/check-symbols.sh >"$LOGS/symbols.txt" 2>&1 &&
+	tools/check-layout.sh >>"$LOGS/symbols.txt" 2>&1; then
+	echo "ok: libodsm.so.1 exports what debian/libodsm1.symbols states, its structs are laid out as debian/libodsm1.layout states"
 	bp=$((bp + 1))
 else
 	cat "$LOGS/symbols.txt"
-	echo "not ok: libodsm ABI (tools/check-symbols.sh)"
+	echo "not ok: libodsm ABI (tools/check-symbols.sh, tools/check-layout.sh)"
 	bf=$((bf + 1))
 fi
 suite_end build $bp $bf
