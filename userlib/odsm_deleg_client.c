@@ -12,6 +12,8 @@
  * and before the thread waits (apply, launch, drain).  Completions run on
  * this thread in the order the requests were staged: the responses of a
  * batch come in request order, and batches of one pair in publish order.
+ * A launch is the exception: it waits aside and ends the next batch sent
+ * (dg_add_launch()), after what callbacks staged while it waited.
  *
  * A runtime of another node (d->remote) has no slots here: the batch goes
  * out with ODSM_IOC_DELEG_CALL instead (odsm_deleg_remote.c), from this
@@ -538,6 +540,20 @@ static bool dg_answered(struct dg_thread *me, unsigned int t)
 	return __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE) == me->pairs[t].seq;
 }
 
+/*
+ * Would r and then the launch set aside for pair p both fit the batch
+ * being built?  Tried on a copy of the batch: the bytes it writes lie
+ * past the batch's end, where the next request goes anyway.
+ */
+static bool dg_room_for_launch(struct dg_pair *p, const struct odsm_dreq *r,
+			       const void *arg)
+{
+	struct odsm_dbatch b = p->b;
+
+	return !odsm_dbatch_add(&b, r, arg) &&
+	       !odsm_dbatch_add(&b, &p->launch->r, p->launch->arg);
+}
+
 /* Stage request r (its tag set here) with pending pd for trustee t. */
 static int dg_stage(struct dg_thread *me, unsigned int t, struct odsm_dreq *r,
 		    const void *arg, const struct dg_pending *pd, bool nowait)
@@ -547,7 +563,16 @@ static int dg_stage(struct dg_thread *me, unsigned int t, struct odsm_dreq *r,
 	int ret;
 
 	r->tag = me->tag++;
-	ret = odsm_dbatch_add(&p->b, r, arg);
+	/*
+	 * With a launch set aside, the batch keeps room for it: a request
+	 * that would take that room sends the batch, with the launch at its
+	 * end, first.  Otherwise callbacks that keep filling batches would
+	 * send every one without it.
+	 */
+	if (p->launch && !dg_room_for_launch(p, r, arg))
+		ret = -ENOSPC;
+	else
+		ret = odsm_dbatch_add(&p->b, r, arg);
 	if (ret == -ENOSPC) {
 		if (p->inflight && (p->in_cb || (nowait && !dg_answered(me, t)))) {
 			DG_INC(cl->n.slot_full);
@@ -616,6 +641,32 @@ static int dg_send_wait(struct dg_thread *me, unsigned int t, const bool *fin)
 	return err;
 }
 
+/*
+ * The caller's request to trustee t, not completed, after err: complete
+ * it, since nothing may point at the caller's frame once it returns.  A
+ * launch still aside was never sent: it fails with err, before anything
+ * else runs a callback (one could send it).  Otherwise it may have gone
+ * out meanwhile (a callback of the batch that failed flushed, with it in
+ * the batch): every batch out is completed, answered or failed (each
+ * wait ends one), and if it is still staged then, it fails with what is
+ * staged.
+ */
+static void dg_take_back(struct dg_thread *me, unsigned int t,
+			 struct dg_launch *l, const bool *fin, int err)
+{
+	struct dg_pair *p = &me->pairs[t];
+
+	if (p->launch == l) {
+		p->launch = NULL;
+		dg_finish(&l->pd, err, NULL, 0);
+		return;
+	}
+	while (!*fin && p->inflight)
+		dg_wait_pair(me, t);
+	if (!*fin)
+		dg_fail_staged(me, t, err);
+}
+
 /* Stage one request, send it and wait: the synchronous calls. */
 static int dg_call(const odsm_trust *t, uint16_t kind, uint64_t op,
 		   const void *arg, size_t arg_len, void *ret,
@@ -680,16 +731,10 @@ static int dg_call(const odsm_trust *t, uint16_t kind, uint64_t op,
 			return err;
 	}
 	err = dg_send_wait(me, tr, &fin);
-	if (err && !fin) {
-		/* ours among them: nothing may point at this frame later */
-		dg_fail_staged(me, tr, err);
-		if (p->launch == &l) {
-			p->launch = NULL;
-			dg_finish(&l.pd, err, NULL, 0);
-		}
-	}
-	/* on an error the request completed with it: st holds it too */
-	return err ? err : st;
+	if (err && !fin)
+		dg_take_back(me, tr, &l, &fin, err);
+	/* completed, answered or failed: st holds how */
+	return fin ? st : err;
 }
 
 int odsm_deleg_apply(const odsm_trust *t, uint64_t op, const void *arg,

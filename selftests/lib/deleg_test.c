@@ -1050,6 +1050,61 @@ TEST(apply_not_held_by_callbacks_that_send)
 }
 
 /*
+ * Links of 300 bytes in a slot of 512 (each fills its batch) and a launch
+ * of 300 bytes: with no batch that had room left for the launch, every
+ * one went out without it until the chain ended.  A batch now keeps room
+ * for a launch set aside, so the link that would take it waits for the
+ * next batch.
+ */
+#define BIG_ARG		300
+static uint8_t big_arg[BIG_ARG];
+static uint64_t big_ret;
+
+static void cb_big(void *cookie, int st, const void *ret, size_t len)
+{
+	cb_leaf(cookie, st, ret, len);
+	if (n_issued < CHAIN_MAX &&
+	    !odsm_deleg_apply_then(&g_t, OP_SUM, big_arg, BIG_ARG, &big_ret,
+				   8, cb_big, NULL, NULL, 0))
+		n_issued++;
+}
+
+TEST(launch_amid_full_batches)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 4,
+				       .slot_size = 512 };
+	uint64_t r = 0, sum = 0;
+	size_t l = 8, i;
+	struct env e;
+	int at;
+
+	for (i = 0; i < BIG_ARG; i++) {
+		big_arg[i] = (uint8_t)i;
+		sum += (uint8_t)i;
+	}
+	ASSERT_EQ(0, env_start(&e, &c));
+	ASSERT_EQ(0, entrust(&e, 0, env_obj(&e, 8), 0, &g_t));
+	n_issued = n_done = n_err = 0;
+	ASSERT_EQ(0, odsm_deleg_apply_then(&g_t, OP_SUM, big_arg, BIG_ARG,
+					   &big_ret, 8, cb_big, NULL, NULL,
+					   0));
+	n_issued++;
+	ASSERT_EQ(0, odsm_deleg_flush(e.d));
+	EXPECT_EQ(0, odsm_deleg_launch(&g_t, OP_SUM, big_arg, BIG_ARG, &r,
+				       &l));
+	at = n_done;
+	TH_LOG("launch back after %d links of %d", at, CHAIN_MAX);
+	EXPECT_LE(at, 3);
+	EXPECT_EQ(sum, r);
+	chain_finish(&e);
+	EXPECT_EQ(CHAIN_MAX, n_issued);
+	EXPECT_EQ(n_issued, n_done);
+	EXPECT_EQ(0, n_err);
+	EXPECT_EQ(sum, big_ret);
+	odsm_deleg_stop(e.d);
+}
+
+/*
  * A child of fork() claims a client slot of its own: it shared its
  * parent's thread's (the slot is in the shared arena), both published
  * the same seq numbers into it, and increments were lost or a side hung
@@ -1374,6 +1429,68 @@ TEST(trustee_process_killed_clients_fail_fast)
 	EXPECT_LE(1U, st.dead);
 	waitpid(pid, &status, 0);
 	odsm_deleg_stop(d);
+}
+
+/*
+ * A launch set aside behind a batch whose trustee dies: the batch fails,
+ * and its callback stages one more request and flushes, which sends the
+ * launch.  The launch returned with the failure while its batch was
+ * still out, and the next poll completed it into the launch's frame,
+ * gone by then.  It now waits for that batch (failed too) first.
+ */
+static struct odsm_deleg *g_dd;
+
+static void cb_then_flush(void *cookie, int st, const void *ret, size_t len)
+{
+	cb_leaf(cookie, st, ret, len);
+	if (!odsm_deleg_apply_then(cookie, OP_INC, NULL, 0, NULL, 0, cb_leaf,
+				   NULL, NULL, 0))
+		n_issued++;
+	odsm_deleg_flush(g_dd);
+}
+
+TEST(launch_sent_by_a_failing_batch_completes_before_return)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 4 };
+	struct shared *sh;
+	uint64_t ms = 60000, r = 0;
+	size_t l = 8;
+	struct env e;
+	pid_t pid;
+	int status;
+
+	register_ops();
+	ASSERT_EQ(0, env_map(&e, &c));
+	sh = env_obj(&e, sizeof(*sh));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		if (odsm_deleg_start(&e.a, &c, &e.d) ||
+		    entrust(&e, 0, env_obj(&e, 8), 0, &sh->t))
+			_exit(1);
+		__atomic_store_n(&sh->ready, 1, __ATOMIC_SEQ_CST);
+		for (;;)
+			pause();
+	}
+	while (!__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST))
+		usleep(1000);
+	ASSERT_EQ(0, odsm_deleg_attach(&e.a, &g_dd));
+	n_issued = n_done = n_err = 0;
+	ASSERT_EQ(0, odsm_deleg_apply_then(&sh->t, OP_SLOW, &ms, 8, NULL, 0,
+					   cb_then_flush, &sh->t, NULL, 0));
+	n_issued++;
+	ASSERT_EQ(0, odsm_deleg_flush(g_dd));
+	usleep(50000);
+	kill(pid, SIGKILL);
+	EXPECT_EQ(-EOWNERDEAD, odsm_deleg_launch(&sh->t, OP_NESTED, &sh->t,
+						 sizeof(sh->t), &r, &l));
+	/* nothing of it is out any more: no batch for a poll to complete */
+	EXPECT_EQ(0, odsm_deleg_poll(g_dd));
+	EXPECT_EQ(2, n_issued);
+	EXPECT_EQ(2, n_done);
+	EXPECT_EQ(2, n_err);
+	waitpid(pid, &status, 0);
+	odsm_deleg_stop(g_dd);
 }
 
 /*
