@@ -63,6 +63,7 @@ static void dg_thread_free(struct dg_thread *me, unsigned int trustees)
 		free(me->pairs[t].pfly);
 		free(me->pairs[t].pdone);
 		free(me->pairs[t].rv);
+		free(me->pairs[t].rcopy);
 	}
 	free(me->pairs);
 	free(me);
@@ -197,7 +198,9 @@ static struct dg_thread *dg_thread_new(struct odsm_deleg *d)
 		p->pfly = calloc(max, sizeof(*p->pfly));
 		p->pdone = calloc(max, sizeof(*p->pdone));
 		p->rv = calloc(max, sizeof(*p->rv));
-		if (!p->stage || !p->pstage || !p->pfly || !p->pdone || !p->rv)
+		p->rcopy = aligned_alloc(DG_LINE, slot);
+		if (!p->stage || !p->pstage || !p->pfly || !p->pdone ||
+		    !p->rv || !p->rcopy)
 			goto err;
 		odsm_dbatch_init(&p->b, p->stage, slot);
 		if (!d->remote)
@@ -355,6 +358,7 @@ static int dg_complete(struct dg_thread *me, unsigned int t, int err)
 	p->inflight = false;
 	p->nfly = 0;
 	p->in_cb = true;
+	p->cresp = resp;
 	for (i = 0; i < n; i++) {
 		const struct odsm_dresp_view *v = &p->rv[i];
 		const void *ret = NULL;
@@ -370,11 +374,12 @@ static int dg_complete(struct dg_thread *me, unsigned int t, int err)
 			st = -EPROTO;
 		else {
 			st = v->status;
-			ret = resp + v->ret_off;
+			ret = p->cresp + v->ret_off;
 			len = v->ret_len;
 		}
 		dg_finish(&done[i], st, ret, len);
 	}
+	p->cresp = NULL;
 	p->in_cb = false;
 	return (int)n;
 }
@@ -508,6 +513,15 @@ static int dg_flush_pair(struct dg_thread *me, unsigned int t, bool sync)
 	dg_add_launch(me, t);
 	if (!p->b.count)
 		return 0;
+	/*
+	 * From a callback of the batch dg_complete() is completing: this
+	 * batch's answer lands where that one's are still read.  They are
+	 * read from a copy from here on.
+	 */
+	if (p->cresp && p->cresp != p->rcopy) {
+		memcpy(p->rcopy, p->cresp, d->geo.slot_size);
+		p->cresp = p->rcopy;
+	}
 	odsm_dbatch_seal(&p->b);
 	if (d->remote) {
 		dg_rflush(p, sync);
@@ -541,17 +555,21 @@ static bool dg_answered(struct dg_thread *me, unsigned int t)
 }
 
 /*
- * Would r and then the launch set aside for pair p both fit the batch
- * being built?  Tried on a copy of the batch: the bytes it writes lie
- * past the batch's end, where the next request goes anyway.
+ * Do r and then the launch set aside for pair p both fit the batch being
+ * built: 0, or -ENOSPC, or r's own -E2BIG.  Tried on a copy of the
+ * batch: the bytes it writes lie past the batch's end, where the next
+ * request goes anyway.
  */
-static bool dg_room_for_launch(struct dg_pair *p, const struct odsm_dreq *r,
-			       const void *arg)
+static int dg_room_for_launch(struct dg_pair *p, const struct odsm_dreq *r,
+			      const void *arg)
 {
 	struct odsm_dbatch b = p->b;
+	int ret = odsm_dbatch_add(&b, r, arg);
 
-	return !odsm_dbatch_add(&b, r, arg) &&
-	       !odsm_dbatch_add(&b, &p->launch->r, p->launch->arg);
+	if (ret)
+		return ret;
+	return odsm_dbatch_add(&b, &p->launch->r, p->launch->arg) ? -ENOSPC :
+								     0;
 }
 
 /* Stage request r (its tag set here) with pending pd for trustee t. */
@@ -569,9 +587,8 @@ static int dg_stage(struct dg_thread *me, unsigned int t, struct odsm_dreq *r,
 	 * end, first.  Otherwise callbacks that keep filling batches would
 	 * send every one without it.
 	 */
-	if (p->launch && !dg_room_for_launch(p, r, arg))
-		ret = -ENOSPC;
-	else
+	ret = p->launch ? dg_room_for_launch(p, r, arg) : 0;
+	if (!ret)
 		ret = odsm_dbatch_add(&p->b, r, arg);
 	if (ret == -ENOSPC) {
 		if (p->inflight && (p->in_cb || (nowait && !dg_answered(me, t)))) {

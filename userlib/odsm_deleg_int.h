@@ -156,6 +156,12 @@ struct dg_pair {
 	struct odsm_dbatch b;		/* over stage */
 	struct dg_pending *pstage, *pfly, *pdone;
 	struct odsm_dresp_view *rv;
+	/*
+	 * The answers dg_complete() is handing out: the response slot, or
+	 * rcopy once a callback sent the next batch, whose answer lands there
+	 */
+	const uint8_t *cresp;
+	uint8_t *rcopy;
 	bool in_cb;			/* completions of this pair running */
 	struct dg_launch *launch;	/* ends the next batch sent */
 	struct dg_rjob *job;		/* remote runtimes: the batch out */

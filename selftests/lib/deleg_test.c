@@ -1105,6 +1105,59 @@ TEST(launch_amid_full_batches)
 }
 
 /*
+ * Two answers of one batch, the first one's callback sending a batch of
+ * two more: the trustee answered those into the response slot while the
+ * second answer of the first batch was still to be read there, so it got
+ * the fourth request's index (3) instead of its own (1).
+ */
+static uint64_t app_ret[4];
+static odsm_trust app_t;
+static struct odsm_deleg *app_d;
+
+static void cb_append_more(void *cookie, int st, const void *ret, size_t len)
+{
+	uint64_t v = 2;
+
+	odsm_deleg_apply_then(&app_t, OP_APPEND, &v, 8, &app_ret[2], 8, NULL,
+			      NULL, NULL, 0);
+	v = 3;
+	odsm_deleg_apply_then(&app_t, OP_APPEND, &v, 8, &app_ret[3], 8, NULL,
+			      NULL, NULL, 0);
+	odsm_deleg_flush(app_d);
+	usleep(50000);	/* the trustee answers them meanwhile */
+}
+
+TEST(answers_read_after_a_callback_sends)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 2 };
+	struct log *lg;
+	struct env e;
+	uint64_t v, i;
+
+	ASSERT_EQ(0, env_start(&e, &c));
+	lg = env_obj(&e, sizeof(*lg));
+	ASSERT_EQ(0, entrust(&e, 0, lg, 0, &app_t));
+	app_d = e.d;
+	memset(app_ret, 0xff, sizeof(app_ret));
+	v = 0;
+	ASSERT_EQ(0, odsm_deleg_apply_then(&app_t, OP_APPEND, &v, 8,
+					   &app_ret[0], 8, cb_append_more,
+					   NULL, NULL, 0));
+	v = 1;
+	ASSERT_EQ(0, odsm_deleg_apply_then(&app_t, OP_APPEND, &v, 8,
+					   &app_ret[1], 8, NULL, NULL, NULL,
+					   0));
+	ASSERT_EQ(0, odsm_deleg_drain(e.d));
+	ASSERT_EQ(0, odsm_deleg_drain(e.d));
+	/* each request's answer is the index the trustee appended it at */
+	for (i = 0; i < 4; i++) {
+		EXPECT_EQ(i, lg->v[i]);
+		EXPECT_EQ(i, app_ret[i]);
+	}
+	odsm_deleg_stop(e.d);
+}
+
+/*
  * A child of fork() claims a client slot of its own: it shared its
  * parent's thread's (the slot is in the shared arena), both published
  * the same seq numbers into it, and increments were lost or a side hung
