@@ -403,15 +403,32 @@ static int dg_wait_pair(struct dg_thread *me, unsigned int t)
 	return ret;
 }
 
-/* Complete every staged request to trustee t with err: never sent. */
+/*
+ * Complete every staged request to trustee t with err: never sent.  Their
+ * callbacks may stage anew, into the entries being completed, and flush,
+ * which swaps the array: these are completed from a copy.  Only if the
+ * copy cannot be made, in place, with staging and flushing refused
+ * meanwhile (p->failing: -ENOMEM), so that nothing writes or swaps it.
+ */
 static void dg_fail_staged(struct dg_thread *me, unsigned int t, int err)
 {
 	struct dg_pair *p = &me->pairs[t];
 	uint16_t i, n = p->b.count;
+	struct dg_pending *f, *arr;
 
+	if (!n)
+		return;
+	f = malloc(n * sizeof(*f));
+	if (f)
+		memcpy(f, p->pstage, n * sizeof(*f));
+	else
+		p->failing = true;
+	arr = f ? f : p->pstage;
 	odsm_dbatch_init(&p->b, p->stage, me->d->geo.slot_size);
 	for (i = 0; i < n; i++)
-		dg_finish(&p->pstage[i], err, NULL, 0);
+		dg_finish(&arr[i], err, NULL, 0);
+	p->failing = false;
+	free(f);
 }
 
 /*
@@ -498,6 +515,8 @@ static int dg_flush_pair(struct dg_thread *me, unsigned int t, bool sync)
 
 	if (!p->b.count && !p->launch)
 		return 0;
+	if (p->failing)
+		return -ENOMEM;	/* dg_fail_staged() without its copy */
 	/*
 	 * The batch in flight first.  Its callbacks may stage and send one
 	 * of their own (when this call itself came from a callback, that is
@@ -580,6 +599,8 @@ static int dg_stage(struct dg_thread *me, unsigned int t, struct odsm_dreq *r,
 	struct dg_pair *p = &me->pairs[t];
 	int ret;
 
+	if (p->failing)
+		return -ENOMEM;	/* dg_fail_staged() without its copy */
 	r->tag = me->tag++;
 	/*
 	 * With a launch set aside, the batch keeps room for it: a request

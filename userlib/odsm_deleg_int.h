@@ -163,6 +163,9 @@ struct dg_pair {
 	const uint8_t *cresp;
 	uint8_t *rcopy;
 	bool in_cb;			/* completions of this pair running */
+	bool failing;			/* dg_fail_staged() completes in
+					 * place: no staging, no flush
+					 */
 	struct dg_launch *launch;	/* ends the next batch sent */
 	struct dg_rjob *job;		/* remote runtimes: the batch out */
 };

@@ -1428,6 +1428,39 @@ struct shared {
 	volatile uint64_t done;
 };
 
+/*
+ * A trustee process (a child) running c's runtime in e's arena, with one
+ * counter entrusted in sh->t (sh: in the arena): its pid once it is
+ * ready, or -1.
+ */
+static pid_t trustee_process(struct env *e, struct odsm_deleg_config *c,
+			     struct shared **shp)
+{
+	struct shared *sh;
+	pid_t pid;
+
+	register_ops();
+	if (env_map(e, c))
+		return -1;
+	sh = env_obj(e, sizeof(*sh));
+	*shp = sh;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		/* the trustee process */
+		if (odsm_deleg_start(&e->a, c, &e->d) ||
+		    entrust(e, 0, env_obj(e, 8), 0, &sh->t))
+			_exit(1);
+		__atomic_store_n(&sh->ready, 1, __ATOMIC_SEQ_CST);
+		for (;;)
+			pause();
+	}
+	while (!__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST))
+		usleep(1000);
+	return pid;
+}
+
 TEST(trustee_process_killed_clients_fail_fast)
 {
 	struct odsm_deleg_config c = { .trustees = 1, .clients = 4 };
@@ -1441,22 +1474,8 @@ TEST(trustee_process_killed_clients_fail_fast)
 	pid_t pid;
 	int status;
 
-	register_ops();
-	ASSERT_EQ(0, env_map(&e, &c));
-	sh = env_obj(&e, sizeof(*sh));
-	pid = fork();
+	pid = trustee_process(&e, &c, &sh);
 	ASSERT_LE(0, pid);
-	if (!pid) {
-		/* the trustee process */
-		if (odsm_deleg_start(&e.a, &c, &e.d) ||
-		    entrust(&e, 0, env_obj(&e, 8), 0, &sh->t))
-			_exit(1);
-		__atomic_store_n(&sh->ready, 1, __ATOMIC_SEQ_CST);
-		for (;;)
-			pause();
-	}
-	while (!__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST))
-		usleep(1000);
 	ASSERT_EQ(0, odsm_deleg_attach(&e.a, &d));
 	ASSERT_EQ(0, odsm_deleg_apply(&sh->t, OP_INC, NULL, 0, NULL, NULL));
 	EXPECT_EQ(1U, get(&sh->t));
@@ -1512,21 +1531,8 @@ TEST(launch_sent_by_a_failing_batch_completes_before_return)
 	pid_t pid;
 	int status;
 
-	register_ops();
-	ASSERT_EQ(0, env_map(&e, &c));
-	sh = env_obj(&e, sizeof(*sh));
-	pid = fork();
+	pid = trustee_process(&e, &c, &sh);
 	ASSERT_LE(0, pid);
-	if (!pid) {
-		if (odsm_deleg_start(&e.a, &c, &e.d) ||
-		    entrust(&e, 0, env_obj(&e, 8), 0, &sh->t))
-			_exit(1);
-		__atomic_store_n(&sh->ready, 1, __ATOMIC_SEQ_CST);
-		for (;;)
-			pause();
-	}
-	while (!__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST))
-		usleep(1000);
 	ASSERT_EQ(0, odsm_deleg_attach(&e.a, &g_dd));
 	n_issued = n_done = n_err = 0;
 	ASSERT_EQ(0, odsm_deleg_apply_then(&sh->t, OP_SLOW, &ms, 8, NULL, 0,
@@ -1544,6 +1550,70 @@ TEST(launch_sent_by_a_failing_batch_completes_before_return)
 	EXPECT_EQ(2, n_err);
 	waitpid(pid, &status, 0);
 	odsm_deleg_stop(g_dd);
+}
+
+/*
+ * Requests staged behind a batch whose trustee dies fail unsent; the
+ * first one's callback stages two more.  They were staged into the very
+ * entries being failed: the second request was never completed, and
+ * the callback's second one completed twice (failed at once, and again
+ * when sent).  Each completes once now.
+ */
+static int fail_seen[5];
+
+static void cb_count(void *cookie, int st, const void *ret, size_t len)
+{
+	fail_seen[(uintptr_t)cookie]++;
+	n_err += st != 0;
+}
+
+static void cb_stage_two(void *cookie, int st, const void *ret, size_t len)
+{
+	cb_count(cookie, st, ret, len);
+	odsm_deleg_apply_then(&g_t, OP_INC, NULL, 0, NULL, 0, cb_count,
+			      (void *)3, NULL, 0);
+	odsm_deleg_apply_then(&g_t, OP_INC, NULL, 0, NULL, 0, cb_count,
+			      (void *)4, NULL, 0);
+}
+
+TEST(staged_requests_fail_once_when_callbacks_stage)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 4 };
+	struct odsm_deleg_completion cp;
+	struct odsm_deleg *d;
+	struct shared *sh;
+	uint64_t ms = 60000;
+	struct env e;
+	pid_t pid;
+	int status, i;
+
+	pid = trustee_process(&e, &c, &sh);
+	ASSERT_LE(0, pid);
+	ASSERT_EQ(0, odsm_deleg_attach(&e.a, &d));
+	g_t = sh->t;
+	n_err = 0;
+	memset(fail_seen, 0, sizeof(fail_seen));
+	ASSERT_EQ(0, odsm_deleg_apply_then(&g_t, OP_SLOW, &ms, 8, NULL, 0,
+					   NULL, NULL, &cp, 0));
+	ASSERT_EQ(0, odsm_deleg_flush(d));
+	/* staged behind it, not sent */
+	ASSERT_EQ(0, odsm_deleg_apply_then(&g_t, OP_INC, NULL, 0, NULL, 0,
+					   cb_stage_two, (void *)1, NULL, 0));
+	ASSERT_EQ(0, odsm_deleg_apply_then(&g_t, OP_INC, NULL, 0, NULL, 0,
+					   cb_count, (void *)2, NULL, 0));
+	usleep(50000);
+	kill(pid, SIGKILL);
+	/* the slow one fails, then what is staged, then what that staged */
+	EXPECT_EQ(-EOWNERDEAD, odsm_deleg_drain(d));
+	odsm_deleg_drain(d);
+	EXPECT_EQ(1, cp.done);
+	TH_LOG("completions of requests 1-4: %d %d %d %d", fail_seen[1],
+	       fail_seen[2], fail_seen[3], fail_seen[4]);
+	for (i = 1; i <= 4; i++)
+		EXPECT_EQ(1, fail_seen[i]);
+	EXPECT_EQ(4, n_err);
+	waitpid(pid, &status, 0);
+	odsm_deleg_stop(d);
 }
 
 /*
