@@ -32,9 +32,11 @@ names=$(sed -nE 's/^(typedef )?struct ([a-z_0-9]+) \{.*/\2/p' "${headers[@]}" | 
 ${CC:-cc} -D_GNU_SOURCE -Iuapi -Iuserlib -g -O0 -c "$tmp/layout.c" -o "$tmp/layout.o"
 {
 	sed -n '/^#/p' "$list"
+	# members with their offsets and sizes, and each struct's size;
+	# pahole's other remarks (holes, padding, cachelines) follow from them
 	for n in $names; do
 		pahole -C "$n" "$tmp/layout.o"
-	done
+	done | sed -E '/^\s*\/\*/{/^\s*\/\* size:/!d}; /^\s*$/d'
 } >"$tmp/now"
 if [ "${1:-}" = --update ]; then
 	cp "$tmp/now" "$list"
