@@ -88,7 +88,8 @@ CORE_HDR := kmod/odsm_addr.h kmod/odsm_window.h kmod/odsm_credit.h kmod/odsm_pal
 
 HOST_TESTS := $(patsubst selftests/host/%.c,$(BUILD)/tests/host/%,\
 		$(wildcard selftests/host/*_test.c)) \
-	      $(BUILD)/tests/host/bench_report_test $(BUILD)/tests/host/progress_test
+	      $(BUILD)/tests/host/bench_report_test $(BUILD)/tests/host/progress_test \
+	      $(BUILD)/tests/host/checklib_test
 VM_TESTS   := $(patsubst selftests/vm/%.c,$(BUILD)/tests/vm/%,\
 		$(wildcard selftests/vm/*.c))
 CLUSTER_TESTS := $(patsubst selftests/cluster/%.c,$(BUILD)/tests/cluster/%,\
@@ -255,6 +256,12 @@ $(BUILD)/tests/host/bench_report_test: selftests/bench/bench_report_test.sh \
 
 # the progress lines of make check and make bench (tools/progress-lib.sh)
 $(BUILD)/tests/host/progress_test: selftests/tools/progress_test.sh tools/progress-lib.sh
+	@mkdir -p $(@D)
+	sed 's|@SRCDIR@|$(CURDIR)|' $< >$@.tmp && chmod +x $@.tmp && mv $@.tmp $@
+
+# make check's judgement of a failed guest run (tools/check-lib.sh)
+$(BUILD)/tests/host/checklib_test: selftests/tools/checklib_test.sh tools/check-lib.sh \
+		tools/progress-lib.sh
 	@mkdir -p $(@D)
 	sed 's|@SRCDIR@|$(CURDIR)|' $< >$@.tmp && chmod +x $@.tmp && mv $@.tmp $@
 

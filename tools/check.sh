@@ -334,6 +334,12 @@ fi
 if [ -s "$LOGS/failures.txt" ]; then
 	echo "failures (build/logs/failures.txt):"
 	head -n 80 "$LOGS/failures.txt"
+	# and last of all the failed tests alone, where a reader of the
+	# output's last lines (a CI page's tail) sees them
+	if grep -qE '^\[node[0-9]+\] (not ok|# +FAIL)' "$LOGS/failures.txt"; then
+		echo "failed tests:"
+		grep -E '^(== not ok|\[node[0-9]+\] (not ok|# +FAIL))' "$LOGS/failures.txt" | tail -n 24
+	fi
 fi
 echo "check: $(( $(date +%s) - t_start )) s, $progress_n steps"
 echo "$total_pass passed, $total_fail failed"
