@@ -224,7 +224,10 @@ int odsm_deleg_flush(struct odsm_deleg *d);
 int odsm_deleg_poll(struct odsm_deleg *d);
 /* Flush and wait until every request of this thread completed. */
 int odsm_deleg_drain(struct odsm_deleg *d);
-/* This thread is done with d: its client slot is free for another. */
+/* This thread is done with d: what it sent completes (as in drain), and
+ * its client slot is free for another.  From a callback, when the call
+ * that ran the callback returns.
+ */
 void odsm_deleg_thread_done(struct odsm_deleg *d);
 
 /* What the runtime counted, summed over its trustees and clients. */

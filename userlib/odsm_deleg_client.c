@@ -312,8 +312,15 @@ static struct dg_client *dg_mycl(struct dg_thread *me)
 	return me->d->remote ? &me->rcl : dg_client(me->d, me->client);
 }
 
-static void dg_finish(const struct dg_pending *pd, int st, const void *ret,
-		      size_t len)
+/*
+ * Complete one request: its result where the caller said, then its
+ * callback, the only place this library runs the caller's code (so a
+ * frame of the library is on this thread's stack above the callback
+ * while cb_depth is not 0, and none is when it is, at a public call's
+ * return).
+ */
+static void dg_finish(struct dg_thread *me, const struct dg_pending *pd,
+		      int st, const void *ret, size_t len)
 {
 	if (pd->ret && len)
 		memcpy(pd->ret, ret, len);
@@ -321,8 +328,11 @@ static void dg_finish(const struct dg_pending *pd, int st, const void *ret,
 		*pd->ret_len = len;
 	if (pd->status)
 		*pd->status = st;
-	if (pd->fn)
+	if (pd->fn) {
+		me->cb_depth++;
 		pd->fn(pd->cookie, st, pd->ret ? pd->ret : ret, len);
+		me->cb_depth--;
+	}
 	if (pd->c) {
 		pd->c->status = st;
 		pd->c->ret_len = len;
@@ -377,7 +387,7 @@ static int dg_complete(struct dg_thread *me, unsigned int t, int err)
 			ret = p->cresp + v->ret_off;
 			len = v->ret_len;
 		}
-		dg_finish(&done[i], st, ret, len);
+		dg_finish(me, &done[i], st, ret, len);
 	}
 	p->cresp = NULL;
 	p->in_cb = false;
@@ -426,7 +436,7 @@ static void dg_fail_staged(struct dg_thread *me, unsigned int t, int err)
 	arr = f ? f : p->pstage;
 	odsm_dbatch_init(&p->b, p->stage, me->d->geo.slot_size);
 	for (i = 0; i < n; i++)
-		dg_finish(&arr[i], err, NULL, 0);
+		dg_finish(me, &arr[i], err, NULL, 0);
 	p->failing = false;
 	free(f);
 }
@@ -492,7 +502,7 @@ static void dg_add_launch(struct dg_thread *me, unsigned int t)
 	p->launch = NULL;
 	if (ret) {
 		DG_INC(dg_mycl(me)->n.too_long);
-		dg_finish(&l->pd, ret, NULL, 0);
+		dg_finish(me, &l->pd, ret, NULL, 0);
 		return;
 	}
 	p->pstage[p->b.count - 1] = l->pd;
@@ -696,7 +706,7 @@ static void dg_take_back(struct dg_thread *me, unsigned int t,
 
 	if (p->launch == l) {
 		p->launch = NULL;
-		dg_finish(&l->pd, err, NULL, 0);
+		dg_finish(me, &l->pd, err, NULL, 0);
 		return;
 	}
 	while (!*fin && p->inflight)
@@ -705,26 +715,67 @@ static void dg_take_back(struct dg_thread *me, unsigned int t,
 		dg_fail_staged(me, t, err);
 }
 
+/* Flush and wait until every request of this thread to d completed. */
+static int dg_drain(struct dg_thread *me)
+{
+	unsigned int t;
+	int ret = 0, r;
+
+	for (t = 0; t < me->d->geo.trustees; t++) {
+		r = dg_flush_pair(me, t, true);
+		if (r)
+			dg_fail_staged(me, t, r);
+		else
+			r = dg_wait_pair(me, t);
+		if (r && !ret)
+			ret = r;
+	}
+	return ret;
+}
+
+/*
+ * This thread is done with its runtime: what it sent completes, its
+ * client slot goes free, its state with it.  Not from a callback (the
+ * library's frames above it still use the state): dg_leave() then.
+ */
+static void dg_thread_end(struct dg_thread *me)
+{
+	struct odsm_deleg *d = me->d;
+
+	dg_drain(me);
+	if (!d->remote)
+		__atomic_store_n(&dg_client(d, me->client)->owner, 0,
+				 __ATOMIC_RELEASE);
+	dg_ts->me[d->att] = NULL;
+	dg_thread_free(me, d->geo.trustees);
+}
+
+/*
+ * The end of every public call that may run callbacks: if one of them
+ * said odsm_deleg_thread_done(), and no callback is running any more (so
+ * no frame of the library is left above this one), it is done now.  me
+ * is gone after it then.
+ */
+static void dg_leave(struct dg_thread *me)
+{
+	if (me && me->retire && !me->cb_depth)
+		dg_thread_end(me);
+}
+
 /* Stage one request, send it and wait: the synchronous calls. */
-static int dg_call(const odsm_trust *t, uint16_t kind, uint64_t op,
-		   const void *arg, size_t arg_len, void *ret,
-		   size_t *ret_len)
+static int dg_call_one(struct dg_thread *me, unsigned int tr,
+		       uint16_t kind, const odsm_trust *t, uint64_t op,
+		       const void *arg, size_t arg_len, void *ret,
+		       size_t *ret_len)
 {
 	struct odsm_dreq r = { .op = op, .kind = kind };
-	struct dg_pending pd = { 0 };
+	struct dg_pair *p = &me->pairs[tr];
 	size_t cap = ret_len ? *ret_len : 0;
-	struct dg_thread *me;
-	struct odsm_deleg *d;
+	struct dg_pending pd = { 0 };
 	struct dg_launch l;
-	struct dg_pair *p;
 	bool fin = false;
-	unsigned int tr;
 	int st = 0, err;
 
-	err = dg_target(t, &d, &me, &tr);
-	if (err)
-		return err;
-	p = &me->pairs[tr];
 	if (arg_len > UINT32_MAX || cap > UINT32_MAX) {
 		DG_INC(dg_mycl(me)->n.too_long);
 		return -E2BIG;
@@ -773,6 +824,23 @@ static int dg_call(const odsm_trust *t, uint16_t kind, uint64_t op,
 		dg_take_back(me, tr, &l, &fin, err);
 	/* completed, answered or failed: st holds how */
 	return fin ? st : err;
+}
+
+static int dg_call(const odsm_trust *t, uint16_t kind, uint64_t op,
+		   const void *arg, size_t arg_len, void *ret,
+		   size_t *ret_len)
+{
+	struct dg_thread *me;
+	struct odsm_deleg *d;
+	unsigned int tr;
+	int err;
+
+	err = dg_target(t, &d, &me, &tr);
+	if (err)
+		return err;
+	err = dg_call_one(me, tr, kind, t, op, arg, arg_len, ret, ret_len);
+	dg_leave(me);
+	return err;
 }
 
 int odsm_deleg_apply(const odsm_trust *t, uint64_t op, const void *arg,
@@ -840,7 +908,9 @@ int odsm_deleg_apply_then(const odsm_trust *t, uint64_t op, const void *arg,
 	r.obj = t->cell | (uint64_t)t->gen << 32;
 	r.arg_len = (uint32_t)arg_len;
 	r.ret_max = (uint32_t)ret_cap;
-	return dg_stage(me, tr, &r, arg, &pd, flags & ODSM_DELEG_NOWAIT);
+	err = dg_stage(me, tr, &r, arg, &pd, flags & ODSM_DELEG_NOWAIT);
+	dg_leave(me);
+	return err;
 }
 
 /* The partition, so the node, global address g is in (g in the heap). */
@@ -1142,6 +1212,7 @@ int odsm_deleg_flush(struct odsm_deleg *d)
 		if (r && !ret)
 			ret = r;
 	}
+	dg_leave(me);
 	return ret;
 }
 
@@ -1160,34 +1231,32 @@ int odsm_deleg_poll(struct odsm_deleg *d)
 			/* not answered: still alive? (cheap: a trylock) */
 			r = dg_trustee_alive(d, t);
 			if (r) {
-				n += dg_complete(me, t, r);
-				return r;
+				dg_complete(me, t, r);
+				n = r;
+				break;
 			}
 		}
 		if (!p->inflight && p->b.count) {
 			r = dg_flush_pair(me, t, false);
-			if (r)
-				return r;
+			if (r) {
+				n = r;
+				break;
+			}
 		}
 	}
+	dg_leave(me);
 	return n;
 }
 
 int odsm_deleg_drain(struct odsm_deleg *d)
 {
 	struct dg_thread *me = dg_me_if(d);
-	unsigned int t;
-	int ret = 0, r;
+	int ret;
 
-	for (t = 0; me && t < d->geo.trustees; t++) {
-		r = dg_flush_pair(me, t, true);
-		if (r)
-			dg_fail_staged(me, t, r);
-		else
-			r = dg_wait_pair(me, t);
-		if (r && !ret)
-			ret = r;
-	}
+	if (!me)
+		return 0;
+	ret = dg_drain(me);
+	dg_leave(me);
 	return ret;
 }
 
@@ -1197,12 +1266,10 @@ void odsm_deleg_thread_done(struct odsm_deleg *d)
 
 	if (!me)
 		return;
-	odsm_deleg_drain(d);
-	if (!d->remote)
-		__atomic_store_n(&dg_client(d, me->client)->owner, 0,
-				 __ATOMIC_RELEASE);
-	dg_ts->me[d->att] = NULL;
-	dg_thread_free(me, d->geo.trustees);
+	if (me->cb_depth)
+		me->retire = true;	/* a callback: see dg_leave() */
+	else
+		dg_thread_end(me);
 }
 
 void dg_thread_release_all(struct odsm_deleg *d)

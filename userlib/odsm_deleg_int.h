@@ -180,6 +180,13 @@ struct dg_thread {
 	struct dg_client rcl;		/* remote runtimes: this thread's
 					 * counters (it holds no slot there)
 					 */
+	uint32_t cb_depth;		/* callbacks of d's requests running
+					 * on this thread (nested ones count)
+					 */
+	bool retire;			/* odsm_deleg_thread_done() from a
+					 * callback: done when the call that
+					 * ran it returns (dg_leave())
+					 */
 };
 
 struct dg_job;

@@ -1157,6 +1157,75 @@ TEST(answers_read_after_a_callback_sends)
 	odsm_deleg_stop(e.d);
 }
 
+static struct odsm_deleg *done_d;
+static uint64_t done_ret[4];
+static int done_calls[4];
+
+/*
+ * Request 0's callback says the thread is done; request 1's stages one
+ * more (3) after that, which must complete too.
+ */
+static void cb_thread_done(void *cookie, int st, const void *ret, size_t len)
+{
+	int i = (int)(intptr_t)cookie;
+
+	done_calls[i]++;
+	if (!st && len == 8)
+		memcpy(&done_ret[i], ret, 8);
+	if (i == 0)
+		odsm_deleg_thread_done(done_d);
+	if (i == 1)
+		odsm_deleg_apply_then(&g_t, OP_INC, NULL, 0, NULL, 8,
+				      cb_thread_done, (void *)(intptr_t)3,
+				      NULL, 0);
+}
+
+static void *inc_once(void *arg)
+{
+	return (void *)(intptr_t)odsm_deleg_apply(&g_t, OP_INC, NULL, 0, NULL,
+						  NULL);
+}
+
+/*
+ * odsm_deleg_thread_done() from a callback freed the thread's state
+ * under the completion running it: the rest of the batch read freed
+ * arrays (ASan: heap-use-after-free in dg_complete()).  It now takes
+ * effect when the call that ran the callback returns: every request
+ * completes once, the one a later callback staged included, and the
+ * client slot (the only one) is then free for another thread.
+ */
+TEST(thread_done_from_a_callback_ends_after_its_caller)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 1 };
+	struct env e;
+	uint64_t *ctr;
+	pthread_t th;
+	void *res;
+	int i;
+
+	ASSERT_EQ(0, env_start(&e, &c));
+	ctr = env_obj(&e, 8);
+	ASSERT_EQ(0, entrust(&e, 0, ctr, 0, &g_t));
+	done_d = e.d;
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, odsm_deleg_apply_then(&g_t, OP_INC, NULL, 0, NULL,
+						   8, cb_thread_done,
+						   (void *)(intptr_t)i, NULL,
+						   0));
+	ASSERT_EQ(0, odsm_deleg_drain(e.d));
+	for (i = 0; i < 4; i++) {
+		EXPECT_EQ(1, done_calls[i]);
+		EXPECT_EQ((uint64_t)i, done_ret[i]);	/* the old count */
+	}
+	EXPECT_EQ(4ULL, *ctr);
+	/* the slot went free with the drain's return */
+	ASSERT_EQ(0, pthread_create(&th, NULL, inc_once, NULL));
+	pthread_join(th, &res);
+	EXPECT_EQ(0, (int)(intptr_t)res);
+	EXPECT_EQ(5ULL, *ctr);
+	odsm_deleg_stop(e.d);
+}
+
 /*
  * A child of fork() claims a client slot of its own: it shared its
  * parent's thread's (the slot is in the shared arena), both published
