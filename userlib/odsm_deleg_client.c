@@ -419,12 +419,16 @@ static int dg_wait_pair(struct dg_thread *me, unsigned int t)
  * which swaps the array: these are completed from a copy.  Only if the
  * copy cannot be made, in place, with staging and flushing refused
  * meanwhile (p->failing: -ENOMEM), so that nothing writes or swaps it.
+ * The callbacks run as dg_complete()'s do (p->in_cb): they may queue but
+ * not wait, so nothing they issue completes before the requests issued
+ * ahead of it.
  */
 static void dg_fail_staged(struct dg_thread *me, unsigned int t, int err)
 {
 	struct dg_pair *p = &me->pairs[t];
 	uint16_t i, n = p->b.count;
 	struct dg_pending *f, *arr;
+	bool in_cb = p->in_cb;
 
 	if (!n)
 		return;
@@ -435,8 +439,10 @@ static void dg_fail_staged(struct dg_thread *me, unsigned int t, int err)
 		p->failing = true;
 	arr = f ? f : p->pstage;
 	odsm_dbatch_init(&p->b, p->stage, me->d->geo.slot_size);
+	p->in_cb = true;
 	for (i = 0; i < n; i++)
 		dg_finish(me, &arr[i], err, NULL, 0);
+	p->in_cb = in_cb;	/* a callback's own drain may have come here */
 	p->failing = false;
 	free(f);
 }

@@ -1686,6 +1686,69 @@ TEST(staged_requests_fail_once_when_callbacks_stage)
 }
 
 /*
+ * Requests staged behind a batch whose trustee dies fail unsent; the
+ * first one's callback makes a synchronous call to the same trustee.
+ * Those callbacks ran outside the rule of dg_complete()'s (a callback
+ * may queue but not wait): the call was staged, sent, failed and
+ * returned while the request staged after the first one had not
+ * completed yet, out of issue order.  It is refused now (-EDEADLK), as
+ * from any callback, and never sent.
+ */
+static int sync_ret, seen2_at_return;
+
+static void cb_sync_call(void *cookie, int st, const void *ret, size_t len)
+{
+	cb_count(cookie, st, ret, len);
+	sync_ret = odsm_deleg_apply(&g_t, OP_INC, NULL, 0, NULL, NULL);
+	seen2_at_return = fail_seen[2];
+}
+
+TEST(callbacks_of_failed_requests_may_not_wait)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 4 };
+	struct odsm_deleg_completion cp;
+	struct odsm_deleg_stats st0, st1;
+	struct odsm_deleg *d;
+	struct shared *sh;
+	uint64_t ms = 60000;
+	struct env e;
+	pid_t pid;
+	int status;
+
+	pid = trustee_process(&e, &c, &sh);
+	ASSERT_LE(0, pid);
+	ASSERT_EQ(0, odsm_deleg_attach(&e.a, &d));
+	g_t = sh->t;
+	n_err = 0;
+	sync_ret = 1;
+	seen2_at_return = -1;
+	memset(fail_seen, 0, sizeof(fail_seen));
+	ASSERT_EQ(0, odsm_deleg_apply_then(&g_t, OP_SLOW, &ms, 8, NULL, 0,
+					   NULL, NULL, &cp, 0));
+	ASSERT_EQ(0, odsm_deleg_flush(d));
+	ASSERT_EQ(0, odsm_deleg_apply_then(&g_t, OP_INC, NULL, 0, NULL, 0,
+					   cb_sync_call, (void *)1, NULL, 0));
+	ASSERT_EQ(0, odsm_deleg_apply_then(&g_t, OP_INC, NULL, 0, NULL, 0,
+					   cb_count, (void *)2, NULL, 0));
+	usleep(50000);
+	odsm_deleg_stats(d, &st0);
+	kill(pid, SIGKILL);
+	EXPECT_EQ(-EOWNERDEAD, odsm_deleg_drain(d));
+	odsm_deleg_stats(d, &st1);
+	EXPECT_EQ(1, cp.done);
+	EXPECT_EQ(1, fail_seen[1]);
+	EXPECT_EQ(1, fail_seen[2]);
+	EXPECT_EQ(-EDEADLK, sync_ret) {
+		TH_LOG("the callback's call returned %d, with request 2 completed %d times",
+		       sync_ret, seen2_at_return);
+	}
+	EXPECT_EQ(0, seen2_at_return);
+	EXPECT_EQ(st0.deadlk + 1, st1.deadlk);
+	waitpid(pid, &status, 0);
+	odsm_deleg_stop(d);
+}
+
+/*
  * The late client: its first call claims the dead client's slot, and
  * the claim first waits for the batch the dead one left in flight to be
  * answered, so the count it reads then is final; then 1000 increments.
