@@ -177,7 +177,10 @@ struct odsm_deleg_completion {
 	size_t ret_len;
 };
 
-/* Called on the issuing thread when an apply_then completes. */
+/* Called on the issuing thread when an apply_then completes.  ret: the
+ * caller's buffer, or without one the answer's bytes, which stay as they
+ * are until fn returns, whatever fn sends meanwhile.
+ */
 typedef void (*odsm_deleg_done_fn)(void *cookie, int status,
 				   const void *ret, size_t ret_len);
 

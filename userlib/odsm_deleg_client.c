@@ -360,6 +360,19 @@ static int dg_complete(struct dg_thread *me, unsigned int t, int err)
 	if (!err)
 		bad = odsm_dslot_parse_resp(resp, d->geo.slot_size, n, p->rv,
 					    &bst);
+	/*
+	 * A callback without a buffer of its own (ret NULL) is handed its
+	 * answer where it is: should it send the next batch, that batch's
+	 * answer would land under it.  Such a batch is handed out from a
+	 * copy from the start (dg_flush_pair() copies for the others).
+	 */
+	for (i = 0; !err && i < n; i++) {
+		if (p->pfly[i].fn && !p->pfly[i].ret) {
+			memcpy(p->rcopy, resp, d->geo.slot_size);
+			resp = p->rcopy;
+			break;
+		}
+	}
 	/* the callbacks below may stage and send: keep this batch apart */
 	done = p->pdone;
 	p->pdone = p->pfly;

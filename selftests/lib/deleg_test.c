@@ -1227,6 +1227,48 @@ TEST(thread_done_from_a_callback_ends_after_its_caller)
 }
 
 /*
+ * A callback without a buffer of its own (ret NULL) reads its answer
+ * where the library hands it; it sends the next batch first, and the
+ * trustee answers that batch meanwhile.  The answer was handed out in
+ * the response slot itself, and the callback read the next batch's
+ * answer (1) for its own (0).
+ */
+static uint64_t bare_first, bare_after;
+
+static void cb_bare_then_send(void *cookie, int st, const void *ret,
+			      size_t len)
+{
+	if (st || len != 8)
+		return;
+	memcpy(&bare_first, ret, 8);
+	odsm_deleg_apply_then(&g_t, OP_INC, NULL, 0, NULL, 8, NULL, NULL,
+			      NULL, 0);
+	odsm_deleg_flush(cookie);
+	usleep(100000);		/* the trustee answers that batch */
+	memcpy(&bare_after, ret, 8);
+}
+
+TEST(bare_callback_reads_its_own_answer_after_sending)
+{
+	struct odsm_deleg_config c = { .trustees = 1, .clients = 2 };
+	struct env e;
+	uint64_t *ctr;
+
+	ASSERT_EQ(0, env_start(&e, &c));
+	ctr = env_obj(&e, 8);
+	ASSERT_EQ(0, entrust(&e, 0, ctr, 0, &g_t));
+	bare_first = bare_after = ~0ULL;
+	ASSERT_EQ(0, odsm_deleg_apply_then(&g_t, OP_INC, NULL, 0, NULL, 8,
+					   cb_bare_then_send, e.d, NULL, 0));
+	ASSERT_EQ(0, odsm_deleg_drain(e.d));
+	ASSERT_EQ(0, odsm_deleg_drain(e.d));
+	EXPECT_EQ(0ULL, bare_first);	/* the old count */
+	EXPECT_EQ(0ULL, bare_after);
+	EXPECT_EQ(2ULL, *ctr);
+	odsm_deleg_stop(e.d);
+}
+
+/*
  * A child of fork() claims a client slot of its own: it shared its
  * parent's thread's (the slot is in the shared arena), both published
  * the same seq numbers into it, and increments were lost or a side hung
