@@ -250,18 +250,20 @@ $(BUILD)/tests/host/%: selftests/host/%.c $(wildcard selftests/host/*.h) $(CORE_
 # make bench's summary, CSV and plots on a saved bench output (a script:
 # the source tree's path baked in, as the host suite runs it from anywhere)
 $(BUILD)/tests/host/bench_report_test: selftests/bench/bench_report_test.sh \
-		selftests/bench/bench-output.txt tools/bench-report.sh tools/bench-plots.sh
+		selftests/bench/bench-output.txt tools/bench-report.sh tools/bench-plots.sh \
+		selftests/tools/tap-lib.sh
 	@mkdir -p $(@D)
 	sed 's|@SRCDIR@|$(CURDIR)|' $< >$@.tmp && chmod +x $@.tmp && mv $@.tmp $@
 
 # the progress lines of make check and make bench (tools/progress-lib.sh)
-$(BUILD)/tests/host/progress_test: selftests/tools/progress_test.sh tools/progress-lib.sh
+$(BUILD)/tests/host/progress_test: selftests/tools/progress_test.sh tools/progress-lib.sh \
+		selftests/tools/tap-lib.sh
 	@mkdir -p $(@D)
 	sed 's|@SRCDIR@|$(CURDIR)|' $< >$@.tmp && chmod +x $@.tmp && mv $@.tmp $@
 
 # make check's judgement of a failed guest run (tools/check-lib.sh)
 $(BUILD)/tests/host/checklib_test: selftests/tools/checklib_test.sh tools/check-lib.sh \
-		tools/progress-lib.sh
+		tools/progress-lib.sh selftests/tools/tap-lib.sh
 	@mkdir -p $(@D)
 	sed 's|@SRCDIR@|$(CURDIR)|' $< >$@.tmp && chmod +x $@.tmp && mv $@.tmp $@
 

@@ -14,20 +14,8 @@ cd "$SRCDIR" || exit 1
 FIX=selftests/bench/bench-output.txt
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0 n=0
-
-ok() {	# DESCRIPTION CONDITION-COMMAND...
-	local what=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n $what"
-		pass=$((pass + 1))
-	else
-		echo "not ok $n $what"
-		fail=$((fail + 1))
-	fi
-}
+# shellcheck source=selftests/tools/tap-lib.sh
+. selftests/tools/tap-lib.sh
 
 # the summary row of METRIC: its columns, space-separated
 row() { grep -E "^$1 " "$2" | head -n 1 | sed -E 's/  +/ /g'; }
@@ -173,6 +161,4 @@ else
 	fail=$((fail + 1))
 fi
 
-echo "1..$n"
-echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
-[ "$fail" = 0 ]
+tap_end

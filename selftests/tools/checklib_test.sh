@@ -13,24 +13,8 @@ SRCDIR=${SRCDIR:-@SRCDIR@}
 cd "$SRCDIR" || exit 1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0 n=0
-
-ok() {	# DESCRIPTION COMMAND...
-	local what=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n $what"
-		pass=$((pass + 1))
-	else
-		echo "not ok $n $what"
-		fail=$((fail + 1))
-	fi
-}
-
-not() {	# COMMAND...: succeeds where COMMAND fails
-	! "$@"
-}
+# shellcheck source=selftests/tools/tap-lib.sh
+. selftests/tools/tap-lib.sh
 
 # LOGS: where check-lib.sh finds a run's node logs (SCEN-KVER-nodeN.log)
 LOGS=$tmp
@@ -106,6 +90,4 @@ ok "... and after them the lines that merely say failed" bash -c \
 	"sed -n 6,7p '$D' | grep -c 'failed 218 ms\|auth_failures' | grep -qx 2"
 ok "no carriage return in the digest" bash -c "! grep -q \$'\\r' '$D'"
 
-echo "1..$n"
-echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
-[ "$fail" = 0 ]
+tap_end

@@ -13,20 +13,8 @@ SRCDIR=${SRCDIR:-@SRCDIR@}
 cd "$SRCDIR" || exit 1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0 n=0
-
-ok() {	# DESCRIPTION COMMAND...
-	local what=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n $what"
-		pass=$((pass + 1))
-	else
-		echo "not ok $n $what"
-		fail=$((fail + 1))
-	fi
-}
+# shellcheck source=selftests/tools/tap-lib.sh
+. selftests/tools/tap-lib.sh
 
 echo "TAP version 13"
 
@@ -68,6 +56,4 @@ ok "progress_clock: 1:05 and 1:02:05" test "$out" = "$(printf '1:05\n1:02:05')"
 # no carriage return or escape anywhere: CI logs keep plain lines
 ok "no carriage return or escape in the output" bash -c "! grep -q \$'[\\r\\e]' '$O'"
 
-echo "1..$n"
-echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
-[ "$fail" = 0 ]
+tap_end
